@@ -1,0 +1,96 @@
+# heaptap: build, demo and tests. `make V=1` shows the commands, `make WERROR=1` fails on warnings.
+OUTPUT := build
+CLANG ?= clang
+BPFTOOL ?= bpftool
+CC ?= gcc
+ARCH := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
+VMLINUX := vmlinux/$(ARCH)/vmlinux.h
+
+LIBBPF_MIN := 1.1
+LIBS := $(shell pkg-config --libs libbpf libelf json-c 2>/dev/null) -lpthread
+WARNINGS := -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers
+ifeq ($(WERROR),1)
+WARNINGS += -Werror
+endif
+CFLAGS ?= -g -O2
+USER_CFLAGS := $(CFLAGS) $(WARNINGS) -std=gnu11 -D_GNU_SOURCE -I$(OUTPUT) -Ibpf -Iuser -MMD -MP
+BPF_CFLAGS := -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_$(ARCH) -I$(dir $(VMLINUX)) -Ibpf \
+	-Wall -Wno-unused-function -MMD -MP
+ifeq ($(WERROR),1)
+BPF_CFLAGS += -Werror
+endif
+
+USER_SRCS := $(wildcard user/*.c)
+USER_OBJS := $(patsubst user/%.c,$(OUTPUT)/user/%.o,$(USER_SRCS))
+TARGET_SRCS := $(wildcard tests/targets/*.c)
+TARGETS := $(patsubst tests/targets/%.c,$(OUTPUT)/tests/%,$(TARGET_SRCS))
+
+ifeq ($(V),1)
+Q :=
+msg :=
+else
+Q := @
+msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
+endif
+
+.DELETE_ON_ERROR:
+.SECONDARY: $(OUTPUT)/bpf/heaptap.bpf.o
+.PHONY: all check-deps clean demo test vmlinux deps
+
+all: check-deps $(OUTPUT)/heaptap $(TARGETS)
+
+# Debian 12 ships libbpf 1.1: fail early and clearly on anything older.
+check-deps:
+	$(Q)pkg-config --exists libbpf libelf json-c || { \
+		echo "heaptap: libbpf, libelf or json-c development files are missing; run: sudo .ci/run deps" >&2; exit 1; }
+	$(Q)pkg-config --atleast-version=$(LIBBPF_MIN) libbpf || { \
+		echo "heaptap: needs libbpf >= $(LIBBPF_MIN), found $$(pkg-config --modversion libbpf)" >&2; exit 1; }
+	$(Q)command -v $(BPFTOOL) >/dev/null || { echo "heaptap: bpftool is missing; run: sudo .ci/run deps" >&2; exit 1; }
+	$(Q)command -v $(CLANG) >/dev/null || { echo "heaptap: clang is missing; run: sudo .ci/run deps" >&2; exit 1; }
+
+$(OUTPUT) $(OUTPUT)/user $(OUTPUT)/bpf $(OUTPUT)/tests:
+	$(Q)mkdir -p $@
+
+$(OUTPUT)/bpf/%.bpf.o: bpf/%.bpf.c $(VMLINUX) | $(OUTPUT)/bpf
+	$(call msg,BPF,$@)
+	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+
+$(OUTPUT)/%.skel.h: $(OUTPUT)/bpf/%.bpf.o
+	$(call msg,GEN-SKEL,$@)
+	$(Q)$(BPFTOOL) gen skeleton $< > $@
+
+# Objects that include the skeleton depend on it explicitly.
+$(OUTPUT)/user/heaptap.o $(OUTPUT)/user/probes.o $(OUTPUT)/user/accounting.o: $(OUTPUT)/heaptap.skel.h
+
+$(OUTPUT)/user/%.o: user/%.c | $(OUTPUT)/user
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(USER_CFLAGS) -c $< -o $@
+
+$(OUTPUT)/heaptap: $(USER_OBJS)
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(CFLAGS) $^ $(LIBS) -o $@
+
+# Test targets: frame pointers on, so issue-2 stacks are whole; each file may name extra
+# flags on a line "// build: ...".
+$(OUTPUT)/tests/%: tests/targets/%.c | $(OUTPUT)/tests
+	$(call msg,CC,$@)
+	$(Q)$(CC) -g -O1 -fno-omit-frame-pointer -fno-optimize-sibling-calls -Wall \
+		$< -o $@ $(shell sed -n 's|^// build: ||p' $<)
+
+vmlinux:
+	$(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > $(VMLINUX)
+
+deps:
+	.ci/run deps
+
+# Starts the bundled leaking demo and attaches to it, or attaches to PID=... when given.
+demo: all
+	tests/demo.sh $(PID)
+
+test: all
+	python3 tests/run.py $(TESTS)
+
+clean:
+	rm -rf $(OUTPUT)
+
+-include $(wildcard $(OUTPUT)/user/*.d $(OUTPUT)/bpf/*.d)

@@ -1,0 +1,420 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * heaptap's BPF side: uprobes and uretprobes on the target's allocator account every block
+ * allocated since attach. Entry programs note the arguments in per-thread state and take the
+ * stack; return programs see the result and update the maps. Calls the allocator makes to
+ * itself (realloc calling free, memalign calling malloc) are recognised by their stack
+ * pointer and ignored, so one request is accounted once.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include "heaptap.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+/* Settings, fixed at load. */
+const volatile __u32 target_tgid = 0;
+const volatile __u32 stack_depth = HEAPTAP_MAX_DEPTH;	/* frames after the direct caller */
+
+/* Counters userspace reads straight from the mmapped .bss. */
+struct heaptap_counters counters = {};
+__u64 fn_calls[HEAPTAP_MAX_FUNCS] = {};
+
+/* Outstanding blocks by address; max_entries is set from --max-allocs. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 1);
+	__type(key, __u64);
+	__type(value, struct heaptap_alloc);
+} allocs SEC(".maps");
+
+/* Distinct stacks by hash; max_entries is set from --max-stacks. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 1);
+	__type(key, __u64);
+	__type(value, struct heaptap_stack);
+} stacks SEC(".maps");
+
+/* Per-size-class calls and bytes. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, HEAPTAP_SIZE_CLASSES);
+	__type(key, __u32);
+	__type(value, struct heaptap_size_class);
+} size_classes SEC(".maps");
+
+/* New stacks, so userspace symbolizes them while their objects are still mapped. */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 64 * 1024);
+} events SEC(".maps");
+
+/*
+ * The call a thread is inside, from entry to return. Task storage rather than a per-CPU
+ * scratch buffer: uprobe programs run with migration disabled but can be preempted, so
+ * another thread could run on the same CPU between entry and return, or even mid-program.
+ */
+struct call {
+	__u64 sp;		/* stack pointer at the outermost entry; 0 when idle */
+	__u64 kind;
+	__u64 fn;
+	__u64 ptr;		/* realloc's old block */
+	__u64 size;		/* bytes requested; ~0 when count * size overflows */
+	__u64 memptr;		/* posix_memalign's out pointer */
+	__u64 stack_id;
+	__u64 has_old;		/* realloc took old's record out of allocs */
+	struct heaptap_alloc old;
+	struct heaptap_stack stack;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct call);
+} calls SEC(".maps");
+
+#define SIZE_OVERFLOW (~0ULL)
+
+static __always_inline bool is_target(void)
+{
+	return (bpf_get_current_pid_tgid() >> 32) == target_tgid;
+}
+
+static __always_inline void count_fn(void *ctx)
+{
+	__u64 fn = bpf_get_attach_cookie(ctx);
+
+	if (fn < HEAPTAP_MAX_FUNCS)
+		__sync_fetch_and_add(&fn_calls[fn], 1);
+}
+
+static __always_inline struct heaptap_size_class *size_class(__u64 size)
+{
+	__u32 key = heaptap_size_class(size);
+
+	return bpf_map_lookup_elem(&size_classes, &key);
+}
+
+static __always_inline void account_alloc(__u64 size)
+{
+	struct heaptap_size_class *sc = size_class(size);
+	__u64 live, peak;
+	int i;
+
+	/* Atomic even per CPU: a preempting thread may update the same slot. */
+	if (sc) {
+		__sync_fetch_and_add(&sc->allocs, 1);
+		__sync_fetch_and_add(&sc->alloc_bytes, size);
+	}
+	__sync_fetch_and_add(&counters.allocs, 1);
+	__sync_fetch_and_add(&counters.alloc_bytes, size);
+	live = __sync_add_and_fetch(&counters.live_bytes, size);
+	for (i = 0; i < 4; i++) {
+		peak = counters.peak_bytes;
+		if (live <= peak)
+			break;
+		if (__sync_val_compare_and_swap(&counters.peak_bytes, peak, live) == peak) {
+			counters.peak_ns = bpf_ktime_get_ns();
+			break;
+		}
+	}
+}
+
+static __always_inline void account_free(__u64 size)
+{
+	struct heaptap_size_class *sc = size_class(size);
+
+	if (sc) {
+		__sync_fetch_and_add(&sc->frees, 1);
+		__sync_fetch_and_add(&sc->free_bytes, size);
+	}
+	__sync_fetch_and_add(&counters.frees, 1);
+	__sync_fetch_and_add(&counters.free_bytes, size);
+	__sync_fetch_and_sub(&counters.live_bytes, size);
+}
+
+/* Remove ptr's record; true (and *rec filled) when it was ours to remove. */
+static __always_inline bool take_record(__u64 ptr, struct heaptap_alloc *rec)
+{
+	struct heaptap_alloc *found = bpf_map_lookup_elem(&allocs, &ptr);
+
+	if (!found)
+		return false;
+	*rec = *found;
+	/* A concurrent free of the same block (a double free in the target) loses here. */
+	return bpf_map_delete_elem(&allocs, &ptr) == 0;
+}
+
+static __always_inline void record_block(struct call *c, __u64 ptr, __u64 size)
+{
+	struct heaptap_alloc rec = {}, stale;
+
+	if (take_record(ptr, &stale)) {
+		/* The allocator handed out an address we still hold: its free went unseen. */
+		__sync_fetch_and_add(&counters.reused_addresses, 1);
+		account_free(stale.size);
+	}
+	rec.size = size;
+	rec.time_ns = bpf_ktime_get_ns();
+	rec.stack_id = c->stack_id;
+	rec.tid = (__u32)bpf_get_current_pid_tgid();
+	rec.fn = c->fn;
+	if (bpf_map_update_elem(&allocs, &ptr, &rec, BPF_NOEXIST)) {
+		__sync_fetch_and_add(&counters.dropped_allocs, 1);
+		return;
+	}
+	account_alloc(size);
+}
+
+static __always_inline __u64 hash_stack(const struct heaptap_stack *s, __u32 words)
+{
+	__u64 h = 0x9e3779b97f4a7c15ULL;
+	__u32 i;
+
+	for (i = 0; i < HEAPTAP_MAX_DEPTH + 1; i++) {
+		if (i >= words)
+			break;
+		h ^= s->ips[i] * 0xff51afd7ed558ccdULL;
+		h = (h << 27 | h >> 37) * 0xc4ceb9fe1a85ec53ULL + 0x52dce729;
+	}
+	return h ? h : 1;	/* 0 means "no stack" */
+}
+
+/* Store the current user stack, once per distinct stack; returns its id. */
+static __always_inline __u64 capture_stack(void *ctx, struct call *c, __u64 sp)
+{
+	struct heaptap_event *e;
+	__u64 id;
+	long n;
+
+	if (bpf_probe_read_user(&c->stack.ips[0], sizeof(__u64), (void *)sp))
+		c->stack.ips[0] = 0;
+	n = bpf_get_stack(ctx, &c->stack.ips[1], stack_depth * sizeof(__u64), BPF_F_USER_STACK);
+	if (n < 0) {
+		__sync_fetch_and_add(&counters.stack_errors, 1);
+		n = 0;
+	}
+	id = hash_stack(&c->stack, 1 + n / sizeof(__u64));
+	if (bpf_map_lookup_elem(&stacks, &id))
+		return id;
+	if (bpf_map_update_elem(&stacks, &id, &c->stack, BPF_NOEXIST) == 0) {
+		__sync_fetch_and_add(&counters.new_stacks, 1);
+		e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+		if (e) {
+			e->stack_id = id;
+			bpf_ringbuf_submit(e, 0);
+		} else {
+			__sync_fetch_and_add(&counters.lost_events, 1);
+		}
+	} else if (!bpf_map_lookup_elem(&stacks, &id)) {
+		/* Not a race with another thread storing the same stack: the map is full. */
+		__sync_fetch_and_add(&counters.dropped_stacks, 1);
+	}
+	return id;
+}
+
+static __always_inline struct call *thread_call(__u64 flags)
+{
+	struct call *c = bpf_task_storage_get(&calls, bpf_get_current_task_btf(), 0, flags);
+
+	if (!c && flags)
+		__sync_fetch_and_add(&counters.lost_threads, 1);
+	return c;
+}
+
+/*
+ * Whether the thread is inside an outer allocator call, so that this one is a call the
+ * allocator makes to itself: the outer call's stack pointer is at or above ours (at: a tail
+ * call). An outer call below ours has returned without its return probe firing.
+ */
+static __always_inline bool nested(struct call *c, __u64 sp)
+{
+	if (!c || !c->sp)
+		return false;
+	if (sp <= c->sp)
+		return true;
+	__sync_fetch_and_add(&counters.missed_returns, 1);
+	c->sp = 0;
+	return false;
+}
+
+static __always_inline int enter(void *ctx, __u64 kind, __u64 ptr, __u64 size, __u64 memptr)
+{
+	__u64 sp = PT_REGS_SP((struct pt_regs *)ctx);
+	struct call *c;
+
+	if (!is_target())
+		return 0;
+	c = thread_call(BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!c || nested(c, sp))
+		return 0;
+	__sync_fetch_and_add(&counters.alloc_calls, 1);
+	count_fn(ctx);
+	c->sp = sp;
+	c->kind = kind;
+	c->fn = bpf_get_attach_cookie(ctx);
+	c->ptr = ptr;
+	c->size = size;
+	c->memptr = memptr;
+	c->stack_id = capture_stack(ctx, c, sp);
+	/*
+	 * realloc takes the old record out now: once the allocator frees the old block another
+	 * thread may be given its address before our return probe runs.
+	 */
+	c->has_old = ptr && take_record(ptr, &c->old);
+	return 0;
+}
+
+static __always_inline __u64 mul_size(__u64 count, __u64 size)
+{
+	__u64 limit;
+
+	if (!size)
+		return 0;
+	limit = SIZE_OVERFLOW / size;
+	/* Keep clang from turning the check into a 128-bit multiply BPF cannot do. */
+	barrier_var(limit);
+	return count > limit ? SIZE_OVERFLOW : count * size;
+}
+
+SEC("uprobe")
+int BPF_KPROBE(malloc_enter, __u64 size)
+{
+	return enter(ctx, HEAPTAP_KIND_MALLOC, 0, size, 0);
+}
+
+SEC("uprobe")
+int BPF_KPROBE(calloc_enter, __u64 count, __u64 size)
+{
+	return enter(ctx, HEAPTAP_KIND_CALLOC, 0, mul_size(count, size), 0);
+}
+
+SEC("uprobe")
+int BPF_KPROBE(realloc_enter, __u64 ptr, __u64 size)
+{
+	return enter(ctx, HEAPTAP_KIND_REALLOC, ptr, size, 0);
+}
+
+SEC("uprobe")
+int BPF_KPROBE(reallocarray_enter, __u64 ptr, __u64 count, __u64 size)
+{
+	return enter(ctx, HEAPTAP_KIND_REALLOCARRAY, ptr, mul_size(count, size), 0);
+}
+
+SEC("uprobe")
+int BPF_KPROBE(memalign_enter, __u64 alignment, __u64 size)
+{
+	return enter(ctx, HEAPTAP_KIND_MEMALIGN, 0, size, 0);
+}
+
+SEC("uprobe")
+int BPF_KPROBE(posix_memalign_enter, __u64 memptr, __u64 alignment, __u64 size)
+{
+	return enter(ctx, HEAPTAP_KIND_POSIX_MEMALIGN, 0, size, memptr);
+}
+
+SEC("uprobe")
+int BPF_KPROBE(free_enter, __u64 ptr)
+{
+	__u64 sp = PT_REGS_SP(ctx);
+	struct heaptap_alloc rec;
+
+	if (!is_target())
+		return 0;
+	/* No state is created here: a thread that only frees needs none. */
+	if (nested(thread_call(0), sp))
+		return 0;
+	__sync_fetch_and_add(&counters.free_calls, 1);
+	count_fn(ctx);
+	if (!ptr)
+		return 0;
+	if (take_record(ptr, &rec))
+		account_free(rec.size);
+	else
+		__sync_fetch_and_add(&counters.unknown_frees, 1);
+	return 0;
+}
+
+/* The outer call this return belongs to, or NULL for the return of an inner call. */
+static __always_inline struct call *returning_call(void *ctx)
+{
+	__u64 sp = PT_REGS_SP((struct pt_regs *)ctx);
+	struct call *c;
+
+	if (!is_target())
+		return NULL;
+	c = thread_call(0);
+	/* No state: the call began before attach, or a tail call's return already ran. */
+	if (!c || !c->sp)
+		return NULL;
+	/* The return pops the return address: sp is 8 above the entry's. */
+	if (sp < c->sp + 8)
+		return NULL;
+	if (sp > c->sp + 8) {
+		__sync_fetch_and_add(&counters.missed_returns, 1);
+		c->sp = 0;
+		return NULL;
+	}
+	return c;
+}
+
+static __always_inline void finish(struct call *c, __u64 ptr)
+{
+	bool resize = c->kind == HEAPTAP_KIND_REALLOC || c->kind == HEAPTAP_KIND_REALLOCARRAY;
+
+	c->sp = 0;
+	if (!resize || !c->ptr) {
+		if (ptr)
+			record_block(c, ptr, c->size);
+		else
+			__sync_fetch_and_add(&counters.failed, 1);
+		return;
+	}
+	/*
+	 * realloc(old, n): a non-NULL result means old is gone (moved, or resized in place and
+	 * recorded again at its new size); NULL with n == 0 means old was freed; any other NULL
+	 * is a failure that leaves old allocated.
+	 */
+	if (!ptr && c->size != 0) {
+		__sync_fetch_and_add(&counters.failed, 1);
+		if (c->has_old && bpf_map_update_elem(&allocs, &c->ptr, &c->old, BPF_NOEXIST))
+			__sync_fetch_and_add(&counters.dropped_allocs, 1);
+		return;
+	}
+	if (c->has_old)
+		account_free(c->old.size);
+	else
+		__sync_fetch_and_add(&counters.unknown_frees, 1);
+	if (ptr)
+		record_block(c, ptr, c->size);
+}
+
+SEC("uretprobe")
+int BPF_KRETPROBE(alloc_return, __u64 ptr)
+{
+	struct call *c = returning_call(ctx);
+
+	if (c)
+		finish(c, ptr);
+	return 0;
+}
+
+SEC("uretprobe")
+int BPF_KRETPROBE(posix_memalign_return, int err)
+{
+	struct call *c = returning_call(ctx);
+	__u64 ptr = 0;
+
+	if (!c)
+		return 0;
+	/* The block is only reported through the out pointer, and only on success. */
+	if (err || bpf_probe_read_user(&ptr, sizeof(ptr), (void *)c->memptr))
+		ptr = 0;
+	finish(c, ptr);
+	return 0;
+}

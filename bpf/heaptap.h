@@ -1,0 +1,134 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The contract between heaptap's BPF programs and its loader: every struct, limit and enum
+ * both sides read. Fixed-size types only, so the layout is the same on both sides.
+ */
+#ifndef HEAPTAP_H
+#define HEAPTAP_H
+
+/* The kernel refuses deeper user stacks (kernel.perf_event_max_stack defaults to 127). */
+#define HEAPTAP_MAX_DEPTH 127
+
+/* Attach cookies index per-function call counters; the allocator table is far smaller. */
+#define HEAPTAP_MAX_FUNCS 64
+
+/*
+ * Size classes: every size up to HEAPTAP_SIZE_EXACT_MAX has its own class; above it each
+ * power of two is split into 2^HEAPTAP_SIZE_SUB_BITS equal ranges (12.5% wide), which
+ * keeps the table bounded (705 classes) for any size a 64-bit allocator can be asked for.
+ */
+#define HEAPTAP_SIZE_EXACT_MAX 256
+#define HEAPTAP_SIZE_SUB_BITS 3
+#define HEAPTAP_SIZE_FIRST_LOG 8 /* log2 of the first size above the exact range */
+#define HEAPTAP_SIZE_CLASSES \
+	(HEAPTAP_SIZE_EXACT_MAX + 1 + (64 - HEAPTAP_SIZE_FIRST_LOG) * (1 << HEAPTAP_SIZE_SUB_BITS))
+
+/* What an allocator function does with its arguments; selects the BPF entry program. */
+enum heaptap_kind {
+	HEAPTAP_KIND_MALLOC = 1,	/* (size): malloc, valloc, pvalloc, operator new, mallocx */
+	HEAPTAP_KIND_CALLOC,		/* (count, size) */
+	HEAPTAP_KIND_REALLOC,		/* (ptr, size): realloc, rallocx */
+	HEAPTAP_KIND_REALLOCARRAY,	/* (ptr, count, size) */
+	HEAPTAP_KIND_MEMALIGN,		/* (alignment, size): memalign, aligned_alloc */
+	HEAPTAP_KIND_POSIX_MEMALIGN,	/* (&ptr, alignment, size) -> error number */
+	HEAPTAP_KIND_FREE,		/* (ptr, ...): free, operator delete, dallocx, sdallocx */
+};
+
+/* One outstanding block, keyed by its address in the allocs map. */
+struct heaptap_alloc {
+	__u64 size;		/* bytes requested */
+	__u64 time_ns;		/* CLOCK_MONOTONIC of the (re)allocation */
+	__u64 stack_id;		/* key of the stacks map; 0 when no stack was taken */
+	__u32 tid;		/* allocating thread */
+	__u32 fn;		/* index of the allocating function in the attach table */
+};
+
+/*
+ * A user stack as captured at an allocator's entry. ips[0] is the word at the stack
+ * pointer, the direct caller's return address, which frame-pointer walks miss whenever the
+ * allocator does not start with push %rbp; ips[1] is the probed address itself, and
+ * ips[2...] the frame-pointer chain. Unused slots are zero.
+ */
+struct heaptap_stack {
+	__u64 ips[HEAPTAP_MAX_DEPTH + 1];
+};
+
+/* Calls and bytes of one size class; live = allocs - frees. */
+struct heaptap_size_class {
+	__u64 allocs;
+	__u64 frees;
+	__u64 alloc_bytes;
+	__u64 free_bytes;
+};
+
+/* Global counters; everything not accounted exactly has a counter here. */
+struct heaptap_counters {
+	__u64 alloc_calls;	/* outermost calls of an allocating function */
+	__u64 free_calls;	/* outermost calls of a freeing function, free(NULL) included */
+	__u64 allocs;		/* blocks recorded */
+	__u64 frees;		/* recorded blocks freed */
+	__u64 alloc_bytes;
+	__u64 free_bytes;
+	__u64 live_bytes;	/* alloc_bytes - free_bytes, kept to track the peak */
+	__u64 peak_bytes;
+	__u64 peak_ns;		/* CLOCK_MONOTONIC when peak_bytes was reached */
+	__u64 failed;		/* allocating calls that returned NULL or an error */
+	__u64 unknown_frees;	/* frees (and reallocs) of blocks not allocated since attach */
+	__u64 dropped_allocs;	/* blocks not recorded: allocs map full (--max-allocs) */
+	__u64 dropped_stacks;	/* stacks not stored: stacks map full (--max-stacks) */
+	__u64 stack_errors;	/* user stack could not be read */
+	__u64 missed_returns;	/* calls whose return was never seen */
+	__u64 lost_threads;	/* calls not traced: no per-thread state could be made */
+	__u64 reused_addresses;	/* a block returned at a recorded address: its free was missed */
+	__u64 new_stacks;	/* distinct stacks stored */
+	__u64 lost_events;	/* new-stack notices the ring buffer had no room for */
+};
+
+/* Ring buffer record: a stack was stored for the first time. */
+struct heaptap_event {
+	__u64 stack_id;
+};
+
+static inline __u32 heaptap_log2(__u64 v)
+{
+	__u32 r = 0;
+
+	if (v >> 32) { v >>= 32; r += 32; }
+	if (v >> 16) { v >>= 16; r += 16; }
+	if (v >> 8) { v >>= 8; r += 8; }
+	if (v >> 4) { v >>= 4; r += 4; }
+	if (v >> 2) { v >>= 2; r += 2; }
+	if (v >> 1) r += 1;
+	return r;
+}
+
+/* BPF has no count-leading-zeros, hence the shifts above; both sides use this one function. */
+static inline __u32 heaptap_size_class(__u64 size)
+{
+	__u32 k, sub;
+
+	if (size <= HEAPTAP_SIZE_EXACT_MAX)
+		return size;
+	k = heaptap_log2(size);
+	sub = (size >> (k - HEAPTAP_SIZE_SUB_BITS)) & ((1 << HEAPTAP_SIZE_SUB_BITS) - 1);
+	return HEAPTAP_SIZE_EXACT_MAX + 1 + ((k - HEAPTAP_SIZE_FIRST_LOG) << HEAPTAP_SIZE_SUB_BITS) +
+	       sub;
+}
+
+/* The smallest size in a class; 0 for the class after the last (its sizes would pass 2^64). */
+static inline __u64 heaptap_size_class_min(__u32 cls)
+{
+	__u32 i = cls - HEAPTAP_SIZE_EXACT_MAX - 1, k, sub;
+	__u64 min;
+
+	if (cls <= HEAPTAP_SIZE_EXACT_MAX)
+		return cls;
+	if (cls >= HEAPTAP_SIZE_CLASSES)
+		return 0;
+	k = HEAPTAP_SIZE_FIRST_LOG + (i >> HEAPTAP_SIZE_SUB_BITS);
+	sub = i & ((1 << HEAPTAP_SIZE_SUB_BITS) - 1);
+	min = (__u64)((1 << HEAPTAP_SIZE_SUB_BITS) + sub) << (k - HEAPTAP_SIZE_SUB_BITS);
+	return min > HEAPTAP_SIZE_EXACT_MAX ? min : HEAPTAP_SIZE_EXACT_MAX + 1;
+}
+
+#endif /* HEAPTAP_H */

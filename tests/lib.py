@@ -1,0 +1,244 @@
+"""What heaptap's tests share: starting targets and heaptap, handshakes, named checks.
+
+Every process a test starts is registered and ended by its PID when the test ends, pass or
+fail. Reads have timeouts, so a broken handshake fails a test instead of hanging the run.
+"""
+import json
+import os
+import select
+import signal
+import subprocess
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BUILD = os.path.join(ROOT, "build")
+HEAPTAP = os.path.join(BUILD, "heaptap")
+TARGETS = os.path.join(BUILD, "tests")
+TIMEOUT = 60.0
+
+
+class Failure(Exception):
+    pass
+
+
+def check(name, actual, expected):
+    """Named equality check: a failure says which fact was wrong, and how."""
+    if actual != expected:
+        raise Failure(f"{name}: expected {expected!r}, got {actual!r}")
+
+
+def check_true(name, cond, detail=""):
+    if not cond:
+        raise Failure(f"{name}: {detail}" if detail else name)
+
+
+_started = []
+
+
+def started():
+    return _started
+
+
+class Proc:
+    """A child process with line-based, time-bounded reads of its stdout."""
+
+    def __init__(self, argv, env=None, stdin=subprocess.PIPE, stderr=subprocess.PIPE,
+                 preexec_fn=None):
+        self.argv = argv
+        self.popen = subprocess.Popen(argv, stdin=stdin, stdout=subprocess.PIPE,
+                                      stderr=stderr, env=env, preexec_fn=preexec_fn)
+        self.pid = self.popen.pid
+        self._buf = b""
+        self._eof = False
+        _started.append(self)
+
+    def read_line(self, timeout=TIMEOUT):
+        """The next stdout line, or None at end of output."""
+        deadline = time.monotonic() + timeout
+        fd = self.popen.stdout.fileno()
+        while b"\n" not in self._buf:
+            if self._eof:
+                break
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise Failure(f"{os.path.basename(self.argv[0])}: no output line within "
+                              f"{timeout:.0f}s")
+            ready, _, _ = select.select([fd], [], [], left)
+            if ready:
+                chunk = os.read(fd, 65536)
+                if not chunk:
+                    self._eof = True
+                self._buf += chunk
+        if b"\n" in self._buf:
+            line, self._buf = self._buf.split(b"\n", 1)
+            return line.decode()
+        if self._buf:
+            line, self._buf = self._buf, b""
+            return line.decode()
+        return None
+
+    def send(self, line):
+        self.popen.stdin.write((line + "\n").encode())
+        self.popen.stdin.flush()
+
+    def wait(self, timeout=TIMEOUT):
+        try:
+            return self.popen.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            raise Failure(f"{os.path.basename(self.argv[0])} did not exit within {timeout:.0f}s")
+
+    def stderr_text(self):
+        return self.popen.stderr.read().decode() if self.popen.stderr else ""
+
+    def end(self):
+        """Ends the process by its PID (SIGKILL) if it still runs, and reaps it."""
+        if self.popen.poll() is None:
+            try:
+                os.kill(self.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            self.popen.wait()
+        for f in (self.popen.stdin, self.popen.stdout, self.popen.stderr):
+            if f:
+                f.close()
+
+
+class Target(Proc):
+    """A test target speaking tests/targets/proto.h: "ready PID", then commands."""
+
+    def __init__(self, name, env=None, wrapper=(), args=()):
+        path = name if os.path.isabs(name) else os.path.join(TARGETS, name)
+        super().__init__(list(wrapper) + [path] + list(args), env=env)
+        line = self.read_line()
+        if not line or not line.startswith("ready "):
+            raise Failure(f"{name}: expected 'ready PID', got {line!r}: {self.stderr_text()}")
+        # Through a wrapper (unshare, setpriv), the target's PID is not the child's.
+        self.target_pid = int(line.split()[1])
+
+    def do(self, command, timeout=TIMEOUT):
+        """Runs a command; returns the rest of its "done" line, after the command."""
+        self.send(command)
+        while True:
+            line = self.read_line(timeout)
+            if line is None:
+                raise Failure(f"target exited during {command!r}")
+            if line.startswith("done " + command):
+                return line[len("done " + command):].strip()
+
+    def alive(self):
+        return self.popen.poll() is None
+
+    def end(self):
+        if self.alive() and self.target_pid != self.pid:
+            try:
+                os.kill(self.target_pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        super().end()
+
+
+class Heaptap(Proc):
+    """heaptap with --json; records are parsed as they are read."""
+
+    def __init__(self, args, env=None, stdin=subprocess.DEVNULL, preexec_fn=None):
+        super().__init__([HEAPTAP, "--json"] + list(args), env=env, stdin=stdin,
+                         preexec_fn=preexec_fn)
+        self.records = []
+
+    def record(self, timeout=TIMEOUT):
+        line = self.read_line(timeout)
+        if line is None:
+            return None
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError:
+            raise Failure(f"heaptap printed a line that is not JSON: {line!r}")
+        self.records.append(rec)
+        return rec
+
+    def attached(self):
+        """Waits until the probes are in: the first record."""
+        rec = self.record()
+        if rec is None:
+            raise Failure(f"heaptap exited before attaching "
+                          f"(status {self.popen.wait()}): {self.stderr_text()}")
+        check("first record type", rec["type"], "attached")
+        return rec
+
+    def finish(self, sig=signal.SIGINT):
+        """Signals heaptap, reads to the end; returns (final record or None, exit status)."""
+        if sig is not None:
+            os.kill(self.pid, sig)
+        while self.record() is not None:
+            pass
+        status = self.wait()
+        finals = [r for r in self.records if r["type"] == "final"]
+        return (finals[-1] if finals else None), status
+
+
+def run_heaptap(args, timeout=TIMEOUT, preexec_fn=None):
+    """heaptap to completion; returns (status, stdout, stderr)."""
+    p = subprocess.run([HEAPTAP] + list(args), capture_output=True, timeout=timeout,
+                       preexec_fn=preexec_fn, stdin=subprocess.DEVNULL)
+    return p.returncode, p.stdout.decode(), p.stderr.decode()
+
+
+def size_row(final, size):
+    """The size-table row whose range holds size, or None."""
+    for row in final["sizes"]:
+        if row["min"] <= size <= row["max"]:
+            return row
+    return None
+
+
+def functions(site):
+    return [f["function"] for f in site["stack"]] if site["stack"] else []
+
+
+def probed_text_intact(pid, attached):
+    """For every probed function: the target's code bytes equal the file's.
+
+    Returns a list of (function, file bytes, memory bytes) that differ.
+    """
+    path = attached["allocator"]["path"]
+    maps = []
+    with open(f"/proc/{pid}/maps") as f:
+        for line in f:
+            parts = line.split()
+            if len(parts) >= 6 and parts[5] == path:
+                start, end = (int(x, 16) for x in parts[0].split("-"))
+                maps.append((start, end, int(parts[2], 16)))
+    bad = []
+    with open(f"/proc/{pid}/root{path}", "rb") as elf, open(f"/proc/{pid}/mem", "rb") as mem:
+        for probe in attached["probes"]:
+            off = probe["offset"]
+            elf.seek(off)
+            want = elf.read(16)
+            for start, end, moff in maps:
+                if moff <= off < moff + (end - start):
+                    mem.seek(start + off - moff)
+                    got = mem.read(16)
+                    if got != want:
+                        bad.append((probe["function"], want.hex(), got.hex()))
+                    break
+            else:
+                bad.append((probe["function"], want.hex(), "not mapped"))
+    return bad
+
+
+def uprobes_of(pid):
+    """Uprobes still attached by process pid, from bpftool's list of perf-event links."""
+    out = subprocess.run(["bpftool", "-j", "perf", "list"], capture_output=True, text=True)
+    if out.returncode != 0:
+        raise Failure(f"bpftool perf list failed: {out.stderr.strip()}")
+    return [e for e in json.loads(out.stdout or "[]")
+            if e.get("pid") == pid and e.get("fd_type") in ("uprobe", "uretprobe")]
+
+
+TESTS = []
+
+
+def test(fn):
+    """Registers a test; tests run in the order their modules define them."""
+    TESTS.append(fn)
+    return fn

@@ -1,0 +1,197 @@
+"""Exact accounting: sizes, sites, every allocator entry point, threads, blocks from before
+attach, launch mode."""
+import os
+import subprocess
+
+from lib import (Failure, Heaptap, Target, TARGETS, check, check_true, functions, size_row,
+                 test)
+
+
+def traced(target, command, *args):
+    """Attaches to a running target, makes it run command, returns heaptap's final record."""
+    ht = Heaptap(["-p", str(target.target_pid), "-i", "1h"] + list(args))
+    attached = ht.attached()
+    result = target.do(command)
+    final, status = ht.finish()
+    check("heaptap exit status", status, 0)
+    check_true("final record", final is not None, "heaptap printed no final report")
+    return attached, final, result
+
+
+def check_row(final, size, allocs, frees, live_bytes, total_bytes):
+    row = size_row(final, size)
+    check_true(f"size table has a row for {size}", row is not None, f"rows: {final['sizes']}")
+    check(f"allocs of size {size}", row["allocs"], allocs)
+    check(f"frees of size {size}", row["frees"], frees)
+    check(f"live count of size {size}", row["live"], allocs - frees)
+    check(f"live bytes of size {size}", row["live_bytes"], live_bytes)
+    check(f"total bytes of size {size}", row["total_bytes"], total_bytes)
+
+
+def check_exact(final):
+    for key, value in final["inexact"].items():
+        check(f"inexact.{key}", value, 0)
+
+
+def check_mix(final):
+    """The "mix" of tests/targets/sizes.c, from any allocator."""
+    check_row(final, 16, 10, 0, 160, 160)
+    check_row(final, 100, 5, 5, 0, 500)
+    check_row(final, 1000, 3, 0, 3000, 3000)
+    check_row(final, 5000, 2, 0, 10000, 10000)
+    check("size rows", len(final["sizes"]), 4)
+    check("live bytes", final["live_bytes"], 13160)
+    check("live allocations", final["live_allocs"], 15)
+    check("peak bytes", final["peak_bytes"], 13160)
+    check("allocation calls", final["alloc_calls"], 20)
+    check("free calls", final["free_calls"], 5)
+    check_exact(final)
+    # Each leak_big call site is its own site; leak_medium's three calls share one.
+    sites = {(s["live_bytes"], s["live"]): s for s in final["sites"]}
+    check("sites", sorted(sites), [(160, 10), (3000, 3), (5000, 1)])
+    check("top site's live bytes", final["sites"][0]["live_bytes"], 5000)
+    check("top site's direct caller", functions(final["sites"][0])[1], "leak_big")
+    check("top site's caller's caller", functions(final["sites"][0])[2], "do_mix")
+    check("1000-byte site's direct caller", functions(sites[(3000, 3)])[1], "leak_medium")
+    check("16-byte site's direct caller", functions(sites[(160, 10)])[1], "leak_small")
+    check("16-byte site's sizes", sites[(160, 10)]["sizes"], [16])
+
+
+@test
+def test_size_mix_and_leaking_sites():
+    target = Target("sizes")
+    attached, final, _ = traced(target, "mix")
+    check("allocator reason", attached["allocator"]["reason"],
+          "first object in the link order that defines malloc (the C library)")
+    check_true("allocator is libc", attached["allocator"]["path"].endswith("/libc.so.6"))
+    check_mix(final)
+    check("malloc frame", functions(final["sites"][0])[0], "malloc")
+    check("size classes above 256 are ranges", (size_row(final, 1000)["min"],
+          size_row(final, 1000)["max"], size_row(final, 5000)["min"],
+          size_row(final, 5000)["max"]), (960, 1023, 4608, 5119))
+
+
+@test
+def test_every_entry_point_and_realloc_case():
+    target = Target("apis")
+    _, final, result = traced(target, "all")
+    check("realloc outcomes the target produced", result,
+          "moved=1 inplace=1 shrunk=1 failed_kept=1 einval=1 enomem=1")
+    check_row(final, 201, 1, 0, 201, 201)        # realloc(NULL, n)
+    check_row(final, 202, 1, 1, 0, 202)          # realloc(p, 0) frees p
+    check_row(final, 203, 1, 1, 0, 203)          # moved: old block freed...
+    check_row(final, 4000, 1, 0, 4000, 4000)     # ...new block live
+    check_row(final, 204, 1, 0, 204, 204)
+    check_row(final, 240, 1, 1, 0, 240)          # shrunk in place
+    check_row(final, 207, 1, 0, 207, 207)
+    check_row(final, 209, 1, 0, 209, 209)        # failed realloc keeps the block
+    check_row(final, 210, 1, 0, 210, 210)        # reallocarray(NULL, 10, 21)
+    check_row(final, 213, 1, 0, 213, 213)        # calloc(3, 71)
+    check_row(final, 214, 1, 0, 214, 214)        # posix_memalign
+    for size in (216, 217, 218, 219):            # aligned_alloc, memalign, valloc, pvalloc
+        check_row(final, size, 1, 0, size, size)
+    check_row(final, 0, 1, 0, 0, 0)              # malloc(0)
+    check_row(final, 248, 1, 1, 0, 248)          # grown in place: old size freed...
+    check_row(final, 3000, 1, 0, 3000, 3000)     # ...new size live
+    check("size rows", len(final["sizes"]), 18)
+    live = [201, 4000, 204, 207, 209, 210, 213, 214, 216, 217, 218, 219, 0, 3000]
+    check("live bytes", final["live_bytes"], sum(live))
+    check("live allocations", final["live_allocs"], len(live))
+    check("failed calls", final["failed_calls"], 6)
+    check("allocation calls", final["alloc_calls"], 25)
+    check("free calls (free(NULL); realloc's inner free is not one)", final["free_calls"], 1)
+    check_exact(final)
+    calls = {f["function"]: f["calls"] for f in final["functions"]}
+    check("calls per function", calls,
+          {"malloc": 8, "calloc": 2, "realloc": 6, "reallocarray": 2, "free": 1,
+           "posix_memalign": 3, "aligned_alloc": 2, "valloc": 1, "pvalloc": 1})
+
+
+@test
+def test_eight_threads_exact_totals():
+    target = Target("threads")
+    _, final, _ = traced(target, "go")
+    threads, rounds, leaks = 8, 2000, 10
+    expected = {}
+    for t in range(threads):
+        for i in range(rounds):
+            size = 16 + (i % 50) * 8
+            expected.setdefault(size, [0, 0])
+            expected[size][0] += 1
+            expected[size][1] += 1
+        for i in range(leaks):
+            expected.setdefault(1000 + t, [0, 0])
+            expected[1000 + t][0] += 1
+    rows = {}
+    for size, (allocs, frees) in expected.items():
+        row = size_row(final, size)
+        check_true(f"row for size {size}", row is not None)
+        got = rows.setdefault((row["min"], row["max"]), [0, 0, 0, 0])
+        got[0] += allocs
+        got[1] += frees
+        got[2] += (allocs - frees) * size
+        got[3] += allocs * size
+    for (lo, hi), (allocs, frees, live_bytes, total) in rows.items():
+        row = size_row(final, lo)
+        check(f"row {lo}-{hi}", (row["allocs"], row["frees"], row["live_bytes"],
+                                 row["total_bytes"]), (allocs, frees, live_bytes, total))
+    check("size rows", len(final["sizes"]), len(rows))
+    check("allocations", final["allocs"], threads * (rounds + leaks))
+    check("frees", final["frees"], threads * rounds)
+    check("live allocations", final["live_allocs"], threads * leaks)
+    check("live bytes", final["live_bytes"], sum(leaks * (1000 + t) for t in range(threads)))
+    check_exact(final)
+
+
+@test
+def test_frees_of_blocks_from_before_attach():
+    target = Target("preattach")
+    ht = Heaptap(["-p", str(target.target_pid), "-i", "1h"])
+    ht.attached()
+    target.do("free")
+    target.do("leak")
+    final, status = ht.finish()
+    check("heaptap exit status", status, 0)
+    check("unknown frees", final["inexact"]["unknown_frees"], 50)
+    check("frees accounted", final["frees"], 0)
+    check("free calls", final["free_calls"], 50)
+    check("live bytes (never negative)", final["live_bytes"], 160)
+    check("live allocations", final["live_allocs"], 5)
+    check("no row for the early blocks", size_row(final, 100), None)
+    check_row(final, 32, 5, 0, 160, 160)
+
+
+@test
+def test_launch_counts_from_the_first_malloc():
+    ht = Heaptap(["-i", "100ms", "--", os.path.join(TARGETS, "launch")], stdin=subprocess.PIPE)
+    attached = ht.attached()
+    check_true("a launched command is traced from its own allocator",
+               attached["allocator"]["path"].endswith("/libc.so.6"))
+    # Symbols come from the live process: wait until a report has named the first site.
+    while True:
+        rec = ht.record()
+        check_true("interval reports until the first site is named", rec is not None)
+        first = [s for s in rec.get("sites", []) if s["sizes"] == [4242]]
+        if first and len(functions(first[0])) > 1 and functions(first[0])[1]:
+            break
+    ht.popen.stdin.close()      # the command's stdin: it exits at end of input
+    final, status = ht.finish(sig=None)
+    check("heaptap exit status", status, 0)
+    check_true("final report", final is not None)
+    check("the command's exit status", final["target_exit"]["exit_code"], 7)
+    check_row(final, 4242, 1, 0, 4242, 4242)
+    check_row(final, 17, 3, 0, 51, 51)
+    first = [s for s in final["sites"] if s["sizes"] == [4242]]
+    check("sites of the first malloc", len(first), 1)
+    check("its direct caller, named after the command exited", functions(first[0])[1], "main")
+
+
+@test
+def test_launch_of_a_missing_command():
+    ht = Heaptap(["--", "/nonexistent/program"])
+    final, status = ht.finish(sig=None)
+    check("exit status", status, 1)
+    check("message", ht.stderr_text().strip(),
+          "heaptap: /nonexistent/program: command not found or not executable")
+    if final is not None:
+        raise Failure("a report for a command that never ran")

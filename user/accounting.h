@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* Reading the BPF side's accounting: counters, size classes and outstanding blocks by site. */
+#ifndef HEAPTAP_ACCOUNTING_H
+#define HEAPTAP_ACCOUNTING_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <linux/types.h>
+
+#include "heaptap.h"
+
+struct heaptap_bpf;
+
+#define SITE_SIZES 8
+
+/* Outstanding blocks that share an allocating stack. */
+struct site {
+	uint64_t stack_id;	/* 0: blocks whose stack was not stored */
+	uint64_t live_bytes;
+	uint64_t live;
+	uint64_t oldest_ns;	/* CLOCK_MONOTONIC allocation time of the oldest block */
+	uint64_t min_size;
+	uint64_t max_size;
+	uint64_t sizes[SITE_SIZES];	/* distinct sizes, ascending, the first SITE_SIZES */
+	unsigned int nsizes;
+	bool more_sizes;
+	uint32_t fn;		/* allocating function (index of the attach table) */
+};
+
+struct snapshot {
+	uint64_t time_ns;	/* CLOCK_MONOTONIC */
+	struct heaptap_counters counters;
+	struct heaptap_size_class classes[HEAPTAP_SIZE_CLASSES];
+	uint64_t fn_calls[HEAPTAP_MAX_FUNCS];
+	struct site *sites;	/* by live bytes, most first */
+	size_t nsites;
+	uint64_t young;		/* blocks hidden by --min-age */
+};
+
+/* Takes a snapshot; blocks younger than min_age_ns are left out of the sites. */
+int accounting__snapshot(struct heaptap_bpf *skel, uint64_t min_age_ns, struct snapshot *out);
+void snapshot__free(struct snapshot *s);
+
+/* Kernel memory held by heaptap's BPF maps (their fdinfo "memlock"). */
+uint64_t accounting__map_bytes(struct heaptap_bpf *skel);
+
+#endif

@@ -1,0 +1,487 @@
+// SPDX-License-Identifier: GPL-2.0
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "allocator.h"
+#include "proc.h"
+
+/* A loaded (or, for a command, loadable) object, its ELF read on first use. */
+struct object {
+	char *path;
+	char *open_path;
+	dev_t dev;
+	ino_t ino;
+	struct elf_syms *elf;
+	int elf_err;
+	bool tried;
+};
+
+struct objects {
+	struct object *v;
+	size_t n;
+};
+
+static int objects__add(struct objects *objs, const char *path, char *open_path, dev_t dev,
+			ino_t ino)
+{
+	struct object *grown = realloc(objs->v, (objs->n + 1) * sizeof(*grown));
+
+	if (!grown) {
+		free(open_path);
+		return -ENOMEM;
+	}
+	objs->v = grown;
+	grown[objs->n] = (struct object){ .path = strdup(path), .open_path = open_path,
+					  .dev = dev, .ino = ino };
+	if (!grown[objs->n].path) {
+		free(open_path);
+		return -ENOMEM;
+	}
+	objs->n++;
+	return 0;
+}
+
+static void objects__free(struct objects *objs)
+{
+	size_t i;
+
+	for (i = 0; i < objs->n; i++) {
+		free(objs->v[i].path);
+		free(objs->v[i].open_path);
+		elf_syms__free(objs->v[i].elf);
+	}
+	free(objs->v);
+}
+
+static struct elf_syms *object_elf(struct object *o)
+{
+	if (!o->tried) {
+		o->tried = true;
+		o->elf_err = o->open_path ? elf_syms__open(o->open_path, &o->elf) : -ENOENT;
+	}
+	return o->elf;
+}
+
+static bool defines_malloc(struct object *o, bool allow_private)
+{
+	struct elf_syms *elf = object_elf(o);
+	const struct elf_sym *sym = elf ? elf_syms__find(elf, "malloc") : NULL;
+
+	return sym && !sym->ifunc && (sym->exported || allow_private);
+}
+
+static const char *base_name(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+
+	return slash ? slash + 1 : path;
+}
+
+/* The object a DT_NEEDED or LD_PRELOAD entry names: a path, a file name or a soname. */
+static struct object *objects__match(struct objects *objs, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < objs->n; i++)
+		if (!strcmp(objs->v[i].path, name))
+			return &objs->v[i];
+	for (i = 0; i < objs->n; i++) {
+		struct elf_syms *elf;
+		const char *soname;
+
+		if (!strcmp(base_name(objs->v[i].path), base_name(name)))
+			return &objs->v[i];
+		elf = object_elf(&objs->v[i]);
+		soname = elf ? elf_syms__soname(elf) : NULL;
+		if (soname && !strcmp(soname, base_name(name)))
+			return &objs->v[i];
+	}
+	return NULL;
+}
+
+static int take(struct object *o, const char *reason, struct allocator **out)
+{
+	struct allocator *a = calloc(1, sizeof(*a));
+
+	if (!a)
+		return -ENOMEM;
+	a->path = o->path;
+	a->open_path = o->open_path;
+	a->elf = o->elf;
+	a->reason = strdup(reason);
+	o->path = o->open_path = NULL;
+	o->elf = NULL;
+	*out = a;
+	return a->reason ? 0 : -ENOMEM;
+}
+
+/* Entries of LD_PRELOAD (colon or space separated) and of the preload file, in order. */
+static char *preload_list(const char *env, const char *file)
+{
+	char *list = NULL, *text = NULL;
+
+	if (file)
+		proc__read_file(file, &text, NULL);
+	if (asprintf(&list, "%s %s", env ? env : "", text ? text : "") < 0)
+		list = NULL;
+	free(text);
+	return list;
+}
+
+static struct object *first_preloaded(struct objects *objs, char *list, const char **entry)
+{
+	char *save = NULL, *tok;
+
+	for (tok = strtok_r(list, ": \t\n", &save); tok; tok = strtok_r(NULL, ": \t\n", &save)) {
+		struct object *o = objects__match(objs, tok);
+
+		if (o && defines_malloc(o, false)) {
+			*entry = tok;
+			return o;
+		}
+	}
+	return NULL;
+}
+
+/* Breadth first through DT_NEEDED from the executable: the dynamic linker's search order. */
+static struct object *first_needed(struct objects *objs, struct object *exe)
+{
+	struct object **queue = calloc(objs->n + 1, sizeof(*queue));
+	struct object *found = NULL;
+	size_t head = 0, tail = 0, i, j;
+
+	if (!queue)
+		return NULL;
+	queue[tail++] = exe;
+	while (head < tail && !found) {
+		struct elf_syms *elf = object_elf(queue[head++]);
+
+		for (i = 0; elf && i < elf_syms__needed_count(elf); i++) {
+			struct object *o = objects__match(objs, elf_syms__needed(elf, i));
+
+			if (!o)
+				continue;
+			for (j = 0; j < tail && queue[j] != o; j++)
+				;
+			if (j < tail)
+				continue;
+			queue[tail++] = o;
+			if (defines_malloc(o, false)) {
+				found = o;
+				break;
+			}
+		}
+	}
+	free(queue);
+	return found;
+}
+
+/* The executable, preloads, then DT_NEEDED: objs->v[0] is the executable. */
+static int choose(struct objects *objs, const char *preload_env, const char *preload_file,
+		  struct allocator **out)
+{
+	struct object *exe = &objs->v[0], *o;
+	const char *entry = NULL;
+	char *reason, *list;
+	int err;
+
+	if (!object_elf(exe))
+		return exe->elf_err;
+	if (!elf_syms__interp(exe->elf) && defines_malloc(exe, true))
+		return take(exe, "statically linked executable with its own malloc", out);
+	if (defines_malloc(exe, false))
+		return take(exe, "the executable exports malloc, which overrides every library's", out);
+	list = preload_list(preload_env, preload_file);
+	o = list ? first_preloaded(objs, list, &entry) : NULL;
+	if (o) {
+		err = asprintf(&reason, "preloaded (%s)", entry) < 0 ? -ENOMEM : 0;
+		free(list);
+		if (!err)
+			err = take(o, reason, out);
+		free(reason);
+		return err;
+	}
+	free(list);
+	o = first_needed(objs, exe);
+	if (!o)
+		return -ESRCH;
+	if (asprintf(&reason, "first object in the link order that defines malloc%s",
+		     strstr(base_name(o->path), "libc.so") ? " (the C library)" : "") < 0)
+		return -ENOMEM;
+	err = take(o, reason, out);
+	free(reason);
+	return err;
+}
+
+static int load_override(const char *path, char *open_path, const char *why,
+			 struct allocator **out)
+{
+	struct objects objs = {};
+	int err;
+
+	err = objects__add(&objs, path, open_path, 0, 0);
+	if (err)
+		return err;
+	if (!defines_malloc(&objs.v[0], true)) {
+		fprintf(stderr, "heaptap: --allocator %s: %s\n", path,
+			objs.v[0].elf ? "defines no malloc" : strerror(-objs.v[0].elf_err));
+		err = -ENOENT;
+	} else {
+		err = take(&objs.v[0], why, out);
+	}
+	objects__free(&objs);
+	return err;
+}
+
+/* The mapped object --allocator names: the same file, or the same path or name. */
+static int find_override(int pid, struct objects *objs, const char *override,
+			 struct allocator **out)
+{
+	struct object *o = NULL;
+	char *inside = NULL;
+	struct stat st;
+	bool found;
+	size_t i;
+
+	/* The path as the target sees it first, then as heaptap does. */
+	if (asprintf(&inside, "/proc/%d/root%s", pid, override) < 0)
+		return -ENOMEM;
+	found = !stat(inside, &st) || !stat(override, &st);
+	free(inside);
+	for (i = 0; found && i < objs->n && !o; i++)
+		if (st.st_dev == objs->v[i].dev && st.st_ino == objs->v[i].ino)
+			o = &objs->v[i];
+	if (!o)
+		o = objects__match(objs, override);
+	if (!o) {
+		fprintf(stderr, "heaptap: --allocator %s is not mapped in PID %d (see /proc/%d/maps)\n",
+			override, pid, pid);
+		return -ENOENT;
+	}
+	return load_override(o->path, o->open_path ? strdup(o->open_path) : NULL,
+			     "chosen with --allocator", out);
+}
+
+int allocator__find(int pid, const char *override, struct allocator **out)
+{
+	struct objects objs = {};
+	struct proc_maps maps;
+	char path[64], *preload = NULL, *preload_file = NULL;
+	struct stat exe_st;
+	size_t i, j;
+	int err;
+
+	*out = NULL;
+	err = proc_maps__read(pid, &maps);
+	if (err) {
+		fprintf(stderr, "heaptap: cannot read /proc/%d/maps: %s\n", pid, strerror(-err));
+		return err;
+	}
+	snprintf(path, sizeof(path), "/proc/%d/exe", pid);
+	if (stat(path, &exe_st))
+		exe_st.st_ino = 0;
+	/* One object per file; the executable first, the order choose() relies on. */
+	for (i = 0; i < maps.n && !err; i++) {
+		const struct proc_map *m = &maps.maps[i];
+		bool is_exe = m->dev == exe_st.st_dev && m->inode == exe_st.st_ino;
+
+		if (!m->path)
+			continue;
+		for (j = 0; j < objs.n; j++)
+			if (objs.v[j].dev == m->dev && objs.v[j].ino == m->inode)
+				break;
+		if (j < objs.n)
+			continue;
+		err = objects__add(&objs, m->path, proc__mapped_file(pid, m), m->dev, m->inode);
+		if (!err && is_exe && objs.n > 1) {
+			struct object exe = objs.v[objs.n - 1];
+
+			memmove(&objs.v[1], &objs.v[0], (objs.n - 1) * sizeof(exe));
+			objs.v[0] = exe;
+		}
+	}
+	proc_maps__free(&maps);
+	if (err)
+		goto cleanup;
+	if (!objs.n || objs.v[0].dev != exe_st.st_dev || objs.v[0].ino != exe_st.st_ino) {
+		fprintf(stderr, "heaptap: PID %d has no executable mapped; nothing to trace\n", pid);
+		err = -ESRCH;
+		goto cleanup;
+	}
+	if (override) {
+		err = find_override(pid, &objs, override, out);
+		goto cleanup;
+	}
+	preload = proc__getenv(pid, "LD_PRELOAD");
+	if (asprintf(&preload_file, "/proc/%d/root/etc/ld.so.preload", pid) < 0) {
+		err = -ENOMEM;
+		goto cleanup;
+	}
+	err = choose(&objs, preload, preload_file, out);
+	if (err == -ESRCH)
+		fprintf(stderr, "heaptap: no object in PID %d defines malloc (a static program without "
+			"a C allocator, or a runtime with its own, such as Go); name one with "
+			"--allocator PATH if it has one\n", pid);
+	else if (err)
+		fprintf(stderr, "heaptap: cannot read %s: %s\n", objs.v[0].path, strerror(-err));
+cleanup:
+	free(preload);
+	free(preload_file);
+	objects__free(&objs);
+	return err;
+}
+
+/* A script runs its #! interpreter, which is then the program whose malloc counts. */
+static char *script_interpreter(const char *program)
+{
+	char line[256], *p, *end;
+	ssize_t n;
+	int fd;
+
+	fd = open(program, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	n = read(fd, line, sizeof(line) - 1);
+	close(fd);
+	if (n < 3 || line[0] != '#' || line[1] != '!')
+		return NULL;
+	line[n] = '\0';
+	for (p = line + 2; *p == ' ' || *p == '\t'; p++)
+		;
+	for (end = p; *end && *end != ' ' && *end != '\t' && *end != '\n'; end++)
+		;
+	*end = '\0';
+	return *p ? strdup(p) : NULL;
+}
+
+/* Asks the program loader which objects the program would load, in load order. */
+static int list_objects(const char *interp, const char *program, struct objects *objs)
+{
+	char *out = NULL, *line, *save = NULL;
+	size_t len = 0, cap = 0;
+	int pipefd[2], status, err = 0;
+	pid_t child;
+
+	if (pipe2(pipefd, O_CLOEXEC))
+		return -errno;
+	child = fork();
+	if (child < 0) {
+		err = -errno;
+		close(pipefd[0]);
+		close(pipefd[1]);
+		return err;
+	}
+	if (child == 0) {
+		int null = open("/dev/null", O_RDWR);
+
+		dup2(pipefd[1], STDOUT_FILENO);
+		dup2(null, STDERR_FILENO);
+		dup2(null, STDIN_FILENO);
+		execl(interp, interp, "--list", program, (char *)NULL);
+		_exit(127);
+	}
+	close(pipefd[1]);
+	for (;;) {
+		ssize_t n;
+
+		if (len + 1 >= cap) {
+			char *grown = realloc(out, cap = cap ? cap * 2 : 4096);
+
+			if (!grown) {
+				err = -ENOMEM;
+				break;
+			}
+			out = grown;
+		}
+		n = read(pipefd[0], out + len, cap - len - 1);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		len += n;
+	}
+	close(pipefd[0]);
+	waitpid(child, &status, 0);
+	if (!err && (!WIFEXITED(status) || WEXITSTATUS(status)))
+		err = -ENOEXEC;
+	for (line = out ? strtok_r(out, "\n", &save) : NULL; line && !err;
+	     line = strtok_r(NULL, "\n", &save)) {
+		char *path = strstr(line, "=> "), *end;
+
+		path = path ? path + 3 : line + strspn(line, " \t");
+		if (*path != '/')
+			continue;
+		end = strstr(path, " (");
+		if (end)
+			*end = '\0';
+		err = objects__add(objs, path, strdup(path), 0, 0);
+	}
+	free(out);
+	return err;
+}
+
+int allocator__find_for_program(const char *path, const char *override,
+				struct allocator **out)
+{
+	char *program = script_interpreter(path);
+	struct objects objs = {};
+	const char *interp;
+	int err;
+
+	*out = NULL;
+	if (!program)
+		program = strdup(path);
+	if (!program)
+		return -ENOMEM;
+	if (override) {
+		err = load_override(override, strdup(override), "chosen with --allocator", out);
+		goto cleanup;
+	}
+	err = objects__add(&objs, program, strdup(program), 0, 0);
+	if (err)
+		goto cleanup;
+	if (!object_elf(&objs.v[0])) {
+		fprintf(stderr, "heaptap: %s: not an ELF program heaptap can read (%s)\n", program,
+			strerror(-objs.v[0].elf_err));
+		err = objs.v[0].elf_err;
+		goto cleanup;
+	}
+	interp = elf_syms__interp(objs.v[0].elf);
+	if (interp) {
+		err = list_objects(interp, program, &objs);
+		if (err) {
+			fprintf(stderr, "heaptap: %s --list %s failed: cannot tell which libraries it "
+				"loads\n", interp, program);
+			goto cleanup;
+		}
+	}
+	/* The loader's list already puts preloads first; the preload list only names them. */
+	err = choose(&objs, getenv("LD_PRELOAD"), "/etc/ld.so.preload", out);
+	if (err == -ESRCH)
+		fprintf(stderr, "heaptap: %s defines no malloc and loads nothing that does; name "
+			"one with --allocator PATH if it has one\n", program);
+	else if (err)
+		fprintf(stderr, "heaptap: cannot read the objects of %s: %s\n", program,
+			strerror(-err));
+cleanup:
+	objects__free(&objs);
+	free(program);
+	return err;
+}
+
+void allocator__free(struct allocator *a)
+{
+	if (!a)
+		return;
+	free(a->path);
+	free(a->open_path);
+	free(a->reason);
+	elf_syms__free(a->elf);
+	free(a);
+}

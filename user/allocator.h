@@ -1,0 +1,30 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Which object's malloc a process really calls: the one the dynamic linker binds malloc to,
+ * searching the executable, then preloaded libraries, then DT_NEEDED breadth first.
+ */
+#ifndef HEAPTAP_ALLOCATOR_H
+#define HEAPTAP_ALLOCATOR_H
+
+#include "elfsyms.h"
+
+struct allocator {
+	char *path;		/* as the target sees it */
+	char *open_path;	/* where heaptap (and the kernel, for uprobes) opens it */
+	char *reason;		/* why this object, in a phrase */
+	struct elf_syms *elf;
+};
+
+/*
+ * For the running process pid, from its mappings. override is --allocator's PATH or NULL.
+ * Prints what went wrong and returns negative errno on failure.
+ */
+int allocator__find(int pid, const char *override, struct allocator **out);
+
+/* For a program about to be launched, asking its program loader what it would load. */
+int allocator__find_for_program(const char *path, const char *override,
+				struct allocator **out);
+
+void allocator__free(struct allocator *a);
+
+#endif

@@ -1,0 +1,351 @@
+// SPDX-License-Identifier: GPL-2.0
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "elfsyms.h"
+
+struct segment {
+	uint64_t vaddr;
+	uint64_t offset;
+	uint64_t filesz;
+};
+
+struct elf_syms {
+	struct elf_sym *syms;		/* sorted by address, preferred name first */
+	size_t nsyms;
+	struct segment *segs;
+	size_t nsegs;
+	char *interp;
+	char *soname;
+	char **needed;
+	size_t nneeded;
+};
+
+static int add_sym(struct elf_syms *s, size_t *cap, const char *name, const GElf_Sym *sym,
+		   bool exported)
+{
+	struct elf_sym *e;
+
+	if (s->nsyms == *cap) {
+		size_t n = *cap ? *cap * 2 : 256;
+		struct elf_sym *grown = realloc(s->syms, n * sizeof(*grown));
+
+		if (!grown)
+			return -ENOMEM;
+		s->syms = grown;
+		*cap = n;
+	}
+	e = &s->syms[s->nsyms];
+	e->name = strdup(name);
+	if (!e->name)
+		return -ENOMEM;
+	e->addr = sym->st_value;
+	e->size = sym->st_size;
+	e->exported = exported;
+	e->ifunc = GELF_ST_TYPE(sym->st_info) == STT_GNU_IFUNC;
+	s->nsyms++;
+	return 0;
+}
+
+static int read_symbols(struct elf_syms *s, Elf *elf, Elf_Scn *scn, GElf_Shdr *shdr,
+			Elf_Data *versym, size_t *cap)
+{
+	Elf_Data *data = elf_getdata(scn, NULL);
+	bool dynamic = shdr->sh_type == SHT_DYNSYM;
+	size_t i, n;
+	int err;
+
+	if (!data || !shdr->sh_entsize)
+		return 0;
+	n = shdr->sh_size / shdr->sh_entsize;
+	for (i = 0; i < n; i++) {
+		GElf_Versym ver = 0;
+		const char *name;
+		GElf_Sym sym;
+		int type;
+
+		if (!gelf_getsym(data, i, &sym))
+			continue;
+		type = GELF_ST_TYPE(sym.st_info);
+		if ((type != STT_FUNC && type != STT_GNU_IFUNC) || sym.st_shndx == SHN_UNDEF ||
+		    !sym.st_value)
+			continue;
+		name = elf_strptr(elf, shdr->sh_link, sym.st_name);
+		if (!name || !*name)
+			continue;
+		if (dynamic && versym)
+			gelf_getversym(versym, i, &ver);
+		/* A hidden version (foo@OLD) is kept for old binaries; nothing new binds to it. */
+		err = add_sym(s, cap, name, &sym,
+			      dynamic && GELF_ST_BIND(sym.st_info) != STB_LOCAL && !(ver & 0x8000));
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+static int read_dynamic(struct elf_syms *s, Elf *elf, Elf_Scn *scn, GElf_Shdr *shdr)
+{
+	Elf_Data *data = elf_getdata(scn, NULL);
+	size_t i, n;
+
+	if (!data || !shdr->sh_entsize)
+		return 0;
+	n = shdr->sh_size / shdr->sh_entsize;
+	for (i = 0; i < n; i++) {
+		const char *str;
+		GElf_Dyn dyn;
+
+		if (!gelf_getdyn(data, i, &dyn))
+			continue;
+		if (dyn.d_tag != DT_NEEDED && dyn.d_tag != DT_SONAME)
+			continue;
+		str = elf_strptr(elf, shdr->sh_link, dyn.d_un.d_val);
+		if (!str)
+			continue;
+		if (dyn.d_tag == DT_SONAME) {
+			free(s->soname);
+			s->soname = strdup(str);
+			if (!s->soname)
+				return -ENOMEM;
+		} else {
+			char **grown = realloc(s->needed, (s->nneeded + 1) * sizeof(*grown));
+
+			if (!grown)
+				return -ENOMEM;
+			s->needed = grown;
+			s->needed[s->nneeded] = strdup(str);
+			if (!s->needed[s->nneeded])
+				return -ENOMEM;
+			s->nneeded++;
+		}
+	}
+	return 0;
+}
+
+static int read_interp(struct elf_syms *s, Elf *elf, const GElf_Phdr *ph)
+{
+	size_t size;
+	char *image = elf_rawfile(elf, &size);
+
+	if (!image || ph->p_offset >= size || ph->p_filesz > size - ph->p_offset)
+		return -ENOEXEC;
+	s->interp = strndup(image + ph->p_offset, ph->p_filesz);
+	return s->interp ? 0 : -ENOMEM;
+}
+
+static int read_segments(struct elf_syms *s, Elf *elf)
+{
+	size_t i, n;
+	int err;
+
+	if (elf_getphdrnum(elf, &n))
+		return -ENOEXEC;
+	s->segs = calloc(n ? n : 1, sizeof(*s->segs));
+	if (!s->segs)
+		return -ENOMEM;
+	for (i = 0; i < n; i++) {
+		GElf_Phdr ph;
+
+		if (!gelf_getphdr(elf, i, &ph))
+			continue;
+		if (ph.p_type == PT_INTERP && !s->interp) {
+			err = read_interp(s, elf, &ph);
+			if (err)
+				return err;
+		}
+		if (ph.p_type != PT_LOAD)
+			continue;
+		s->segs[s->nsegs++] = (struct segment){ ph.p_vaddr, ph.p_offset, ph.p_filesz };
+	}
+	return 0;
+}
+
+/* Best name first among aliases: exported, then without a leading underscore. */
+static int rank(const struct elf_sym *e)
+{
+	return (e->exported ? 0 : 2) + (e->name[0] == '_' ? 1 : 0);
+}
+
+static int cmp_sym(const void *a, const void *b)
+{
+	const struct elf_sym *x = a, *y = b;
+
+	if (x->addr != y->addr)
+		return x->addr < y->addr ? -1 : 1;
+	if (rank(x) != rank(y))
+		return rank(x) - rank(y);
+	return strcmp(x->name, y->name);
+}
+
+int elf_syms__open(const char *path, struct elf_syms **out)
+{
+	struct elf_syms *s;
+	Elf_Data *versym = NULL;
+	Elf_Scn *scn = NULL;
+	size_t cap = 0;
+	Elf *elf = NULL;
+	int fd, err;
+
+	*out = NULL;
+	if (elf_version(EV_CURRENT) == EV_NONE)
+		return -ENOTSUP;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	s = calloc(1, sizeof(*s));
+	if (!s) {
+		err = -ENOMEM;
+		goto cleanup;
+	}
+	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	if (!elf || elf_kind(elf) != ELF_K_ELF) {
+		err = -ENOEXEC;
+		goto cleanup;
+	}
+	err = read_segments(s, elf);
+	if (err)
+		goto cleanup;
+	/* .gnu.version first: it qualifies the .dynsym entries read below. */
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr shdr;
+
+		if (gelf_getshdr(scn, &shdr) && shdr.sh_type == SHT_GNU_versym)
+			versym = elf_getdata(scn, NULL);
+	}
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr shdr;
+
+		if (!gelf_getshdr(scn, &shdr))
+			continue;
+		if (shdr.sh_type == SHT_SYMTAB || shdr.sh_type == SHT_DYNSYM)
+			err = read_symbols(s, elf, scn, &shdr, versym, &cap);
+		else if (shdr.sh_type == SHT_DYNAMIC)
+			err = read_dynamic(s, elf, scn, &shdr);
+		if (err)
+			goto cleanup;
+	}
+	qsort(s->syms, s->nsyms, sizeof(*s->syms), cmp_sym);
+	*out = s;
+	s = NULL;
+cleanup:
+	elf_end(elf);
+	close(fd);
+	elf_syms__free(s);
+	return err;
+}
+
+void elf_syms__free(struct elf_syms *s)
+{
+	size_t i;
+
+	if (!s)
+		return;
+	for (i = 0; i < s->nsyms; i++)
+		free((char *)s->syms[i].name);
+	for (i = 0; i < s->nneeded; i++)
+		free(s->needed[i]);
+	free(s->syms);
+	free(s->segs);
+	free(s->interp);
+	free(s->soname);
+	free(s->needed);
+	free(s);
+}
+
+const struct elf_sym *elf_syms__find(const struct elf_syms *s, const char *name)
+{
+	const struct elf_sym *best = NULL;
+	size_t i;
+
+	for (i = 0; i < s->nsyms; i++) {
+		if (strcmp(s->syms[i].name, name))
+			continue;
+		if (s->syms[i].exported)
+			return &s->syms[i];
+		if (!best)
+			best = &s->syms[i];
+	}
+	return best;
+}
+
+const struct elf_sym *elf_syms__lookup(const struct elf_syms *s, uint64_t vaddr,
+				       uint64_t *offset)
+{
+	size_t lo = 0, hi = s->nsyms;
+	const struct elf_sym *e;
+
+	/* The last symbol at or below vaddr, then the first (best) of its aliases. */
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (s->syms[mid].addr <= vaddr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (!lo)
+		return NULL;
+	e = &s->syms[lo - 1];
+	while (e > s->syms && (e - 1)->addr == e->addr)
+		e--;
+	/* Size 0 (hand-written assembly) is taken to reach the next symbol. */
+	if (e->size && vaddr >= e->addr + e->size)
+		return NULL;
+	*offset = vaddr - e->addr;
+	return e;
+}
+
+int elf_syms__file_offset(const struct elf_syms *s, uint64_t vaddr, uint64_t *offset)
+{
+	size_t i;
+
+	for (i = 0; i < s->nsegs; i++) {
+		const struct segment *g = &s->segs[i];
+
+		if (vaddr >= g->vaddr && vaddr < g->vaddr + g->filesz) {
+			*offset = vaddr - g->vaddr + g->offset;
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
+int elf_syms__vaddr(const struct elf_syms *s, uint64_t offset, uint64_t *vaddr)
+{
+	size_t i;
+
+	for (i = 0; i < s->nsegs; i++) {
+		const struct segment *g = &s->segs[i];
+
+		if (offset >= g->offset && offset < g->offset + g->filesz) {
+			*vaddr = offset - g->offset + g->vaddr;
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
+const char *elf_syms__interp(const struct elf_syms *s)
+{
+	return s->interp;
+}
+
+const char *elf_syms__soname(const struct elf_syms *s)
+{
+	return s->soname;
+}
+
+size_t elf_syms__needed_count(const struct elf_syms *s)
+{
+	return s->nneeded;
+}
+
+const char *elf_syms__needed(const struct elf_syms *s, size_t i)
+{
+	return i < s->nneeded ? s->needed[i] : NULL;
+}

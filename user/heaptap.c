@@ -1,0 +1,325 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * heaptap: attach to a running process (or launch one) and account every allocation of the
+ * allocator it really uses, with BPF programs on uprobes; report size tables and unfreed
+ * allocations by stack every interval; detach and leave the process as it was.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include <bpf/libbpf.h>
+
+#include "accounting.h"
+#include "allocator.h"
+#include "clock.h"
+#include "heaptap.skel.h"
+#include "options.h"
+#include "probes.h"
+#include "proc.h"
+#include "report.h"
+#include "stacks.h"
+#include "syms.h"
+#include "target.h"
+
+struct session {
+	struct options opts;
+	struct target target;
+	struct allocator *allocator;
+	struct heaptap_bpf *skel;
+	struct probes *probes;
+	struct stacks *stacks;
+	struct syms *syms;
+	struct snapshot prev;
+	bool have_prev;
+	uint64_t attach_ns;
+};
+
+static bool verbose;
+
+static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list args)
+{
+	/* heaptap reports failures itself; libbpf's own account is detail for -v. */
+	if (!verbose || level == LIBBPF_DEBUG)
+		return 0;
+	return vfprintf(stderr, fmt, args);
+}
+
+/* A new stack: symbolize it now, while every object it passes through is still mapped. */
+static int on_new_stack(void *ctx, void *data, size_t size)
+{
+	const struct heaptap_event *e = data;
+	struct session *s = ctx;
+	const struct stack *st;
+	struct sym_info si;
+	size_t i;
+
+	if (size < sizeof(*e))
+		return 0;
+	st = stacks__get(s->stacks, e->stack_id);
+	for (i = 0; st && i < st->n; i++)
+		syms__find(s->syms, st->ips[i], i > 0, &si);
+	return 0;
+}
+
+static int report(struct session *s, const char *type)
+{
+	struct snapshot snap;
+	struct report r = {
+		.type = type,
+		.pid = s->target.pid,
+		.comm = s->target.comm,
+		.opts = &s->opts,
+		.allocator = s->allocator,
+		.probes = s->probes,
+		.snap = &snap,
+		.prev = s->have_prev ? &s->prev : NULL,
+		.attach_ns = s->attach_ns,
+		.stacks = s->stacks,
+		.syms = s->syms,
+		.target_exited = s->target.exited,
+		.exit_code = s->target.exit_code,
+		.exit_signal = s->target.exit_signal,
+	};
+	int err;
+
+	err = accounting__snapshot(s->skel, s->opts.min_age_ns, &snap);
+	if (err) {
+		fprintf(stderr, "heaptap: cannot read the BPF maps: %s\n", strerror(-err));
+		return err;
+	}
+	r.rss = s->target.exited ? 0 : proc__rss(s->target.pid);
+	r.self_rss = proc__rss(0);
+	r.self_maps = accounting__map_bytes(s->skel);
+	if (s->opts.json)
+		report__json(stdout, &r);
+	else
+		report__text(stdout, &r);
+	if (s->have_prev)
+		snapshot__free(&s->prev);
+	s->prev = snap;
+	s->have_prev = true;
+	if (ferror(stdout)) {
+		fprintf(stderr, "heaptap: cannot write the report: %s\n", strerror(errno));
+		return -EIO;
+	}
+	return 0;
+}
+
+static void announce(struct session *s)
+{
+	struct report r = {
+		.pid = s->target.pid,
+		.comm = s->target.comm,
+		.opts = &s->opts,
+		.allocator = s->allocator,
+		.probes = s->probes,
+		.attach_ns = s->attach_ns,
+	};
+
+	if (s->opts.json)
+		report__attached_json(stdout, &r);
+	else
+		report__attached_text(stderr, &r);
+}
+
+static int add_fd(int epfd, int fd)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.fd = fd };
+
+	return epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev) ? -errno : 0;
+}
+
+/* Reports every interval until a signal, the duration, the target's exit or an error. */
+static int run(struct session *s, int sigfd, struct ring_buffer *rb)
+{
+	uint64_t interval = s->opts.interval_ms * 1000000ULL;
+	uint64_t next = s->attach_ns + interval, end = UINT64_MAX;
+	int epfd, rbfd = ring_buffer__epoll_fd(rb), err = 0;
+
+	if (s->opts.duration_ms)
+		end = s->attach_ns + s->opts.duration_ms * 1000000ULL;
+	epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (epfd < 0)
+		return -errno;
+	err = add_fd(epfd, sigfd);
+	if (!err)
+		err = add_fd(epfd, s->target.pidfd);
+	if (!err)
+		err = add_fd(epfd, rbfd);
+	while (!err) {
+		struct epoll_event evs[4];
+		uint64_t now = clock__now_ns(), wake;
+		int n, i;
+
+		if (now >= end)
+			break;
+		if (now >= next) {
+			err = report(s, "interval");
+			while (next <= now)
+				next += interval;
+			continue;
+		}
+		wake = next < end ? next : end;
+		n = epoll_wait(epfd, evs, 4, (wake - now + 999999) / 1000000);
+		if (n < 0 && errno != EINTR)
+			err = -errno;
+		for (i = 0; i < n; i++) {
+			if (evs[i].data.fd == rbfd) {
+				ring_buffer__consume(rb);
+			} else if (evs[i].data.fd == sigfd) {
+				close(epfd);
+				return 0;
+			} else if (evs[i].data.fd == s->target.pidfd) {
+				/* Its last allocations' stacks are symbolized before the report. */
+				ring_buffer__consume(rb);
+				target__reap(&s->target);
+				close(epfd);
+				return 0;
+			}
+		}
+	}
+	close(epfd);
+	return err;
+}
+
+static int block_signals(void)
+{
+	sigset_t set;
+	int fd;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGHUP);
+	if (sigprocmask(SIG_BLOCK, &set, NULL))
+		return -errno;
+	fd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+	return fd < 0 ? -errno : fd;
+}
+
+int main(int argc, char **argv)
+{
+	struct session s = { .target = { .release_fd = -1, .pidfd = -1 } };
+	struct ring_buffer *rb = NULL;
+	char *program = NULL;
+	uint64_t detach_ns;
+	int err, sigfd = -1;
+
+	/* Parse the command line. */
+	err = options__parse(&s.opts, argc, argv);
+	if (err)
+		return err > 0 ? EXIT_OK : EXIT_USAGE;
+	verbose = s.opts.verbose;
+	libbpf_set_print(libbpf_print);
+	signal(SIGPIPE, SIG_IGN);
+
+	/* Nothing is touched without the privileges to finish the job. */
+	err = target__check_privileges();
+	if (err)
+		goto cleanup;
+
+	/* Find the target (a running process, or a command held before exec) and its allocator. */
+	if (s.opts.pid) {
+		err = target__attach(&s.target, s.opts.pid);
+		if (!err)
+			err = allocator__find(s.target.pid, s.opts.allocator, &s.allocator);
+	} else {
+		program = target__find_program(s.opts.command[0]);
+		if (!program) {
+			fprintf(stderr, "heaptap: %s: command not found or not executable\n",
+				s.opts.command[0]);
+			err = -ENOENT;
+			goto cleanup;
+		}
+		err = allocator__find_for_program(program, s.opts.allocator, &s.allocator);
+		if (!err)
+			err = target__launch(&s.target, program, s.opts.command);
+	}
+	if (err)
+		goto cleanup;
+	if (verbose)
+		fprintf(stderr, "heaptap: allocator %s, opened as %s\n", s.allocator->path,
+			s.allocator->open_path);
+
+	/* Open the BPF object; settings and map sizes come from the options. */
+	s.skel = heaptap_bpf__open();
+	if (!s.skel) {
+		err = -errno;
+		fprintf(stderr, "heaptap: cannot open the BPF object: %s\n", strerror(-err));
+		goto cleanup;
+	}
+	s.skel->rodata->target_tgid = s.target.pid;
+	s.skel->rodata->stack_depth = s.opts.stack_depth;
+	bpf_map__set_max_entries(s.skel->maps.allocs, s.opts.max_allocs);
+	bpf_map__set_max_entries(s.skel->maps.stacks, s.opts.max_stacks);
+
+	/* Load: the verifier checks every program before anything is attached. */
+	err = heaptap_bpf__load(s.skel);
+	if (err) {
+		fprintf(stderr, "heaptap: the kernel refused heaptap's BPF programs: %s%s\n",
+			strerror(-err), verbose ? "" : " (-v shows the verifier's log)");
+		goto cleanup;
+	}
+	s.stacks = stacks__new(bpf_map__fd(s.skel->maps.stacks), s.opts.stack_depth);
+	s.syms = syms__new(s.target.pid);
+	rb = ring_buffer__new(bpf_map__fd(s.skel->maps.events), on_new_stack, &s, NULL);
+	if (!s.stacks || !s.syms || !rb) {
+		err = -ENOMEM;
+		fprintf(stderr, "heaptap: out of memory\n");
+		goto cleanup;
+	}
+
+	/* From here a signal ends the session cleanly, through the poll loop. */
+	sigfd = block_signals();
+	if (sigfd < 0) {
+		err = sigfd;
+		fprintf(stderr, "heaptap: signalfd: %s\n", strerror(-err));
+		goto cleanup;
+	}
+
+	/* Attach every allocator function, for this process only. */
+	err = probes__attach(s.skel, s.allocator, s.target.pid, &s.probes);
+	if (err)
+		goto cleanup;
+	s.attach_ns = clock__now_ns();
+
+	/* Release the launched command: it runs from here, every allocation seen. */
+	err = target__release(&s.target);
+	if (err) {
+		fprintf(stderr, "heaptap: cannot release the command: %s\n", strerror(-err));
+		goto cleanup;
+	}
+	announce(&s);
+
+	/* Report every interval until a signal, the duration, or the target's exit. */
+	err = run(&s, sigfd, rb);
+
+	/* Detach first, so the target runs untraced again at once; then the final report. */
+	detach_ns = clock__now_ns();
+	probes__detach(s.probes);
+	if (verbose)
+		fprintf(stderr, "heaptap: detached from PID %d in %.0f ms\n", s.target.pid,
+			(clock__now_ns() - detach_ns) / 1e6);
+	ring_buffer__consume(rb);
+	err = report(&s, "final") ?: err;
+cleanup:
+	probes__free(s.probes);
+	ring_buffer__free(rb);
+	heaptap_bpf__destroy(s.skel);
+	if (s.have_prev)
+		snapshot__free(&s.prev);
+	stacks__free(s.stacks);
+	syms__free(s.syms);
+	allocator__free(s.allocator);
+	target__close(&s.target);
+	if (sigfd >= 0)
+		close(sigfd);
+	free(program);
+	return err ? EXIT_FAIL : EXIT_OK;
+}

@@ -1,0 +1,220 @@
+// SPDX-License-Identifier: GPL-2.0
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <linux/types.h>
+
+#include "heaptap.h"
+#include "options.h"
+
+#define HEAPTAP_VERSION "0.1.0"
+
+static const char usage_text[] =
+	"Usage: heaptap [options] -p PID\n"
+	"       heaptap [options] -- COMMAND [ARGS...]\n"
+	"Trace every allocation of a running process (or of COMMAND from its first malloc) and\n"
+	"report size tables and unfreed allocations by stack.\n"
+	"\n"
+	"  -p, --pid PID          attach to the running process PID\n"
+	"  -i, --interval TIME    report every TIME (default 5s; units ms, s, m, h)\n"
+	"  -d, --duration TIME    stop after TIME (default: until Ctrl-C or the target exits)\n"
+	"      --top N            show the N sites with the most live bytes (default 10)\n"
+	"      --min-age TIME     hide allocations younger than TIME from the sites\n"
+	"      --sort KEY         size table order: size (default), live, calls, bytes\n"
+	"      --json             one JSON object per report instead of text\n"
+	"      --allocator PATH   trace the allocator in PATH instead of discovering it\n"
+	"      --max-allocs N     outstanding blocks tracked (default 1048576)\n"
+	"      --max-stacks N     distinct stacks stored (default 65536)\n"
+	"      --stack-depth N    frames per stack, 1-%d (default 64)\n"
+	"  -v, --verbose          say what heaptap decides and does on stderr\n"
+	"  -h, --help             show this help\n"
+	"  -V, --version          show the version\n"
+	"\n"
+	"Exit status: 0 done, 1 failed (the reason is printed), 2 bad usage.\n";
+
+enum {
+	OPT_TOP = 256,
+	OPT_MIN_AGE,
+	OPT_SORT,
+	OPT_JSON,
+	OPT_ALLOCATOR,
+	OPT_MAX_ALLOCS,
+	OPT_MAX_STACKS,
+	OPT_STACK_DEPTH,
+};
+
+static const struct option long_options[] = {
+	{ "pid", required_argument, NULL, 'p' },
+	{ "interval", required_argument, NULL, 'i' },
+	{ "duration", required_argument, NULL, 'd' },
+	{ "top", required_argument, NULL, OPT_TOP },
+	{ "min-age", required_argument, NULL, OPT_MIN_AGE },
+	{ "sort", required_argument, NULL, OPT_SORT },
+	{ "json", no_argument, NULL, OPT_JSON },
+	{ "allocator", required_argument, NULL, OPT_ALLOCATOR },
+	{ "max-allocs", required_argument, NULL, OPT_MAX_ALLOCS },
+	{ "max-stacks", required_argument, NULL, OPT_MAX_STACKS },
+	{ "stack-depth", required_argument, NULL, OPT_STACK_DEPTH },
+	{ "verbose", no_argument, NULL, 'v' },
+	{ "help", no_argument, NULL, 'h' },
+	{ "version", no_argument, NULL, 'V' },
+	{},
+};
+
+static const char *const sort_names[] = {
+	[SORT_SIZE] = "size",
+	[SORT_LIVE] = "live",
+	[SORT_CALLS] = "calls",
+	[SORT_BYTES] = "bytes",
+};
+
+const char *options__sort_name(enum sort_key key)
+{
+	return sort_names[key];
+}
+
+static int bad(const char *what, const char *arg, const char *expected)
+{
+	fprintf(stderr, "heaptap: invalid %s '%s': expected %s\n"
+		"Try 'heaptap --help' for more information.\n", what, arg, expected);
+	return -EINVAL;
+}
+
+/* "1.5", "250ms", "2s", "10m", "1h" -> milliseconds. */
+static int parse_time(const char *arg, uint64_t *ms, bool allow_zero)
+{
+	double v, scale = 1000;
+	char *end;
+
+	errno = 0;
+	v = strtod(arg, &end);
+	if (errno || end == arg || !isfinite(v))
+		return -EINVAL;
+	if (!strcmp(end, "ms"))
+		scale = 1;
+	else if (!strcmp(end, "m"))
+		scale = 60e3;
+	else if (!strcmp(end, "h"))
+		scale = 3600e3;
+	else if (*end && strcmp(end, "s"))
+		return -EINVAL;
+	v *= scale;
+	if (v < 0 || v > 1e15 || (!allow_zero && v < 1))
+		return -EINVAL;
+	*ms = (uint64_t)v;
+	return 0;
+}
+
+static int parse_uint(const char *arg, unsigned long min, unsigned long max, unsigned long *out)
+{
+	unsigned long v;
+	char *end;
+
+	if (*arg == '-' || *arg == '\0')
+		return -EINVAL;
+	errno = 0;
+	v = strtoul(arg, &end, 10);
+	if (errno || *end || v < min || v > max)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+int options__parse(struct options *opts, int argc, char **argv)
+{
+	unsigned long v;
+	uint64_t ms;
+	int c, i;
+
+	*opts = (struct options){
+		.interval_ms = 5000,
+		.top = 10,
+		.sort = SORT_SIZE,
+		.max_allocs = 1 << 20,
+		.max_stacks = 1 << 16,
+		.stack_depth = 64,
+	};
+	/* '+': stop at the first non-option, so COMMAND's own options stay its own. */
+	while ((c = getopt_long(argc, argv, "+p:i:d:vhV", long_options, NULL)) != -1) {
+		switch (c) {
+		case 'p':
+			if (parse_uint(optarg, 1, INT_MAX, &v))
+				return bad("PID", optarg, "a process ID");
+			opts->pid = v;
+			break;
+		case 'i':
+			if (parse_time(optarg, &opts->interval_ms, false))
+				return bad("interval", optarg, "a time of at least 1ms, like 5, 0.5s or 200ms");
+			break;
+		case 'd':
+			if (parse_time(optarg, &opts->duration_ms, false))
+				return bad("duration", optarg, "a time of at least 1ms, like 30, 10s or 5m");
+			break;
+		case OPT_TOP:
+			if (parse_uint(optarg, 0, 100000, &v))
+				return bad("--top", optarg, "a number of sites from 0 to 100000");
+			opts->top = v;
+			break;
+		case OPT_MIN_AGE:
+			if (parse_time(optarg, &ms, true))
+				return bad("--min-age", optarg, "a time, like 30s or 2m");
+			opts->min_age_ns = ms * 1000000;
+			break;
+		case OPT_SORT:
+			for (i = 0; i < (int)(sizeof(sort_names) / sizeof(sort_names[0])); i++)
+				if (!strcmp(optarg, sort_names[i]))
+					break;
+			if (i == sizeof(sort_names) / sizeof(sort_names[0]))
+				return bad("--sort", optarg, "size, live, calls or bytes");
+			opts->sort = i;
+			break;
+		case OPT_JSON:
+			opts->json = true;
+			break;
+		case OPT_ALLOCATOR:
+			opts->allocator = optarg;
+			break;
+		case OPT_MAX_ALLOCS:
+			if (parse_uint(optarg, 1, 1 << 28, &v))
+				return bad("--max-allocs", optarg, "a number from 1 to 268435456");
+			opts->max_allocs = v;
+			break;
+		case OPT_MAX_STACKS:
+			if (parse_uint(optarg, 1, 1 << 24, &v))
+				return bad("--max-stacks", optarg, "a number from 1 to 16777216");
+			opts->max_stacks = v;
+			break;
+		case OPT_STACK_DEPTH:
+			if (parse_uint(optarg, 1, HEAPTAP_MAX_DEPTH, &v))
+				return bad("--stack-depth", optarg, "a number from 1 to 127");
+			opts->stack_depth = v;
+			break;
+		case 'v':
+			opts->verbose = true;
+			break;
+		case 'h':
+			printf(usage_text, HEAPTAP_MAX_DEPTH);
+			return 1;
+		case 'V':
+			printf("heaptap %s\n", HEAPTAP_VERSION);
+			return 1;
+		default:
+			fprintf(stderr, "Try 'heaptap --help' for more information.\n");
+			return -EINVAL;
+		}
+	}
+	if (optind < argc)
+		opts->command = &argv[optind];
+	if (!opts->pid == !opts->command) {
+		fprintf(stderr, "heaptap: %s\nTry 'heaptap --help' for more information.\n",
+			opts->pid ? "give either -p PID or a COMMAND, not both"
+				  : "nothing to trace: give -p PID or -- COMMAND");
+		return -EINVAL;
+	}
+	return 0;
+}

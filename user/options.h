@@ -1,0 +1,47 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* Command line: what to trace and how to report it. */
+#ifndef HEAPTAP_OPTIONS_H
+#define HEAPTAP_OPTIONS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+enum sort_key {
+	SORT_SIZE,	/* size table in size order */
+	SORT_LIVE,	/* by live bytes */
+	SORT_CALLS,	/* by allocation calls */
+	SORT_BYTES,	/* by total bytes allocated */
+};
+
+struct options {
+	int pid;			/* 0 when launching a command */
+	char **command;			/* argv of the command to launch, NULL-terminated */
+	uint64_t interval_ms;
+	uint64_t duration_ms;		/* 0: until interrupted or the target exits */
+	unsigned int top;
+	uint64_t min_age_ns;
+	enum sort_key sort;
+	bool json;
+	bool verbose;
+	const char *allocator;		/* --allocator PATH, or NULL to discover */
+	uint32_t max_allocs;
+	uint32_t max_stacks;
+	uint32_t stack_depth;
+};
+
+/* Exit statuses, as documented in the README. */
+enum {
+	EXIT_OK = 0,
+	EXIT_FAIL = 1,
+	EXIT_USAGE = 2,
+};
+
+/*
+ * Parses argv into *opts. Returns 0, 1 when --help or --version was printed (exit 0), or
+ * -EINVAL after printing what is wrong (exit EXIT_USAGE).
+ */
+int options__parse(struct options *opts, int argc, char **argv);
+
+const char *options__sort_name(enum sort_key key);
+
+#endif

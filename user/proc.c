@@ -1,0 +1,273 @@
+// SPDX-License-Identifier: GPL-2.0
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include "proc.h"
+
+#define PF_KTHREAD 0x00200000	/* include/linux/sched.h */
+
+int proc__read_file(const char *path, char **buf, size_t *len)
+{
+	size_t cap = 4096, n = 0;
+	char *b = NULL;
+	int fd, err = 0;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	for (;;) {
+		ssize_t r;
+
+		if (!b || n + 1 >= cap) {
+			char *grown = realloc(b, b ? cap *= 2 : cap);
+
+			if (!grown) {
+				err = -ENOMEM;
+				break;
+			}
+			b = grown;
+		}
+		r = read(fd, b + n, cap - n - 1);
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			err = -errno;
+			break;
+		}
+		if (r == 0)
+			break;
+		n += r;
+	}
+	close(fd);
+	if (err) {
+		free(b);
+		return err;
+	}
+	b[n] = '\0';
+	*buf = b;
+	if (len)
+		*len = n;
+	return 0;
+}
+
+enum proc_state proc__state(int pid)
+{
+	unsigned long flags = 0;
+	char path[64], *buf, *p;
+	char state = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	if (proc__read_file(path, &buf, NULL))
+		return PROC_MISSING;
+	/* The command name may hold spaces and parentheses: fields resume after the last ')'. */
+	p = strrchr(buf, ')');
+	if (p)
+		sscanf(p + 1, " %c %*d %*d %*d %*d %*d %lu", &state, &flags);
+	free(buf);
+	if (flags & PF_KTHREAD)
+		return PROC_KERNEL_THREAD;
+	if (state == 'Z' || state == 'X')
+		return PROC_ZOMBIE;
+	return PROC_RUNNING;
+}
+
+void proc__comm(int pid, char *buf, size_t size)
+{
+	char path[64], *comm;
+	size_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/comm", pid);
+	if (proc__read_file(path, &comm, &n)) {
+		snprintf(buf, size, "?");
+		return;
+	}
+	if (n && comm[n - 1] == '\n')
+		comm[n - 1] = '\0';
+	snprintf(buf, size, "%s", comm);
+	free(comm);
+}
+
+int proc__tgid(int pid)
+{
+	char path[64], *buf, *line;
+	int tgid = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", pid);
+	if (proc__read_file(path, &buf, NULL))
+		return 0;
+	line = strstr(buf, "\nTgid:");
+	if (line)
+		sscanf(line + 6, "%d", &tgid);
+	free(buf);
+	return tgid;
+}
+
+uint64_t proc__rss(int pid)
+{
+	char path[64], *buf, *line;
+	uint64_t kb = 0;
+
+	if (pid)
+		snprintf(path, sizeof(path), "/proc/%d/status", pid);
+	else
+		snprintf(path, sizeof(path), "/proc/self/status");
+	if (proc__read_file(path, &buf, NULL))
+		return 0;
+	line = strstr(buf, "\nVmRSS:");
+	if (line)
+		sscanf(line + 7, "%" SCNu64, &kb);
+	free(buf);
+	return kb * 1024;
+}
+
+static int parse_map_line(char *line, struct proc_map *m)
+{
+	unsigned int major, minor;
+	char perms[5];
+	int pos = 0;
+	char *path;
+	size_t n;
+
+	if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %4s %" SCNx64 " %x:%x %" SCNu64 " %n",
+		   &m->start, &m->end, perms, &m->offset, &major, &minor, &m->inode, &pos) < 7)
+		return -EINVAL;
+	m->dev = makedev(major, minor);
+	m->exec = perms[2] == 'x';
+	m->path = NULL;
+	m->deleted = false;
+	path = line + pos;
+	if (*path != '/' || !m->inode)
+		return 0;
+	n = strlen(path);
+	if (n > 10 && !strcmp(path + n - 10, " (deleted)")) {
+		path[n - 10] = '\0';
+		m->deleted = true;
+	}
+	m->path = strdup(path);
+	return m->path ? 0 : -ENOMEM;
+}
+
+int proc_maps__read(int pid, struct proc_maps *out)
+{
+	char path[64], *buf, *line, *next;
+	size_t cap = 0;
+	int err;
+
+	out->maps = NULL;
+	out->n = 0;
+	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
+	err = proc__read_file(path, &buf, NULL);
+	if (err)
+		return err;
+	for (line = buf; *line; line = next) {
+		struct proc_map m;
+
+		next = strchr(line, '\n');
+		if (next)
+			*next++ = '\0';
+		else
+			next = line + strlen(line);
+		if (parse_map_line(line, &m))
+			continue;
+		if (out->n == cap) {
+			struct proc_map *grown;
+
+			cap = cap ? cap * 2 : 64;
+			grown = realloc(out->maps, cap * sizeof(*grown));
+			if (!grown) {
+				free(m.path);
+				err = -ENOMEM;
+				break;
+			}
+			out->maps = grown;
+		}
+		out->maps[out->n++] = m;
+	}
+	free(buf);
+	if (err)
+		proc_maps__free(out);
+	return err;
+}
+
+void proc_maps__free(struct proc_maps *m)
+{
+	size_t i;
+
+	for (i = 0; i < m->n; i++)
+		free(m->maps[i].path);
+	free(m->maps);
+	m->maps = NULL;
+	m->n = 0;
+}
+
+const struct proc_map *proc_maps__find(const struct proc_maps *m, uint64_t addr)
+{
+	size_t lo = 0, hi = m->n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (addr < m->maps[mid].start)
+			hi = mid;
+		else if (addr >= m->maps[mid].end)
+			lo = mid + 1;
+		else
+			return m->maps[mid].path ? &m->maps[mid] : NULL;
+	}
+	return NULL;
+}
+
+char *proc__mapped_file(int pid, const struct proc_map *m)
+{
+	struct stat st;
+	char *path;
+
+	if (!m->path)
+		return NULL;
+	if (!m->deleted) {
+		if (asprintf(&path, "/proc/%d/root%s", pid, m->path) < 0)
+			return NULL;
+		if (!stat(path, &st) && st.st_dev == m->dev && st.st_ino == m->inode)
+			return path;
+		free(path);
+	}
+	/* Deleted, replaced, or seen through a different device (overlayfs): the mapping's own
+	 * link reaches the very file mapped, if we may follow it (CAP_SYS_ADMIN). */
+	if (asprintf(&path, "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, pid, m->start, m->end) < 0)
+		return NULL;
+	if (!access(path, R_OK))
+		return path;
+	free(path);
+	if (asprintf(&path, "/proc/%d/root%s", pid, m->path) < 0)
+		return NULL;
+	if (!m->deleted && !access(path, R_OK))
+		return path;
+	free(path);
+	return NULL;
+}
+
+char *proc__getenv(int pid, const char *name)
+{
+	size_t len, nlen = strlen(name);
+	char path[64], *buf, *p;
+	char *value = NULL;
+
+	snprintf(path, sizeof(path), "/proc/%d/environ", pid);
+	if (proc__read_file(path, &buf, &len))
+		return NULL;
+	for (p = buf; p < buf + len; p += strlen(p) + 1) {
+		if (!strncmp(p, name, nlen) && p[nlen] == '=') {
+			value = strdup(p + nlen + 1);
+			break;
+		}
+	}
+	free(buf);
+	return value;
+}

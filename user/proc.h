@@ -1,0 +1,61 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* What /proc says of a process: identity, state, memory mappings, environment. */
+#ifndef HEAPTAP_PROC_H
+#define HEAPTAP_PROC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct proc_map {
+	uint64_t start;
+	uint64_t end;
+	uint64_t offset;	/* file offset of start */
+	dev_t dev;
+	uint64_t inode;
+	bool exec;
+	char *path;		/* as the process sees it; NULL for anonymous memory */
+	bool deleted;		/* the file was unlinked or replaced since it was mapped */
+};
+
+struct proc_maps {
+	struct proc_map *maps;	/* in address order */
+	size_t n;
+};
+
+enum proc_state {
+	PROC_RUNNING,
+	PROC_MISSING,		/* no such PID */
+	PROC_KERNEL_THREAD,
+	PROC_ZOMBIE,		/* exited, not yet reaped */
+};
+
+enum proc_state proc__state(int pid);
+/* The command name (comm); "?" when it cannot be read. */
+void proc__comm(int pid, char *buf, size_t size);
+/* The process a thread belongs to (a TID is accepted where a PID is); 0 if unknown. */
+int proc__tgid(int pid);
+/* VmRSS in bytes, of heaptap itself when pid is 0; 0 when it cannot be read. */
+uint64_t proc__rss(int pid);
+
+/* Reads /proc/PID/maps; negative errno on failure. */
+int proc_maps__read(int pid, struct proc_maps *out);
+void proc_maps__free(struct proc_maps *m);
+/* The file-backed mapping holding addr, or NULL. */
+const struct proc_map *proc_maps__find(const struct proc_maps *m, uint64_t addr);
+
+/*
+ * A path heaptap can open for the file behind a mapping, malloc'd: through /proc/PID/root,
+ * so a process in another mount namespace works, or through /proc/PID/map_files when the
+ * file there is no longer the mapped one. NULL when neither reaches it.
+ */
+char *proc__mapped_file(int pid, const struct proc_map *m);
+
+/* The value of name in the process's initial environment, malloc'd, or NULL. */
+char *proc__getenv(int pid, const char *name);
+
+/* Reads a whole (proc) file, NUL-terminated, malloc'd; negative errno on failure. */
+int proc__read_file(const char *path, char **buf, size_t *len);
+
+#endif

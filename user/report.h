@@ -1,0 +1,54 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* What one report holds, and the formats it is printed in (text, JSON lines). */
+#ifndef HEAPTAP_REPORT_H
+#define HEAPTAP_REPORT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "accounting.h"
+#include "allocator.h"
+#include "options.h"
+#include "probes.h"
+#include "stacks.h"
+#include "syms.h"
+
+struct report {
+	const char *type;		/* "interval" or "final" */
+	int pid;
+	const char *comm;
+	const struct options *opts;
+	const struct allocator *allocator;
+	const struct probes *probes;
+	const struct snapshot *snap;
+	const struct snapshot *prev;	/* the previous report's snapshot, for rates */
+	uint64_t attach_ns;		/* CLOCK_MONOTONIC when the probes were attached */
+	uint64_t rss;			/* the target's */
+	uint64_t self_rss;		/* heaptap's own */
+	uint64_t self_maps;		/* kernel memory of heaptap's BPF maps */
+	struct stacks *stacks;
+	struct syms *syms;
+	bool target_exited;
+	int exit_code;			/* of a launched command; -1 when unknown */
+	int exit_signal;		/* signal that ended it, or 0 */
+};
+
+struct size_row {
+	uint64_t min;
+	uint64_t max;
+	struct heaptap_size_class c;
+};
+
+/* The size classes used so far, in --sort order; returns how many, into rows[CLASSES]. */
+size_t report__size_rows(const struct report *r, struct size_row *rows);
+double report__rate(const struct report *r, uint64_t now, uint64_t before);
+uint64_t report__inexact(const struct heaptap_counters *c);
+
+/* The attach plan, once probes are in: the first line a script can wait for. */
+void report__attached_text(FILE *f, const struct report *r);
+void report__attached_json(FILE *f, const struct report *r);
+void report__text(FILE *f, const struct report *r);
+void report__json(FILE *f, const struct report *r);
+
+#endif

@@ -1,0 +1,26 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* Stacks the BPF side stored, fetched once by id and put in caller order. */
+#ifndef HEAPTAP_STACKS_H
+#define HEAPTAP_STACKS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct stack {
+	uint64_t id;
+	size_t n;
+	/* ips[0] is the allocator function itself; the rest are return addresses, the
+	 * allocation's direct caller first. */
+	uint64_t ips[];
+};
+
+struct stacks;
+
+/* map_fd: the stacks map; depth: the frames each stored stack may hold after its caller. */
+struct stacks *stacks__new(int map_fd, unsigned int depth);
+void stacks__free(struct stacks *s);
+
+/* The stack with this id, or NULL when it was never stored (map full) or id is 0. */
+const struct stack *stacks__get(struct stacks *s, uint64_t id);
+
+#endif

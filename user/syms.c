@@ -1,0 +1,161 @@
+// SPDX-License-Identifier: GPL-2.0
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clock.h"
+#include "elfsyms.h"
+#include "idmap.h"
+#include "proc.h"
+#include "syms.h"
+
+/* A mapped file, read once however often it is mapped. */
+struct module {
+	dev_t dev;
+	uint64_t inode;
+	char *path;
+	struct elf_syms *elf;	/* NULL if unreadable: addresses show as module+offset */
+};
+
+struct syms {
+	int pid;
+	struct proc_maps maps;
+	bool stale;		/* maps must be read again before use */
+	uint64_t read_ns;	/* when maps were last read */
+	struct module **modules;
+	size_t nmodules;
+	struct idmap cache;	/* address (| 1 << 63 for return addresses) -> struct sym_info */
+};
+
+struct syms *syms__new(int pid)
+{
+	struct syms *s = calloc(1, sizeof(*s));
+
+	if (s) {
+		s->pid = pid;
+		s->stale = true;
+	}
+	return s;
+}
+
+void syms__free(struct syms *s)
+{
+	size_t i;
+
+	if (!s)
+		return;
+	idmap__for_each(&s->cache, i)
+		free(s->cache.values[i]);
+	idmap__free(&s->cache);
+	for (i = 0; i < s->nmodules; i++) {
+		elf_syms__free(s->modules[i]->elf);
+		free(s->modules[i]->path);
+		free(s->modules[i]);
+	}
+	free(s->modules);
+	proc_maps__free(&s->maps);
+	free(s);
+}
+
+void syms__invalidate(struct syms *s)
+{
+	s->stale = true;
+}
+
+/* Keeps the last good mappings when the process is gone: their modules stay usable. */
+static void refresh(struct syms *s)
+{
+	struct proc_maps fresh;
+
+	s->stale = false;
+	s->read_ns = clock__now_ns();
+	if (proc_maps__read(s->pid, &fresh) || !fresh.n) {
+		proc_maps__free(&fresh);
+		return;
+	}
+	proc_maps__free(&s->maps);
+	s->maps = fresh;
+}
+
+static struct module *module_of(struct syms *s, const struct proc_map *m)
+{
+	struct module *mod, **grown;
+	char *path;
+	size_t i;
+
+	for (i = 0; i < s->nmodules; i++)
+		if (s->modules[i]->dev == m->dev && s->modules[i]->inode == m->inode)
+			return s->modules[i];
+	mod = calloc(1, sizeof(*mod));
+	grown = realloc(s->modules, (s->nmodules + 1) * sizeof(*grown));
+	if (grown)
+		s->modules = grown;
+	if (!mod || !grown || !(mod->path = strdup(m->path))) {
+		free(mod);
+		return NULL;
+	}
+	mod->dev = m->dev;
+	mod->inode = m->inode;
+	path = proc__mapped_file(s->pid, m);
+	if (path)
+		elf_syms__open(path, &mod->elf);
+	free(path);
+	s->modules[s->nmodules++] = mod;
+	return mod;
+}
+
+static bool lookup(struct syms *s, uint64_t addr, struct sym_info *out)
+{
+	const struct proc_map *m = proc_maps__find(&s->maps, addr);
+	const struct elf_sym *sym = NULL;
+	struct module *mod;
+	uint64_t off, vaddr;
+
+	if (!m)
+		return false;
+	mod = module_of(s, m);
+	if (!mod)
+		return false;
+	off = addr - m->start + m->offset;
+	out->module = mod->path;
+	out->function = NULL;
+	out->offset = off;
+	if (mod->elf && !elf_syms__vaddr(mod->elf, off, &vaddr))
+		sym = elf_syms__lookup(mod->elf, vaddr, &out->offset);
+	if (sym)
+		out->function = sym->name;
+	return true;
+}
+
+bool syms__find(struct syms *s, uint64_t addr, bool return_address, struct sym_info *out)
+{
+	uint64_t key = addr | (return_address ? 1ULL << 63 : 0);
+	struct sym_info *cached = idmap__get(&s->cache, key);
+	bool found;
+
+	if (cached) {
+		*out = *cached;
+		return true;
+	}
+	if (s->stale)
+		refresh(s);
+	found = lookup(s, addr - return_address, out);
+	if (!found && clock__now_ns() - s->read_ns > 100000000) {
+		/* Mapped since the last read (dlopen), perhaps; a stray address in a broken
+		 * frame chain must not cost a read of the maps every time. */
+		refresh(s);
+		found = lookup(s, addr - return_address, out);
+	}
+	if (!found) {
+		*out = (struct sym_info){};
+		return false;
+	}
+	out->offset += return_address;
+	cached = malloc(sizeof(*cached));
+	if (cached) {
+		*cached = *out;
+		if (idmap__put(&s->cache, key, cached))
+			free(cached);
+	}
+	return true;
+}

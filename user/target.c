@@ -1,0 +1,199 @@
+// SPDX-License-Identifier: GPL-2.0
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/capability.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "proc.h"
+#include "target.h"
+
+#ifndef CAP_PERFMON
+#define CAP_PERFMON 38
+#endif
+#ifndef CAP_BPF
+#define CAP_BPF 39
+#endif
+
+static bool has_cap(const struct __user_cap_data_struct *data, int cap)
+{
+	return data[cap / 32].effective & (1U << (cap % 32));
+}
+
+int target__check_privileges(void)
+{
+	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct data[2] = {};
+	const char *missing[3];
+	int n = 0, i;
+
+	if (syscall(SYS_capget, &hdr, data))
+		return 0;	/* cannot tell: let the kernel decide */
+	/* CAP_SYS_ADMIN stands in for CAP_BPF and CAP_PERFMON on every kernel. */
+	if (!has_cap(data, CAP_BPF) && !has_cap(data, CAP_SYS_ADMIN))
+		missing[n++] = "CAP_BPF";
+	if (!has_cap(data, CAP_PERFMON) && !has_cap(data, CAP_SYS_ADMIN))
+		missing[n++] = "CAP_PERFMON";
+	if (!has_cap(data, CAP_SYS_PTRACE))
+		missing[n++] = "CAP_SYS_PTRACE";
+	if (!n)
+		return 0;
+	fprintf(stderr, "heaptap: not enough privileges: run it as root (sudo heaptap ...), or "
+		"give it CAP_BPF + CAP_PERFMON + CAP_SYS_PTRACE (missing:");
+	for (i = 0; i < n; i++)
+		fprintf(stderr, " %s", missing[i]);
+	fprintf(stderr, ")\n");
+	return -EPERM;
+}
+
+static int open_pidfd(pid_t pid)
+{
+	return syscall(SYS_pidfd_open, pid, 0);
+}
+
+int target__attach(struct target *t, int pid)
+{
+	int tgid;
+
+	*t = (struct target){ .pid = pid, .release_fd = -1, .pidfd = -1, .exit_code = -1 };
+	switch (proc__state(pid)) {
+	case PROC_MISSING:
+		fprintf(stderr, "heaptap: no process with PID %d\n", pid);
+		return -ESRCH;
+	case PROC_KERNEL_THREAD:
+		proc__comm(pid, t->comm, sizeof(t->comm));
+		fprintf(stderr, "heaptap: PID %d (%s) is a kernel thread: it has no user-space "
+			"allocator to trace\n", pid, t->comm);
+		return -EINVAL;
+	case PROC_ZOMBIE:
+		fprintf(stderr, "heaptap: PID %d has exited (a zombie): nothing left to trace\n", pid);
+		return -ESRCH;
+	case PROC_RUNNING:
+		break;
+	}
+	tgid = proc__tgid(pid);
+	if (tgid && tgid != pid) {
+		fprintf(stderr, "heaptap: %d is a thread of PID %d: tracing the whole process\n",
+			pid, tgid);
+		t->pid = pid = tgid;
+	}
+	if (pid == getpid()) {
+		fprintf(stderr, "heaptap: PID %d is heaptap itself, which cannot trace itself\n", pid);
+		return -EINVAL;
+	}
+	proc__comm(pid, t->comm, sizeof(t->comm));
+	t->pidfd = open_pidfd(pid);
+	if (t->pidfd < 0) {
+		fprintf(stderr, "heaptap: PID %d: %s\n", pid, strerror(errno));
+		return -errno;
+	}
+	return 0;
+}
+
+char *target__find_program(const char *name)
+{
+	const char *path = getenv("PATH");
+	char *dirs, *dir, *save = NULL, *found = NULL;
+
+	if (strchr(name, '/'))
+		return access(name, X_OK) ? NULL : strdup(name);
+	dirs = strdup(path && *path ? path : "/usr/local/bin:/usr/bin:/bin");
+	for (dir = dirs ? strtok_r(dirs, ":", &save) : NULL; dir && !found;
+	     dir = strtok_r(NULL, ":", &save)) {
+		struct stat st;
+
+		if (asprintf(&found, "%s/%s", *dir ? dir : ".", name) < 0)
+			found = NULL;
+		else if (stat(found, &st) || !S_ISREG(st.st_mode) || access(found, X_OK)) {
+			free(found);
+			found = NULL;
+		}
+	}
+	free(dirs);
+	return found;
+}
+
+int target__launch(struct target *t, const char *program, char *const argv[])
+{
+	int fds[2], err;
+	pid_t pid;
+
+	*t = (struct target){ .release_fd = -1, .pidfd = -1, .exit_code = -1, .launched = true };
+	if (pipe2(fds, O_CLOEXEC))
+		return -errno;
+	pid = fork();
+	if (pid < 0) {
+		err = -errno;
+		close(fds[0]);
+		close(fds[1]);
+		fprintf(stderr, "heaptap: cannot start %s: %s\n", program, strerror(-err));
+		return err;
+	}
+	if (pid == 0) {
+		sigset_t none;
+		char go;
+
+		/* Nothing here may allocate: the probes may already be in this image. */
+		close(fds[1]);
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL);
+		signal(SIGPIPE, SIG_DFL);
+		if (read(fds[0], &go, 1) != 1)
+			_exit(127);	/* heaptap gave up before attaching */
+		execv(program, argv);
+		_exit(127);
+	}
+	close(fds[0]);
+	t->pid = pid;
+	t->release_fd = fds[1];
+	snprintf(t->comm, sizeof(t->comm), "%.15s", strrchr(program, '/') ? strrchr(program, '/') + 1
+									  : program);
+	t->pidfd = open_pidfd(pid);
+	if (t->pidfd < 0) {
+		err = -errno;
+		fprintf(stderr, "heaptap: pidfd_open: %s\n", strerror(-err));
+		return err;
+	}
+	return 0;
+}
+
+int target__release(struct target *t)
+{
+	int err = 0;
+
+	if (t->release_fd < 0)
+		return 0;
+	if (write(t->release_fd, "", 1) != 1)
+		err = -errno;
+	close(t->release_fd);
+	t->release_fd = -1;
+	return err;
+}
+
+void target__reap(struct target *t)
+{
+	int status;
+
+	t->exited = true;
+	if (!t->launched || waitpid(t->pid, &status, WNOHANG) != t->pid)
+		return;
+	if (WIFEXITED(status))
+		t->exit_code = WEXITSTATUS(status);
+	else if (WIFSIGNALED(status))
+		t->exit_signal = WTERMSIG(status);
+}
+
+void target__close(struct target *t)
+{
+	if (t->release_fd >= 0)
+		close(t->release_fd);
+	if (t->pidfd >= 0)
+		close(t->pidfd);
+	t->release_fd = t->pidfd = -1;
+}

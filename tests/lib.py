@@ -176,10 +176,10 @@ class Heaptap(Proc):
         return (finals[-1] if finals else None), status
 
 
-def run_heaptap(args, timeout=TIMEOUT, preexec_fn=None):
-    """heaptap to completion; returns (status, stdout, stderr)."""
-    p = subprocess.run([HEAPTAP] + list(args), capture_output=True, timeout=timeout,
-                       preexec_fn=preexec_fn, stdin=subprocess.DEVNULL)
+def run_heaptap(args, wrapper=(), timeout=TIMEOUT):
+    """heaptap (run through wrapper, such as setpriv) to completion: (status, stdout, stderr)."""
+    p = subprocess.run(list(wrapper) + [HEAPTAP] + list(args), capture_output=True,
+                       timeout=timeout, stdin=subprocess.DEVNULL)
     return p.returncode, p.stdout.decode(), p.stderr.decode()
 
 

@@ -80,8 +80,8 @@ const char *options__sort_name(enum sort_key key)
 
 static int bad(const char *what, const char *arg, const char *expected)
 {
-	fprintf(stderr, "heaptap: invalid %s '%s': expected %s\n"
-		"Try 'heaptap --help' for more information.\n", what, arg, expected);
+	fprintf(stderr, "heaptap: invalid %s '%s': expected %s (see heaptap --help)\n", what, arg,
+		expected);
 	return -EINVAL;
 }
 
@@ -139,8 +139,10 @@ int options__parse(struct options *opts, int argc, char **argv)
 		.max_stacks = 1 << 16,
 		.stack_depth = 64,
 	};
-	/* '+': stop at the first non-option, so COMMAND's own options stay its own. */
-	while ((c = getopt_long(argc, argv, "+p:i:d:vhV", long_options, NULL)) != -1) {
+	/* '+': stop at the first non-option, so COMMAND's own options stay its own; ':' and
+	 * opterr = 0: every message about the command line is heaptap's own, on one line. */
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "+:p:i:d:vhV", long_options, NULL)) != -1) {
 		switch (c) {
 		case 'p':
 			if (parse_uint(optarg, 1, INT_MAX, &v))
@@ -203,15 +205,20 @@ int options__parse(struct options *opts, int argc, char **argv)
 		case 'V':
 			printf("heaptap %s\n", HEAPTAP_VERSION);
 			return 1;
+		case ':':
+			fprintf(stderr, "heaptap: option '%s' needs a value (see heaptap --help)\n",
+				argv[optind - 1]);
+			return -EINVAL;
 		default:
-			fprintf(stderr, "Try 'heaptap --help' for more information.\n");
+			fprintf(stderr, "heaptap: unknown option '%s' (see heaptap --help)\n",
+				argv[optind - 1]);
 			return -EINVAL;
 		}
 	}
 	if (optind < argc)
 		opts->command = &argv[optind];
 	if (!opts->pid == !opts->command) {
-		fprintf(stderr, "heaptap: %s\nTry 'heaptap --help' for more information.\n",
+		fprintf(stderr, "heaptap: %s (see heaptap --help)\n",
 			opts->pid ? "give either -p PID or a COMMAND, not both"
 				  : "nothing to trace: give -p PID or -- COMMAND");
 		return -EINVAL;

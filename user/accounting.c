@@ -112,7 +112,7 @@ static int read_sites(int fd, uint64_t min_age_ns, struct snapshot *s)
 {
 	struct heaptap_alloc *values = calloc(BATCH, sizeof(*values));
 	__u64 *keys = calloc(BATCH, sizeof(*keys));
-	uint64_t cursor = 0, next = 0, young_after = s->time_ns - min_age_ns;
+	uint64_t cursor = 0, next = 0;
 	struct idmap index = {};
 	size_t cap = 0;
 	bool first = true, done = false;
@@ -134,7 +134,7 @@ static int read_sites(int fd, uint64_t min_age_ns, struct snapshot *s)
 		first = false;
 		cursor = next;
 		for (i = 0; i < count && !err; i++) {
-			if (min_age_ns && values[i].time_ns > young_after) {
+			if (min_age_ns && s->time_ns - values[i].time_ns < min_age_ns) {
 				s->young++;
 				continue;
 			}

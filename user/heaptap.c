@@ -50,20 +50,19 @@ static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list 
 	return vfprintf(stderr, fmt, args);
 }
 
-/* A new stack: symbolize it now, while every object it passes through is still mapped. */
+/* A new stack: hold open every object it passes through, while they are still mapped. */
 static int on_new_stack(void *ctx, void *data, size_t size)
 {
 	const struct heaptap_event *e = data;
 	struct session *s = ctx;
 	const struct stack *st;
-	struct sym_info si;
 	size_t i;
 
 	if (size < sizeof(*e))
 		return 0;
 	st = stacks__get(s->stacks, e->stack_id);
 	for (i = 0; st && i < st->n; i++)
-		syms__find(s->syms, st->ips[i], i > 0, &si);
+		syms__note(s->syms, st->ips[i]);
 	return 0;
 }
 
@@ -288,6 +287,9 @@ int main(int argc, char **argv)
 	if (err)
 		goto cleanup;
 	s.attach_ns = clock__now_ns();
+	/* A running target's objects are held open now, should it exit before any report. */
+	if (!s.target.launched)
+		syms__refresh(s.syms);
 
 	/* Release the launched command: it runs from here, every allocation seen. */
 	err = target__release(&s.target);

@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "clock.h"
 #include "elfsyms.h"
@@ -9,11 +12,16 @@
 #include "proc.h"
 #include "syms.h"
 
-/* A mapped file, read once however often it is mapped. */
+/*
+ * A mapped file, opened as soon as it is seen: the descriptor keeps it readable after the
+ * process exits (or the file is deleted), so its symbols are parsed only when needed.
+ */
 struct module {
 	dev_t dev;
 	uint64_t inode;
 	char *path;
+	int fd;
+	bool parsed;
 	struct elf_syms *elf;	/* NULL if unreadable: addresses show as module+offset */
 };
 
@@ -48,6 +56,8 @@ void syms__free(struct syms *s)
 		free(s->cache.values[i]);
 	idmap__free(&s->cache);
 	for (i = 0; i < s->nmodules; i++) {
+		if (s->modules[i]->fd >= 0)
+			close(s->modules[i]->fd);
 		elf_syms__free(s->modules[i]->elf);
 		free(s->modules[i]->path);
 		free(s->modules[i]);
@@ -55,26 +65,6 @@ void syms__free(struct syms *s)
 	free(s->modules);
 	proc_maps__free(&s->maps);
 	free(s);
-}
-
-void syms__invalidate(struct syms *s)
-{
-	s->stale = true;
-}
-
-/* Keeps the last good mappings when the process is gone: their modules stay usable. */
-static void refresh(struct syms *s)
-{
-	struct proc_maps fresh;
-
-	s->stale = false;
-	s->read_ns = clock__now_ns();
-	if (proc_maps__read(s->pid, &fresh) || !fresh.n) {
-		proc_maps__free(&fresh);
-		return;
-	}
-	proc_maps__free(&s->maps);
-	s->maps = fresh;
 }
 
 static struct module *module_of(struct syms *s, const struct proc_map *m)
@@ -97,31 +87,86 @@ static struct module *module_of(struct syms *s, const struct proc_map *m)
 	mod->dev = m->dev;
 	mod->inode = m->inode;
 	path = proc__mapped_file(s->pid, m);
-	if (path)
-		elf_syms__open(path, &mod->elf);
+	mod->fd = path ? open(path, O_RDONLY | O_CLOEXEC) : -1;
 	free(path);
 	s->modules[s->nmodules++] = mod;
 	return mod;
 }
 
+/* Keeps the last good mappings when the process is gone: their modules stay usable. */
+void syms__refresh(struct syms *s)
+{
+	struct proc_maps fresh;
+	size_t i;
+
+	s->stale = false;
+	s->read_ns = clock__now_ns();
+	if (proc_maps__read(s->pid, &fresh) || !fresh.n) {
+		proc_maps__free(&fresh);
+		return;
+	}
+	proc_maps__free(&s->maps);
+	s->maps = fresh;
+	for (i = 0; i < s->maps.n; i++)
+		if (s->maps.maps[i].exec && s->maps.maps[i].path)
+			module_of(s, &s->maps.maps[i]);
+}
+
+static struct elf_syms *module_elf(struct module *mod)
+{
+	char path[64];
+
+	if (!mod->parsed && mod->fd >= 0) {
+		snprintf(path, sizeof(path), "/proc/self/fd/%d", mod->fd);
+		elf_syms__open(path, &mod->elf);
+	}
+	mod->parsed = true;
+	return mod->elf;
+}
+
+/* The module mapped at addr, opened; NULL if addr is in no file mapping. */
+static struct module *lookup_module(struct syms *s, uint64_t addr, const struct proc_map **map)
+{
+	const struct proc_map *m;
+
+	if (s->stale)
+		syms__refresh(s);
+	m = proc_maps__find(&s->maps, addr);
+	if (!m && clock__now_ns() - s->read_ns > 100000000) {
+		/* Mapped since the last read (dlopen), perhaps; a stray address in a broken
+		 * frame chain must not cost a read of the maps every time. */
+		syms__refresh(s);
+		m = proc_maps__find(&s->maps, addr);
+	}
+	*map = m;
+	return m ? module_of(s, m) : NULL;
+}
+
+bool syms__note(struct syms *s, uint64_t addr)
+{
+	const struct proc_map *m;
+
+	return lookup_module(s, addr, &m) != NULL;
+}
+
 static bool lookup(struct syms *s, uint64_t addr, struct sym_info *out)
 {
-	const struct proc_map *m = proc_maps__find(&s->maps, addr);
 	const struct elf_sym *sym = NULL;
+	const struct proc_map *m;
+	struct elf_syms *elf;
 	struct module *mod;
 	uint64_t off, vaddr;
 
-	if (!m)
-		return false;
-	mod = module_of(s, m);
+	mod = lookup_module(s, addr, &m);
 	if (!mod)
 		return false;
 	off = addr - m->start + m->offset;
 	out->module = mod->path;
 	out->function = NULL;
 	out->offset = off;
-	if (mod->elf && !elf_syms__vaddr(mod->elf, off, &vaddr))
-		sym = elf_syms__lookup(mod->elf, vaddr, &out->offset);
+	elf = module_elf(mod);
+	if (elf && !elf_syms__vaddr(elf, off, &vaddr))
+		sym = elf_syms__lookup(elf, vaddr, &out->offset);
 	if (sym)
 		out->function = sym->name;
 	return true;
@@ -137,15 +182,7 @@ bool syms__find(struct syms *s, uint64_t addr, bool return_address, struct sym_i
 		*out = *cached;
 		return true;
 	}
-	if (s->stale)
-		refresh(s);
 	found = lookup(s, addr - return_address, out);
-	if (!found && clock__now_ns() - s->read_ns > 100000000) {
-		/* Mapped since the last read (dlopen), perhaps; a stray address in a broken
-		 * frame chain must not cost a read of the maps every time. */
-		refresh(s);
-		found = lookup(s, addr - return_address, out);
-	}
 	if (!found) {
 		*out = (struct sym_info){};
 		return false;

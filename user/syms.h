@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * Addresses in a running process to function+offset and module, through its mappings and
- * each object's ELF symbols. Results are cached per address, so names found while the
- * process lived still come out after it exits.
+ * each object's ELF symbols. Mapped files are held open from the moment they are seen and
+ * results are cached per address, so names still come out after the process exits.
  */
 #ifndef HEAPTAP_SYMS_H
 #define HEAPTAP_SYMS_H
@@ -21,8 +21,13 @@ struct syms;
 struct syms *syms__new(int pid);
 void syms__free(struct syms *s);
 
-/* Re-reads the mappings before the next lookup (after dlopen, after exec). */
-void syms__invalidate(struct syms *s);
+/* Reads the mappings now and holds every mapped executable file open. Lookups do it on
+ * their own when first needed, and again for an address in no known mapping (dlopen). */
+void syms__refresh(struct syms *s);
+
+/* Makes sure the file mapped at addr is held open, so it can be symbolized even after the
+ * process is gone; cheap: nothing is parsed. False if addr is in no file mapping. */
+bool syms__note(struct syms *s, uint64_t addr);
 
 /*
  * Symbolizes addr. A return address (every frame but the first) is looked up one byte

@@ -83,12 +83,13 @@ vmlinux:
 deps:
 	.ci/run deps
 
-# Starts the bundled leaking demo and attaches to it, or attaches to PID=... when given.
-demo: all
+# The README's two commands, for those who have make: the demo (PID=... to attach to a
+# process of yours) and the tests (TESTS=name to select).
+demo:
 	tests/demo.sh $(PID)
 
-test: all
-	python3 tests/run.py $(TESTS)
+test:
+	tests/test.sh $(TESTS)
 
 clean:
 	rm -rf $(OUTPUT)

@@ -15,7 +15,7 @@ char LICENSE[] SEC("license") = "GPL";
 
 /* Settings, fixed at load. */
 const volatile __u32 target_tgid = 0;
-const volatile __u32 stack_depth = HEAPTAP_MAX_DEPTH;	/* frames after the direct caller */
+const volatile __u32 stack_depth = HEAPTAP_MAX_DEPTH; /* frames after the direct caller */
 
 /* Counters userspace reads straight from the mmapped .bss. */
 struct heaptap_counters counters = {};
@@ -59,14 +59,14 @@ struct {
  * another thread could run on the same CPU between entry and return, or even mid-program.
  */
 struct call {
-	__u64 sp;		/* stack pointer at the outermost entry; 0 when idle */
+	__u64 sp; /* stack pointer at the outermost entry; 0 when idle */
 	__u64 kind;
 	__u64 fn;
-	__u64 ptr;		/* realloc's old block */
-	__u64 size;		/* bytes requested; ~0 when count * size overflows */
-	__u64 memptr;		/* posix_memalign's out pointer */
+	__u64 ptr;    /* realloc's old block */
+	__u64 size;   /* bytes requested; ~0 when count * size overflows */
+	__u64 memptr; /* posix_memalign's out pointer */
 	__u64 stack_id;
-	__u64 has_old;		/* realloc took old's record out of allocs */
+	__u64 has_old; /* realloc took old's record out of allocs */
 	struct heaptap_alloc old;
 	struct heaptap_stack stack;
 };
@@ -182,7 +182,7 @@ static __always_inline __u64 hash_stack(const struct heaptap_stack *s, __u32 wor
 		h ^= s->ips[i] * 0xff51afd7ed558ccdULL;
 		h = (h << 27 | h >> 37) * 0xc4ceb9fe1a85ec53ULL + 0x52dce729;
 	}
-	return h ? h : 1;	/* 0 means "no stack" */
+	return h ? h : 1; /* 0 means "no stack" */
 }
 
 /* Store the current user stack, once per distinct stack; returns its id. */

@@ -25,22 +25,22 @@
 
 /* What an allocator function does with its arguments; selects the BPF entry program. */
 enum heaptap_kind {
-	HEAPTAP_KIND_MALLOC = 1,	/* (size): malloc, valloc, pvalloc, operator new, mallocx */
-	HEAPTAP_KIND_CALLOC,		/* (count, size) */
-	HEAPTAP_KIND_REALLOC,		/* (ptr, size): realloc, rallocx */
-	HEAPTAP_KIND_REALLOCARRAY,	/* (ptr, count, size) */
-	HEAPTAP_KIND_MEMALIGN,		/* (alignment, size): memalign, aligned_alloc */
-	HEAPTAP_KIND_POSIX_MEMALIGN,	/* (&ptr, alignment, size) -> error number */
-	HEAPTAP_KIND_FREE,		/* (ptr, ...): free, operator delete, dallocx, sdallocx */
+	HEAPTAP_KIND_MALLOC = 1,     /* (size): malloc, valloc, pvalloc, operator new, mallocx */
+	HEAPTAP_KIND_CALLOC,	     /* (count, size) */
+	HEAPTAP_KIND_REALLOC,	     /* (ptr, size): realloc, rallocx */
+	HEAPTAP_KIND_REALLOCARRAY,   /* (ptr, count, size) */
+	HEAPTAP_KIND_MEMALIGN,	     /* (alignment, size): memalign, aligned_alloc */
+	HEAPTAP_KIND_POSIX_MEMALIGN, /* (&ptr, alignment, size) -> error number */
+	HEAPTAP_KIND_FREE,	     /* (ptr, ...): free, operator delete, dallocx, sdallocx */
 };
 
 /* One outstanding block, keyed by its address in the allocs map. */
 struct heaptap_alloc {
-	__u64 size;		/* bytes requested */
-	__u64 time_ns;		/* CLOCK_MONOTONIC of the (re)allocation */
-	__u64 stack_id;		/* key of the stacks map; 0 when no stack was taken */
-	__u32 tid;		/* allocating thread */
-	__u32 fn;		/* index of the allocating function in the attach table */
+	__u64 size;	/* bytes requested */
+	__u64 time_ns;	/* CLOCK_MONOTONIC of the (re)allocation */
+	__u64 stack_id; /* key of the stacks map; 0 when no stack was taken */
+	__u32 tid;	/* allocating thread */
+	__u32 fn;	/* index of the allocating function in the attach table */
 };
 
 /*
@@ -63,13 +63,13 @@ struct heaptap_size_class {
 
 /* Global counters; everything not accounted exactly has a counter here. */
 struct heaptap_counters {
-	__u64 alloc_calls;	/* outermost calls of an allocating function */
-	__u64 free_calls;	/* outermost calls of a freeing function, free(NULL) included */
-	__u64 allocs;		/* blocks recorded */
-	__u64 frees;		/* recorded blocks freed */
+	__u64 alloc_calls; /* outermost calls of an allocating function */
+	__u64 free_calls;  /* outermost calls of a freeing function, free(NULL) included */
+	__u64 allocs;	   /* blocks recorded */
+	__u64 frees;	   /* recorded blocks freed */
 	__u64 alloc_bytes;
 	__u64 free_bytes;
-	__u64 live_bytes;	/* alloc_bytes - free_bytes, kept to track the peak */
+	__u64 live_bytes; /* alloc_bytes - free_bytes, kept to track the peak */
 	__u64 peak_bytes;
 	__u64 peak_ns;		/* CLOCK_MONOTONIC when peak_bytes was reached */
 	__u64 failed;		/* allocating calls that returned NULL or an error */
@@ -79,7 +79,7 @@ struct heaptap_counters {
 	__u64 stack_errors;	/* user stack could not be read */
 	__u64 missed_returns;	/* calls whose return was never seen */
 	__u64 lost_threads;	/* calls not traced: no per-thread state could be made */
-	__u64 reused_addresses;	/* a block returned at a recorded address: its free was missed */
+	__u64 reused_addresses; /* a block returned at a recorded address: its free was missed */
 	__u64 new_stacks;	/* distinct stacks stored */
 	__u64 lost_events;	/* new-stack notices the ring buffer had no room for */
 };
@@ -91,14 +91,14 @@ struct heaptap_event {
 
 static inline __u32 heaptap_log2(__u64 v)
 {
-	__u32 r = 0;
+	__u32 r = 0, shift;
 
-	if (v >> 32) { v >>= 32; r += 32; }
-	if (v >> 16) { v >>= 16; r += 16; }
-	if (v >> 8) { v >>= 8; r += 8; }
-	if (v >> 4) { v >>= 4; r += 4; }
-	if (v >> 2) { v >>= 2; r += 2; }
-	if (v >> 1) r += 1;
+	for (shift = 32; shift; shift >>= 1) {
+		if (v >> shift) {
+			v >>= shift;
+			r += shift;
+		}
+	}
 	return r;
 }
 
@@ -111,8 +111,8 @@ static inline __u32 heaptap_size_class(__u64 size)
 		return size;
 	k = heaptap_log2(size);
 	sub = (size >> (k - HEAPTAP_SIZE_SUB_BITS)) & ((1 << HEAPTAP_SIZE_SUB_BITS) - 1);
-	return HEAPTAP_SIZE_EXACT_MAX + 1 + ((k - HEAPTAP_SIZE_FIRST_LOG) << HEAPTAP_SIZE_SUB_BITS) +
-	       sub;
+	return HEAPTAP_SIZE_EXACT_MAX + 1 +
+	       ((k - HEAPTAP_SIZE_FIRST_LOG) << HEAPTAP_SIZE_SUB_BITS) + sub;
 }
 
 /* The smallest size in a class; 0 for the class after the last (its sizes would pass 2^64). */

@@ -91,8 +91,8 @@ static int add_block(struct snapshot *s, struct idmap *index, size_t *cap,
 			s->sites = grown;
 			*cap = n;
 		}
-		s->sites[s->nsites] = (struct site){ .stack_id = a->stack_id, .oldest_ns = a->time_ns,
-						     .fn = a->fn };
+		s->sites[s->nsites] =
+			(struct site){ .stack_id = a->stack_id, .oldest_ns = a->time_ns, .fn = a->fn };
 		slot = ++s->nsites;
 		err = idmap__put(index, a->stack_id, (void *)slot);
 		if (err)

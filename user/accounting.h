@@ -17,26 +17,26 @@ struct heaptap_bpf;
 
 /* Outstanding blocks that share an allocating stack. */
 struct site {
-	uint64_t stack_id;	/* 0: blocks whose stack was not stored */
+	uint64_t stack_id; /* 0: blocks whose stack was not stored */
 	uint64_t live_bytes;
 	uint64_t live;
-	uint64_t oldest_ns;	/* CLOCK_MONOTONIC allocation time of the oldest block */
+	uint64_t oldest_ns; /* CLOCK_MONOTONIC allocation time of the oldest block */
 	uint64_t min_size;
 	uint64_t max_size;
-	uint64_t sizes[SITE_SIZES];	/* distinct sizes, ascending, the first SITE_SIZES */
+	uint64_t sizes[SITE_SIZES]; /* distinct sizes, ascending, the first SITE_SIZES */
 	unsigned int nsizes;
 	bool more_sizes;
-	uint32_t fn;		/* allocating function (index of the attach table) */
+	uint32_t fn; /* allocating function (index of the attach table) */
 };
 
 struct snapshot {
-	uint64_t time_ns;	/* CLOCK_MONOTONIC */
+	uint64_t time_ns; /* CLOCK_MONOTONIC */
 	struct heaptap_counters counters;
 	struct heaptap_size_class classes[HEAPTAP_SIZE_CLASSES];
 	uint64_t fn_calls[HEAPTAP_MAX_FUNCS];
-	struct site *sites;	/* by live bytes, most first */
+	struct site *sites; /* by live bytes, most first */
 	size_t nsites;
-	uint64_t young;		/* blocks hidden by --min-age */
+	uint64_t young; /* blocks hidden by --min-age */
 };
 
 /* Takes a snapshot; blocks younger than min_age_ns are left out of the sites. */

@@ -27,8 +27,7 @@ struct objects {
 	size_t n;
 };
 
-static int objects__add(struct objects *objs, const char *path, char *open_path, dev_t dev,
-			ino_t ino)
+static int objects__add(struct objects *objs, const char *path, char *open_path, dev_t dev, ino_t ino)
 {
 	struct object *grown = realloc(objs->v, (objs->n + 1) * sizeof(*grown));
 
@@ -37,8 +36,9 @@ static int objects__add(struct objects *objs, const char *path, char *open_path,
 		return -ENOMEM;
 	}
 	objs->v = grown;
-	grown[objs->n] = (struct object){ .path = strdup(path), .open_path = open_path,
-					  .dev = dev, .ino = ino };
+	grown[objs->n] = (struct object){
+		.path = strdup(path), .open_path = open_path, .dev = dev, .ino = ino
+	};
 	if (!grown[objs->n].path) {
 		free(open_path);
 		return -ENOMEM;
@@ -196,7 +196,8 @@ static int choose(struct objects *objs, const char *preload_env, const char *pre
 	if (!elf_syms__interp(exe->elf) && defines_malloc(exe, true))
 		return take(exe, "statically linked executable with its own malloc", out);
 	if (defines_malloc(exe, false))
-		return take(exe, "the executable exports malloc, which overrides every library's", out);
+		return take(exe, "the executable exports malloc, which overrides every library's",
+			    out);
 	list = preload_list(preload_env, preload_file);
 	o = list ? first_preloaded(objs, list, &entry) : NULL;
 	if (o) {
@@ -219,8 +220,7 @@ static int choose(struct objects *objs, const char *preload_env, const char *pre
 	return err;
 }
 
-static int load_override(const char *path, char *open_path, const char *why,
-			 struct allocator **out)
+static int load_override(const char *path, char *open_path, const char *why, struct allocator **out)
 {
 	struct objects objs = {};
 	int err;
@@ -240,8 +240,7 @@ static int load_override(const char *path, char *open_path, const char *why,
 }
 
 /* The mapped object --allocator names: the same file, or the same path or name. */
-static int find_override(int pid, struct objects *objs, const char *override,
-			 struct allocator **out)
+static int find_override(int pid, struct objects *objs, const char *override, struct allocator **out)
 {
 	struct object *o = NULL;
 	char *inside = NULL;
@@ -260,7 +259,8 @@ static int find_override(int pid, struct objects *objs, const char *override,
 	if (!o)
 		o = objects__match(objs, override);
 	if (!o) {
-		fprintf(stderr, "heaptap: --allocator %s is not mapped in PID %d (see /proc/%d/maps)\n",
+		fprintf(stderr,
+			"heaptap: --allocator %s is not mapped in PID %d (see /proc/%d/maps)\n",
 			override, pid, pid);
 		return -ENOENT;
 	}
@@ -325,9 +325,11 @@ int allocator__find(int pid, const char *override, struct allocator **out)
 	}
 	err = choose(&objs, preload, preload_file, out);
 	if (err == -ESRCH)
-		fprintf(stderr, "heaptap: no object in PID %d defines malloc (a static program without "
+		fprintf(stderr,
+			"heaptap: no object in PID %d defines malloc (a static program without "
 			"a C allocator, or a runtime with its own, such as Go); name one with "
-			"--allocator PATH if it has one\n", pid);
+			"--allocator PATH if it has one\n",
+			pid);
 	else if (err)
 		fprintf(stderr, "heaptap: cannot read %s: %s\n", objs.v[0].path, strerror(-err));
 cleanup:
@@ -426,8 +428,7 @@ static int list_objects(const char *interp, const char *program, struct objects 
 	return err;
 }
 
-int allocator__find_for_program(const char *path, const char *override,
-				struct allocator **out)
+int allocator__find_for_program(const char *path, const char *override, struct allocator **out)
 {
 	char *program = script_interpreter(path);
 	struct objects objs = {};
@@ -456,16 +457,20 @@ int allocator__find_for_program(const char *path, const char *override,
 	if (interp) {
 		err = list_objects(interp, program, &objs);
 		if (err) {
-			fprintf(stderr, "heaptap: %s --list %s failed: cannot tell which libraries it "
-				"loads\n", interp, program);
+			fprintf(stderr,
+				"heaptap: %s --list %s failed: cannot tell which libraries it "
+				"loads\n",
+				interp, program);
 			goto cleanup;
 		}
 	}
 	/* The loader's list already puts preloads first; the preload list only names them. */
 	err = choose(&objs, getenv("LD_PRELOAD"), "/etc/ld.so.preload", out);
 	if (err == -ESRCH)
-		fprintf(stderr, "heaptap: %s defines no malloc and loads nothing that does; name "
-			"one with --allocator PATH if it has one\n", program);
+		fprintf(stderr,
+			"heaptap: %s defines no malloc and loads nothing that does; name "
+			"one with --allocator PATH if it has one\n",
+			program);
 	else if (err)
 		fprintf(stderr, "heaptap: cannot read the objects of %s: %s\n", program,
 			strerror(-err));

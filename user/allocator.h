@@ -9,9 +9,9 @@
 #include "elfsyms.h"
 
 struct allocator {
-	char *path;		/* as the target sees it */
-	char *open_path;	/* where heaptap (and the kernel, for uprobes) opens it */
-	char *reason;		/* why this object, in a phrase */
+	char *path;	 /* as the target sees it */
+	char *open_path; /* where heaptap (and the kernel, for uprobes) opens it */
+	char *reason;	 /* why this object, in a phrase */
 	struct elf_syms *elf;
 };
 
@@ -22,8 +22,7 @@ struct allocator {
 int allocator__find(int pid, const char *override, struct allocator **out);
 
 /* For a program about to be launched, asking its program loader what it would load. */
-int allocator__find_for_program(const char *path, const char *override,
-				struct allocator **out);
+int allocator__find_for_program(const char *path, const char *override, struct allocator **out);
 
 void allocator__free(struct allocator *a);
 

@@ -15,7 +15,7 @@ struct segment {
 };
 
 struct elf_syms {
-	struct elf_sym *syms;		/* sorted by address, preferred name first */
+	struct elf_sym *syms; /* sorted by address, preferred name first */
 	size_t nsyms;
 	struct segment *segs;
 	size_t nsegs;
@@ -273,8 +273,7 @@ const struct elf_sym *elf_syms__find(const struct elf_syms *s, const char *name)
 	return best;
 }
 
-const struct elf_sym *elf_syms__lookup(const struct elf_syms *s, uint64_t vaddr,
-				       uint64_t *offset)
+const struct elf_sym *elf_syms__lookup(const struct elf_syms *s, uint64_t vaddr, uint64_t *offset)
 {
 	size_t lo = 0, hi = s->nsyms;
 	const struct elf_sym *e;

@@ -9,10 +9,10 @@
 
 struct elf_sym {
 	const char *name;
-	uint64_t addr;		/* link-time virtual address */
+	uint64_t addr; /* link-time virtual address */
 	uint64_t size;
-	bool exported;		/* defined in .dynsym, default version: other objects bind to it */
-	bool ifunc;		/* an IFUNC resolver, not the function it selects */
+	bool exported; /* defined in .dynsym, default version: other objects bind to it */
+	bool ifunc;    /* an IFUNC resolver, not the function it selects */
 };
 
 struct elf_syms;
@@ -25,8 +25,7 @@ void elf_syms__free(struct elf_syms *s);
 const struct elf_sym *elf_syms__find(const struct elf_syms *s, const char *name);
 
 /* The function containing vaddr, and vaddr's offset into it; NULL if none does. */
-const struct elf_sym *elf_syms__lookup(const struct elf_syms *s, uint64_t vaddr,
-				       uint64_t *offset);
+const struct elf_sym *elf_syms__lookup(const struct elf_syms *s, uint64_t vaddr, uint64_t *offset);
 
 /* Between link-time addresses and file offsets, through the PT_LOAD segments; -ENOENT if
  * no segment holds the address. */
@@ -35,8 +34,8 @@ int elf_syms__vaddr(const struct elf_syms *s, uint64_t offset, uint64_t *vaddr);
 
 /* The PT_INTERP program loader, or NULL for a statically linked object. */
 const char *elf_syms__interp(const struct elf_syms *s);
-const char *elf_syms__soname(const struct elf_syms *s);	/* DT_SONAME or NULL */
+const char *elf_syms__soname(const struct elf_syms *s); /* DT_SONAME or NULL */
 size_t elf_syms__needed_count(const struct elf_syms *s);
-const char *elf_syms__needed(const struct elf_syms *s, size_t i);	/* DT_NEEDED entries */
+const char *elf_syms__needed(const struct elf_syms *s, size_t i); /* DT_NEEDED entries */
 
 #endif

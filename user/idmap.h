@@ -8,8 +8,8 @@
 
 struct idmap {
 	uint64_t *keys;
-	void **values;		/* NULL marks an empty slot */
-	size_t cap;		/* a power of two */
+	void **values; /* NULL marks an empty slot */
+	size_t cap;    /* a power of two */
 	size_t n;
 };
 
@@ -19,7 +19,7 @@ int idmap__put(struct idmap *m, uint64_t key, void *value);
 /* Frees the table, not the values. */
 void idmap__free(struct idmap *m);
 
-#define idmap__for_each(m, i) \
+#define idmap__for_each(m, i)                \
 	for ((i) = 0; (i) < (m)->cap; (i)++) \
 		if ((m)->values[i])
 

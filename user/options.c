@@ -151,11 +151,13 @@ int options__parse(struct options *opts, int argc, char **argv)
 			break;
 		case 'i':
 			if (parse_time(optarg, &opts->interval_ms, false))
-				return bad("interval", optarg, "a time of at least 1ms, like 5, 0.5s or 200ms");
+				return bad("interval", optarg,
+					   "a time of at least 1ms, like 5, 0.5s or 200ms");
 			break;
 		case 'd':
 			if (parse_time(optarg, &opts->duration_ms, false))
-				return bad("duration", optarg, "a time of at least 1ms, like 30, 10s or 5m");
+				return bad("duration", optarg,
+					   "a time of at least 1ms, like 30, 10s or 5m");
 			break;
 		case OPT_TOP:
 			if (parse_uint(optarg, 0, 100000, &v))
@@ -175,12 +177,8 @@ int options__parse(struct options *opts, int argc, char **argv)
 				return bad("--sort", optarg, "size, live, calls or bytes");
 			opts->sort = i;
 			break;
-		case OPT_JSON:
-			opts->json = true;
-			break;
-		case OPT_ALLOCATOR:
-			opts->allocator = optarg;
-			break;
+		case OPT_JSON: opts->json = true; break;
+		case OPT_ALLOCATOR: opts->allocator = optarg; break;
 		case OPT_MAX_ALLOCS:
 			if (parse_uint(optarg, 1, 1 << 28, &v))
 				return bad("--max-allocs", optarg, "a number from 1 to 268435456");
@@ -196,15 +194,9 @@ int options__parse(struct options *opts, int argc, char **argv)
 				return bad("--stack-depth", optarg, "a number from 1 to 127");
 			opts->stack_depth = v;
 			break;
-		case 'v':
-			opts->verbose = true;
-			break;
-		case 'h':
-			printf(usage_text, HEAPTAP_MAX_DEPTH);
-			return 1;
-		case 'V':
-			printf("heaptap %s\n", HEAPTAP_VERSION);
-			return 1;
+		case 'v': opts->verbose = true; break;
+		case 'h': printf(usage_text, HEAPTAP_MAX_DEPTH); return 1;
+		case 'V': printf("heaptap %s\n", HEAPTAP_VERSION); return 1;
 		case ':':
 			fprintf(stderr, "heaptap: option '%s' needs a value (see heaptap --help)\n",
 				argv[optind - 1]);

@@ -7,23 +7,23 @@
 #include <stdint.h>
 
 enum sort_key {
-	SORT_SIZE,	/* size table in size order */
-	SORT_LIVE,	/* by live bytes */
-	SORT_CALLS,	/* by allocation calls */
-	SORT_BYTES,	/* by total bytes allocated */
+	SORT_SIZE,  /* size table in size order */
+	SORT_LIVE,  /* by live bytes */
+	SORT_CALLS, /* by allocation calls */
+	SORT_BYTES, /* by total bytes allocated */
 };
 
 struct options {
-	int pid;			/* 0 when launching a command */
-	char **command;			/* argv of the command to launch, NULL-terminated */
+	int pid;	/* 0 when launching a command */
+	char **command; /* argv of the command to launch, NULL-terminated */
 	uint64_t interval_ms;
-	uint64_t duration_ms;		/* 0: until interrupted or the target exits */
+	uint64_t duration_ms; /* 0: until interrupted or the target exits */
 	unsigned int top;
 	uint64_t min_age_ns;
 	enum sort_key sort;
 	bool json;
 	bool verbose;
-	const char *allocator;		/* --allocator PATH, or NULL to discover */
+	const char *allocator; /* --allocator PATH, or NULL to discover */
 	uint32_t max_allocs;
 	uint32_t max_stacks;
 	uint32_t stack_depth;

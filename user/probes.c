@@ -94,16 +94,14 @@ static void programs_for(struct heaptap_bpf *skel, int kind, struct bpf_program 
 		*entry = skel->progs.posix_memalign_enter;
 		*ret = skel->progs.posix_memalign_return;
 		break;
-	default:
-		*entry = skel->progs.free_enter;
-		*ret = NULL;
+	default: *entry = skel->progs.free_enter; *ret = NULL;
 	}
 }
 
 /* Where each function starts, or why it will not be probed. */
 static int plan(const struct allocator *a, struct probes *p)
 {
-	bool private_ok = !elf_syms__interp(a->elf);	/* a static program binds internally */
+	bool private_ok = !elf_syms__interp(a->elf); /* a static program binds internally */
 	uint64_t addrs[sizeof(family) / sizeof(family[0])];
 	size_t i, j;
 
@@ -134,8 +132,9 @@ static int plan(const struct allocator *a, struct probes *p)
 		for (j = 0; j < i; j++) {
 			if (addrs[j] != sym->addr)
 				continue;
-			pr->skipped = family[j].kind == pr->kind ? "same code as an earlier function"
-								 : "same code as a function of another kind";
+			pr->skipped = family[j].kind == pr->kind
+					      ? "same code as an earlier function"
+					      : "same code as a function of another kind";
 			break;
 		}
 	}
@@ -159,8 +158,7 @@ static struct bpf_link *attach_one(struct bpf_program *prog, int pid, const char
 	return link;
 }
 
-int probes__attach(struct heaptap_bpf *skel, const struct allocator *a, int pid,
-		   struct probes **out)
+int probes__attach(struct heaptap_bpf *skel, const struct allocator *a, int pid, struct probes **out)
 {
 	struct probes *p = calloc(1, sizeof(*p));
 	int err;

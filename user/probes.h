@@ -13,26 +13,25 @@ struct heaptap_bpf;
 struct bpf_link;
 
 struct probe {
-	const char *name;		/* symbol, as the object exports it */
-	int kind;			/* enum heaptap_kind */
-	uint64_t offset;		/* file offset of the function's entry */
-	const char *skipped;		/* why it is not probed, or NULL */
+	const char *name;    /* symbol, as the object exports it */
+	int kind;	     /* enum heaptap_kind */
+	uint64_t offset;     /* file offset of the function's entry */
+	const char *skipped; /* why it is not probed, or NULL */
 	struct bpf_link *entry;
-	struct bpf_link *ret;		/* NULL for functions that only free */
+	struct bpf_link *ret; /* NULL for functions that only free */
 };
 
 struct probes {
-	struct probe *v;		/* the family table's order; index = attach cookie */
+	struct probe *v; /* the family table's order; index = attach cookie */
 	size_t n;
-	size_t links;			/* uprobes and uretprobes attached */
+	size_t links; /* uprobes and uretprobes attached */
 };
 
 /*
  * Attaches to every function of the allocator family that a defines, for process pid
  * only. On failure prints why, detaches what was attached and returns negative errno.
  */
-int probes__attach(struct heaptap_bpf *skel, const struct allocator *a, int pid,
-		   struct probes **out);
+int probes__attach(struct heaptap_bpf *skel, const struct allocator *a, int pid, struct probes **out);
 
 /* Detaches every probe, in parallel: each detach waits for a grace period. The plan stays. */
 void probes__detach(struct probes *p);

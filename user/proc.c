@@ -11,7 +11,7 @@
 
 #include "proc.h"
 
-#define PF_KTHREAD 0x00200000	/* include/linux/sched.h */
+#define PF_KTHREAD 0x00200000 /* include/linux/sched.h */
 
 int proc__read_file(const char *path, char **buf, size_t *len)
 {
@@ -135,8 +135,8 @@ static int parse_map_line(char *line, struct proc_map *m)
 	char *path;
 	size_t n;
 
-	if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %4s %" SCNx64 " %x:%x %" SCNu64 " %n",
-		   &m->start, &m->end, perms, &m->offset, &major, &minor, &m->inode, &pos) < 7)
+	if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %4s %" SCNx64 " %x:%x %" SCNu64 " %n", &m->start,
+		   &m->end, perms, &m->offset, &major, &minor, &m->inode, &pos) < 7)
 		return -EINVAL;
 	m->dev = makedev(major, minor);
 	m->exec = perms[2] == 'x';

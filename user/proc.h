@@ -11,24 +11,24 @@
 struct proc_map {
 	uint64_t start;
 	uint64_t end;
-	uint64_t offset;	/* file offset of start */
+	uint64_t offset; /* file offset of start */
 	dev_t dev;
 	uint64_t inode;
 	bool exec;
-	char *path;		/* as the process sees it; NULL for anonymous memory */
-	bool deleted;		/* the file was unlinked or replaced since it was mapped */
+	char *path;   /* as the process sees it; NULL for anonymous memory */
+	bool deleted; /* the file was unlinked or replaced since it was mapped */
 };
 
 struct proc_maps {
-	struct proc_map *maps;	/* in address order */
+	struct proc_map *maps; /* in address order */
 	size_t n;
 };
 
 enum proc_state {
 	PROC_RUNNING,
-	PROC_MISSING,		/* no such PID */
+	PROC_MISSING, /* no such PID */
 	PROC_KERNEL_THREAD,
-	PROC_ZOMBIE,		/* exited, not yet reaped */
+	PROC_ZOMBIE, /* exited, not yet reaped */
 };
 
 enum proc_state proc__state(int pid);

@@ -15,23 +15,23 @@
 #include "syms.h"
 
 struct report {
-	const char *type;		/* "interval" or "final" */
+	const char *type; /* "interval" or "final" */
 	int pid;
 	const char *comm;
 	const struct options *opts;
 	const struct allocator *allocator;
 	const struct probes *probes;
 	const struct snapshot *snap;
-	const struct snapshot *prev;	/* the previous report's snapshot, for rates */
-	uint64_t attach_ns;		/* CLOCK_MONOTONIC when the probes were attached */
-	uint64_t rss;			/* the target's */
-	uint64_t self_rss;		/* heaptap's own */
-	uint64_t self_maps;		/* kernel memory of heaptap's BPF maps */
+	const struct snapshot *prev; /* the previous report's snapshot, for rates */
+	uint64_t attach_ns;	     /* CLOCK_MONOTONIC when the probes were attached */
+	uint64_t rss;		     /* the target's */
+	uint64_t self_rss;	     /* heaptap's own */
+	uint64_t self_maps;	     /* kernel memory of heaptap's BPF maps */
 	struct stacks *stacks;
 	struct syms *syms;
 	bool target_exited;
-	int exit_code;			/* of a launched command; -1 when unknown */
-	int exit_signal;		/* signal that ended it, or 0 */
+	int exit_code;	 /* of a launched command; -1 when unknown */
+	int exit_signal; /* signal that ended it, or 0 */
 };
 
 struct size_row {

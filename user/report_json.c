@@ -205,8 +205,9 @@ static json_object *sites(const struct report *r)
 		put(e, "min_size", u64(site->min_size));
 		put(e, "max_size", u64(site->max_size));
 		put(e, "oldest_age_s", seconds(s->time_ns - site->oldest_ns));
-		put(e, "function", site->fn < r->probes->n ?
-			json_object_new_string(r->probes->v[site->fn].name) : NULL);
+		put(e, "function",
+		    site->fn < r->probes->n ? json_object_new_string(r->probes->v[site->fn].name)
+					    : NULL);
 		put(e, "stack_id", hex(site->stack_id));
 		put(e, "stack", frames(r, site->stack_id));
 		json_object_array_add(a, e);
@@ -233,10 +234,10 @@ void report__json(FILE *f, const struct report *r)
 	put(o, "alloc_bytes", u64(c->alloc_bytes));
 	put(o, "free_bytes", u64(c->free_bytes));
 	put(o, "failed_calls", u64(c->failed));
-	put(o, "alloc_rate", json_object_new_double(report__rate(r, c->alloc_calls,
-								 p ? p->alloc_calls : 0)));
-	put(o, "free_rate", json_object_new_double(report__rate(r, c->free_calls,
-								p ? p->free_calls : 0)));
+	put(o, "alloc_rate",
+	    json_object_new_double(report__rate(r, c->alloc_calls, p ? p->alloc_calls : 0)));
+	put(o, "free_rate",
+	    json_object_new_double(report__rate(r, c->free_calls, p ? p->free_calls : 0)));
 	put(o, "rss_bytes", u64(r->rss));
 	put(self, "rss_bytes", u64(r->self_rss));
 	put(self, "map_bytes", u64(r->self_maps));

@@ -75,7 +75,8 @@ void report__attached_text(FILE *f, const struct report *r)
 		skipped += r->probes->v[i].skipped != NULL;
 	if (!r->opts->verbose) {
 		if (skipped)
-			fprintf(f, "heaptap: %zu functions of the family not probed (-v lists them)\n",
+			fprintf(f,
+				"heaptap: %zu functions of the family not probed (-v lists them)\n",
 				skipped);
 		return;
 	}
@@ -86,7 +87,8 @@ void report__attached_text(FILE *f, const struct report *r)
 			fprintf(f, "heaptap:   %-40s not probed: %s\n", p->name, p->skipped);
 		else
 			fprintf(f, "heaptap:   %-40s %s at file offset 0x%" PRIx64 "%s\n", p->name,
-				probes__kind_name(p->kind), p->offset, p->ret ? ", and its return" : "");
+				probes__kind_name(p->kind), p->offset,
+				p->ret ? ", and its return" : "");
 	}
 }
 
@@ -119,10 +121,15 @@ static void header(FILE *f, const struct report *r)
 		bytes(d, sizeof(d), r->self_maps));
 	fprintf(f, "inexact    %s", count(a, sizeof(a), inexact));
 	if (inexact) {
-		const struct { uint64_t v; const char *what; } parts[] = {
+		const struct {
+			uint64_t v;
+			const char *what;
+		} parts[] = {
 			{ c->unknown_frees, "frees of blocks allocated before attach" },
-			{ c->dropped_allocs, "blocks not tracked: allocs map full, raise --max-allocs" },
-			{ c->dropped_stacks, "stacks not stored: stacks map full, raise --max-stacks" },
+			{ c->dropped_allocs,
+			  "blocks not tracked: allocs map full, raise --max-allocs" },
+			{ c->dropped_stacks,
+			  "stacks not stored: stacks map full, raise --max-stacks" },
 			{ c->stack_errors, "stacks unreadable" },
 			{ c->missed_returns, "returns missed" },
 			{ c->lost_threads, "calls untraced: no thread state" },
@@ -150,8 +157,10 @@ static void size_table(FILE *f, const struct report *r)
 	if (!rows)
 		return;
 	n = report__size_rows(r, rows);
-	fprintf(f, "\nSIZE (bytes)                 ALLOCS        FREES         LIVE    LIVE BYTES   "
-		"TOTAL BYTES   (by %s)\n", options__sort_name(r->opts->sort));
+	fprintf(f,
+		"\nSIZE (bytes)                 ALLOCS        FREES         LIVE    LIVE BYTES   "
+		"TOTAL BYTES   (by %s)\n",
+		options__sort_name(r->opts->sort));
 	for (i = 0; i < n; i++) {
 		const struct heaptap_size_class *c = &rows[i].c;
 
@@ -197,7 +206,8 @@ static void stack(FILE *f, const struct report *r, uint64_t id)
 	size_t i;
 
 	if (!st) {
-		fprintf(f, "      (stack not stored%s)\n", id ? ": stacks map full, raise --max-stacks" : "");
+		fprintf(f, "      (stack not stored%s)\n",
+			id ? ": stacks map full, raise --max-stacks" : "");
 		return;
 	}
 	for (i = 0; i < st->n; i++) {

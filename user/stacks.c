@@ -13,7 +13,7 @@
 struct stacks {
 	int map_fd;
 	unsigned int depth;
-	struct idmap cache;	/* id -> struct stack */
+	struct idmap cache; /* id -> struct stack */
 };
 
 struct stacks *stacks__new(int map_fd, unsigned int depth)

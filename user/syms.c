@@ -22,17 +22,17 @@ struct module {
 	char *path;
 	int fd;
 	bool parsed;
-	struct elf_syms *elf;	/* NULL if unreadable: addresses show as module+offset */
+	struct elf_syms *elf; /* NULL if unreadable: addresses show as module+offset */
 };
 
 struct syms {
 	int pid;
 	struct proc_maps maps;
-	bool stale;		/* maps must be read again before use */
-	uint64_t read_ns;	/* when maps were last read */
+	bool stale;	  /* maps must be read again before use */
+	uint64_t read_ns; /* when maps were last read */
 	struct module **modules;
 	size_t nmodules;
-	struct idmap cache;	/* address (| 1 << 63 for return addresses) -> struct sym_info */
+	struct idmap cache; /* address (| 1 << 63 for return addresses) -> struct sym_info */
 };
 
 struct syms *syms__new(int pid)

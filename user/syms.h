@@ -11,9 +11,9 @@
 #include <stdint.h>
 
 struct sym_info {
-	const char *module;	/* path as the process sees it; NULL when not in a file mapping */
-	const char *function;	/* NULL when no symbol covers the address */
-	uint64_t offset;	/* into function, or into the module's file when function is NULL */
+	const char *module;   /* path as the process sees it; NULL when not in a file mapping */
+	const char *function; /* NULL when no symbol covers the address */
+	uint64_t offset;      /* into function, or into the module's file when function is NULL */
 };
 
 struct syms;

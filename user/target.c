@@ -34,7 +34,7 @@ int target__check_privileges(void)
 	int n = 0, i;
 
 	if (syscall(SYS_capget, &hdr, data))
-		return 0;	/* cannot tell: let the kernel decide */
+		return 0; /* cannot tell: let the kernel decide */
 	/* CAP_SYS_ADMIN stands in for CAP_BPF and CAP_PERFMON on every kernel. */
 	if (!has_cap(data, CAP_BPF) && !has_cap(data, CAP_SYS_ADMIN))
 		missing[n++] = "CAP_BPF";
@@ -45,7 +45,7 @@ int target__check_privileges(void)
 	if (!n)
 		return 0;
 	fprintf(stderr, "heaptap: not enough privileges: run it as root (sudo heaptap ...), or "
-		"give it CAP_BPF + CAP_PERFMON + CAP_SYS_PTRACE (missing:");
+			"give it CAP_BPF + CAP_PERFMON + CAP_SYS_PTRACE (missing:");
 	for (i = 0; i < n; i++)
 		fprintf(stderr, " %s", missing[i]);
 	fprintf(stderr, ")\n");
@@ -63,19 +63,19 @@ int target__attach(struct target *t, int pid)
 
 	*t = (struct target){ .pid = pid, .release_fd = -1, .pidfd = -1, .exit_code = -1 };
 	switch (proc__state(pid)) {
-	case PROC_MISSING:
-		fprintf(stderr, "heaptap: no process with PID %d\n", pid);
-		return -ESRCH;
+	case PROC_MISSING: fprintf(stderr, "heaptap: no process with PID %d\n", pid); return -ESRCH;
 	case PROC_KERNEL_THREAD:
 		proc__comm(pid, t->comm, sizeof(t->comm));
-		fprintf(stderr, "heaptap: PID %d (%s) is a kernel thread: it has no user-space "
-			"allocator to trace\n", pid, t->comm);
+		fprintf(stderr,
+			"heaptap: PID %d (%s) is a kernel thread: it has no user-space "
+			"allocator to trace\n",
+			pid, t->comm);
 		return -EINVAL;
 	case PROC_ZOMBIE:
-		fprintf(stderr, "heaptap: PID %d has exited (a zombie): nothing left to trace\n", pid);
+		fprintf(stderr, "heaptap: PID %d has exited (a zombie): nothing left to trace\n",
+			pid);
 		return -ESRCH;
-	case PROC_RUNNING:
-		break;
+	case PROC_RUNNING: break;
 	}
 	tgid = proc__tgid(pid);
 	if (tgid && tgid != pid) {
@@ -84,7 +84,8 @@ int target__attach(struct target *t, int pid)
 		t->pid = pid = tgid;
 	}
 	if (pid == getpid()) {
-		fprintf(stderr, "heaptap: PID %d is heaptap itself, which cannot trace itself\n", pid);
+		fprintf(stderr, "heaptap: PID %d is heaptap itself, which cannot trace itself\n",
+			pid);
 		return -EINVAL;
 	}
 	proc__comm(pid, t->comm, sizeof(t->comm));
@@ -145,15 +146,15 @@ int target__launch(struct target *t, const char *program, char *const argv[])
 		sigprocmask(SIG_SETMASK, &none, NULL);
 		signal(SIGPIPE, SIG_DFL);
 		if (read(fds[0], &go, 1) != 1)
-			_exit(127);	/* heaptap gave up before attaching */
+			_exit(127); /* heaptap gave up before attaching */
 		execv(program, argv);
 		_exit(127);
 	}
 	close(fds[0]);
 	t->pid = pid;
 	t->release_fd = fds[1];
-	snprintf(t->comm, sizeof(t->comm), "%.15s", strrchr(program, '/') ? strrchr(program, '/') + 1
-									  : program);
+	snprintf(t->comm, sizeof(t->comm), "%.15s",
+		 strrchr(program, '/') ? strrchr(program, '/') + 1 : program);
 	t->pidfd = open_pidfd(pid);
 	if (t->pidfd < 0) {
 		err = -errno;

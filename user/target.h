@@ -9,12 +9,12 @@
 struct target {
 	pid_t pid;
 	char comm[64];
-	bool launched;		/* heaptap started it and holds it until released */
-	int release_fd;		/* launched: writing here lets the command exec */
-	int pidfd;		/* readable once the process has exited */
+	bool launched;	/* heaptap started it and holds it until released */
+	int release_fd; /* launched: writing here lets the command exec */
+	int pidfd;	/* readable once the process has exited */
 	bool exited;
-	int exit_code;		/* launched and exited normally: its status, else -1 */
-	int exit_signal;	/* launched and killed: the signal, else 0 */
+	int exit_code;	 /* launched and exited normally: its status, else -1 */
+	int exit_signal; /* launched and killed: the signal, else 0 */
 };
 
 /* Whether heaptap may trace at all: root, or CAP_BPF + CAP_PERFMON + CAP_SYS_PTRACE.

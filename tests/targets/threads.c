@@ -23,7 +23,7 @@ static void *worker(void *arg)
 	long t = (long)arg;
 	void *batch[50];
 
-	free(malloc(1));	/* the thread's allocator state, made before attach */
+	free(malloc(1)); /* the thread's allocator state, made before attach */
 	pthread_barrier_wait(&start);
 	for (int i = 0; i < ROUNDS; i++) {
 		batch[i % 50] = malloc(16 + (i % 50) * 8);

@@ -22,8 +22,8 @@ endif
 
 USER_SRCS := $(wildcard user/*.c)
 USER_OBJS := $(patsubst user/%.c,$(OUTPUT)/user/%.o,$(USER_SRCS))
-TARGET_SRCS := $(wildcard tests/targets/*.c)
-TARGETS := $(patsubst tests/targets/%.c,$(OUTPUT)/tests/%,$(TARGET_SRCS))
+TARGETS := $(patsubst tests/targets/%.c,$(OUTPUT)/tests/%,$(wildcard tests/targets/*.c)) \
+	$(patsubst tests/targets/%.cc,$(OUTPUT)/tests/%,$(wildcard tests/targets/*.cc))
 
 ifeq ($(V),1)
 Q :=
@@ -60,7 +60,8 @@ $(OUTPUT)/%.skel.h: $(OUTPUT)/bpf/%.bpf.o
 	$(Q)$(BPFTOOL) gen skeleton $< > $@
 
 # Objects that include the skeleton depend on it explicitly.
-$(OUTPUT)/user/heaptap.o $(OUTPUT)/user/probes.o $(OUTPUT)/user/accounting.o: $(OUTPUT)/heaptap.skel.h
+$(OUTPUT)/user/heaptap.o $(OUTPUT)/user/probes.o $(OUTPUT)/user/accounting.o \
+	$(OUTPUT)/user/fixups.o: $(OUTPUT)/heaptap.skel.h
 
 $(OUTPUT)/user/%.o: user/%.c | $(OUTPUT)/user
 	$(call msg,CC,$@)
@@ -72,10 +73,16 @@ $(OUTPUT)/heaptap: $(USER_OBJS)
 
 # Test targets: frame pointers on, so issue-2 stacks are whole; each file may name extra
 # flags on a line "// build: ...".
-$(OUTPUT)/tests/%: tests/targets/%.c | $(OUTPUT)/tests
+TARGET_FLAGS = -g -O1 -fno-omit-frame-pointer -fno-optimize-sibling-calls -Wall
+# Targets include one another (sizes_static.c includes sizes.c): any change rebuilds them all.
+TARGET_DEPS := $(wildcard tests/targets/*)
+$(OUTPUT)/tests/%: tests/targets/%.c $(TARGET_DEPS) | $(OUTPUT)/tests
 	$(call msg,CC,$@)
-	$(Q)$(CC) -g -O1 -fno-omit-frame-pointer -fno-optimize-sibling-calls -Wall \
-		$< -o $@ $(shell sed -n 's|^// build: ||p' $<)
+	$(Q)$(CC) $(TARGET_FLAGS) $< -o $@ $(shell sed -n 's|^// build: ||p' $<)
+
+$(OUTPUT)/tests/%: tests/targets/%.cc $(TARGET_DEPS) | $(OUTPUT)/tests
+	$(call msg,CXX,$@)
+	$(Q)$(CXX) $(TARGET_FLAGS) -std=c++17 $< -o $@ $(shell sed -n 's|^// build: ||p' $<)
 
 vmlinux:
 	$(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > $(VMLINUX)

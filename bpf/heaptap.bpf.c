@@ -47,6 +47,15 @@ struct {
 	__type(value, struct heaptap_size_class);
 } size_classes SEC(".maps");
 
+/* Exceptions leaving operator new: return addresses for the loader to put back. */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 4096);
+} fixups SEC(".maps");
+
+__u64 fixup_seq = 0;
+__u64 fixup_acks[HEAPTAP_FIXUP_SLOTS] = {};
+
 /* New stacks, so userspace symbolizes them while their objects are still mapped. */
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -289,6 +298,12 @@ int BPF_KPROBE(malloc_enter, __u64 size)
 }
 
 SEC("uprobe")
+int BPF_KPROBE(new_enter, __u64 size)
+{
+	return enter(ctx, HEAPTAP_KIND_NEW, 0, size, 0);
+}
+
+SEC("uprobe")
 int BPF_KPROBE(calloc_enter, __u64 count, __u64 size)
 {
 	return enter(ctx, HEAPTAP_KIND_CALLOC, 0, mul_size(count, size), 0);
@@ -416,5 +431,66 @@ int BPF_KRETPROBE(posix_memalign_return, int err)
 	if (err || bpf_probe_read_user(&ptr, sizeof(ptr), (void *)c->memptr))
 		ptr = 0;
 	finish(c, ptr);
+	return 0;
+}
+
+struct fixup_wait {
+	__u64 seq;
+	__u64 deadline;
+	bool acked;
+};
+
+static long wait_for_ack(__u64 i, void *ctx)
+{
+	struct fixup_wait *w = ctx;
+
+	if (*(volatile __u64 *)&fixup_acks[w->seq % HEAPTAP_FIXUP_SLOTS] == w->seq) {
+		w->acked = true;
+		return 1;
+	}
+	return bpf_ktime_get_ns() > w->deadline;
+}
+
+/*
+ * On the unwinder's entry (_Unwind_RaiseException and friends): a C++ exception is leaving
+ * the operator new in progress. Its return probe replaced the return address on the stack
+ * with the kernel's trampoline, which has no unwind information: the unwinder would stop
+ * there and the program terminate. The return address must go back, as the return itself
+ * would have put it; the kernel then drops the unused return instance, as after a longjmp.
+ * BPF may not write user memory on a locked-down kernel, so the loader writes it while this
+ * thread waits here (bounded); the program is attached only where operator new may throw.
+ */
+SEC("uprobe")
+int BPF_KPROBE(unwind_enter)
+{
+	struct fixup_wait w = {};
+	struct heaptap_fixup *f;
+	struct call *c;
+	__u64 slot;
+
+	if (!is_target())
+		return 0;
+	c = thread_call(0);
+	if (!c || !c->sp || c->kind != HEAPTAP_KIND_NEW)
+		return 0;
+	if (c->stack.ips[0] && !bpf_probe_read_user(&slot, sizeof(slot), (void *)c->sp) &&
+	    slot != c->stack.ips[0]) {
+		w.seq = __sync_add_and_fetch(&fixup_seq, 1);
+		w.deadline = bpf_ktime_get_ns() + HEAPTAP_FIXUP_WAIT_NS;
+		f = bpf_ringbuf_reserve(&fixups, sizeof(*f), 0);
+		if (f) {
+			f->addr = c->sp;
+			f->value = c->stack.ips[0];
+			f->seq = w.seq;
+			f->tid = (__u32)bpf_get_current_pid_tgid();
+			bpf_ringbuf_submit(f, BPF_RB_FORCE_WAKEUP);
+			bpf_loop(1 << 23, wait_for_ack, &w, 0);
+		}
+		if (!w.acked)
+			__sync_fetch_and_add(&counters.fixup_timeouts, 1);
+	}
+	c->sp = 0;
+	__sync_fetch_and_add(&counters.unwound, 1);
+	__sync_fetch_and_add(&counters.failed, 1);
 	return 0;
 }

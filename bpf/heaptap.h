@@ -25,7 +25,8 @@
 
 /* What an allocator function does with its arguments; selects the BPF entry program. */
 enum heaptap_kind {
-	HEAPTAP_KIND_MALLOC = 1,     /* (size): malloc, valloc, pvalloc, operator new, mallocx */
+	HEAPTAP_KIND_MALLOC = 1,     /* (size): malloc, valloc, pvalloc, nothrow new, mallocx */
+	HEAPTAP_KIND_NEW,	     /* (size), may throw: operator new and new[], plain and aligned */
 	HEAPTAP_KIND_CALLOC,	     /* (count, size) */
 	HEAPTAP_KIND_REALLOC,	     /* (ptr, size): realloc, rallocx */
 	HEAPTAP_KIND_REALLOCARRAY,   /* (ptr, count, size) */
@@ -82,12 +83,29 @@ struct heaptap_counters {
 	__u64 reused_addresses; /* a block returned at a recorded address: its free was missed */
 	__u64 new_stacks;	/* distinct stacks stored */
 	__u64 lost_events;	/* new-stack notices the ring buffer had no room for */
+	__u64 unwound;		/* calls left by a C++ exception: a failed operator new */
+	__u64 fixup_timeouts;	/* return addresses heaptap did not put back in time */
 };
 
 /* Ring buffer record: a stack was stored for the first time. */
 struct heaptap_event {
 	__u64 stack_id;
 };
+
+/*
+ * Ring buffer record, on the fixups ring: a C++ exception is about to unwind through the
+ * return probe of an operator new. Loader: write value (the return address) at addr in the
+ * target, then store seq in fixup_acks[seq % HEAPTAP_FIXUP_SLOTS]; the thread waits for it.
+ */
+struct heaptap_fixup {
+	__u64 addr;
+	__u64 value;
+	__u64 seq;
+	__u64 tid;
+};
+
+#define HEAPTAP_FIXUP_SLOTS 16
+#define HEAPTAP_FIXUP_WAIT_NS (100 * 1000 * 1000ULL)
 
 static inline __u32 heaptap_log2(__u64 v)
 {

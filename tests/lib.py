@@ -200,22 +200,22 @@ def probed_text_intact(pid, attached):
 
     Returns a list of (function, file bytes, memory bytes) that differ.
     """
-    path = attached["allocator"]["path"]
     maps = []
     with open(f"/proc/{pid}/maps") as f:
         for line in f:
             parts = line.split()
-            if len(parts) >= 6 and parts[5] == path:
+            if len(parts) >= 6:
                 start, end = (int(x, 16) for x in parts[0].split("-"))
-                maps.append((start, end, int(parts[2], 16)))
+                maps.append((parts[5], start, end, int(parts[2], 16)))
     bad = []
-    with open(f"/proc/{pid}/root{path}", "rb") as elf, open(f"/proc/{pid}/mem", "rb") as mem:
+    with open(f"/proc/{pid}/mem", "rb") as mem:
         for probe in attached["probes"]:
             off = probe["offset"]
-            elf.seek(off)
-            want = elf.read(16)
-            for start, end, moff in maps:
-                if moff <= off < moff + (end - start):
+            with open(f"/proc/{pid}/root{probe['path']}", "rb") as elf:
+                elf.seek(off)
+                want = elf.read(16)
+            for path, start, end, moff in maps:
+                if path == probe["path"] and moff <= off < moff + (end - start):
                     mem.seek(start + off - moff)
                     got = mem.read(16)
                     if got != want:

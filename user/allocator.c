@@ -111,14 +111,68 @@ static int take(struct object *o, const char *reason, struct allocator **out)
 
 	if (!a)
 		return -ENOMEM;
-	a->path = o->path;
-	a->open_path = o->open_path;
-	a->elf = o->elf;
+	a->file.path = o->path;
+	a->file.open_path = o->open_path;
+	a->file.elf = o->elf;
 	a->reason = strdup(reason);
 	o->path = o->open_path = NULL;
 	o->elf = NULL;
 	*out = a;
 	return a->reason ? 0 : -ENOMEM;
+}
+
+static void target_file__free(struct target_file *f)
+{
+	free(f->path);
+	free(f->open_path);
+	elf_syms__free(f->elf);
+}
+
+/*
+ * Objects with the C++ unwinder: an exception thrown by operator new passes through them.
+ * Read before take() hands an object over, hence a second read of their ELF.
+ */
+static int find_unwinders(struct objects *objs, struct target_file **out, size_t *n)
+{
+	size_t i;
+
+	*out = NULL;
+	*n = 0;
+	for (i = 0; i < objs->n; i++) {
+		struct elf_syms *elf = object_elf(&objs->v[i]);
+		const struct elf_sym *sym = elf ? elf_syms__find(elf, "_Unwind_RaiseException") : NULL;
+		struct target_file *grown, *f;
+
+		if (!sym || (!sym->exported && elf_syms__interp(elf)))
+			continue;
+		grown = realloc(*out, (*n + 1) * sizeof(*grown));
+		if (!grown)
+			return -ENOMEM;
+		*out = grown;
+		f = &grown[*n];
+		*f = (struct target_file){ .path = strdup(objs->v[i].path),
+					   .open_path = strdup(objs->v[i].open_path) };
+		(*n)++;
+		if (!f->path || !f->open_path || elf_syms__open(f->open_path, &f->elf))
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+/* The unwinders go with the allocator chosen; err is the choice's outcome. */
+static int with_unwinders(int err, struct allocator *a, struct target_file *unwinders, size_t n)
+{
+	size_t i;
+
+	if (!err) {
+		a->unwinders = unwinders;
+		a->nunwinders = n;
+		return 0;
+	}
+	for (i = 0; i < n; i++)
+		target_file__free(&unwinders[i]);
+	free(unwinders);
+	return err;
 }
 
 /* Entries of LD_PRELOAD (colon or space separated) and of the preload file, in order. */
@@ -270,7 +324,9 @@ static int find_override(int pid, struct objects *objs, const char *override, st
 
 int allocator__find(int pid, const char *override, struct allocator **out)
 {
+	struct target_file *unwinders = NULL;
 	struct objects objs = {};
+	size_t nunwinders = 0;
 	struct proc_maps maps;
 	char path[64], *preload = NULL, *preload_file = NULL;
 	struct stat exe_st;
@@ -314,6 +370,9 @@ int allocator__find(int pid, const char *override, struct allocator **out)
 		err = -ESRCH;
 		goto cleanup;
 	}
+	err = find_unwinders(&objs, &unwinders, &nunwinders);
+	if (err)
+		goto cleanup;
 	if (override) {
 		err = find_override(pid, &objs, override, out);
 		goto cleanup;
@@ -336,7 +395,7 @@ cleanup:
 	free(preload);
 	free(preload_file);
 	objects__free(&objs);
-	return err;
+	return with_unwinders(err, *out, unwinders, nunwinders);
 }
 
 /* A script runs its #! interpreter, which is then the program whose malloc counts. */
@@ -431,7 +490,9 @@ static int list_objects(const char *interp, const char *program, struct objects 
 int allocator__find_for_program(const char *path, const char *override, struct allocator **out)
 {
 	char *program = script_interpreter(path);
+	struct target_file *unwinders = NULL;
 	struct objects objs = {};
+	size_t nunwinders = 0;
 	const char *interp;
 	int err;
 
@@ -440,10 +501,6 @@ int allocator__find_for_program(const char *path, const char *override, struct a
 		program = strdup(path);
 	if (!program)
 		return -ENOMEM;
-	if (override) {
-		err = load_override(override, strdup(override), "chosen with --allocator", out);
-		goto cleanup;
-	}
 	err = objects__add(&objs, program, strdup(program), 0, 0);
 	if (err)
 		goto cleanup;
@@ -464,6 +521,13 @@ int allocator__find_for_program(const char *path, const char *override, struct a
 			goto cleanup;
 		}
 	}
+	err = find_unwinders(&objs, &unwinders, &nunwinders);
+	if (err)
+		goto cleanup;
+	if (override) {
+		err = load_override(override, strdup(override), "chosen with --allocator", out);
+		goto cleanup;
+	}
 	/* The loader's list already puts preloads first; the preload list only names them. */
 	err = choose(&objs, getenv("LD_PRELOAD"), "/etc/ld.so.preload", out);
 	if (err == -ESRCH)
@@ -477,16 +541,19 @@ int allocator__find_for_program(const char *path, const char *override, struct a
 cleanup:
 	objects__free(&objs);
 	free(program);
-	return err;
+	return with_unwinders(err, *out, unwinders, nunwinders);
 }
 
 void allocator__free(struct allocator *a)
 {
+	size_t i;
+
 	if (!a)
 		return;
-	free(a->path);
-	free(a->open_path);
+	target_file__free(&a->file);
+	for (i = 0; i < a->nunwinders; i++)
+		target_file__free(&a->unwinders[i]);
+	free(a->unwinders);
 	free(a->reason);
-	elf_syms__free(a->elf);
 	free(a);
 }

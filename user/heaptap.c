@@ -18,6 +18,7 @@
 #include "accounting.h"
 #include "allocator.h"
 #include "clock.h"
+#include "fixups.h"
 #include "heaptap.skel.h"
 #include "options.h"
 #include "probes.h"
@@ -33,6 +34,7 @@ struct session {
 	struct allocator *allocator;
 	struct heaptap_bpf *skel;
 	struct probes *probes;
+	struct fixups *fixups;
 	struct stacks *stacks;
 	struct syms *syms;
 	struct snapshot prev;
@@ -207,7 +209,7 @@ int main(int argc, char **argv)
 	struct session s = { .target = { .release_fd = -1, .pidfd = -1 } };
 	struct ring_buffer *rb = NULL;
 	char *program = NULL;
-	uint64_t detach_ns;
+	uint64_t stage_ns;
 	int err, sigfd = -1;
 
 	/* Parse the command line. */
@@ -243,8 +245,15 @@ int main(int argc, char **argv)
 	if (err)
 		goto cleanup;
 	if (verbose)
-		fprintf(stderr, "heaptap: allocator %s, opened as %s\n", s.allocator->path,
-			s.allocator->open_path);
+		fprintf(stderr, "heaptap: allocator %s, opened as %s\n", s.allocator->file.path,
+			s.allocator->file.open_path);
+
+	/* Plan the probes: which functions, and where. */
+	err = probes__plan(s.allocator, &s.probes);
+	if (err) {
+		fprintf(stderr, "heaptap: out of memory\n");
+		goto cleanup;
+	}
 
 	/* Open the BPF object; settings and map sizes come from the options. */
 	s.skel = heaptap_bpf__open();
@@ -282,11 +291,25 @@ int main(int argc, char **argv)
 		goto cleanup;
 	}
 
+	/* Exceptions leaving operator new need their return addresses back: serve that first. */
+	if (s.probes->unwinding) {
+		err = fixups__start(s.skel, s.target.pid, &s.fixups);
+		if (err) {
+			fprintf(stderr, "heaptap: cannot start its exception helper: %s\n",
+				strerror(-err));
+			goto cleanup;
+		}
+	}
+
 	/* Attach every allocator function, for this process only. */
-	err = probes__attach(s.skel, s.allocator, s.target.pid, &s.probes);
+	stage_ns = clock__now_ns();
+	err = probes__attach(s.probes, s.skel, s.target.pid);
 	if (err)
 		goto cleanup;
 	s.attach_ns = clock__now_ns();
+	if (verbose)
+		fprintf(stderr, "heaptap: %zu probes attached in %.1f ms\n", s.probes->links,
+			(s.attach_ns - stage_ns) / 1e6);
 	/* A running target's objects are held open now, should it exit before any report. */
 	if (!s.target.launched)
 		syms__refresh(s.syms);
@@ -303,15 +326,18 @@ int main(int argc, char **argv)
 	err = run(&s, sigfd, rb);
 
 	/* Detach first, so the target runs untraced again at once; then the final report. */
-	detach_ns = clock__now_ns();
+	stage_ns = clock__now_ns();
 	probes__detach(s.probes);
+	fixups__stop(s.fixups);
+	s.fixups = NULL;
 	if (verbose)
 		fprintf(stderr, "heaptap: detached from PID %d in %.0f ms\n", s.target.pid,
-			(clock__now_ns() - detach_ns) / 1e6);
+			(clock__now_ns() - stage_ns) / 1e6);
 	ring_buffer__consume(rb);
 	err = report(&s, "final") ?: err;
 cleanup:
 	probes__free(s.probes);
+	fixups__stop(s.fixups);
 	ring_buffer__free(rb);
 	heaptap_bpf__destroy(s.skel);
 	if (s.have_prev)

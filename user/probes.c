@@ -34,12 +34,12 @@ static const struct family_fn {
 	{ "valloc", HEAPTAP_KIND_MALLOC },
 	{ "pvalloc", HEAPTAP_KIND_MALLOC },
 	/* operator new, new[]: plain, nothrow, aligned, aligned nothrow */
-	{ "_Znwm", HEAPTAP_KIND_MALLOC },
-	{ "_Znam", HEAPTAP_KIND_MALLOC },
+	{ "_Znwm", HEAPTAP_KIND_NEW },
+	{ "_Znam", HEAPTAP_KIND_NEW },
 	{ "_ZnwmRKSt9nothrow_t", HEAPTAP_KIND_MALLOC },
 	{ "_ZnamRKSt9nothrow_t", HEAPTAP_KIND_MALLOC },
-	{ "_ZnwmSt11align_val_t", HEAPTAP_KIND_MALLOC },
-	{ "_ZnamSt11align_val_t", HEAPTAP_KIND_MALLOC },
+	{ "_ZnwmSt11align_val_t", HEAPTAP_KIND_NEW },
+	{ "_ZnamSt11align_val_t", HEAPTAP_KIND_NEW },
 	{ "_ZnwmSt11align_val_tRKSt9nothrow_t", HEAPTAP_KIND_MALLOC },
 	{ "_ZnamSt11align_val_tRKSt9nothrow_t", HEAPTAP_KIND_MALLOC },
 	/* operator delete, delete[]: plain, sized, nothrow, aligned, sized aligned, ... */
@@ -69,6 +69,8 @@ const char *probes__kind_name(int kind)
 {
 	switch (kind) {
 	case HEAPTAP_KIND_MALLOC: return "malloc";
+	case HEAPTAP_KIND_NEW: return "new";
+	case PROBE_UNWIND: return "unwind";
 	case HEAPTAP_KIND_CALLOC: return "calloc";
 	case HEAPTAP_KIND_REALLOC: return "realloc";
 	case HEAPTAP_KIND_REALLOCARRAY: return "reallocarray";
@@ -86,6 +88,11 @@ static void programs_for(struct heaptap_bpf *skel, int kind, struct bpf_program 
 	*ret = skel->progs.alloc_return;
 	switch (kind) {
 	case HEAPTAP_KIND_MALLOC: *entry = skel->progs.malloc_enter; break;
+	case HEAPTAP_KIND_NEW: *entry = skel->progs.new_enter; break;
+	case PROBE_UNWIND:
+		*entry = skel->progs.unwind_enter;
+		*ret = NULL;
+		break;
 	case HEAPTAP_KIND_CALLOC: *entry = skel->progs.calloc_enter; break;
 	case HEAPTAP_KIND_REALLOC: *entry = skel->progs.realloc_enter; break;
 	case HEAPTAP_KIND_REALLOCARRAY: *entry = skel->progs.reallocarray_enter; break;
@@ -98,103 +105,135 @@ static void programs_for(struct heaptap_bpf *skel, int kind, struct bpf_program 
 	}
 }
 
-/* Where each function starts, or why it will not be probed. */
-static int plan(const struct allocator *a, struct probes *p)
+/* Where the unwinder enters: an exception starting to unwind, or being rethrown. */
+static const char *const unwinder_fns[] = {
+	"_Unwind_RaiseException",
+	"_Unwind_Resume_or_Rethrow",
+	"_Unwind_ForcedUnwind",
+};
+
+static struct probe *add_probe(struct probes *p, const char *name, int kind,
+			       const struct target_file *file)
 {
-	bool private_ok = !elf_syms__interp(a->elf); /* a static program binds internally */
-	uint64_t addrs[sizeof(family) / sizeof(family[0])];
+	struct probe *grown = realloc(p->v, (p->n + 1) * sizeof(*grown));
+
+	if (!grown)
+		return NULL;
+	p->v = grown;
+	grown[p->n] = (struct probe){ .name = name, .kind = kind, .file = file };
+	return &grown[p->n++];
+}
+
+/* Where name starts in file, or why it cannot be probed there. */
+static const char *locate(const struct target_file *file, const char *name, uint64_t *offset,
+			  uint64_t *addr)
+{
+	const struct elf_sym *sym = elf_syms__find(file->elf, name);
+
+	/* A static program binds to its private symbols; a library only to exported ones. */
+	if (!sym || (!sym->exported && elf_syms__interp(file->elf)))
+		return "not defined by the allocator";
+	if (sym->ifunc)
+		return "an IFUNC resolver, not the function";
+	if (elf_syms__file_offset(file->elf, sym->addr, offset))
+		return "not in a loadable segment";
+	*addr = sym->addr;
+	return NULL;
+}
+
+int probes__plan(const struct allocator *a, struct probes **out)
+{
+	const size_t nfamily = sizeof(family) / sizeof(family[0]);
+	struct probes *p = calloc(1, sizeof(*p));
+	uint64_t addrs[sizeof(family) / sizeof(family[0])] = {};
+	bool throwing_new = false;
 	size_t i, j;
 
-	p->v = calloc(sizeof(family) / sizeof(family[0]), sizeof(*p->v));
-	if (!p->v)
+	*out = NULL;
+	if (!p)
 		return -ENOMEM;
-	for (i = 0; i < sizeof(family) / sizeof(family[0]); i++) {
-		const struct elf_sym *sym = elf_syms__find(a->elf, family[i].name);
-		struct probe *pr = &p->v[p->n++];
+	for (i = 0; i < nfamily; i++) {
+		struct probe *pr = add_probe(p, family[i].name, family[i].kind, &a->file);
 
-		pr->name = family[i].name;
-		pr->kind = family[i].kind;
-		addrs[i] = 0;
-		if (!sym || (!sym->exported && !private_ok)) {
-			pr->skipped = "not defined by the allocator";
-			continue;
+		if (!pr) {
+			probes__free(p);
+			return -ENOMEM;
 		}
-		if (sym->ifunc) {
-			pr->skipped = "an IFUNC resolver, not the function";
-			continue;
-		}
-		if (elf_syms__file_offset(a->elf, sym->addr, &pr->offset)) {
-			pr->skipped = "not in a loadable segment";
-			continue;
-		}
-		addrs[i] = sym->addr;
+		pr->skipped = locate(&a->file, pr->name, &pr->offset, &addrs[i]);
 		/* Aliases (glibc's memalign is aligned_alloc) share one probe. */
-		for (j = 0; j < i; j++) {
-			if (addrs[j] != sym->addr)
-				continue;
-			pr->skipped = family[j].kind == pr->kind
-					      ? "same code as an earlier function"
-					      : "same code as a function of another kind";
-			break;
+		for (j = 0; !pr->skipped && j < i; j++)
+			if (addrs[j] == addrs[i])
+				pr->skipped = family[j].kind == pr->kind
+						      ? "same code as an earlier function"
+						      : "same code as a function of another kind";
+		/* An exception cannot unwind through a return probe: the unwinder's entries
+		 * are probed too, to put the return address back first. */
+		if (!pr->skipped && pr->kind == HEAPTAP_KIND_NEW && a->nunwinders)
+			throwing_new = true;
+	}
+	for (i = 0; throwing_new && i < a->nunwinders; i++) {
+		for (j = 0; j < sizeof(unwinder_fns) / sizeof(unwinder_fns[0]); j++) {
+			struct probe *pr = add_probe(p, unwinder_fns[j], PROBE_UNWIND,
+						     &a->unwinders[i]);
+			uint64_t addr;
+
+			if (!pr) {
+				probes__free(p);
+				return -ENOMEM;
+			}
+			pr->skipped = locate(pr->file, pr->name, &pr->offset, &addr);
 		}
 	}
+	p->unwinding = throwing_new;
+	*out = p;
 	return 0;
 }
 
-static struct bpf_link *attach_one(struct bpf_program *prog, int pid, const char *path,
-				   const struct probe *pr, size_t cookie, bool retprobe)
+static struct bpf_link *attach_one(struct bpf_program *prog, int pid, const struct probe *pr,
+				   size_t cookie, bool retprobe)
 {
 	LIBBPF_OPTS(bpf_uprobe_opts, opts, .retprobe = retprobe, .bpf_cookie = cookie);
 	struct bpf_link *link;
 	int err;
 
-	link = bpf_program__attach_uprobe_opts(prog, pid, path, pr->offset, &opts);
+	link = bpf_program__attach_uprobe_opts(prog, pid, pr->file->open_path, pr->offset, &opts);
 	if (!link) {
 		err = -errno;
 		fprintf(stderr, "heaptap: cannot attach a %s to %s in %s: %s\n",
-			retprobe ? "uretprobe" : "uprobe", pr->name, path, strerror(-err));
+			retprobe ? "uretprobe" : "uprobe", pr->name, pr->file->path, strerror(-err));
 		errno = -err;
 	}
 	return link;
 }
 
-int probes__attach(struct heaptap_bpf *skel, const struct allocator *a, int pid, struct probes **out)
+int probes__attach(struct probes *p, struct heaptap_bpf *skel, int pid)
 {
-	struct probes *p = calloc(1, sizeof(*p));
-	int err;
 	size_t i;
 
-	*out = NULL;
-	if (!p)
-		return -ENOMEM;
-	err = plan(a, p);
-	for (i = 0; !err && i < p->n; i++) {
+	for (i = 0; i < p->n; i++) {
 		struct probe *pr = &p->v[i];
 		struct bpf_program *entry, *ret;
 
 		if (pr->skipped)
 			continue;
 		programs_for(skel, pr->kind, &entry, &ret);
-		pr->entry = attach_one(entry, pid, a->open_path, pr, i, false);
-		if (!pr->entry) {
-			err = -errno;
+		pr->entry = attach_one(entry, pid, pr, i, false);
+		if (!pr->entry)
 			break;
-		}
 		p->links++;
 		if (!ret)
 			continue;
-		pr->ret = attach_one(ret, pid, a->open_path, pr, i, true);
-		if (!pr->ret) {
-			err = -errno;
+		pr->ret = attach_one(ret, pid, pr, i, true);
+		if (!pr->ret)
 			break;
-		}
 		p->links++;
 	}
-	if (err) {
-		probes__free(p);
+	if (i < p->n) {
+		int err = -errno;
+
+		probes__detach(p);
 		return err;
 	}
-	*out = p;
 	return 0;
 }
 

@@ -12,26 +12,35 @@
 struct heaptap_bpf;
 struct bpf_link;
 
+/* Not an allocator function: an entry of the C++ unwinder (see unwind_enter). */
+#define PROBE_UNWIND 0
+
 struct probe {
-	const char *name;    /* symbol, as the object exports it */
-	int kind;	     /* enum heaptap_kind */
-	uint64_t offset;     /* file offset of the function's entry */
-	const char *skipped; /* why it is not probed, or NULL */
+	const char *name;		/* symbol, as the object exports it */
+	int kind;			/* enum heaptap_kind, or PROBE_UNWIND */
+	const struct target_file *file;	/* the object it is in */
+	uint64_t offset;		/* file offset of the function's entry */
+	const char *skipped;		/* why it is not probed, or NULL */
 	struct bpf_link *entry;
-	struct bpf_link *ret; /* NULL for functions that only free */
+	struct bpf_link *ret;		/* NULL for functions that only free */
 };
 
 struct probes {
-	struct probe *v; /* the family table's order; index = attach cookie */
+	struct probe *v;	/* the family table's order, then unwinders; index = cookie */
 	size_t n;
-	size_t links; /* uprobes and uretprobes attached */
+	size_t links;		/* uprobes and uretprobes attached */
+	bool unwinding;		/* the unwinder is probed: serve its fixups (see fixups.h) */
 };
 
 /*
- * Attaches to every function of the allocator family that a defines, for process pid
- * only. On failure prints why, detaches what was attached and returns negative errno.
+ * Where to probe every function of the allocator family that a defines, and why not where
+ * it will not; with an operator new that may throw, the C++ unwinder's entries too.
  */
-int probes__attach(struct heaptap_bpf *skel, const struct allocator *a, int pid, struct probes **out);
+int probes__plan(const struct allocator *a, struct probes **out);
+
+/* Attaches the plan, for process pid only. On failure prints why, detaches what was
+ * attached and returns negative errno. */
+int probes__attach(struct probes *p, struct heaptap_bpf *skel, int pid);
 
 /* Detaches every probe, in parallel: each detach waits for a grace period. The plan stays. */
 void probes__detach(struct probes *p);

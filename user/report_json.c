@@ -57,7 +57,7 @@ static json_object *record(const struct report *r, const char *type, uint64_t mo
 	put(o, "time", timestamp(mono_ns));
 	put(o, "pid", json_object_new_int(r->pid));
 	put(o, "comm", json_object_new_string(r->comm));
-	put(alloc, "path", json_object_new_string(r->allocator->path));
+	put(alloc, "path", json_object_new_string(r->allocator->file.path));
 	put(alloc, "reason", json_object_new_string(r->allocator->reason));
 	put(o, "allocator", alloc);
 	return o;
@@ -88,6 +88,7 @@ void report__attached_json(FILE *f, const struct report *r)
 			continue;
 		}
 		put(e, "kind", json_object_new_string(probes__kind_name(p->kind)));
+		put(e, "path", json_object_new_string(p->file->path));
 		put(e, "offset", u64(p->offset));
 		put(e, "return", json_object_new_boolean(p->ret != NULL));
 		json_object_array_add(probes, e);
@@ -234,6 +235,8 @@ void report__json(FILE *f, const struct report *r)
 	put(o, "alloc_bytes", u64(c->alloc_bytes));
 	put(o, "free_bytes", u64(c->free_bytes));
 	put(o, "failed_calls", u64(c->failed));
+	put(o, "unwound_calls", u64(c->unwound));
+	put(o, "fixup_timeouts", u64(c->fixup_timeouts));
 	put(o, "alloc_rate",
 	    json_object_new_double(report__rate(r, c->alloc_calls, p ? p->alloc_calls : 0)));
 	put(o, "free_rate",

@@ -69,7 +69,7 @@ void report__attached_text(FILE *f, const struct report *r)
 	size_t i, skipped = 0;
 
 	fprintf(f, "heaptap: attached to PID %d (%s): %zu probes on %s\n", r->pid, r->comm,
-		r->probes->links, r->allocator->path);
+		r->probes->links, r->allocator->file.path);
 	fprintf(f, "heaptap: allocator chosen: %s\n", r->allocator->reason);
 	for (i = 0; i < r->probes->n; i++)
 		skipped += r->probes->v[i].skipped != NULL;
@@ -86,8 +86,8 @@ void report__attached_text(FILE *f, const struct report *r)
 		if (p->skipped)
 			fprintf(f, "heaptap:   %-40s not probed: %s\n", p->name, p->skipped);
 		else
-			fprintf(f, "heaptap:   %-40s %s at file offset 0x%" PRIx64 "%s\n", p->name,
-				probes__kind_name(p->kind), p->offset,
+			fprintf(f, "heaptap:   %-40s %s at 0x%" PRIx64 " in %s%s\n", p->name,
+				probes__kind_name(p->kind), p->offset, p->file->path,
 				p->ret ? ", and its return" : "");
 	}
 }
@@ -102,7 +102,7 @@ static void header(FILE *f, const struct report *r)
 		clock_time(t, sizeof(t), r->snap->time_ns), r->pid, r->comm,
 		duration(d, sizeof(d), r->snap->time_ns - r->attach_ns),
 		r->target_exited ? "  [target exited]" : "");
-	fprintf(f, "allocator  %s (%s)\n", r->allocator->path, r->allocator->reason);
+	fprintf(f, "allocator  %s (%s)\n", r->allocator->file.path, r->allocator->reason);
 	fprintf(f, "live       %s in %s blocks", bytes(a, sizeof(a), c->live_bytes),
 		count(b, sizeof(b), c->allocs - c->frees));
 	if (c->peak_bytes)
@@ -116,6 +116,11 @@ static void header(FILE *f, const struct report *r)
 		count(a, sizeof(a), c->alloc_calls));
 	fprintf(f, "%s free, %s failed since attach)\n", count(b, sizeof(b), c->free_calls),
 		count(d, sizeof(d), c->failed));
+	if (c->unwound)
+		fprintf(f, "exceptions %s operator new calls ended by an exception%s\n",
+			count(a, sizeof(a), c->unwound),
+			c->fixup_timeouts ? " (heaptap was too slow to let some through: see README)"
+					  : "");
 	fprintf(f, "memory     target RSS %s   heaptap RSS %s + BPF maps %s\n",
 		bytes(a, sizeof(a), r->rss), bytes(b, sizeof(b), r->self_rss),
 		bytes(d, sizeof(d), r->self_maps));

@@ -26,14 +26,20 @@ static bool has_cap(const struct __user_cap_data_struct *data, int cap)
 	return data[cap / 32].effective & (1U << (cap % 32));
 }
 
-int target__check_privileges(void)
+static bool read_caps(struct __user_cap_data_struct data[2])
 {
 	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
+
+	return !syscall(SYS_capget, &hdr, data);
+}
+
+int target__check_privileges(void)
+{
 	struct __user_cap_data_struct data[2] = {};
 	const char *missing[3];
 	int n = 0, i;
 
-	if (syscall(SYS_capget, &hdr, data))
+	if (!read_caps(data))
 		return 0; /* cannot tell: let the kernel decide */
 	/* CAP_SYS_ADMIN stands in for CAP_BPF and CAP_PERFMON on every kernel. */
 	if (!has_cap(data, CAP_BPF) && !has_cap(data, CAP_SYS_ADMIN))

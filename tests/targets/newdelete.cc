@@ -1,0 +1,81 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The C++ allocation API. "mix": 4 x new Widget (48 B), one deleted; 3 x new char[100];
+ * 1 x nothrow new char[300]; 2 x new Aligned (128 B, 64-aligned); a vector of 50 ints
+ * (200 B) made and destroyed. "throw": three huge new[] whose std::bad_alloc is caught.
+ */
+#include <new>
+#include <vector>
+
+#include "proto.h"
+
+#define NOINLINE __attribute__((noinline))
+
+struct Widget {
+	long a[6];
+};
+
+struct alignas(64) Aligned {
+	char bytes[128];
+};
+
+static void *volatile kept[16];
+static int nkept;
+
+/* extern "C": plain names in stacks, whatever the demangling. */
+extern "C" NOINLINE void make_widgets()
+{
+	Widget *w[4];
+
+	for (auto &p : w)
+		p = new Widget();
+	delete w[3];
+	for (int i = 0; i < 3; i++)
+		kept[nkept++] = w[i];
+}
+
+extern "C" NOINLINE void make_arrays()
+{
+	for (int i = 0; i < 3; i++)
+		kept[nkept++] = new char[100];
+	kept[nkept++] = new (std::nothrow) char[300];
+	for (int i = 0; i < 2; i++)
+		kept[nkept++] = new Aligned();
+	std::vector<int> v(50);
+	kept[nkept] = v.data();
+}
+
+NOINLINE static int throw_three()
+{
+	int caught = 0;
+
+	for (int i = 0; i < 3; i++) {
+		try {
+			volatile size_t huge = (size_t)1 << 60;
+			kept[nkept] = new char[huge];
+		} catch (const std::bad_alloc &) {
+			caught++;
+		}
+	}
+	return caught;
+}
+
+int main()
+{
+	char cmd[64];
+
+	ready();
+	while (next_command(cmd, sizeof(cmd))) {
+		if (!strcmp(cmd, "mix")) {
+			make_widgets();
+			make_arrays();
+		} else if (!strcmp(cmd, "throw")) {
+			say("done throw caught=%d", throw_three());
+			continue;
+		} else if (!strcmp(cmd, "exit")) {
+			break;
+		}
+		say("done %s", cmd);
+	}
+	return 0;
+}

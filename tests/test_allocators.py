@@ -8,6 +8,7 @@ from lib import Target, check, check_true, test
 from test_accounting import check_mix, traced
 
 TCMALLOC = "/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4"
+MIMALLOC = "/usr/lib/x86_64-linux-gnu/libmimalloc.so.2"
 
 
 @test
@@ -32,6 +33,26 @@ def test_tcmalloc_preloaded():
     check("allocator (the file the preloaded link names)", attached["allocator"]["path"],
           os.path.realpath(TCMALLOC))
     check("reason", attached["allocator"]["reason"], f"preloaded ({TCMALLOC})")
+    check_mix(final)
+
+
+@test
+def test_mimalloc_preloaded():
+    target = Target("sizes", env=dict(os.environ, LD_PRELOAD=MIMALLOC))
+    attached, final, _ = traced(target, "mix")
+    check("allocator", attached["allocator"]["path"], os.path.realpath(MIMALLOC))
+    check("reason", attached["allocator"]["reason"], f"preloaded ({MIMALLOC})")
+    check_mix(final)
+
+
+@test
+def test_allocator_named_on_the_command_line():
+    target = Target("sizes")
+    libc = [l.split()[5] for l in open(f"/proc/{target.target_pid}/maps")
+            if l.rstrip().endswith("/libc.so.6")][0]
+    attached, final, _ = traced(target, "mix", "--allocator", libc)
+    check("allocator", attached["allocator"]["path"], libc)
+    check("reason", attached["allocator"]["reason"], "chosen with --allocator")
     check_mix(final)
 
 

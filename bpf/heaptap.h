@@ -25,10 +25,10 @@
 
 /* What an allocator function does with its arguments; selects the BPF entry program. */
 enum heaptap_kind {
-	HEAPTAP_KIND_MALLOC = 1,     /* (size): malloc, valloc, pvalloc, nothrow new, mallocx */
-	HEAPTAP_KIND_NEW,	     /* (size), may throw: operator new and new[], plain and aligned */
-	HEAPTAP_KIND_CALLOC,	     /* (count, size) */
-	HEAPTAP_KIND_REALLOC,	     /* (ptr, size): realloc, rallocx */
+	HEAPTAP_KIND_MALLOC = 1, /* (size): malloc, valloc, pvalloc, nothrow new, mallocx */
+	HEAPTAP_KIND_NEW,	 /* (size), may throw: operator new and new[], plain and aligned */
+	HEAPTAP_KIND_CALLOC,	 /* (count, size) */
+	HEAPTAP_KIND_REALLOC,	 /* (ptr, size): realloc, rallocx */
 	HEAPTAP_KIND_REALLOCARRAY,   /* (ptr, count, size) */
 	HEAPTAP_KIND_MEMALIGN,	     /* (alignment, size): memalign, aligned_alloc */
 	HEAPTAP_KIND_POSIX_MEMALIGN, /* (&ptr, alignment, size) -> error number */

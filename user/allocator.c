@@ -140,7 +140,8 @@ static int find_unwinders(struct objects *objs, struct target_file **out, size_t
 	*n = 0;
 	for (i = 0; i < objs->n; i++) {
 		struct elf_syms *elf = object_elf(&objs->v[i]);
-		const struct elf_sym *sym = elf ? elf_syms__find(elf, "_Unwind_RaiseException") : NULL;
+		const struct elf_sym *sym =
+			elf ? elf_syms__find(elf, "_Unwind_RaiseException") : NULL;
 		struct target_file *grown, *f;
 
 		if (!sym || (!sym->exported && elf_syms__interp(elf)))
@@ -425,8 +426,7 @@ static char *script_interpreter(const char *program)
 static int list_objects(const char *interp, const char *program, struct objects *objs)
 {
 	char *out = NULL, *line, *save = NULL;
-	size_t len = 0, cap = 0;
-	int pipefd[2], status, err = 0;
+	int pipefd[2], status, err;
 	pid_t child;
 
 	if (pipe2(pipefd, O_CLOEXEC))
@@ -448,30 +448,12 @@ static int list_objects(const char *interp, const char *program, struct objects 
 		_exit(127);
 	}
 	close(pipefd[1]);
-	for (;;) {
-		ssize_t n;
-
-		if (len + 1 >= cap) {
-			char *grown = realloc(out, cap = cap ? cap * 2 : 4096);
-
-			if (!grown) {
-				err = -ENOMEM;
-				break;
-			}
-			out = grown;
-		}
-		n = read(pipefd[0], out + len, cap - len - 1);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		len += n;
-	}
+	err = proc__read_fd(pipefd[0], &out, NULL);
 	close(pipefd[0]);
 	waitpid(child, &status, 0);
 	if (!err && (!WIFEXITED(status) || WEXITSTATUS(status)))
 		err = -ENOEXEC;
-	for (line = out ? strtok_r(out, "\n", &save) : NULL; line && !err;
+	for (line = err ? NULL : strtok_r(out, "\n", &save); line && !err;
 	     line = strtok_r(NULL, "\n", &save)) {
 		char *path = strstr(line, "=> "), *end;
 

@@ -10,15 +10,15 @@
 
 /* A file the target maps, and how heaptap reaches it. */
 struct target_file {
-	char *path;		/* as the target sees it */
-	char *open_path;	/* where heaptap (and the kernel, for uprobes) opens it */
+	char *path;	 /* as the target sees it */
+	char *open_path; /* where heaptap (and the kernel, for uprobes) opens it */
 	struct elf_syms *elf;
 };
 
 struct allocator {
 	struct target_file file;
-	char *reason;			/* why this object, in a phrase */
-	struct target_file *unwinders;	/* objects with the C++ unwinder (_Unwind_RaiseException) */
+	char *reason;		       /* why this object, in a phrase */
+	struct target_file *unwinders; /* objects with the C++ unwinder (_Unwind_RaiseException) */
 	size_t nunwinders;
 };
 

@@ -73,3 +73,12 @@ void idmap__free(struct idmap *m)
 	m->values = NULL;
 	m->cap = m->n = 0;
 }
+
+void idmap__free_values(struct idmap *m)
+{
+	size_t i;
+
+	idmap__for_each(m, i)
+		free(m->values[i]);
+	idmap__free(m);
+}

@@ -18,6 +18,8 @@ void *idmap__get(const struct idmap *m, uint64_t key);
 int idmap__put(struct idmap *m, uint64_t key, void *value);
 /* Frees the table, not the values. */
 void idmap__free(struct idmap *m);
+/* Frees the values (malloc'd), then the table. */
+void idmap__free_values(struct idmap *m);
 
 #define idmap__for_each(m, i)                \
 	for ((i) = 0; (i) < (m)->cap; (i)++) \

@@ -173,8 +173,8 @@ int probes__plan(const struct allocator *a, struct probes **out)
 	}
 	for (i = 0; throwing_new && i < a->nunwinders; i++) {
 		for (j = 0; j < sizeof(unwinder_fns) / sizeof(unwinder_fns[0]); j++) {
-			struct probe *pr = add_probe(p, unwinder_fns[j], PROBE_UNWIND,
-						     &a->unwinders[i]);
+			struct probe *pr =
+				add_probe(p, unwinder_fns[j], PROBE_UNWIND, &a->unwinders[i]);
 			uint64_t addr;
 
 			if (!pr) {

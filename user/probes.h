@@ -18,18 +18,18 @@ struct bpf_link;
 struct probe {
 	const char *name;		/* symbol, as the object exports it */
 	int kind;			/* enum heaptap_kind, or PROBE_UNWIND */
-	const struct target_file *file;	/* the object it is in */
+	const struct target_file *file; /* the object it is in */
 	uint64_t offset;		/* file offset of the function's entry */
 	const char *skipped;		/* why it is not probed, or NULL */
 	struct bpf_link *entry;
-	struct bpf_link *ret;		/* NULL for functions that only free */
+	struct bpf_link *ret; /* NULL for functions that only free */
 };
 
 struct probes {
-	struct probe *v;	/* the family table's order, then unwinders; index = cookie */
+	struct probe *v; /* the family table's order, then unwinders; index = cookie */
 	size_t n;
-	size_t links;		/* uprobes and uretprobes attached */
-	bool unwinding;		/* the unwinder is probed: serve its fixups (see fixups.h) */
+	size_t links;	/* uprobes and uretprobes attached */
+	bool unwinding; /* the unwinder is probed: serve its fixups (see fixups.h) */
 };
 
 /*

@@ -13,15 +13,11 @@
 
 #define PF_KTHREAD 0x00200000 /* include/linux/sched.h */
 
-int proc__read_file(const char *path, char **buf, size_t *len)
+int proc__read_fd(int fd, char **buf, size_t *len)
 {
 	size_t cap = 4096, n = 0;
 	char *b = NULL;
-	int fd, err = 0;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
 	for (;;) {
 		ssize_t r;
 
@@ -29,32 +25,39 @@ int proc__read_file(const char *path, char **buf, size_t *len)
 			char *grown = realloc(b, b ? cap *= 2 : cap);
 
 			if (!grown) {
-				err = -ENOMEM;
-				break;
+				free(b);
+				return -ENOMEM;
 			}
 			b = grown;
 		}
 		r = read(fd, b + n, cap - n - 1);
+		if (r < 0 && errno == EINTR)
+			continue;
 		if (r < 0) {
-			if (errno == EINTR)
-				continue;
-			err = -errno;
-			break;
+			free(b);
+			return -errno;
 		}
 		if (r == 0)
 			break;
 		n += r;
-	}
-	close(fd);
-	if (err) {
-		free(b);
-		return err;
 	}
 	b[n] = '\0';
 	*buf = b;
 	if (len)
 		*len = n;
 	return 0;
+}
+
+int proc__read_file(const char *path, char **buf, size_t *len)
+{
+	int fd, err;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	err = proc__read_fd(fd, buf, len);
+	close(fd);
+	return err;
 }
 
 enum proc_state proc__state(int pid)

@@ -55,7 +55,9 @@ char *proc__mapped_file(int pid, const struct proc_map *m);
 /* The value of name in the process's initial environment, malloc'd, or NULL. */
 char *proc__getenv(int pid, const char *name);
 
-/* Reads a whole (proc) file, NUL-terminated, malloc'd; negative errno on failure. */
+/* Reads a whole (proc) file, or what a descriptor gives until end of file, NUL-terminated,
+ * malloc'd; negative errno on failure. len may be NULL. */
 int proc__read_file(const char *path, char **buf, size_t *len);
+int proc__read_fd(int fd, char **buf, size_t *len);
 
 #endif

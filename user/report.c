@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0
+#include <stddef.h>
 #include <stdlib.h>
 
 #include "report.h"
@@ -51,8 +52,35 @@ double report__rate(const struct report *r, uint64_t now, uint64_t before)
 	return secs > 0 ? (now - before) / secs : 0;
 }
 
+#define CAUSE(field, text)                                             \
+	{                                                              \
+#field, text, offsetof(struct heaptap_counters, field) \
+	}
+
+const struct inexact_cause report__inexact_causes[] = {
+	CAUSE(unknown_frees, "frees of blocks allocated before attach"),
+	CAUSE(dropped_allocs, "blocks not tracked: allocs map full, raise --max-allocs"),
+	CAUSE(dropped_stacks, "stacks not stored: stacks map full, raise --max-stacks"),
+	CAUSE(stack_errors, "stacks unreadable"),
+	CAUSE(missed_returns, "returns missed"),
+	CAUSE(lost_threads, "calls untraced: no thread state"),
+	CAUSE(reused_addresses, "frees missed (address handed out again)"),
+};
+
+const size_t report__ninexact_causes =
+	sizeof(report__inexact_causes) / sizeof(report__inexact_causes[0]);
+
+uint64_t report__inexact_count(const struct heaptap_counters *c, const struct inexact_cause *cause)
+{
+	return *(const uint64_t *)((const char *)c + cause->offset);
+}
+
 uint64_t report__inexact(const struct heaptap_counters *c)
 {
-	return c->unknown_frees + c->dropped_allocs + c->dropped_stacks + c->stack_errors +
-	       c->missed_returns + c->lost_threads + c->reused_addresses;
+	uint64_t total = 0;
+	size_t i;
+
+	for (i = 0; i < report__ninexact_causes; i++)
+		total += report__inexact_count(c, &report__inexact_causes[i]);
+	return total;
 }

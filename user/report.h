@@ -40,10 +40,22 @@ struct size_row {
 	struct heaptap_size_class c;
 };
 
+/* A counter of things not accounted exactly: its JSON name, and what it means in the text. */
+struct inexact_cause {
+	const char *key;
+	const char *text;
+	size_t offset; /* in struct heaptap_counters */
+};
+
+extern const struct inexact_cause report__inexact_causes[];
+extern const size_t report__ninexact_causes;
+
 /* The size classes used so far, in --sort order; returns how many, into rows[CLASSES]. */
 size_t report__size_rows(const struct report *r, struct size_row *rows);
 double report__rate(const struct report *r, uint64_t now, uint64_t before);
+/* The sum of the inexact causes; a cause's own count. */
 uint64_t report__inexact(const struct heaptap_counters *c);
+uint64_t report__inexact_count(const struct heaptap_counters *c, const struct inexact_cause *cause);
 
 /* The attach plan, once probes are in: the first line a script can wait for. */
 void report__attached_text(FILE *f, const struct report *r);

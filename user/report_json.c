@@ -107,15 +107,12 @@ static json_object *inexact(const struct heaptap_counters *c)
 {
 	json_object *o = json_object_new_object();
 
+	size_t i;
+
 	put(o, "total", u64(report__inexact(c)));
-	put(o, "unknown_frees", u64(c->unknown_frees));
-	put(o, "dropped_allocs", u64(c->dropped_allocs));
-	put(o, "dropped_stacks", u64(c->dropped_stacks));
-	put(o, "stack_errors", u64(c->stack_errors));
-	put(o, "missed_returns", u64(c->missed_returns));
-	put(o, "lost_threads", u64(c->lost_threads));
-	put(o, "reused_addresses", u64(c->reused_addresses));
-	put(o, "lost_events", u64(c->lost_events));
+	for (i = 0; i < report__ninexact_causes; i++)
+		put(o, report__inexact_causes[i].key,
+		    u64(report__inexact_count(c, &report__inexact_causes[i])));
 	return o;
 }
 
@@ -237,6 +234,7 @@ void report__json(FILE *f, const struct report *r)
 	put(o, "failed_calls", u64(c->failed));
 	put(o, "unwound_calls", u64(c->unwound));
 	put(o, "fixup_timeouts", u64(c->fixup_timeouts));
+	put(o, "lost_events", u64(c->lost_events));
 	put(o, "alloc_rate",
 	    json_object_new_double(report__rate(r, c->alloc_calls, p ? p->alloc_calls : 0)));
 	put(o, "free_rate",

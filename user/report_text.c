@@ -97,6 +97,8 @@ static void header(FILE *f, const struct report *r)
 	const struct heaptap_counters *c = &r->snap->counters;
 	char a[32], b[32], d[32], e[32], t[32];
 	uint64_t inexact = report__inexact(c);
+	const char *sep = ": ";
+	size_t i;
 
 	fprintf(f, "\n=== heaptap %s report  %s  PID %d (%s)  %s since attach%s\n", r->type,
 		clock_time(t, sizeof(t), r->snap->time_ns), r->pid, r->comm,
@@ -119,36 +121,21 @@ static void header(FILE *f, const struct report *r)
 	if (c->unwound)
 		fprintf(f, "exceptions %s operator new calls ended by an exception%s\n",
 			count(a, sizeof(a), c->unwound),
-			c->fixup_timeouts ? " (heaptap was too slow to let some through: see README)"
-					  : "");
+			c->fixup_timeouts
+				? " (heaptap was too slow to let some through: see README)"
+				: "");
 	fprintf(f, "memory     target RSS %s   heaptap RSS %s + BPF maps %s\n",
 		bytes(a, sizeof(a), r->rss), bytes(b, sizeof(b), r->self_rss),
 		bytes(d, sizeof(d), r->self_maps));
 	fprintf(f, "inexact    %s", count(a, sizeof(a), inexact));
-	if (inexact) {
-		const struct {
-			uint64_t v;
-			const char *what;
-		} parts[] = {
-			{ c->unknown_frees, "frees of blocks allocated before attach" },
-			{ c->dropped_allocs,
-			  "blocks not tracked: allocs map full, raise --max-allocs" },
-			{ c->dropped_stacks,
-			  "stacks not stored: stacks map full, raise --max-stacks" },
-			{ c->stack_errors, "stacks unreadable" },
-			{ c->missed_returns, "returns missed" },
-			{ c->lost_threads, "calls untraced: no thread state" },
-			{ c->reused_addresses, "frees missed (address handed out again)" },
-		};
-		const char *sep = ": ";
-		size_t i;
+	for (i = 0; i < report__ninexact_causes; i++) {
+		const struct inexact_cause *cause = &report__inexact_causes[i];
+		uint64_t n = report__inexact_count(c, cause);
 
-		for (i = 0; i < sizeof(parts) / sizeof(parts[0]); i++) {
-			if (!parts[i].v)
-				continue;
-			fprintf(f, "%s%s %s", sep, count(a, sizeof(a), parts[i].v), parts[i].what);
-			sep = ", ";
-		}
+		if (!n)
+			continue;
+		fprintf(f, "%s%s %s", sep, count(a, sizeof(a), n), cause->text);
+		sep = ", ";
 	}
 	fprintf(f, "\n");
 }

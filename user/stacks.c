@@ -29,13 +29,9 @@ struct stacks *stacks__new(int map_fd, unsigned int depth)
 
 void stacks__free(struct stacks *s)
 {
-	size_t i;
-
 	if (!s)
 		return;
-	idmap__for_each(&s->cache, i)
-		free(s->cache.values[i]);
-	idmap__free(&s->cache);
+	idmap__free_values(&s->cache);
 	free(s);
 }
 

@@ -52,9 +52,7 @@ void syms__free(struct syms *s)
 
 	if (!s)
 		return;
-	idmap__for_each(&s->cache, i)
-		free(s->cache.values[i]);
-	idmap__free(&s->cache);
+	idmap__free_values(&s->cache);
 	for (i = 0; i < s->nmodules; i++) {
 		if (s->modules[i]->fd >= 0)
 			close(s->modules[i]->fd);

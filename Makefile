@@ -3,7 +3,12 @@ OUTPUT := build
 CLANG ?= clang
 BPFTOOL ?= bpftool
 CC ?= gcc
-ARCH := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
+# x86-64 only: the BPF side relies on its calling convention (the return address at the
+# stack pointer on entry, sp 8 higher after the return).
+ARCH := $(shell uname -m | sed -e 's/x86_64/x86/')
+ifneq ($(ARCH),x86)
+$(error heaptap supports x86_64 only, not $(ARCH))
+endif
 VMLINUX := vmlinux/$(ARCH)/vmlinux.h
 
 LIBBPF_MIN := 1.1

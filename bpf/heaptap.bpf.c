@@ -11,6 +11,10 @@
 #include <bpf/bpf_tracing.h>
 #include "heaptap.h"
 
+#ifndef __TARGET_ARCH_x86
+#error "x86-64 only: return address at [sp] on entry, sp + 8 after the return"
+#endif
+
 char LICENSE[] SEC("license") = "GPL";
 
 /* Settings, fixed at load. */
@@ -237,18 +241,46 @@ static __always_inline struct call *thread_call(__u64 flags)
 }
 
 /*
+ * Where the kernel's return-probe trampoline is ([uprobes] in the target's maps): published
+ * by the loader once the kernel has made it. Zero until then.
+ */
+__u64 trampoline_lo = 0;
+__u64 trampoline_hi = 0;
+
+/* Whether the return address of the call c is still replaced by the trampoline: the call
+ * is still in progress, its return probe still to come. */
+static __always_inline bool in_progress(struct call *c)
+{
+	__u64 slot;
+
+	if (bpf_probe_read_user(&slot, sizeof(slot), (void *)c->sp))
+		return false;
+	if (trampoline_hi)
+		return slot >= trampoline_lo && slot < trampoline_hi;
+	/* Not published yet: the best sign is that the word is no longer the caller's. */
+	return slot != c->stack.ips[0];
+}
+
+/* Forgets a call whose return will never be seen, and says so. */
+static __always_inline void abandon(struct call *c)
+{
+	__sync_fetch_and_add(&counters.missed_returns, 1);
+	c->sp = 0;
+}
+
+/*
  * Whether the thread is inside an outer allocator call, so that this one is a call the
  * allocator makes to itself: the outer call's stack pointer is at or above ours (at: a tail
- * call). An outer call below ours has returned without its return probe firing.
+ * call), and that call is still in progress. An outer call below ours, or one whose return
+ * address is back on its stack, has returned without its return probe firing.
  */
 static __always_inline bool nested(struct call *c, __u64 sp)
 {
 	if (!c || !c->sp)
 		return false;
-	if (sp <= c->sp)
+	if (sp <= c->sp && in_progress(c))
 		return true;
-	__sync_fetch_and_add(&counters.missed_returns, 1);
-	c->sp = 0;
+	abandon(c);
 	return false;
 }
 
@@ -371,8 +403,7 @@ static __always_inline struct call *returning_call(void *ctx)
 	if (sp < c->sp + 8)
 		return NULL;
 	if (sp > c->sp + 8) {
-		__sync_fetch_and_add(&counters.missed_returns, 1);
-		c->sp = 0;
+		abandon(c);
 		return NULL;
 	}
 	return c;
@@ -397,8 +428,11 @@ static __always_inline void finish(struct call *c, __u64 ptr)
 	 */
 	if (!ptr && c->size != 0) {
 		__sync_fetch_and_add(&counters.failed, 1);
-		if (c->has_old && bpf_map_update_elem(&allocs, &c->ptr, &c->old, BPF_NOEXIST))
+		if (c->has_old && bpf_map_update_elem(&allocs, &c->ptr, &c->old, BPF_NOEXIST)) {
+			/* Untracked from now on, as when record_block finds the map full. */
 			__sync_fetch_and_add(&counters.dropped_allocs, 1);
+			account_free(c->old.size);
+		}
 		return;
 	}
 	if (c->has_old)
@@ -451,46 +485,71 @@ static long wait_for_ack(__u64 i, void *ctx)
 	return bpf_ktime_get_ns() > w->deadline;
 }
 
+/* Asks the loader to write the return address back, and waits for it (bounded). */
+static __always_inline bool loader_puts_back(struct call *c)
+{
+	struct fixup_wait w = {};
+	struct heaptap_fixup *f;
+
+	w.seq = __sync_add_and_fetch(&fixup_seq, 1);
+	w.deadline = bpf_ktime_get_ns() + HEAPTAP_FIXUP_WAIT_NS;
+	f = bpf_ringbuf_reserve(&fixups, sizeof(*f), 0);
+	if (!f)
+		return false;
+	f->addr = c->sp;
+	f->value = c->stack.ips[0];
+	f->seq = w.seq;
+	f->tid = (__u32)bpf_get_current_pid_tgid();
+	bpf_ringbuf_submit(f, BPF_RB_FORCE_WAKEUP);
+	bpf_loop(1 << 23, wait_for_ack, &w, 0);
+	return w.acked;
+}
+
 /*
  * On the unwinder's entry (_Unwind_RaiseException and friends): a C++ exception is leaving
  * the operator new in progress. Its return probe replaced the return address on the stack
  * with the kernel's trampoline, which has no unwind information: the unwinder would stop
- * there and the program terminate. The return address must go back, as the return itself
+ * there and the program terminate. The return address goes back, as the return itself
  * would have put it; the kernel then drops the unused return instance, as after a longjmp.
- * BPF may not write user memory on a locked-down kernel, so the loader writes it while this
- * thread waits here (bounded); the program is attached only where operator new may throw.
+ * Where BPF may write user memory this program does it (unwind_write); on a locked-down
+ * kernel it may not, and the loader writes it while the thread waits here (unwind_wait).
+ * The loader loads one of the two, and attaches it only where operator new may throw.
  */
-SEC("uprobe")
-int BPF_KPROBE(unwind_enter)
+static __always_inline int unwind(struct pt_regs *ctx, bool write)
 {
-	struct fixup_wait w = {};
-	struct heaptap_fixup *f;
 	struct call *c;
-	__u64 slot;
+	bool done;
 
 	if (!is_target())
 		return 0;
 	c = thread_call(0);
 	if (!c || !c->sp || c->kind != HEAPTAP_KIND_NEW)
 		return 0;
-	if (c->stack.ips[0] && !bpf_probe_read_user(&slot, sizeof(slot), (void *)c->sp) &&
-	    slot != c->stack.ips[0]) {
-		w.seq = __sync_add_and_fetch(&fixup_seq, 1);
-		w.deadline = bpf_ktime_get_ns() + HEAPTAP_FIXUP_WAIT_NS;
-		f = bpf_ringbuf_reserve(&fixups, sizeof(*f), 0);
-		if (f) {
-			f->addr = c->sp;
-			f->value = c->stack.ips[0];
-			f->seq = w.seq;
-			f->tid = (__u32)bpf_get_current_pid_tgid();
-			bpf_ringbuf_submit(f, BPF_RB_FORCE_WAKEUP);
-			bpf_loop(1 << 23, wait_for_ack, &w, 0);
-		}
-		if (!w.acked)
-			__sync_fetch_and_add(&counters.fixup_timeouts, 1);
+	/* Only from inside that call, and only over the trampoline. */
+	if (PT_REGS_SP(ctx) >= c->sp || !c->stack.ips[0] || !in_progress(c)) {
+		abandon(c);
+		return 0;
 	}
+	if (write)
+		done = !bpf_probe_write_user((void *)c->sp, &c->stack.ips[0], sizeof(__u64));
+	else
+		done = loader_puts_back(c);
+	if (!done)
+		__sync_fetch_and_add(&counters.fixup_failures, 1);
 	c->sp = 0;
 	__sync_fetch_and_add(&counters.unwound, 1);
 	__sync_fetch_and_add(&counters.failed, 1);
 	return 0;
+}
+
+SEC("uprobe")
+int BPF_KPROBE(unwind_write)
+{
+	return unwind(ctx, true);
+}
+
+SEC("uprobe")
+int BPF_KPROBE(unwind_wait)
+{
+	return unwind(ctx, false);
 }

@@ -84,7 +84,7 @@ struct heaptap_counters {
 	__u64 new_stacks;	/* distinct stacks stored */
 	__u64 lost_events;	/* new-stack notices the ring buffer had no room for */
 	__u64 unwound;		/* calls left by a C++ exception: a failed operator new */
-	__u64 fixup_timeouts;	/* return addresses heaptap did not put back in time */
+	__u64 fixup_failures;	/* exceptions whose return address heaptap could not put back */
 };
 
 /* Ring buffer record: a stack was stored for the first time. */

@@ -134,7 +134,9 @@ static int read_sites(int fd, uint64_t min_age_ns, struct snapshot *s)
 		first = false;
 		cursor = next;
 		for (i = 0; i < count && !err; i++) {
-			if (min_age_ns && s->time_ns - values[i].time_ns < min_age_ns) {
+			/* Allocated while this read runs: as young as can be. */
+			if (min_age_ns && (values[i].time_ns >= s->time_ns ||
+					   s->time_ns - values[i].time_ns < min_age_ns)) {
 				s->young++;
 				continue;
 			}

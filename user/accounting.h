@@ -43,6 +43,12 @@ struct snapshot {
 int accounting__snapshot(struct heaptap_bpf *skel, uint64_t min_age_ns, struct snapshot *out);
 void snapshot__free(struct snapshot *s);
 
+/* How long before the snapshot time_ns was; 0 for a time during the snapshot itself. */
+static inline uint64_t snapshot__age(const struct snapshot *s, uint64_t time_ns)
+{
+	return time_ns < s->time_ns ? s->time_ns - time_ns : 0;
+}
+
 /* Kernel memory held by heaptap's BPF maps (their fdinfo "memlock"). */
 uint64_t accounting__map_bytes(struct heaptap_bpf *skel);
 

@@ -20,6 +20,7 @@ struct object {
 	struct elf_syms *elf;
 	int elf_err;
 	bool tried;
+	bool main_program; /* the executable: objects.v[0] */
 };
 
 struct objects {
@@ -63,17 +64,17 @@ static struct elf_syms *object_elf(struct object *o)
 {
 	if (!o->tried) {
 		o->tried = true;
-		o->elf_err = o->open_path ? elf_syms__open(o->open_path, &o->elf) : -ENOENT;
+		o->elf_err = o->open_path ? elf_syms__open(o->open_path, !o->main_program, &o->elf)
+					  : -ENOENT;
 	}
 	return o->elf;
 }
 
-static bool defines_malloc(struct object *o, bool allow_private)
+static bool defines(struct object *o, const char *name)
 {
 	struct elf_syms *elf = object_elf(o);
-	const struct elf_sym *sym = elf ? elf_syms__find(elf, "malloc") : NULL;
 
-	return sym && !sym->ifunc && (sym->exported || allow_private);
+	return elf && elf_syms__binding(elf, name, o->main_program);
 }
 
 static const char *base_name(const char *path)
@@ -111,9 +112,10 @@ static int take(struct object *o, const char *reason, struct allocator **out)
 
 	if (!a)
 		return -ENOMEM;
-	a->file.path = o->path;
-	a->file.open_path = o->open_path;
-	a->file.elf = o->elf;
+	a->file = (struct target_file){ .path = o->path,
+					.open_path = o->open_path,
+					.elf = o->elf,
+					.main_program = o->main_program };
 	a->reason = strdup(reason);
 	o->path = o->open_path = NULL;
 	o->elf = NULL;
@@ -130,50 +132,59 @@ static void target_file__free(struct target_file *f)
 
 /*
  * Objects with the C++ unwinder: an exception thrown by operator new passes through them.
- * Read before take() hands an object over, hence a second read of their ELF.
+ * Found before choose() hands an object over; their ELF is taken (and read again, should
+ * choose() need it). Whether one was missed because an object could not be read is noted.
  */
-static int find_unwinders(struct objects *objs, struct target_file **out, size_t *n)
+static int find_unwinders(struct objects *objs, struct allocator *a)
 {
 	size_t i;
 
-	*out = NULL;
-	*n = 0;
 	for (i = 0; i < objs->n; i++) {
-		struct elf_syms *elf = object_elf(&objs->v[i]);
-		const struct elf_sym *sym =
-			elf ? elf_syms__find(elf, "_Unwind_RaiseException") : NULL;
-		struct target_file *grown, *f;
+		struct object *o = &objs->v[i];
+		struct target_file *grown;
 
-		if (!sym || (!sym->exported && elf_syms__interp(elf)))
+		if (!defines(o, "_Unwind_RaiseException")) {
+			a->unwinders_unknown |= !o->elf;
 			continue;
-		grown = realloc(*out, (*n + 1) * sizeof(*grown));
+		}
+		grown = realloc(a->unwinders, (a->nunwinders + 1) * sizeof(*grown));
 		if (!grown)
 			return -ENOMEM;
-		*out = grown;
-		f = &grown[*n];
-		*f = (struct target_file){ .path = strdup(objs->v[i].path),
-					   .open_path = strdup(objs->v[i].open_path) };
-		(*n)++;
-		if (!f->path || !f->open_path || elf_syms__open(f->open_path, &f->elf))
+		a->unwinders = grown;
+		grown[a->nunwinders] = (struct target_file){ .path = strdup(o->path),
+							     .open_path = strdup(o->open_path),
+							     .elf = o->elf,
+							     .main_program = o->main_program };
+		o->elf = NULL;
+		o->tried = false;
+		if (!grown[a->nunwinders++].path || !grown[a->nunwinders - 1].open_path)
 			return -ENOMEM;
 	}
 	return 0;
 }
 
-/* The unwinders go with the allocator chosen; err is the choice's outcome. */
-static int with_unwinders(int err, struct allocator *a, struct target_file *unwinders, size_t n)
+static void unwinders__free(struct allocator *a)
 {
 	size_t i;
 
-	if (!err) {
-		a->unwinders = unwinders;
-		a->nunwinders = n;
-		return 0;
+	for (i = 0; i < a->nunwinders; i++)
+		target_file__free(&a->unwinders[i]);
+	free(a->unwinders);
+	a->unwinders = NULL;
+	a->nunwinders = 0;
+}
+
+/* The unwinders found go with the allocator chosen; err is the choice's outcome. */
+static int with_unwinders(int err, struct allocator *a, struct allocator *found)
+{
+	if (err) {
+		unwinders__free(found);
+		return err;
 	}
-	for (i = 0; i < n; i++)
-		target_file__free(&unwinders[i]);
-	free(unwinders);
-	return err;
+	a->unwinders = found->unwinders;
+	a->nunwinders = found->nunwinders;
+	a->unwinders_unknown = found->unwinders_unknown;
+	return 0;
 }
 
 /* Entries of LD_PRELOAD (colon or space separated) and of the preload file, in order. */
@@ -196,7 +207,7 @@ static struct object *first_preloaded(struct objects *objs, char *list, const ch
 	for (tok = strtok_r(list, ": \t\n", &save); tok; tok = strtok_r(NULL, ": \t\n", &save)) {
 		struct object *o = objects__match(objs, tok);
 
-		if (o && defines_malloc(o, false)) {
+		if (o && defines(o, "malloc")) {
 			*entry = tok;
 			return o;
 		}
@@ -227,7 +238,7 @@ static struct object *first_needed(struct objects *objs, struct object *exe)
 			if (j < tail)
 				continue;
 			queue[tail++] = o;
-			if (defines_malloc(o, false)) {
+			if (defines(o, "malloc")) {
 				found = o;
 				break;
 			}
@@ -248,11 +259,13 @@ static int choose(struct objects *objs, const char *preload_env, const char *pre
 
 	if (!object_elf(exe))
 		return exe->elf_err;
-	if (!elf_syms__interp(exe->elf) && defines_malloc(exe, true))
-		return take(exe, "statically linked executable with its own malloc", out);
-	if (defines_malloc(exe, false))
-		return take(exe, "the executable exports malloc, which overrides every library's",
-			    out);
+	if (defines(exe, "malloc"))
+		return take(
+			exe,
+			elf_syms__interp(exe->elf)
+				? "the executable exports malloc, which overrides every library's"
+				: "statically linked executable with its own malloc",
+			out);
 	list = preload_list(preload_env, preload_file);
 	o = list ? first_preloaded(objs, list, &entry) : NULL;
 	if (o) {
@@ -275,61 +288,86 @@ static int choose(struct objects *objs, const char *preload_env, const char *pre
 	return err;
 }
 
-static int load_override(const char *path, char *open_path, const char *why, struct allocator **out)
+static int take_override(struct object *o, const char *given, struct allocator **out)
 {
-	struct objects objs = {};
-	int err;
-
-	err = objects__add(&objs, path, open_path, 0, 0);
-	if (err)
-		return err;
-	if (!defines_malloc(&objs.v[0], true)) {
-		fprintf(stderr, "heaptap: --allocator %s: %s\n", path,
-			objs.v[0].elf ? "defines no malloc" : strerror(-objs.v[0].elf_err));
-		err = -ENOENT;
-	} else {
-		err = take(&objs.v[0], why, out);
+	if (!defines(o, "malloc")) {
+		fprintf(stderr, "heaptap: --allocator %s: %s\n", given,
+			o->elf ? "defines no malloc that callers bind to" : strerror(-o->elf_err));
+		return -ENOENT;
 	}
-	objects__free(&objs);
-	return err;
+	return take(o, "chosen with --allocator", out);
 }
 
-/* The mapped object --allocator names: the same file, or the same path or name. */
-static int find_override(int pid, struct objects *objs, const char *override, struct allocator **out)
+/* The object --allocator names: the same file, or the same path or name. NULL if none. */
+static struct object *find_override(int pid, struct objects *objs, const char *override)
 {
-	struct object *o = NULL;
 	char *inside = NULL;
 	struct stat st;
 	bool found;
 	size_t i;
 
 	/* The path as the target sees it first, then as heaptap does. */
-	if (asprintf(&inside, "/proc/%d/root%s", pid, override) < 0)
-		return -ENOMEM;
-	found = !stat(inside, &st) || !stat(override, &st);
+	if (pid && asprintf(&inside, "/proc/%d/root%s", pid, override) < 0)
+		return NULL;
+	found = (inside && !stat(inside, &st)) || !stat(override, &st);
 	free(inside);
-	for (i = 0; found && i < objs->n && !o; i++)
+	for (i = 0; found && i < objs->n; i++)
 		if (st.st_dev == objs->v[i].dev && st.st_ino == objs->v[i].ino)
-			o = &objs->v[i];
-	if (!o)
-		o = objects__match(objs, override);
-	if (!o) {
-		fprintf(stderr,
-			"heaptap: --allocator %s is not mapped in PID %d (see /proc/%d/maps)\n",
-			override, pid, pid);
-		return -ENOENT;
+			return &objs->v[i];
+	return objects__match(objs, override);
+}
+
+/*
+ * The common end of both searches: objs->v[0] is the executable; pid is 0 for a command
+ * not started yet; where names the process in messages.
+ */
+static int decide(struct objects *objs, int pid, const char *where, const char *override,
+		  const char *preload_env, const char *preload_file, struct allocator **out)
+{
+	struct allocator found = {};
+	struct object *o;
+	int err;
+
+	objs->v[0].main_program = true;
+	err = find_unwinders(objs, &found);
+	if (!err && override) {
+		o = find_override(pid, objs, override);
+		if (o) {
+			err = take_override(o, override, out);
+		} else if (pid) {
+			fprintf(stderr,
+				"heaptap: --allocator %s is not mapped in PID %d (see "
+				"/proc/%d/maps)\n",
+				override, pid, pid);
+			err = -ENOENT;
+		} else {
+			/* Not loaded at start: perhaps dlopen'ed later. */
+			err = objects__add(objs, override, strdup(override), 0, 0);
+			if (!err)
+				err = take_override(&objs->v[objs->n - 1], override, out);
+		}
+	} else if (!err) {
+		err = choose(objs, preload_env, preload_file, out);
+		if (err == -ESRCH)
+			fprintf(stderr,
+				"heaptap: no object in %s defines malloc (a static program "
+				"without a C allocator, or a runtime with its own, such as Go); "
+				"name one with --allocator PATH if it has one\n",
+				where);
+		else if (err)
+			fprintf(stderr, "heaptap: cannot read %s: %s\n", objs->v[0].path,
+				strerror(-err));
 	}
-	return load_override(o->path, o->open_path ? strdup(o->open_path) : NULL,
-			     "chosen with --allocator", out);
+	if (err == -ENOMEM)
+		fprintf(stderr, "heaptap: out of memory\n");
+	return with_unwinders(err, *out, &found);
 }
 
 int allocator__find(int pid, const char *override, struct allocator **out)
 {
-	struct target_file *unwinders = NULL;
+	char path[64], where[32], *preload = NULL, *preload_file = NULL;
 	struct objects objs = {};
-	size_t nunwinders = 0;
 	struct proc_maps maps;
-	char path[64], *preload = NULL, *preload_file = NULL;
 	struct stat exe_st;
 	size_t i, j;
 	int err;
@@ -343,7 +381,7 @@ int allocator__find(int pid, const char *override, struct allocator **out)
 	snprintf(path, sizeof(path), "/proc/%d/exe", pid);
 	if (stat(path, &exe_st))
 		exe_st.st_ino = 0;
-	/* One object per file; the executable first, the order choose() relies on. */
+	/* One object per file; the executable first, the order decide() relies on. */
 	for (i = 0; i < maps.n && !err; i++) {
 		const struct proc_map *m = &maps.maps[i];
 		bool is_exe = m->dev == exe_st.st_dev && m->inode == exe_st.st_ino;
@@ -364,39 +402,29 @@ int allocator__find(int pid, const char *override, struct allocator **out)
 		}
 	}
 	proc_maps__free(&maps);
-	if (err)
+	if (err) {
+		fprintf(stderr, "heaptap: out of memory\n");
 		goto cleanup;
+	}
 	if (!objs.n || objs.v[0].dev != exe_st.st_dev || objs.v[0].ino != exe_st.st_ino) {
 		fprintf(stderr, "heaptap: PID %d has no executable mapped; nothing to trace\n", pid);
 		err = -ESRCH;
 		goto cleanup;
 	}
-	err = find_unwinders(&objs, &unwinders, &nunwinders);
-	if (err)
-		goto cleanup;
-	if (override) {
-		err = find_override(pid, &objs, override, out);
-		goto cleanup;
-	}
 	preload = proc__getenv(pid, "LD_PRELOAD");
 	if (asprintf(&preload_file, "/proc/%d/root/etc/ld.so.preload", pid) < 0) {
+		preload_file = NULL;
 		err = -ENOMEM;
+		fprintf(stderr, "heaptap: out of memory\n");
 		goto cleanup;
 	}
-	err = choose(&objs, preload, preload_file, out);
-	if (err == -ESRCH)
-		fprintf(stderr,
-			"heaptap: no object in PID %d defines malloc (a static program without "
-			"a C allocator, or a runtime with its own, such as Go); name one with "
-			"--allocator PATH if it has one\n",
-			pid);
-	else if (err)
-		fprintf(stderr, "heaptap: cannot read %s: %s\n", objs.v[0].path, strerror(-err));
+	snprintf(where, sizeof(where), "PID %d", pid);
+	err = decide(&objs, pid, where, override, preload, preload_file, out);
 cleanup:
 	free(preload);
 	free(preload_file);
 	objects__free(&objs);
-	return with_unwinders(err, *out, unwinders, nunwinders);
+	return err;
 }
 
 /* A script runs its #! interpreter, which is then the program whose malloc counts. */
@@ -472,20 +500,23 @@ static int list_objects(const char *interp, const char *program, struct objects 
 int allocator__find_for_program(const char *path, const char *override, struct allocator **out)
 {
 	char *program = script_interpreter(path);
-	struct target_file *unwinders = NULL;
 	struct objects objs = {};
-	size_t nunwinders = 0;
 	const char *interp;
 	int err;
 
 	*out = NULL;
 	if (!program)
 		program = strdup(path);
-	if (!program)
+	if (!program) {
+		fprintf(stderr, "heaptap: out of memory\n");
 		return -ENOMEM;
+	}
 	err = objects__add(&objs, program, strdup(program), 0, 0);
-	if (err)
+	if (err) {
+		fprintf(stderr, "heaptap: out of memory\n");
 		goto cleanup;
+	}
+	objs.v[0].main_program = true;
 	if (!object_elf(&objs.v[0])) {
 		fprintf(stderr, "heaptap: %s: not an ELF program heaptap can read (%s)\n", program,
 			strerror(-objs.v[0].elf_err));
@@ -497,45 +528,26 @@ int allocator__find_for_program(const char *path, const char *override, struct a
 		err = list_objects(interp, program, &objs);
 		if (err) {
 			fprintf(stderr,
-				"heaptap: %s --list %s failed: cannot tell which libraries it "
-				"loads\n",
+				"heaptap: %s --list %s failed: cannot tell which libraries "
+				"it loads\n",
 				interp, program);
 			goto cleanup;
 		}
 	}
-	err = find_unwinders(&objs, &unwinders, &nunwinders);
-	if (err)
-		goto cleanup;
-	if (override) {
-		err = load_override(override, strdup(override), "chosen with --allocator", out);
-		goto cleanup;
-	}
 	/* The loader's list already puts preloads first; the preload list only names them. */
-	err = choose(&objs, getenv("LD_PRELOAD"), "/etc/ld.so.preload", out);
-	if (err == -ESRCH)
-		fprintf(stderr,
-			"heaptap: %s defines no malloc and loads nothing that does; name "
-			"one with --allocator PATH if it has one\n",
-			program);
-	else if (err)
-		fprintf(stderr, "heaptap: cannot read the objects of %s: %s\n", program,
-			strerror(-err));
+	err = decide(&objs, 0, program, override, getenv("LD_PRELOAD"), "/etc/ld.so.preload", out);
 cleanup:
 	objects__free(&objs);
 	free(program);
-	return with_unwinders(err, *out, unwinders, nunwinders);
+	return err;
 }
 
 void allocator__free(struct allocator *a)
 {
-	size_t i;
-
 	if (!a)
 		return;
 	target_file__free(&a->file);
-	for (i = 0; i < a->nunwinders; i++)
-		target_file__free(&a->unwinders[i]);
-	free(a->unwinders);
+	unwinders__free(a);
 	free(a->reason);
 	free(a);
 }

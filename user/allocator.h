@@ -10,9 +10,10 @@
 
 /* A file the target maps, and how heaptap reaches it. */
 struct target_file {
-	char *path;	 /* as the target sees it */
-	char *open_path; /* where heaptap (and the kernel, for uprobes) opens it */
-	struct elf_syms *elf;
+	char *path;	      /* as the target sees it */
+	char *open_path;      /* where heaptap (and the kernel, for uprobes) opens it */
+	struct elf_syms *elf; /* .dynsym only, but for the main program */
+	bool main_program;    /* the executable itself */
 };
 
 struct allocator {
@@ -20,6 +21,7 @@ struct allocator {
 	char *reason;		       /* why this object, in a phrase */
 	struct target_file *unwinders; /* objects with the C++ unwinder (_Unwind_RaiseException) */
 	size_t nunwinders;
+	bool unwinders_unknown; /* some mapped object could not be read */
 };
 
 /*

@@ -182,7 +182,7 @@ static int cmp_sym(const void *a, const void *b)
 	return strcmp(x->name, y->name);
 }
 
-int elf_syms__open(const char *path, struct elf_syms **out)
+int elf_syms__open(const char *path, bool dynamic_only, struct elf_syms **out)
 {
 	struct elf_syms *s;
 	Elf_Data *versym = NULL;
@@ -222,7 +222,7 @@ int elf_syms__open(const char *path, struct elf_syms **out)
 
 		if (!gelf_getshdr(scn, &shdr))
 			continue;
-		if (shdr.sh_type == SHT_SYMTAB || shdr.sh_type == SHT_DYNSYM)
+		if (shdr.sh_type == SHT_DYNSYM || (shdr.sh_type == SHT_SYMTAB && !dynamic_only))
 			err = read_symbols(s, elf, scn, &shdr, versym, &cap);
 		else if (shdr.sh_type == SHT_DYNAMIC)
 			err = read_dynamic(s, elf, scn, &shdr);
@@ -271,6 +271,15 @@ const struct elf_sym *elf_syms__find(const struct elf_syms *s, const char *name)
 			best = &s->syms[i];
 	}
 	return best;
+}
+
+const struct elf_sym *elf_syms__binding(const struct elf_syms *s, const char *name, bool main_program)
+{
+	const struct elf_sym *sym = elf_syms__find(s, name);
+
+	if (!sym || sym->ifunc || (!sym->exported && (!main_program || s->interp)))
+		return NULL;
+	return sym;
 }
 
 const struct elf_sym *elf_syms__lookup(const struct elf_syms *s, uint64_t vaddr, uint64_t *offset)

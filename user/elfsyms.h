@@ -17,12 +17,18 @@ struct elf_sym {
 
 struct elf_syms;
 
-/* Reads path; negative errno on failure (-ENOEXEC: not an ELF object heaptap can read). */
-int elf_syms__open(const char *path, struct elf_syms **out);
+/* Reads path; negative errno on failure (-ENOEXEC: not an ELF object heaptap can read).
+ * dynamic_only: .dynsym alone, enough to know what a library exports, and far smaller. */
+int elf_syms__open(const char *path, bool dynamic_only, struct elf_syms **out);
 void elf_syms__free(struct elf_syms *s);
 
 /* The defined function called name, the exported one first; NULL if there is none. */
 const struct elf_sym *elf_syms__find(const struct elf_syms *s, const char *name);
+
+/* The function a call to name binds to: the exported one, or, in a statically linked main
+ * program, its own private one; never an IFUNC resolver. NULL if none. */
+const struct elf_sym *elf_syms__binding(const struct elf_syms *s, const char *name,
+					bool main_program);
 
 /* The function containing vaddr, and vaddr's offset into it; NULL if none does. */
 const struct elf_sym *elf_syms__lookup(const struct elf_syms *s, uint64_t vaddr, uint64_t *offset);

@@ -1,16 +1,91 @@
 // SPDX-License-Identifier: GPL-2.0
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/uio.h>
+#include <unistd.h>
 
+#include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <linux/types.h>
 
 #include "fixups.h"
 #include "heaptap.h"
 #include "heaptap.skel.h"
+#include "proc.h"
+
+/*
+ * Whether a kprobe program may call bpf_probe_write_user: not on a locked-down kernel.
+ * libbpf's helper probe only recognises "unknown func", not the lockdown refusal ("cannot
+ * use helper"), so this loads the smallest such program itself.
+ */
+static bool bpf_may_write_user(void)
+{
+	const struct bpf_insn prog[] = {
+		/* *(u64 *)(r10 - 8) = 0; bpf_probe_write_user(0, r10 - 8, 8); return 0; */
+		{ .code = BPF_ST | BPF_MEM | BPF_DW, .dst_reg = BPF_REG_10, .off = -8, .imm = 0 },
+		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_1, .imm = 0 },
+		{ .code = BPF_ALU64 | BPF_MOV | BPF_X, .dst_reg = BPF_REG_2, .src_reg = BPF_REG_10 },
+		{ .code = BPF_ALU64 | BPF_ADD | BPF_K, .dst_reg = BPF_REG_2, .imm = -8 },
+		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_3, .imm = 8 },
+		{ .code = BPF_JMP | BPF_CALL, .imm = BPF_FUNC_probe_write_user },
+		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0, .imm = 0 },
+		{ .code = BPF_JMP | BPF_EXIT },
+	};
+	int fd = bpf_prog_load(BPF_PROG_TYPE_KPROBE, NULL, "GPL", prog,
+			       sizeof(prog) / sizeof(prog[0]), NULL);
+
+	if (fd < 0)
+		return false;
+	close(fd);
+	return true;
+}
+
+enum fixup_mode fixups__mode(int pid, const char **why)
+{
+	struct iovec local, remote;
+	uint64_t lo, hi;
+	cpu_set_t cpus;
+	char word[8];
+
+	*why = NULL;
+	if (bpf_may_write_user())
+		return FIXUP_BPF;
+	/* The thread waits without yielding its CPU: the loader needs another one. */
+	if (sched_getaffinity(0, sizeof(cpus), &cpus) || CPU_COUNT(&cpus) < 2) {
+		*why = "heaptap has a single CPU to run on, and the kernel forbids BPF to write "
+		       "user memory";
+		return FIXUP_NONE;
+	}
+	/* Writing takes the same access check as reading: read the top of its stack. */
+	if (!proc__find_mapping(pid, "[stack]", &lo, &hi)) {
+		local = (struct iovec){ word, sizeof(word) };
+		remote = (struct iovec){ (void *)(uintptr_t)(hi - sizeof(word)), sizeof(word) };
+		if (process_vm_readv(pid, &local, 1, &remote, 1, 0) < 0 && errno == EPERM) {
+			*why = "heaptap may not write the target's memory (Yama ptrace_scope?), "
+			       "and the kernel forbids BPF to";
+			return FIXUP_NONE;
+		}
+	}
+	return FIXUP_LOADER;
+}
+
+bool fixups__publish_trampoline(struct heaptap_bpf *skel, int pid)
+{
+	uint64_t lo, hi;
+
+	if (skel->bss->trampoline_hi)
+		return true;
+	if (proc__find_mapping(pid, "[uprobes]", &lo, &hi))
+		return false;
+	skel->bss->trampoline_lo = lo;
+	__atomic_store_n(&skel->bss->trampoline_hi, hi, __ATOMIC_RELEASE);
+	return true;
+}
 
 struct fixups {
 	struct heaptap_bpf *skel;
@@ -26,11 +101,18 @@ static int on_fixup(void *ctx, void *data, size_t size)
 	struct fixups *f = ctx;
 	struct iovec local = { .iov_base = (void *)&e->value, .iov_len = sizeof(e->value) };
 	struct iovec remote = { .iov_base = (void *)e->addr, .iov_len = sizeof(e->value) };
+	struct iovec slot_local;
+	uint64_t slot;
 
-	if (size < sizeof(*e))
+	if (size < sizeof(*e) || !fixups__publish_trampoline(f->skel, f->pid))
 		return 0;
-	/* The thread waits in the kernel meanwhile: its stack is not moving. Without the
-	 * write there is no acknowledgement, and the BPF side counts a timeout. */
+	/* The thread waits in the kernel meanwhile: its stack is not moving. Write only over
+	 * the trampoline; without the write there is no acknowledgement, and the BPF side
+	 * counts a failure. */
+	slot_local = (struct iovec){ &slot, sizeof(slot) };
+	if (process_vm_readv(f->pid, &slot_local, 1, &remote, 1, 0) != sizeof(slot) ||
+	    slot < f->skel->bss->trampoline_lo || slot >= f->skel->bss->trampoline_hi)
+		return 0;
 	if (process_vm_writev(f->pid, &local, 1, &remote, 1, 0) == sizeof(e->value))
 		__atomic_store_n(&f->skel->bss->fixup_acks[e->seq % HEAPTAP_FIXUP_SLOTS], e->seq,
 				 __ATOMIC_RELEASE);

@@ -142,32 +142,31 @@ static int run(struct session *s, int sigfd, struct ring_buffer *rb)
 	uint64_t interval = s->opts.interval_ms * 1000000ULL;
 	uint64_t next = s->attach_ns + interval, end = UINT64_MAX;
 	int epfd, rbfd = ring_buffer__epoll_fd(rb), err = 0;
+	bool published = false;
 
 	if (s->opts.duration_ms)
 		end = s->attach_ns + s->opts.duration_ms * 1000000ULL;
 	epfd = epoll_create1(EPOLL_CLOEXEC);
-	if (epfd < 0)
-		return -errno;
-	err = add_fd(epfd, sigfd);
-	if (!err)
-		err = add_fd(epfd, s->target.pidfd);
-	if (!err)
-		err = add_fd(epfd, rbfd);
+	if (epfd < 0 || add_fd(epfd, sigfd) || add_fd(epfd, s->target.pidfd) || add_fd(epfd, rbfd)) {
+		err = -errno;
+		fprintf(stderr, "heaptap: epoll: %s\n", strerror(errno));
+		if (epfd >= 0)
+			close(epfd);
+		return err;
+	}
 	while (!err) {
 		struct epoll_event evs[4];
 		uint64_t now = clock__now_ns(), wake;
 		int n, i;
 
+		/* The kernel makes the return probes' trampoline at the first hit. */
+		if (!published)
+			published = fixups__publish_trampoline(s->skel, s->target.pid);
 		if (now >= end)
 			break;
-		if (now >= next) {
-			err = report(s, "interval");
-			while (next <= now)
-				next += interval;
-			continue;
-		}
 		wake = next < end ? next : end;
-		n = epoll_wait(epfd, evs, 4, (wake - now + 999999) / 1000000);
+		/* Signals and the target's exit are heard between reports, however long. */
+		n = epoll_wait(epfd, evs, 4, now >= next ? 0 : (wake - now + 999999) / 1000000);
 		if (n < 0 && errno != EINTR)
 			err = -errno;
 		for (i = 0; i < n; i++) {
@@ -183,6 +182,12 @@ static int run(struct session *s, int sigfd, struct ring_buffer *rb)
 				close(epfd);
 				return 0;
 			}
+		}
+		if (clock__now_ns() >= next && !err) {
+			err = report(s, "interval");
+			now = clock__now_ns();
+			while (next <= now)
+				next += interval;
 		}
 	}
 	close(epfd);
@@ -208,6 +213,8 @@ int main(int argc, char **argv)
 {
 	struct session s = { .target = { .release_fd = -1, .pidfd = -1 } };
 	struct ring_buffer *rb = NULL;
+	const char *no_fixup_why;
+	enum fixup_mode fixup;
 	char *program = NULL;
 	uint64_t stage_ns;
 	int err, sigfd = -1;
@@ -248,8 +255,9 @@ int main(int argc, char **argv)
 		fprintf(stderr, "heaptap: allocator %s, opened as %s\n", s.allocator->file.path,
 			s.allocator->file.open_path);
 
-	/* Plan the probes: which functions, and where. */
-	err = probes__plan(s.allocator, &s.probes);
+	/* Plan the probes: which functions, where, and how exceptions get out of operator new. */
+	fixup = fixups__mode(s.target.pid, &no_fixup_why);
+	err = probes__plan(s.allocator, fixup, no_fixup_why, &s.probes);
 	if (err) {
 		fprintf(stderr, "heaptap: out of memory\n");
 		goto cleanup;
@@ -266,6 +274,7 @@ int main(int argc, char **argv)
 	s.skel->rodata->stack_depth = s.opts.stack_depth;
 	bpf_map__set_max_entries(s.skel->maps.allocs, s.opts.max_allocs);
 	bpf_map__set_max_entries(s.skel->maps.stacks, s.opts.max_stacks);
+	probes__choose_programs(s.probes, s.skel);
 
 	/* Load: the verifier checks every program before anything is attached. */
 	err = heaptap_bpf__load(s.skel);
@@ -292,7 +301,7 @@ int main(int argc, char **argv)
 	}
 
 	/* Exceptions leaving operator new need their return addresses back: serve that first. */
-	if (s.probes->unwinding) {
+	if (s.probes->unwinding && s.probes->fixup == FIXUP_LOADER) {
 		err = fixups__start(s.skel, s.target.pid, &s.fixups);
 		if (err) {
 			fprintf(stderr, "heaptap: cannot start its exception helper: %s\n",

@@ -104,7 +104,8 @@ static int parse_time(const char *arg, uint64_t *ms, bool allow_zero)
 	else if (*end && strcmp(end, "s"))
 		return -EINVAL;
 	v *= scale;
-	if (v < 0 || v > 1e15 || (!allow_zero && v < 1))
+	/* Capped at ten years, so that nanoseconds fit in 64 bits. */
+	if (v < 0 || v > 315360000e3 || (!allow_zero && v < 1))
 		return -EINVAL;
 	*ms = (uint64_t)v;
 	return 0;

@@ -11,6 +11,7 @@
 
 #include "heaptap.h"
 #include "heaptap.skel.h"
+#include "fixups.h"
 #include "probes.h"
 
 /*
@@ -82,15 +83,15 @@ const char *probes__kind_name(int kind)
 }
 
 /* Each kind's entry program and, for functions that return a block, its return program. */
-static void programs_for(struct heaptap_bpf *skel, int kind, struct bpf_program **entry,
-			 struct bpf_program **ret)
+static void programs_for(const struct probes *p, struct heaptap_bpf *skel, int kind,
+			 struct bpf_program **entry, struct bpf_program **ret)
 {
 	*ret = skel->progs.alloc_return;
 	switch (kind) {
 	case HEAPTAP_KIND_MALLOC: *entry = skel->progs.malloc_enter; break;
 	case HEAPTAP_KIND_NEW: *entry = skel->progs.new_enter; break;
 	case PROBE_UNWIND:
-		*entry = skel->progs.unwind_enter;
+		*entry = p->fixup == FIXUP_BPF ? skel->progs.unwind_write : skel->progs.unwind_wait;
 		*ret = NULL;
 		break;
 	case HEAPTAP_KIND_CALLOC: *entry = skel->progs.calloc_enter; break;
@@ -128,37 +129,75 @@ static struct probe *add_probe(struct probes *p, const char *name, int kind,
 static const char *locate(const struct target_file *file, const char *name, uint64_t *offset,
 			  uint64_t *addr)
 {
-	const struct elf_sym *sym = elf_syms__find(file->elf, name);
+	const struct elf_sym *sym = elf_syms__binding(file->elf, name, file->main_program);
 
-	/* A static program binds to its private symbols; a library only to exported ones. */
-	if (!sym || (!sym->exported && elf_syms__interp(file->elf)))
+	if (!sym)
 		return "not defined by the allocator";
-	if (sym->ifunc)
-		return "an IFUNC resolver, not the function";
 	if (elf_syms__file_offset(file->elf, sym->addr, offset))
 		return "not in a loadable segment";
 	*addr = sym->addr;
 	return NULL;
 }
 
-int probes__plan(const struct allocator *a, struct probes **out)
+/* The unwinder's entries in every object that has it; false if none could be planned. */
+static int plan_unwinders(const struct allocator *a, struct probes *p, bool *planned)
+{
+	size_t i, j;
+
+	*planned = false;
+	for (i = 0; i < a->nunwinders; i++) {
+		for (j = 0; j < sizeof(unwinder_fns) / sizeof(unwinder_fns[0]); j++) {
+			struct probe *pr =
+				add_probe(p, unwinder_fns[j], PROBE_UNWIND, &a->unwinders[i]);
+			uint64_t addr;
+
+			if (!pr)
+				return -ENOMEM;
+			pr->skipped = locate(pr->file, pr->name, &pr->offset, &addr);
+			*planned |= !pr->skipped;
+		}
+	}
+	return 0;
+}
+
+int probes__plan(const struct allocator *a, enum fixup_mode fixup, const char *no_fixup_why,
+		 struct probes **out)
 {
 	const size_t nfamily = sizeof(family) / sizeof(family[0]);
 	struct probes *p = calloc(1, sizeof(*p));
 	uint64_t addrs[sizeof(family) / sizeof(family[0])] = {};
-	bool throwing_new = false;
+	const char *no_new = NULL;
+	bool unwinders = false;
 	size_t i, j;
+	int err;
 
 	*out = NULL;
 	if (!p)
 		return -ENOMEM;
+	p->fixup = fixup;
+	/*
+	 * An exception cannot unwind through a return probe: where operator new may throw,
+	 * the unwinder is probed to put the return address back first (fixups.h). Where
+	 * that cannot be done, operator new is not probed at all.
+	 */
+	if (a->nunwinders && fixup != FIXUP_NONE) {
+		err = plan_unwinders(a, p, &unwinders);
+		if (err)
+			goto fail;
+		if (!unwinders)
+			no_new = "may throw, and the C++ unwinder could not be probed";
+	} else if (a->nunwinders) {
+		no_new = no_fixup_why;
+	} else if (a->unwinders_unknown) {
+		no_new = "may throw, and some object of the process could not be read to find the "
+			 "C++ unwinder";
+	}
 	for (i = 0; i < nfamily; i++) {
 		struct probe *pr = add_probe(p, family[i].name, family[i].kind, &a->file);
 
-		if (!pr) {
-			probes__free(p);
-			return -ENOMEM;
-		}
+		err = -ENOMEM;
+		if (!pr)
+			goto fail;
 		pr->skipped = locate(&a->file, pr->name, &pr->offset, &addrs[i]);
 		/* Aliases (glibc's memalign is aligned_alloc) share one probe. */
 		for (j = 0; !pr->skipped && j < i; j++)
@@ -166,27 +205,16 @@ int probes__plan(const struct allocator *a, struct probes **out)
 				pr->skipped = family[j].kind == pr->kind
 						      ? "same code as an earlier function"
 						      : "same code as a function of another kind";
-		/* An exception cannot unwind through a return probe: the unwinder's entries
-		 * are probed too, to put the return address back first. */
-		if (!pr->skipped && pr->kind == HEAPTAP_KIND_NEW && a->nunwinders)
-			throwing_new = true;
-	}
-	for (i = 0; throwing_new && i < a->nunwinders; i++) {
-		for (j = 0; j < sizeof(unwinder_fns) / sizeof(unwinder_fns[0]); j++) {
-			struct probe *pr =
-				add_probe(p, unwinder_fns[j], PROBE_UNWIND, &a->unwinders[i]);
-			uint64_t addr;
-
-			if (!pr) {
-				probes__free(p);
-				return -ENOMEM;
-			}
-			pr->skipped = locate(pr->file, pr->name, &pr->offset, &addr);
+		if (!pr->skipped && pr->kind == HEAPTAP_KIND_NEW) {
+			pr->skipped = no_new;
+			p->unwinding |= unwinders && !no_new;
 		}
 	}
-	p->unwinding = throwing_new;
 	*out = p;
 	return 0;
+fail:
+	probes__free(p);
+	return err;
 }
 
 static struct bpf_link *attach_one(struct bpf_program *prog, int pid, const struct probe *pr,
@@ -206,33 +234,49 @@ static struct bpf_link *attach_one(struct bpf_program *prog, int pid, const stru
 	return link;
 }
 
+/*
+ * In an order where no call is ever seen half: the unwinder first (before any operator new
+ * can have a return probe), then every return probe, then the entries (an entry seen
+ * without its return would leave the thread's state waiting for a return that never
+ * comes). Detaching goes the other way round.
+ */
+enum phase { PHASE_UNWINDERS, PHASE_RETURNS, PHASE_ENTRIES, PHASES };
+
+void probes__choose_programs(const struct probes *p, struct heaptap_bpf *skel)
+{
+	bpf_program__set_autoload(skel->progs.unwind_write, p->unwinding && p->fixup == FIXUP_BPF);
+	bpf_program__set_autoload(skel->progs.unwind_wait, p->unwinding && p->fixup == FIXUP_LOADER);
+}
+
 int probes__attach(struct probes *p, struct heaptap_bpf *skel, int pid)
 {
+	enum phase phase;
 	size_t i;
 
-	for (i = 0; i < p->n; i++) {
-		struct probe *pr = &p->v[i];
-		struct bpf_program *entry, *ret;
+	for (phase = 0; phase < PHASES; phase++) {
+		for (i = 0; i < p->n; i++) {
+			struct probe *pr = &p->v[i];
+			struct bpf_program *entry, *ret;
+			struct bpf_link **link;
+			bool unwinder = pr->kind == PROBE_UNWIND;
 
-		if (pr->skipped)
-			continue;
-		programs_for(skel, pr->kind, &entry, &ret);
-		pr->entry = attach_one(entry, pid, pr, i, false);
-		if (!pr->entry)
-			break;
-		p->links++;
-		if (!ret)
-			continue;
-		pr->ret = attach_one(ret, pid, pr, i, true);
-		if (!pr->ret)
-			break;
-		p->links++;
-	}
-	if (i < p->n) {
-		int err = -errno;
+			if (pr->skipped || (unwinder && !p->unwinding) ||
+			    (unwinder != (phase == PHASE_UNWINDERS)))
+				continue;
+			programs_for(p, skel, pr->kind, &entry, &ret);
+			if (phase == PHASE_RETURNS && !ret)
+				continue;
+			link = phase == PHASE_RETURNS ? &pr->ret : &pr->entry;
+			*link = attach_one(phase == PHASE_RETURNS ? ret : entry, pid, pr, i,
+					   phase == PHASE_RETURNS);
+			if (!*link) {
+				int err = -errno;
 
-		probes__detach(p);
-		return err;
+				probes__detach(p);
+				return err;
+			}
+			p->links++;
+		}
 	}
 	return 0;
 }
@@ -260,41 +304,49 @@ static void *detach_worker(void *arg)
 	}
 }
 
-void probes__detach(struct probes *p)
+/* Destroys links in parallel: each waits for a kernel grace period (~70 ms here), and in
+ * parallel those waits overlap. What no thread could be started for is done here. */
+static void detach_links(struct bpf_link **links, size_t n)
 {
-	struct detach_job job = { .lock = PTHREAD_MUTEX_INITIALIZER };
+	struct detach_job job = { .links = links, .n = n, .lock = PTHREAD_MUTEX_INITIALIZER };
 	pthread_t threads[16];
 	size_t i, nthreads = 0;
 
-	if (!p)
-		return;
-	job.links = calloc(2 * p->n + 1, sizeof(*job.links));
-	for (i = 0; job.links && i < p->n; i++) {
-		if (p->v[i].entry)
-			job.links[job.n++] = p->v[i].entry;
-		if (p->v[i].ret)
-			job.links[job.n++] = p->v[i].ret;
-	}
-	/*
-	 * Each detach waits for the kernel's grace period (~70 ms here); in parallel those
-	 * waits overlap. Whatever a thread could not be started for is done on this one.
-	 */
-	while (nthreads < sizeof(threads) / sizeof(threads[0]) && nthreads < job.n &&
+	while (nthreads < sizeof(threads) / sizeof(threads[0]) && nthreads < n &&
 	       !pthread_create(&threads[nthreads], NULL, detach_worker, &job))
 		nthreads++;
 	detach_worker(&job);
 	for (i = 0; i < nthreads; i++)
 		pthread_join(threads[i], NULL);
-	for (i = 0; i < p->n; i++) {
-		/* Without memory for the list, one by one: still every link. */
-		if (!job.links) {
-			bpf_link__destroy(p->v[i].entry);
-			bpf_link__destroy(p->v[i].ret);
+}
+
+void probes__detach(struct probes *p)
+{
+	struct bpf_link **links;
+	size_t i, n;
+	int phase;
+
+	if (!p)
+		return;
+	links = calloc(p->n + 1, sizeof(*links));
+	for (phase = PHASES - 1; phase >= 0; phase--) {
+		for (i = 0, n = 0; i < p->n; i++) {
+			struct probe *pr = &p->v[i];
+			struct bpf_link **link = phase == PHASE_RETURNS ? &pr->ret : &pr->entry;
+
+			if (!*link || (pr->kind == PROBE_UNWIND) != (phase == PHASE_UNWINDERS))
+				continue;
+			/* Without memory for the list, one by one: still every link. */
+			if (links)
+				links[n++] = *link;
+			else
+				bpf_link__destroy(*link);
+			*link = NULL;
 		}
-		p->v[i].entry = p->v[i].ret = NULL;
+		detach_links(links, n);
 	}
 	p->links = 0;
-	free(job.links);
+	free(links);
 }
 
 void probes__free(struct probes *p)

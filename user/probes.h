@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "allocator.h"
+#include "fixups.h"
 
 struct heaptap_bpf;
 struct bpf_link;
@@ -28,15 +29,21 @@ struct probe {
 struct probes {
 	struct probe *v; /* the family table's order, then unwinders; index = cookie */
 	size_t n;
-	size_t links;	/* uprobes and uretprobes attached */
-	bool unwinding; /* the unwinder is probed: serve its fixups (see fixups.h) */
+	size_t links;	       /* uprobes and uretprobes attached */
+	enum fixup_mode fixup; /* how exceptions get out of operator new here */
+	bool unwinding;	       /* the unwinder is probed (with FIXUP_LOADER: serve fixups) */
 };
 
 /*
  * Where to probe every function of the allocator family that a defines, and why not where
- * it will not; with an operator new that may throw, the C++ unwinder's entries too.
+ * it will not; with an operator new that may throw, the C++ unwinder's entries too, unless
+ * fixup is FIXUP_NONE (for no_fixup_why), and then operator new is not probed.
  */
-int probes__plan(const struct allocator *a, struct probes **out);
+int probes__plan(const struct allocator *a, enum fixup_mode fixup, const char *no_fixup_why,
+		 struct probes **out);
+
+/* Before load: loads only the programs the plan uses (of the unwinder's, one or none). */
+void probes__choose_programs(const struct probes *p, struct heaptap_bpf *skel);
 
 /* Attaches the plan, for process pid only. On failure prints why, detaches what was
  * attached and returns negative errno. */

@@ -274,3 +274,25 @@ char *proc__getenv(int pid, const char *name)
 	free(buf);
 	return value;
 }
+
+int proc__find_mapping(int pid, const char *name, uint64_t *start, uint64_t *end)
+{
+	char path[64], *buf, *line;
+	size_t n = strlen(name);
+	int err = -ENOENT;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
+	if (proc__read_file(path, &buf, NULL))
+		return -ESRCH;
+	for (line = buf; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
+		const char *eol = strchrnul(line, '\n');
+
+		if (eol - line >= (long)n && !strncmp(eol - n, name, n) &&
+		    sscanf(line, "%" SCNx64 "-%" SCNx64, start, end) == 2) {
+			err = 0;
+			break;
+		}
+	}
+	free(buf);
+	return err;
+}

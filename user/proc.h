@@ -39,6 +39,9 @@ int proc__tgid(int pid);
 /* VmRSS in bytes, of heaptap itself when pid is 0; 0 when it cannot be read. */
 uint64_t proc__rss(int pid);
 
+/* The first mapping whose name (the end of its maps line) is name, such as "[uprobes]". */
+int proc__find_mapping(int pid, const char *name, uint64_t *start, uint64_t *end);
+
 /* Reads /proc/PID/maps; negative errno on failure. */
 int proc_maps__read(int pid, struct proc_maps *out);
 void proc_maps__free(struct proc_maps *m);

@@ -124,7 +124,7 @@ static json_object *functions(const struct report *r)
 	for (i = 0; i < r->probes->n && i < HEAPTAP_MAX_FUNCS; i++) {
 		json_object *e;
 
-		if (r->probes->v[i].skipped)
+		if (r->probes->v[i].skipped || r->probes->v[i].kind == PROBE_UNWIND)
 			continue;
 		e = json_object_new_object();
 		put(e, "function", json_object_new_string(r->probes->v[i].name));
@@ -202,7 +202,7 @@ static json_object *sites(const struct report *r)
 		put(e, "more_sizes", json_object_new_boolean(site->more_sizes));
 		put(e, "min_size", u64(site->min_size));
 		put(e, "max_size", u64(site->max_size));
-		put(e, "oldest_age_s", seconds(s->time_ns - site->oldest_ns));
+		put(e, "oldest_age_s", seconds(snapshot__age(s, site->oldest_ns)));
 		put(e, "function",
 		    site->fn < r->probes->n ? json_object_new_string(r->probes->v[site->fn].name)
 					    : NULL);
@@ -233,8 +233,9 @@ void report__json(FILE *f, const struct report *r)
 	put(o, "free_bytes", u64(c->free_bytes));
 	put(o, "failed_calls", u64(c->failed));
 	put(o, "unwound_calls", u64(c->unwound));
-	put(o, "fixup_timeouts", u64(c->fixup_timeouts));
+	put(o, "fixup_failures", u64(c->fixup_failures));
 	put(o, "lost_events", u64(c->lost_events));
+	put(o, "distinct_stacks", u64(c->new_stacks));
 	put(o, "alloc_rate",
 	    json_object_new_double(report__rate(r, c->alloc_calls, p ? p->alloc_calls : 0)));
 	put(o, "free_rate",

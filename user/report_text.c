@@ -121,7 +121,7 @@ static void header(FILE *f, const struct report *r)
 	if (c->unwound)
 		fprintf(f, "exceptions %s operator new calls ended by an exception%s\n",
 			count(a, sizeof(a), c->unwound),
-			c->fixup_timeouts
+			c->fixup_failures
 				? " (heaptap was too slow to let some through: see README)"
 				: "");
 	fprintf(f, "memory     target RSS %s   heaptap RSS %s + BPF maps %s\n",
@@ -236,7 +236,8 @@ static void sites(FILE *f, const struct report *r)
 		fprintf(f, "#%zu  %s live in %s blocks, ", i + 1,
 			bytes(a, sizeof(a), site->live_bytes), count(b, sizeof(b), site->live));
 		site_sizes(f, site);
-		fprintf(f, ", oldest %s\n", duration(d, sizeof(d), s->time_ns - site->oldest_ns));
+		fprintf(f, ", oldest %s\n",
+			duration(d, sizeof(d), snapshot__age(s, site->oldest_ns)));
 		stack(f, r, site->stack_id);
 	}
 }

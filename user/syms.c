@@ -25,6 +25,12 @@ struct module {
 	struct elf_syms *elf; /* NULL if unreadable: addresses show as module+offset */
 };
 
+/* Where an address was when first seen: it stays right after dlclose or exit. */
+struct location {
+	struct module *module;
+	uint64_t offset; /* in the module's file */
+};
+
 struct syms {
 	int pid;
 	struct proc_maps maps;
@@ -32,7 +38,8 @@ struct syms {
 	uint64_t read_ns; /* when maps were last read */
 	struct module **modules;
 	size_t nmodules;
-	struct idmap cache; /* address (| 1 << 63 for return addresses) -> struct sym_info */
+	struct idmap locations; /* address -> struct location */
+	struct idmap names;	/* address (| 1 << 63 for return addresses) -> struct sym_info */
 };
 
 struct syms *syms__new(int pid)
@@ -52,7 +59,8 @@ void syms__free(struct syms *s)
 
 	if (!s)
 		return;
-	idmap__free_values(&s->cache);
+	idmap__free_values(&s->names);
+	idmap__free_values(&s->locations);
 	for (i = 0; i < s->nmodules; i++) {
 		if (s->modules[i]->fd >= 0)
 			close(s->modules[i]->fd);
@@ -116,17 +124,20 @@ static struct elf_syms *module_elf(struct module *mod)
 
 	if (!mod->parsed && mod->fd >= 0) {
 		snprintf(path, sizeof(path), "/proc/self/fd/%d", mod->fd);
-		elf_syms__open(path, &mod->elf);
+		elf_syms__open(path, false, &mod->elf);
 	}
 	mod->parsed = true;
 	return mod->elf;
 }
 
-/* The module mapped at addr, opened; NULL if addr is in no file mapping. */
-static struct module *lookup_module(struct syms *s, uint64_t addr, const struct proc_map **map)
+/* Where addr is, from the first time it was asked; NULL if in no file mapping. */
+static const struct location *locate(struct syms *s, uint64_t addr)
 {
+	struct location *loc = idmap__get(&s->locations, addr);
 	const struct proc_map *m;
 
+	if (loc)
+		return loc;
 	if (s->stale)
 		syms__refresh(s);
 	m = proc_maps__find(&s->maps, addr);
@@ -136,60 +147,56 @@ static struct module *lookup_module(struct syms *s, uint64_t addr, const struct 
 		syms__refresh(s);
 		m = proc_maps__find(&s->maps, addr);
 	}
-	*map = m;
-	return m ? module_of(s, m) : NULL;
+	loc = m ? malloc(sizeof(*loc)) : NULL;
+	if (!loc)
+		return NULL;
+	loc->module = module_of(s, m);
+	loc->offset = addr - m->start + m->offset;
+	if (!loc->module || idmap__put(&s->locations, addr, loc)) {
+		free(loc);
+		return NULL;
+	}
+	return loc;
 }
 
 bool syms__note(struct syms *s, uint64_t addr)
 {
-	const struct proc_map *m;
-
-	return lookup_module(s, addr, &m) != NULL;
-}
-
-static bool lookup(struct syms *s, uint64_t addr, struct sym_info *out)
-{
-	const struct elf_sym *sym = NULL;
-	const struct proc_map *m;
-	struct elf_syms *elf;
-	struct module *mod;
-	uint64_t off, vaddr;
-
-	mod = lookup_module(s, addr, &m);
-	if (!mod)
-		return false;
-	off = addr - m->start + m->offset;
-	out->module = mod->path;
-	out->function = NULL;
-	out->offset = off;
-	elf = module_elf(mod);
-	if (elf && !elf_syms__vaddr(elf, off, &vaddr))
-		sym = elf_syms__lookup(elf, vaddr, &out->offset);
-	if (sym)
-		out->function = sym->name;
-	return true;
+	return locate(s, addr) != NULL;
 }
 
 bool syms__find(struct syms *s, uint64_t addr, bool return_address, struct sym_info *out)
 {
-	uint64_t key = addr | (return_address ? 1ULL << 63 : 0);
-	struct sym_info *cached = idmap__get(&s->cache, key);
-	bool found;
+	uint64_t key = addr | (return_address ? 1ULL << 63 : 0), vaddr;
+	struct sym_info *cached = idmap__get(&s->names, key);
+	const struct location *loc;
+	const struct elf_sym *sym;
+	struct elf_syms *elf;
 
 	if (cached) {
 		*out = *cached;
 		return true;
 	}
-	found = lookup(s, addr - return_address, out);
-	if (!found) {
-		*out = (struct sym_info){};
+	*out = (struct sym_info){};
+	loc = locate(s, addr);
+	if (!loc)
 		return false;
+	out->module = loc->module->path;
+	out->offset = loc->offset;
+	elf = module_elf(loc->module);
+	/* A return address is looked up one byte back, inside its call. */
+	if (elf && !elf_syms__vaddr(elf, loc->offset - return_address, &vaddr)) {
+		sym = elf_syms__lookup(elf, vaddr, &out->offset);
+		if (sym) {
+			out->function = sym->name;
+			out->offset += return_address;
+		} else {
+			out->offset = loc->offset;
+		}
 	}
-	out->offset += return_address;
 	cached = malloc(sizeof(*cached));
 	if (cached) {
 		*cached = *out;
-		if (idmap__put(&s->cache, key, cached))
+		if (idmap__put(&s->names, key, cached))
 			free(cached);
 	}
 	return true;

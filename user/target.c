@@ -132,8 +132,11 @@ int target__launch(struct target *t, const char *program, char *const argv[])
 	pid_t pid;
 
 	*t = (struct target){ .release_fd = -1, .pidfd = -1, .exit_code = -1, .launched = true };
-	if (pipe2(fds, O_CLOEXEC))
-		return -errno;
+	if (pipe2(fds, O_CLOEXEC)) {
+		err = -errno;
+		fprintf(stderr, "heaptap: cannot start %s: %s\n", program, strerror(-err));
+		return err;
+	}
 	pid = fork();
 	if (pid < 0) {
 		err = -errno;

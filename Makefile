@@ -12,7 +12,7 @@ endif
 VMLINUX := vmlinux/$(ARCH)/vmlinux.h
 
 LIBBPF_MIN := 1.1
-LIBS := $(shell pkg-config --libs libbpf libelf json-c 2>/dev/null) -lpthread
+LIBS := $(shell pkg-config --libs libbpf libdw libelf json-c 2>/dev/null) -lstdc++ -lpthread
 WARNINGS := -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers
 ifeq ($(WERROR),1)
 WARNINGS += -Werror
@@ -46,8 +46,8 @@ all: check-deps $(OUTPUT)/heaptap $(TARGETS)
 
 # Debian 12 ships libbpf 1.1: fail early and clearly on anything older.
 check-deps:
-	$(Q)pkg-config --exists libbpf libelf json-c || { \
-		echo "heaptap: libbpf, libelf or json-c development files are missing; run: sudo .ci/run deps" >&2; exit 1; }
+	$(Q)pkg-config --exists libbpf libdw libelf json-c || { \
+		echo "heaptap: libbpf, libdw, libelf or json-c development files are missing; run: sudo .ci/run deps" >&2; exit 1; }
 	$(Q)pkg-config --atleast-version=$(LIBBPF_MIN) libbpf || { \
 		echo "heaptap: needs libbpf >= $(LIBBPF_MIN), found $$(pkg-config --modversion libbpf)" >&2; exit 1; }
 	$(Q)command -v $(BPFTOOL) >/dev/null || { echo "heaptap: bpftool is missing; run: sudo .ci/run deps" >&2; exit 1; }

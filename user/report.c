@@ -84,3 +84,10 @@ uint64_t report__inexact(const struct heaptap_counters *c)
 		total += report__inexact_count(c, &report__inexact_causes[i]);
 	return total;
 }
+
+const char *report__site_function(const struct report *r, const struct site *site)
+{
+	if (site->fn >= r->probes->n)
+		return NULL;
+	return syms__demangle(r->syms, r->probes->v[site->fn].name);
+}

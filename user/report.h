@@ -57,6 +57,10 @@ double report__rate(const struct report *r, uint64_t now, uint64_t before);
 uint64_t report__inexact(const struct heaptap_counters *c);
 uint64_t report__inexact_count(const struct heaptap_counters *c, const struct inexact_cause *cause);
 
+/* The allocator function a site's blocks came from, demangled: the name of its stack's first
+ * frame, which aliases (glibc's __libc_malloc, tcmalloc's tc_new) would otherwise pick. */
+const char *report__site_function(const struct report *r, const struct site *site);
+
 /* The attach plan, once probes are in: the first line a script can wait for. */
 void report__attached_text(FILE *f, const struct report *r);
 void report__attached_json(FILE *f, const struct report *r);

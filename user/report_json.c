@@ -160,25 +160,35 @@ static json_object *sizes(const struct report *r)
 	return a;
 }
 
-static json_object *frames(const struct report *r, uint64_t id)
+static json_object *frames(const struct report *r, const struct site *site)
 {
-	const struct stack *st = stacks__get(r->stacks, id);
+	const struct stack *st = stacks__get(r->stacks, site->stack_id);
 	json_object *a;
-	size_t i;
+	size_t i, k;
 
 	if (!st)
 		return json_object_new_null();
 	a = json_object_new_array();
 	for (i = 0; i < st->n; i++) {
-		json_object *e = json_object_new_object();
-		struct sym_info si;
+		const struct sym_info *si = syms__find(r->syms, st->ips[i], i > 0);
 
-		syms__find(r->syms, st->ips[i], i > 0, &si);
-		put(e, "address", hex(st->ips[i]));
-		put(e, "function", si.function ? json_object_new_string(si.function) : NULL);
-		put(e, "offset", si.module ? u64(si.offset) : NULL);
-		put(e, "module", si.module ? json_object_new_string(si.module) : NULL);
-		json_object_array_add(a, e);
+		for (k = 0; k < si->nframes; k++) {
+			const struct sym_frame *fr = &si->frames[k];
+			const char *name = i || k ? NULL : report__site_function(r, site);
+			json_object *e = json_object_new_object();
+
+			if (!name)
+				name = fr->function;
+			put(e, "address", hex(st->ips[i]));
+			put(e, "module", si->module ? json_object_new_string(si->module) : NULL);
+			put(e, "function", name ? json_object_new_string(name) : NULL);
+			put(e, "offset", !si->module || fr->inlined ? NULL
+				: u64(fr->function ? fr->offset : si->module_offset));
+			put(e, "file", fr->file ? json_object_new_string(fr->file) : NULL);
+			put(e, "line", fr->line ? json_object_new_int(fr->line) : NULL);
+			put(e, "inlined", json_object_new_boolean(fr->inlined));
+			json_object_array_add(a, e);
+		}
 	}
 	return a;
 }
@@ -207,7 +217,7 @@ static json_object *sites(const struct report *r)
 		    site->fn < r->probes->n ? json_object_new_string(r->probes->v[site->fn].name)
 					    : NULL);
 		put(e, "stack_id", hex(site->stack_id));
-		put(e, "stack", frames(r, site->stack_id));
+		put(e, "stack", frames(r, site));
 		json_object_array_add(a, e);
 	}
 	return a;

@@ -192,10 +192,11 @@ static void site_sizes(FILE *f, const struct site *s)
 		fprintf(f, "%s%" PRIu64, i ? "," : "", s->sizes[i]);
 }
 
-static void stack(FILE *f, const struct report *r, uint64_t id)
+static void stack(FILE *f, const struct report *r, const struct site *site)
 {
-	const struct stack *st = stacks__get(r->stacks, id);
-	size_t i;
+	const struct stack *st = stacks__get(r->stacks, site->stack_id);
+	uint64_t id = site->stack_id;
+	size_t i, k;
 
 	if (!st) {
 		fprintf(f, "      (stack not stored%s)\n",
@@ -203,17 +204,27 @@ static void stack(FILE *f, const struct report *r, uint64_t id)
 		return;
 	}
 	for (i = 0; i < st->n; i++) {
-		struct sym_info si;
-		char fn[512];
+		const struct sym_info *si = syms__find(r->syms, st->ips[i], i > 0);
 
-		syms__find(r->syms, st->ips[i], i > 0, &si);
-		if (si.function)
-			snprintf(fn, sizeof(fn), "%s+0x%" PRIx64, si.function, si.offset);
-		else if (si.module)
-			snprintf(fn, sizeof(fn), "0x%" PRIx64, si.offset);
-		else
-			snprintf(fn, sizeof(fn), "0x%" PRIx64, st->ips[i]);
-		fprintf(f, "      %-44s %s\n", fn, si.module ? si.module : "[unknown]");
+		for (k = 0; k < si->nframes; k++) {
+			const struct sym_frame *fr = &si->frames[k];
+			const char *name = i || k ? fr->function : report__site_function(r, site);
+			char fn[512], where[256] = "";
+
+			if (!name)
+				name = fr->function;
+			if (fr->function && fr->inlined)
+				snprintf(fn, sizeof(fn), "%s [inlined]", fr->function);
+			else if (name)
+				snprintf(fn, sizeof(fn), "%s+0x%" PRIx64, name, fr->offset);
+			else
+				snprintf(fn, sizeof(fn), "0x%" PRIx64,
+					 si->module ? si->module_offset : st->ips[i]);
+			if (fr->file)
+				snprintf(where, sizeof(where), "%s:%d", fr->file, fr->line);
+			fprintf(f, "      %-44s %-32s %s\n", fn, where,
+				k + 1 < si->nframes ? "" : si->module ? si->module : "[unknown]");
+		}
 	}
 }
 
@@ -238,7 +249,7 @@ static void sites(FILE *f, const struct report *r)
 		site_sizes(f, site);
 		fprintf(f, ", oldest %s\n",
 			duration(d, sizeof(d), snapshot__age(s, site->oldest_ns)));
-		stack(f, r, site->stack_id);
+		stack(f, r, site);
 	}
 }
 

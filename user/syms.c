@@ -1,56 +1,90 @@
 // SPDX-License-Identifier: GPL-2.0
+#include <dwarf.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <gelf.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include <elfutils/libdw.h>
+
 #include "clock.h"
-#include "elfsyms.h"
 #include "idmap.h"
 #include "proc.h"
 #include "syms.h"
 
+/* libstdc++'s demangler, callable from C. */
+extern char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);
+
 /*
  * A mapped file, opened as soon as it is seen: the descriptor keeps it readable after the
- * process exits (or the file is deleted), so its symbols are parsed only when needed.
+ * process exits (or the file is deleted). libdwfl reads it, and finds its debug
+ * information, on the first lookup; each file gets a Dwfl of its own, at its link-time
+ * addresses, so that where it is mapped, or was, does not matter.
  */
 struct module {
 	dev_t dev;
 	uint64_t inode;
 	char *path;
+	char *open_path;	/* through /proc/PID/root: where .gnu_debuglink files are looked for */
 	int fd;
-	bool parsed;
-	struct elf_syms *elf; /* NULL if unreadable: addresses show as module+offset */
+	bool loaded;
+	Dwfl *dwfl;
+	Dwfl_Module *dm;	/* NULL if unreadable: addresses show as module+offset */
+	Elf *elf;
+	GElf_Addr bias;
 };
 
 /* Where an address was when first seen: it stays right after dlclose or exit. */
 struct location {
 	struct module *module;
-	uint64_t offset; /* in the module's file */
+	uint64_t offset;	/* in the module's file */
 };
 
 struct syms {
 	int pid;
 	struct proc_maps maps;
-	bool stale;	  /* maps must be read again before use */
-	uint64_t read_ns; /* when maps were last read */
+	bool stale;		/* maps must be read again before use */
+	uint64_t read_ns;	/* when maps were last read */
 	struct module **modules;
 	size_t nmodules;
-	struct idmap locations; /* address -> struct location */
-	struct idmap names;	/* address (| 1 << 63 for return addresses) -> struct sym_info */
+	struct idmap locations;	/* address -> struct location */
+	struct idmap infos;	/* address (| 1 << 63 for return addresses) -> struct sym_info */
+	char *debuginfo_path;
+	Dwfl_Callbacks callbacks;
+	char **strings;		/* names and files the infos point to */
+	size_t nstrings;
 };
 
 struct syms *syms__new(int pid)
 {
 	struct syms *s = calloc(1, sizeof(*s));
 
-	if (s) {
-		s->pid = pid;
-		s->stale = true;
+	if (!s)
+		return NULL;
+	s->pid = pid;
+	s->stale = true;
+	/* Build IDs and .gnu_debuglink, on the host and in the target's own root. */
+	if (asprintf(&s->debuginfo_path, ":.debug:/usr/lib/debug:/proc/%d/root/usr/lib/debug",
+		     pid) < 0) {
+		free(s);
+		return NULL;
 	}
+	s->callbacks = (Dwfl_Callbacks){
+		.find_elf = dwfl_build_id_find_elf,
+		.find_debuginfo = dwfl_standard_find_debuginfo,
+		.section_address = dwfl_offline_section_address,
+		.debuginfo_path = &s->debuginfo_path,
+	};
 	return s;
+}
+
+static void info__free(struct sym_info *info)
+{
+	free(info->frames);
+	free(info);
 }
 
 void syms__free(struct syms *s)
@@ -59,24 +93,61 @@ void syms__free(struct syms *s)
 
 	if (!s)
 		return;
-	idmap__free_values(&s->names);
+	idmap__for_each(&s->infos, i)
+		info__free(s->infos.values[i]);
+	idmap__free(&s->infos);
 	idmap__free_values(&s->locations);
 	for (i = 0; i < s->nmodules; i++) {
-		if (s->modules[i]->fd >= 0)
-			close(s->modules[i]->fd);
-		elf_syms__free(s->modules[i]->elf);
-		free(s->modules[i]->path);
-		free(s->modules[i]);
+		struct module *mod = s->modules[i];
+
+		if (mod->dwfl)
+			dwfl_end(mod->dwfl);
+		if (mod->fd >= 0)
+			close(mod->fd);
+		free(mod->path);
+		free(mod->open_path);
+		free(mod);
 	}
+	for (i = 0; i < s->nstrings; i++)
+		free(s->strings[i]);
+	free(s->strings);
 	free(s->modules);
+	free(s->debuginfo_path);
 	proc_maps__free(&s->maps);
 	free(s);
+}
+
+/* A copy owned by s, or NULL for NULL (or no memory). */
+static const char *keep(struct syms *s, char *owned)
+{
+	char **grown;
+
+	if (!owned)
+		return NULL;
+	grown = realloc(s->strings, (s->nstrings + 1) * sizeof(*grown));
+	if (!grown) {
+		free(owned);
+		return NULL;
+	}
+	s->strings = grown;
+	s->strings[s->nstrings++] = owned;
+	return owned;
+}
+
+const char *syms__demangle(struct syms *s, const char *name)
+{
+	char *d;
+	int status;
+
+	if (!name)
+		return NULL;
+	d = strncmp(name, "_Z", 2) ? NULL : __cxa_demangle(name, NULL, NULL, &status);
+	return keep(s, d ? d : strdup(name));
 }
 
 static struct module *module_of(struct syms *s, const struct proc_map *m)
 {
 	struct module *mod, **grown;
-	char *path;
 	size_t i;
 
 	for (i = 0; i < s->nmodules; i++)
@@ -92,9 +163,8 @@ static struct module *module_of(struct syms *s, const struct proc_map *m)
 	}
 	mod->dev = m->dev;
 	mod->inode = m->inode;
-	path = proc__mapped_file(s->pid, m);
-	mod->fd = path ? open(path, O_RDONLY | O_CLOEXEC) : -1;
-	free(path);
+	mod->open_path = proc__mapped_file(s->pid, m);
+	mod->fd = mod->open_path ? open(mod->open_path, O_RDONLY | O_CLOEXEC) : -1;
 	s->modules[s->nmodules++] = mod;
 	return mod;
 }
@@ -118,16 +188,48 @@ void syms__refresh(struct syms *s)
 			module_of(s, &s->maps.maps[i]);
 }
 
-static struct elf_syms *module_elf(struct module *mod)
+static void module_load(struct syms *s, struct module *mod)
 {
-	char path[64];
+	int fd;
 
-	if (!mod->parsed && mod->fd >= 0) {
-		snprintf(path, sizeof(path), "/proc/self/fd/%d", mod->fd);
-		elf_syms__open(path, false, &mod->elf);
+	if (mod->loaded)
+		return;
+	mod->loaded = true;
+	fd = mod->fd >= 0 ? dup(mod->fd) : -1;
+	if (fd < 0)
+		return;
+	mod->dwfl = dwfl_begin(&s->callbacks);
+	if (!mod->dwfl) {
+		close(fd);
+		return;
 	}
-	mod->parsed = true;
-	return mod->elf;
+	/* Offline: at its link-time addresses. libdwfl takes the descriptor. */
+	mod->dm = dwfl_report_offline(mod->dwfl, mod->path, mod->open_path, fd);
+	dwfl_report_end(mod->dwfl, NULL, NULL);
+	if (mod->dm)
+		mod->elf = dwfl_module_getelf(mod->dm, &mod->bias);
+	if (!mod->elf)
+		mod->dm = NULL;
+}
+
+/* A file offset in mod to its address in mod's Dwfl, through the PT_LOAD segments. */
+static bool module_address(struct module *mod, uint64_t offset, Dwarf_Addr *addr)
+{
+	size_t i, n;
+
+	if (!mod->elf || elf_getphdrnum(mod->elf, &n))
+		return false;
+	for (i = 0; i < n; i++) {
+		GElf_Phdr ph;
+
+		if (!gelf_getphdr(mod->elf, i, &ph) || ph.p_type != PT_LOAD)
+			continue;
+		if (offset >= ph.p_offset && offset < ph.p_offset + ph.p_filesz) {
+			*addr = offset - ph.p_offset + ph.p_vaddr + mod->bias;
+			return true;
+		}
+	}
+	return false;
 }
 
 /* Where addr is, from the first time it was asked; NULL if in no file mapping. */
@@ -164,40 +266,150 @@ bool syms__note(struct syms *s, uint64_t addr)
 	return locate(s, addr) != NULL;
 }
 
-bool syms__find(struct syms *s, uint64_t addr, bool return_address, struct sym_info *out)
+Dwfl_Module *syms__dwfl_module(struct syms *s, uint64_t addr, Dwarf_Addr *module_addr)
 {
-	uint64_t key = addr | (return_address ? 1ULL << 63 : 0), vaddr;
-	struct sym_info *cached = idmap__get(&s->names, key);
-	const struct location *loc;
-	const struct elf_sym *sym;
-	struct elf_syms *elf;
+	const struct location *loc = locate(s, addr);
 
-	if (cached) {
-		*out = *cached;
+	if (!loc)
+		return NULL;
+	module_load(s, loc->module);
+	if (!loc->module->dm || !module_address(loc->module, loc->offset, module_addr))
+		return NULL;
+	return loc->module->dm;
+}
+
+static struct sym_frame *add_frame(struct sym_info *info)
+{
+	struct sym_frame *grown = realloc(info->frames, (info->nframes + 1) * sizeof(*grown));
+
+	if (!grown)
+		return NULL;
+	info->frames = grown;
+	memset(&grown[info->nframes], 0, sizeof(*grown));
+	return &grown[info->nframes++];
+}
+
+/* The name of a subprogram or inlined call's DIE: its linkage name demangled, else its
+ * plain name, following DW_AT_abstract_origin. */
+static const char *die_name(struct syms *s, Dwarf_Die *die)
+{
+	Dwarf_Attribute attr;
+	const char *name;
+
+	name = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_linkage_name, &attr));
+	if (!name)
+		name = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_MIPS_linkage_name, &attr));
+	if (!name)
+		name = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_name, &attr));
+	return syms__demangle(s, name);
+}
+
+/*
+ * The inlined calls at addr, innermost first, each with the place in it that is executing;
+ * *file and *line move outwards to the place of each call, ending at the place in the
+ * function they were inlined into.
+ */
+static bool add_inlined(struct syms *s, struct module *mod, Dwarf_Addr addr,
+			struct sym_info *info, const char **file, int *line)
+{
+	Dwarf_Files *files = NULL;
+	Dwarf_Die *scopes = NULL, *cu;
+	Dwarf_Addr bias;
+	size_t nfiles;
+	int n, i;
+
+	cu = dwfl_module_addrdie(mod->dm, addr, &bias);
+	if (!cu)
 		return true;
+	n = dwarf_getscopes(cu, addr - bias, &scopes);
+	dwarf_getsrcfiles(cu, &files, &nfiles);
+	for (i = 0; i < n; i++) {
+		Dwarf_Attribute attr;
+		struct sym_frame *f;
+		Dwarf_Word value;
+
+		if (dwarf_tag(&scopes[i]) != DW_TAG_inlined_subroutine)
+			continue;
+		f = add_frame(info);
+		if (!f) {
+			free(scopes);
+			return false;
+		}
+		f->function = die_name(s, &scopes[i]);
+		f->file = *file;
+		f->line = *line;
+		f->inlined = true;
+		*file = NULL;
+		*line = 0;
+		if (files && !dwarf_formudata(dwarf_attr(&scopes[i], DW_AT_call_file, &attr), &value))
+			*file = keep(s, value < nfiles && dwarf_filesrc(files, value, NULL, NULL)
+						? strdup(dwarf_filesrc(files, value, NULL, NULL))
+						: NULL);
+		if (!dwarf_formudata(dwarf_attr(&scopes[i], DW_AT_call_line, &attr), &value))
+			*line = value;
 	}
-	*out = (struct sym_info){};
+	free(scopes);
+	return true;
+}
+
+static void resolve(struct syms *s, const struct location *loc, bool return_address,
+		    struct sym_info *info)
+{
+	struct module *mod = loc->module;
+	const char *file = NULL, *name;
+	struct sym_frame *f;
+	Dwarf_Addr addr;
+	GElf_Off off;
+	Dwfl_Line *l;
+	GElf_Sym sym;
+	int line = 0;
+
+	module_load(s, mod);
+	/* A return address is looked up one byte back, inside its call. */
+	if (!mod->dm || !module_address(mod, loc->offset - return_address, &addr)) {
+		add_frame(info);
+		return;
+	}
+	l = dwfl_module_getsrc(mod->dm, addr);
+	if (l) {
+		file = keep(s, dwfl_lineinfo(l, NULL, &line, NULL, NULL, NULL)
+				       ? strdup(dwfl_lineinfo(l, NULL, &line, NULL, NULL, NULL))
+				       : NULL);
+	}
+	if (!add_inlined(s, mod, addr, info, &file, &line))
+		return;
+	f = add_frame(info);
+	if (!f)
+		return;
+	name = dwfl_module_addrinfo(mod->dm, addr, &off, &sym, NULL, NULL, NULL);
+	f->function = syms__demangle(s, name);
+	f->offset = name ? off + return_address : loc->offset;
+	f->file = file;
+	f->line = line;
+}
+
+const struct sym_info *syms__find(struct syms *s, uint64_t addr, bool return_address)
+{
+	static struct sym_frame unknown_frame;
+	static struct sym_info unknown = { .nframes = 1, .frames = &unknown_frame };
+	uint64_t key = addr | (return_address ? 1ULL << 63 : 0);
+	struct sym_info *info = idmap__get(&s->infos, key);
+	const struct location *loc;
+
+	if (info)
+		return info;
 	loc = locate(s, addr);
 	if (!loc)
-		return false;
-	out->module = loc->module->path;
-	out->offset = loc->offset;
-	elf = module_elf(loc->module);
-	/* A return address is looked up one byte back, inside its call. */
-	if (elf && !elf_syms__vaddr(elf, loc->offset - return_address, &vaddr)) {
-		sym = elf_syms__lookup(elf, vaddr, &out->offset);
-		if (sym) {
-			out->function = sym->name;
-			out->offset += return_address;
-		} else {
-			out->offset = loc->offset;
-		}
+		return &unknown;
+	info = calloc(1, sizeof(*info));
+	if (!info)
+		return &unknown;
+	info->module = loc->module->path;
+	info->module_offset = loc->offset;
+	resolve(s, loc, return_address, info);
+	if (!info->nframes || idmap__put(&s->infos, key, info)) {
+		info__free(info);
+		return &unknown;
 	}
-	cached = malloc(sizeof(*cached));
-	if (cached) {
-		*cached = *out;
-		if (idmap__put(&s->names, key, cached))
-			free(cached);
-	}
-	return true;
+	return info;
 }

@@ -1,19 +1,33 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * Addresses in a running process to function+offset and module, through its mappings and
- * each object's ELF symbols. Mapped files are held open from the moment they are seen and
- * results are cached per address, so names still come out after the process exits.
+ * Addresses in a running process to source: function, file:line and inlined calls, with
+ * libdwfl, through each mapped file's symbols and debug information (its own, or found by
+ * build ID or .gnu_debuglink). A file is held open from the moment one of its addresses is
+ * seen, and each address is resolved once, so names still come out after dlclose or exit.
  */
 #ifndef HEAPTAP_SYMS_H
 #define HEAPTAP_SYMS_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
+#include <elfutils/libdwfl.h>
+
+/* One source-level frame at an address: an inlined call expands to several. */
+struct sym_frame {
+	const char *function;	/* demangled; NULL when nothing names the address */
+	uint64_t offset;	/* into function, for the real (outermost) frame */
+	const char *file;	/* source file; NULL without line information */
+	int line;		/* 0 without line information */
+	bool inlined;		/* an inlined call, inside the next frame's function */
+};
+
 struct sym_info {
-	const char *module;   /* path as the process sees it; NULL when not in a file mapping */
-	const char *function; /* NULL when no symbol covers the address */
-	uint64_t offset;      /* into function, or into the module's file when function is NULL */
+	const char *module;	/* path as the process sees it; NULL outside file mappings */
+	uint64_t module_offset;	/* of the address, in the module's file */
+	size_t nframes;		/* at least 1 */
+	struct sym_frame *frames; /* innermost first */
 };
 
 struct syms;
@@ -25,15 +39,22 @@ void syms__free(struct syms *s);
  * their own when first needed, and again for an address in no known mapping (dlopen). */
 void syms__refresh(struct syms *s);
 
-/* Makes sure the file mapped at addr is held open, so it can be symbolized even after the
- * process is gone; cheap: nothing is parsed. False if addr is in no file mapping. */
+/* Makes sure the file mapped at addr is held open and addr's place in it known, so it can
+ * be symbolized even after the process is gone; cheap: nothing is parsed. False if addr is
+ * in no file mapping. */
 bool syms__note(struct syms *s, uint64_t addr);
 
 /*
- * Symbolizes addr. A return address (every frame but the first) is looked up one byte
- * back, inside the call, so a call ending a function is not taken for the next one.
- * Returns false (and a module-less *out) when the address is in no known mapping.
+ * Symbolizes addr. A return address (every frame of a stack but the first) is looked up one
+ * byte back, inside the call, so that a call ending a function is not taken for the next
+ * one. Never NULL; cached, valid until syms__free().
  */
-bool syms__find(struct syms *s, uint64_t addr, bool return_address, struct sym_info *out);
+const struct sym_info *syms__find(struct syms *s, uint64_t addr, bool return_address);
+
+/* name demangled (C++), owned by s. */
+const char *syms__demangle(struct syms *s, const char *name);
+
+/* The libdwfl module holding addr, and addr in that module's address space (for CFI). */
+Dwfl_Module *syms__dwfl_module(struct syms *s, uint64_t addr, Dwarf_Addr *module_addr);
 
 #endif

@@ -20,6 +20,8 @@ char LICENSE[] SEC("license") = "GPL";
 /* Settings, fixed at load. */
 const volatile __u32 target_tgid = 0;
 const volatile __u32 stack_depth = HEAPTAP_MAX_DEPTH; /* frames after the direct caller */
+const volatile __u32 stack_mode = HEAPTAP_STACK_FP;
+const volatile __u32 stack_bytes = 16384; /* a sample's stack, at most */
 
 /* Counters userspace reads straight from the mmapped .bss. */
 struct heaptap_counters counters = {};
@@ -59,6 +61,23 @@ struct {
 
 __u64 fixup_seq = 0;
 __u64 fixup_acks[HEAPTAP_FIXUP_SLOTS] = {};
+
+/* Unwind rules by return address (DWARF mode), learned by the loader from samples. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 1 << 20);
+	__type(key, __u64);
+	__type(value, struct heaptap_unwind_rule);
+} unwind_rules SEC(".maps");
+
+/* Stacks the BPF side could not walk, for the loader to unwind; sized from the options. */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 4096);
+} samples SEC(".maps");
+
+__u64 sample_seq = 0;
 
 /* New stacks, so userspace symbolizes them while their objects are still mapped. */
 struct {
@@ -186,33 +205,24 @@ static __always_inline void record_block(struct call *c, __u64 ptr, __u64 size)
 
 static __always_inline __u64 hash_stack(const struct heaptap_stack *s, __u32 words)
 {
-	__u64 h = 0x9e3779b97f4a7c15ULL;
+	__u64 h = HEAPTAP_HASH_SEED;
 	__u32 i;
 
 	for (i = 0; i < HEAPTAP_MAX_DEPTH + 1; i++) {
 		if (i >= words)
 			break;
-		h ^= s->ips[i] * 0xff51afd7ed558ccdULL;
-		h = (h << 27 | h >> 37) * 0xc4ceb9fe1a85ec53ULL + 0x52dce729;
+		h = heaptap_hash_step(h, s->ips[i]);
 	}
-	return h ? h : 1; /* 0 means "no stack" */
+	return heaptap_hash_end(h);
 }
 
-/* Store the current user stack, once per distinct stack; returns its id. */
-static __always_inline __u64 capture_stack(void *ctx, struct call *c, __u64 sp)
+/* Stores a stack once; returns its id. */
+static __always_inline __u64 store_stack(struct call *c, __u32 words)
 {
 	struct heaptap_event *e;
 	__u64 id;
-	long n;
 
-	if (bpf_probe_read_user(&c->stack.ips[0], sizeof(__u64), (void *)sp))
-		c->stack.ips[0] = 0;
-	n = bpf_get_stack(ctx, &c->stack.ips[1], stack_depth * sizeof(__u64), BPF_F_USER_STACK);
-	if (n < 0) {
-		__sync_fetch_and_add(&counters.stack_errors, 1);
-		n = 0;
-	}
-	id = hash_stack(&c->stack, 1 + n / sizeof(__u64));
+	id = hash_stack(&c->stack, words);
 	if (bpf_map_lookup_elem(&stacks, &id))
 		return id;
 	if (bpf_map_update_elem(&stacks, &id, &c->stack, BPF_NOEXIST) == 0) {
@@ -229,6 +239,137 @@ static __always_inline __u64 capture_stack(void *ctx, struct call *c, __u64 sp)
 		__sync_fetch_and_add(&counters.dropped_stacks, 1);
 	}
 	return id;
+}
+
+enum walk_status { WALK_ON, WALK_END, WALK_UNKNOWN, WALK_CUT };
+
+struct walk {
+	struct call *c;
+	__u64 pc; /* the return address whose rule steps further */
+	__u64 sp;
+	__u64 bp;
+	__u32 words; /* of c->stack filled */
+	__u32 status;
+};
+
+/* One frame further with the rule for the current return address (bpf_loop callback). */
+static long walk_step(__u64 i, void *arg)
+{
+	struct heaptap_unwind_rule *rule;
+	struct walk *w = arg;
+	__u32 n = w->words;
+	__u64 cfa, ra;
+
+	if (n > stack_depth || n > HEAPTAP_MAX_DEPTH) {
+		w->status = WALK_CUT;
+		return 1;
+	}
+	rule = bpf_map_lookup_elem(&unwind_rules, &w->pc);
+	if (!rule) {
+		w->status = WALK_UNKNOWN;
+		return 1;
+	}
+	if (rule->flags & HEAPTAP_RULE_END) {
+		w->status = WALK_END;
+		return 1;
+	}
+	cfa = (rule->cfa_reg == HEAPTAP_REG_BP ? w->bp : w->sp) + rule->cfa_offset;
+	if (bpf_probe_read_user(&ra, sizeof(ra), (void *)(cfa - 8)) ||
+	    (rule->bp_offset &&
+	     bpf_probe_read_user(&w->bp, sizeof(w->bp), (void *)(cfa + rule->bp_offset)))) {
+		w->status = WALK_CUT;
+		return 1;
+	}
+	if (!ra) {
+		w->status = WALK_END;
+		return 1;
+	}
+	w->sp = cfa;
+	w->pc = ra;
+	/* The mask only restates n's bound for the verifier. */
+	w->c->stack.ips[n & HEAPTAP_MAX_DEPTH] = ra;
+	w->words = n + 1;
+	return 0;
+}
+
+/*
+ * Sends the stack for the loader to unwind; returns the sample's id, or 0 when the ring is
+ * full. The stack may end before stack_bytes: then ever smaller copies are tried.
+ */
+static __always_inline __u64 send_sample(struct pt_regs *ctx, __u64 sp)
+{
+	struct heaptap_sample *smp;
+	__u32 size = stack_bytes;
+	__u64 id;
+	int i;
+
+	smp = bpf_ringbuf_reserve(&samples, offsetof(struct heaptap_sample, stack) + stack_bytes, 0);
+	if (!smp) {
+		__sync_fetch_and_add(&counters.lost_samples, 1);
+		return 0;
+	}
+	for (i = 0; i < 6; i++) {
+		if (size <= HEAPTAP_MAX_STACK_BYTES &&
+		    !bpf_probe_read_user(smp->stack, size, (void *)sp))
+			break;
+		size /= 2;
+	}
+	id = HEAPTAP_SAMPLE_ID | __sync_add_and_fetch(&sample_seq, 1);
+	smp->sample_id = id;
+	smp->ip = PT_REGS_IP(ctx);
+	smp->sp = sp;
+	smp->bp = PT_REGS_FP(ctx);
+	smp->size = i < 6 ? size : 0;
+	__sync_fetch_and_add(&counters.samples, 1);
+	bpf_ringbuf_submit(smp, 0);
+	return id;
+}
+
+/*
+ * The stack by the rules the loader learned from the objects' CFI: from the direct caller
+ * (the word at sp, as the probe is at the function's entry) outwards. At a return address
+ * with no rule yet, the stack goes to the loader as a sample, and its id stands in.
+ */
+static __always_inline __u64 dwarf_stack(struct pt_regs *ctx, struct call *c, __u64 sp)
+{
+	struct walk w = { .c = c,
+			  .pc = c->stack.ips[0],
+			  .sp = sp + 8,
+			  .bp = PT_REGS_FP(ctx),
+			  .words = 2,
+			  .status = WALK_ON };
+	__u64 id;
+
+	c->stack.ips[1] = PT_REGS_IP(ctx);
+	if (w.pc)
+		bpf_loop(HEAPTAP_MAX_DEPTH + 1, walk_step, &w, 0);
+	if (w.words <= HEAPTAP_MAX_DEPTH)
+		c->stack.ips[w.words & HEAPTAP_MAX_DEPTH] = 0;
+	if (w.status == WALK_UNKNOWN) {
+		id = send_sample(ctx, sp);
+		if (id)
+			return id;
+	}
+	if (w.status == WALK_CUT || w.status == WALK_UNKNOWN)
+		__sync_fetch_and_add(&counters.truncated_stacks, 1);
+	return store_stack(c, w.words);
+}
+
+/* The current user stack, stored once per distinct stack; returns its id. */
+static __always_inline __u64 capture_stack(void *ctx, struct call *c, __u64 sp)
+{
+	long n;
+
+	if (bpf_probe_read_user(&c->stack.ips[0], sizeof(__u64), (void *)sp))
+		c->stack.ips[0] = 0;
+	if (stack_mode == HEAPTAP_STACK_DWARF)
+		return dwarf_stack(ctx, c, sp);
+	n = bpf_get_stack(ctx, &c->stack.ips[1], stack_depth * sizeof(__u64), BPF_F_USER_STACK);
+	if (n < 0) {
+		__sync_fetch_and_add(&counters.stack_errors, 1);
+		n = 0;
+	}
+	return store_stack(c, 1 + n / sizeof(__u64));
 }
 
 static __always_inline struct call *thread_call(__u64 flags)

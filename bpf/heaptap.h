@@ -9,6 +9,9 @@
 /* The kernel refuses deeper user stacks (kernel.perf_event_max_stack defaults to 127). */
 #define HEAPTAP_MAX_DEPTH 127
 
+/* Stack bytes a sample may copy for the loader to unwind (--stack-bytes). */
+#define HEAPTAP_MAX_STACK_BYTES 65536
+
 /* Attach cookies index per-function call counters; the allocator table is far smaller. */
 #define HEAPTAP_MAX_FUNCS 64
 
@@ -33,6 +36,44 @@ enum heaptap_kind {
 	HEAPTAP_KIND_MEMALIGN,	     /* (alignment, size): memalign, aligned_alloc */
 	HEAPTAP_KIND_POSIX_MEMALIGN, /* (&ptr, alignment, size) -> error number */
 	HEAPTAP_KIND_FREE,	     /* (ptr, ...): free, operator delete, dallocx, sdallocx */
+};
+
+/* How the BPF side walks the user stack (--stack). */
+enum heaptap_stack_mode {
+	HEAPTAP_STACK_FP = 1, /* frame-pointer chain, by the kernel */
+	HEAPTAP_STACK_DWARF,  /* unwind rules from the objects' CFI, learned from samples */
+};
+
+/*
+ * How to step from a frame to its caller's, at one return address, from the object's CFI
+ * (x86-64: the return address is at CFA - 8). Keyed by that return address in the
+ * unwind_rules map; the first time one is missing, the BPF side sends a sample.
+ */
+struct heaptap_unwind_rule {
+	__s32 cfa_offset; /* CFA = cfa_reg + cfa_offset */
+	__s32 bp_offset;  /* the caller's rbp is saved at CFA + bp_offset; 0: unchanged */
+	__u32 cfa_reg;	  /* HEAPTAP_REG_SP or HEAPTAP_REG_BP (DWARF numbering) */
+	__u32 flags;	  /* HEAPTAP_RULE_END: the outermost frame, no caller */
+};
+
+#define HEAPTAP_REG_BP 6
+#define HEAPTAP_REG_SP 7
+#define HEAPTAP_RULE_END 1
+
+/* Sample ids stand in for a block's stack id until the loader has unwound the sample. */
+#define HEAPTAP_SAMPLE_ID (1ULL << 63)
+
+/*
+ * Ring buffer record on the samples ring: a stack the BPF side could not walk to the end,
+ * with what the loader needs to unwind it. Only the first `size` bytes of stack are sent.
+ */
+struct heaptap_sample {
+	__u64 sample_id; /* HEAPTAP_SAMPLE_ID | sequence */
+	__u64 ip;	 /* registers at the probe */
+	__u64 sp;
+	__u64 bp;
+	__u64 size; /* bytes of stack copied from sp */
+	__u8 stack[HEAPTAP_MAX_STACK_BYTES];
 };
 
 /* One outstanding block, keyed by its address in the allocs map. */
@@ -85,6 +126,9 @@ struct heaptap_counters {
 	__u64 lost_events;	/* new-stack notices the ring buffer had no room for */
 	__u64 unwound;		/* calls left by a C++ exception: a failed operator new */
 	__u64 fixup_failures;	/* exceptions whose return address heaptap could not put back */
+	__u64 samples;		/* stacks sent to the loader to unwind */
+	__u64 lost_samples;	/* stacks that should have been sent: the samples ring was full */
+	__u64 truncated_stacks; /* stacks cut short: unreadable memory, or --stack-depth */
 };
 
 /* Ring buffer record: a stack was stored for the first time. */
@@ -106,6 +150,22 @@ struct heaptap_fixup {
 
 #define HEAPTAP_FIXUP_SLOTS 16
 #define HEAPTAP_FIXUP_WAIT_NS (100 * 1000 * 1000ULL)
+
+/* The id of a stack: a hash of its words, folded one by one, the same on both sides. */
+#define HEAPTAP_HASH_SEED 0x9e3779b97f4a7c15ULL
+
+static inline __u64 heaptap_hash_step(__u64 h, __u64 word)
+{
+	h ^= word * 0xff51afd7ed558ccdULL;
+	return (h << 27 | h >> 37) * 0xc4ceb9fe1a85ec53ULL + 0x52dce729;
+}
+
+/* 0 means "no stack"; sample ids have the top bit set. */
+static inline __u64 heaptap_hash_end(__u64 h)
+{
+	h &= ~HEAPTAP_SAMPLE_ID;
+	return h ? h : 1;
+}
 
 static inline __u32 heaptap_log2(__u64 v)
 {

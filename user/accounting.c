@@ -11,6 +11,7 @@
 #include "clock.h"
 #include "heaptap.skel.h"
 #include "idmap.h"
+#include "stacks.h"
 #include "proc.h"
 
 #define BATCH 4096
@@ -75,9 +76,9 @@ static void add_size(struct site *site, uint64_t size)
 }
 
 static int add_block(struct snapshot *s, struct idmap *index, size_t *cap,
-		     const struct heaptap_alloc *a)
+		     const struct heaptap_alloc *a, uint64_t stack_id)
 {
-	uintptr_t slot = (uintptr_t)idmap__get(index, a->stack_id);
+	uintptr_t slot = (uintptr_t)idmap__get(index, stack_id);
 	struct site *site;
 	int err;
 
@@ -92,9 +93,9 @@ static int add_block(struct snapshot *s, struct idmap *index, size_t *cap,
 			*cap = n;
 		}
 		s->sites[s->nsites] =
-			(struct site){ .stack_id = a->stack_id, .oldest_ns = a->time_ns, .fn = a->fn };
+			(struct site){ .stack_id = stack_id, .oldest_ns = a->time_ns, .fn = a->fn };
 		slot = ++s->nsites;
-		err = idmap__put(index, a->stack_id, (void *)slot);
+		err = idmap__put(index, stack_id, (void *)slot);
 		if (err)
 			return err;
 	}
@@ -108,7 +109,7 @@ static int add_block(struct snapshot *s, struct idmap *index, size_t *cap,
 }
 
 /* Hash maps are read bucket by bucket, so blocks freed meanwhile are simply not seen. */
-static int read_sites(int fd, uint64_t min_age_ns, struct snapshot *s)
+static int read_sites(int fd, struct stacks *stacks, uint64_t min_age_ns, struct snapshot *s)
 {
 	struct heaptap_alloc *values = calloc(BATCH, sizeof(*values));
 	__u64 *keys = calloc(BATCH, sizeof(*keys));
@@ -140,7 +141,8 @@ static int read_sites(int fd, uint64_t min_age_ns, struct snapshot *s)
 				s->young++;
 				continue;
 			}
-			err = add_block(s, &index, &cap, &values[i]);
+			err = add_block(s, &index, &cap, &values[i],
+					stacks__canonical(stacks, values[i].stack_id));
 		}
 	}
 	idmap__free(&index);
@@ -160,7 +162,8 @@ static int by_live_bytes(const void *a, const void *b)
 	return x->stack_id < y->stack_id ? -1 : x->stack_id > y->stack_id;
 }
 
-int accounting__snapshot(struct heaptap_bpf *skel, uint64_t min_age_ns, struct snapshot *out)
+int accounting__snapshot(struct heaptap_bpf *skel, struct stacks *stacks, uint64_t min_age_ns,
+			 struct snapshot *out)
 {
 	int err;
 
@@ -170,7 +173,7 @@ int accounting__snapshot(struct heaptap_bpf *skel, uint64_t min_age_ns, struct s
 	memcpy(out->fn_calls, skel->bss->fn_calls, sizeof(out->fn_calls));
 	err = read_classes(bpf_map__fd(skel->maps.size_classes), out->classes);
 	if (!err)
-		err = read_sites(bpf_map__fd(skel->maps.allocs), min_age_ns, out);
+		err = read_sites(bpf_map__fd(skel->maps.allocs), stacks, min_age_ns, out);
 	if (err) {
 		snapshot__free(out);
 		return err;

@@ -12,6 +12,7 @@
 #include "heaptap.h"
 
 struct heaptap_bpf;
+struct stacks;
 
 #define SITE_SIZES 8
 
@@ -40,7 +41,10 @@ struct snapshot {
 };
 
 /* Takes a snapshot; blocks younger than min_age_ns are left out of the sites. */
-int accounting__snapshot(struct heaptap_bpf *skel, uint64_t min_age_ns, struct snapshot *out);
+/* Sites are keyed by stacks' canonical ids (a sampled block's, once unwound, by its
+ * stack's). */
+int accounting__snapshot(struct heaptap_bpf *skel, struct stacks *stacks, uint64_t min_age_ns,
+			 struct snapshot *out);
 void snapshot__free(struct snapshot *s);
 
 /* How long before the snapshot time_ns was; 0 for a time during the snapshot itself. */

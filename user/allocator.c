@@ -174,6 +174,27 @@ static void unwinders__free(struct allocator *a)
 	a->nunwinders = 0;
 }
 
+/* Whether every object an allocating stack may pass through keeps frame pointers: all but
+ * the allocator (its own frame is the probed one) and the program loader. */
+static bool frame_pointers(struct objects *objs, const struct allocator *a)
+{
+	const char *interp = objs->v[0].elf ? elf_syms__interp(objs->v[0].elf) : NULL;
+	size_t i;
+
+	for (i = 0; i < objs->n; i++) {
+		struct object *o = &objs->v[i];
+		struct elf_syms *elf;
+
+		if (!o->path || !strcmp(o->path, a->file.path) ||
+		    (interp && !strcmp(base_name(o->path), base_name(interp))))
+			continue;
+		elf = object_elf(o);
+		if (elf && !elf_syms__frame_pointers(elf))
+			return false;
+	}
+	return true;
+}
+
 /* The unwinders found go with the allocator chosen; err is the choice's outcome. */
 static int with_unwinders(int err, struct allocator *a, struct allocator *found)
 {
@@ -360,6 +381,8 @@ static int decide(struct objects *objs, int pid, const char *where, const char *
 	}
 	if (err == -ENOMEM)
 		fprintf(stderr, "heaptap: out of memory\n");
+	if (!err)
+		(*out)->frame_pointers = frame_pointers(objs, *out);
 	return with_unwinders(err, *out, &found);
 }
 

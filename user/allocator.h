@@ -22,6 +22,7 @@ struct allocator {
 	struct target_file *unwinders; /* objects with the C++ unwinder (_Unwind_RaiseException) */
 	size_t nunwinders;
 	bool unwinders_unknown; /* some mapped object could not be read */
+	bool frame_pointers;	/* every object a stack may pass through keeps them */
 };
 
 /*

@@ -15,11 +15,13 @@ struct segment {
 };
 
 struct elf_syms {
-	struct elf_sym *syms; /* sorted by address, preferred name first */
+	struct elf_sym *syms;
 	size_t nsyms;
 	struct segment *segs;
 	size_t nsegs;
 	char *interp;
+	size_t sized;  /* functions big enough to judge their prologue */
+	size_t framed; /* of those, the ones that set up a frame pointer */
 	char *soname;
 	char **needed;
 	size_t nneeded;
@@ -165,21 +167,26 @@ static int read_segments(struct elf_syms *s, Elf *elf)
 	return 0;
 }
 
-/* Best name first among aliases: exported, then without a leading underscore. */
-static int rank(const struct elf_sym *e)
+/* push %rbp; mov %rsp,%rbp, optionally after endbr64: a frame-pointer prologue. */
+static void count_prologues(struct elf_syms *s, Elf *elf)
 {
-	return (e->exported ? 0 : 2) + (e->name[0] == '_' ? 1 : 0);
-}
+	static const unsigned char fp[] = { 0x55, 0x48, 0x89, 0xe5 };
+	static const unsigned char endbr[] = { 0xf3, 0x0f, 0x1e, 0xfa };
+	size_t size, i;
+	char *image = elf_rawfile(elf, &size);
 
-static int cmp_sym(const void *a, const void *b)
-{
-	const struct elf_sym *x = a, *y = b;
+	for (i = 0; image && i < s->nsyms; i++) {
+		const unsigned char *code;
+		uint64_t off;
 
-	if (x->addr != y->addr)
-		return x->addr < y->addr ? -1 : 1;
-	if (rank(x) != rank(y))
-		return rank(x) - rank(y);
-	return strcmp(x->name, y->name);
+		if (s->syms[i].size < 16 || elf_syms__file_offset(s, s->syms[i].addr, &off) ||
+		    off + 8 > size)
+			continue;
+		code = (const unsigned char *)image + off;
+		s->sized++;
+		if (!memcmp(code, fp, 4) || (!memcmp(code, endbr, 4) && !memcmp(code + 4, fp, 4)))
+			s->framed++;
+	}
 }
 
 int elf_syms__open(const char *path, bool dynamic_only, struct elf_syms **out)
@@ -229,7 +236,7 @@ int elf_syms__open(const char *path, bool dynamic_only, struct elf_syms **out)
 		if (err)
 			goto cleanup;
 	}
-	qsort(s->syms, s->nsyms, sizeof(*s->syms), cmp_sym);
+	count_prologues(s, elf);
 	*out = s;
 	s = NULL;
 cleanup:
@@ -282,32 +289,6 @@ const struct elf_sym *elf_syms__binding(const struct elf_syms *s, const char *na
 	return sym;
 }
 
-const struct elf_sym *elf_syms__lookup(const struct elf_syms *s, uint64_t vaddr, uint64_t *offset)
-{
-	size_t lo = 0, hi = s->nsyms;
-	const struct elf_sym *e;
-
-	/* The last symbol at or below vaddr, then the first (best) of its aliases. */
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (s->syms[mid].addr <= vaddr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (!lo)
-		return NULL;
-	e = &s->syms[lo - 1];
-	while (e > s->syms && (e - 1)->addr == e->addr)
-		e--;
-	/* Size 0 (hand-written assembly) is taken to reach the next symbol. */
-	if (e->size && vaddr >= e->addr + e->size)
-		return NULL;
-	*offset = vaddr - e->addr;
-	return e;
-}
-
 int elf_syms__file_offset(const struct elf_syms *s, uint64_t vaddr, uint64_t *offset)
 {
 	size_t i;
@@ -317,21 +298,6 @@ int elf_syms__file_offset(const struct elf_syms *s, uint64_t vaddr, uint64_t *of
 
 		if (vaddr >= g->vaddr && vaddr < g->vaddr + g->filesz) {
 			*offset = vaddr - g->vaddr + g->offset;
-			return 0;
-		}
-	}
-	return -ENOENT;
-}
-
-int elf_syms__vaddr(const struct elf_syms *s, uint64_t offset, uint64_t *vaddr)
-{
-	size_t i;
-
-	for (i = 0; i < s->nsegs; i++) {
-		const struct segment *g = &s->segs[i];
-
-		if (offset >= g->offset && offset < g->offset + g->filesz) {
-			*vaddr = offset - g->offset + g->vaddr;
 			return 0;
 		}
 	}
@@ -356,4 +322,10 @@ size_t elf_syms__needed_count(const struct elf_syms *s)
 const char *elf_syms__needed(const struct elf_syms *s, size_t i)
 {
 	return i < s->nneeded ? s->needed[i] : NULL;
+}
+
+bool elf_syms__frame_pointers(const struct elf_syms *s)
+{
+	/* Leaf functions may go without; nearly all the others keep one. */
+	return s->sized && s->framed * 10 >= s->sized * 8;
 }

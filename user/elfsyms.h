@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0 */
-/* One ELF object's function symbols, segments and dynamic section, read once with libelf. */
+/* One ELF object's function symbols, segments and dynamic section, read once with libelf:
+ * what allocator discovery and attaching need (symbolization is libdwfl's, in syms). */
 #ifndef HEAPTAP_ELFSYMS_H
 #define HEAPTAP_ELFSYMS_H
 
@@ -30,13 +31,12 @@ const struct elf_sym *elf_syms__find(const struct elf_syms *s, const char *name)
 const struct elf_sym *elf_syms__binding(const struct elf_syms *s, const char *name,
 					bool main_program);
 
-/* The function containing vaddr, and vaddr's offset into it; NULL if none does. */
-const struct elf_sym *elf_syms__lookup(const struct elf_syms *s, uint64_t vaddr, uint64_t *offset);
-
-/* Between link-time addresses and file offsets, through the PT_LOAD segments; -ENOENT if
- * no segment holds the address. */
+/* A link-time address to its file offset, through the PT_LOAD segments; -ENOENT if no
+ * segment holds it. */
 int elf_syms__file_offset(const struct elf_syms *s, uint64_t vaddr, uint64_t *offset);
-int elf_syms__vaddr(const struct elf_syms *s, uint64_t offset, uint64_t *vaddr);
+
+/* Whether the object was built with frame pointers, judged by its functions' prologues. */
+bool elf_syms__frame_pointers(const struct elf_syms *s);
 
 /* The PT_INTERP program loader, or NULL for a statically linked object. */
 const char *elf_syms__interp(const struct elf_syms *s);

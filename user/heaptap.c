@@ -27,6 +27,7 @@
 #include "stacks.h"
 #include "syms.h"
 #include "target.h"
+#include "unwind.h"
 
 struct session {
 	struct options opts;
@@ -37,6 +38,9 @@ struct session {
 	struct fixups *fixups;
 	struct stacks *stacks;
 	struct syms *syms;
+	struct unwinder *unwinder;
+	struct ring_buffer *rb;
+	enum heaptap_stack_mode stack_mode;
 	struct snapshot prev;
 	bool have_prev;
 	uint64_t attach_ns;
@@ -68,6 +72,15 @@ static int on_new_stack(void *ctx, void *data, size_t size)
 	return 0;
 }
 
+/* A stack the BPF side could not walk: unwind it here, teaching it the rules met. */
+static int on_sample(void *ctx, void *data, size_t size)
+{
+	struct session *s = ctx;
+
+	unwinder__sample(s->unwinder, data, size);
+	return 0;
+}
+
 static int report(struct session *s, const char *type)
 {
 	struct snapshot snap;
@@ -86,10 +99,14 @@ static int report(struct session *s, const char *type)
 		.target_exited = s->target.exited,
 		.exit_code = s->target.exit_code,
 		.exit_signal = s->target.exit_signal,
+		.stack_mode = s->stack_mode,
+		.unwind = s->unwinder ? unwinder__stats(s->unwinder) : NULL,
 	};
 	int err;
 
-	err = accounting__snapshot(s->skel, s->opts.min_age_ns, &snap);
+	/* Every sample sent so far is unwound, so that its blocks have their stack. */
+	ring_buffer__consume(s->rb);
+	err = accounting__snapshot(s->skel, s->stacks, s->opts.min_age_ns, &snap);
 	if (err) {
 		fprintf(stderr, "heaptap: cannot read the BPF maps: %s\n", strerror(-err));
 		return err;
@@ -121,6 +138,7 @@ static void announce(struct session *s)
 		.allocator = s->allocator,
 		.probes = s->probes,
 		.attach_ns = s->attach_ns,
+		.stack_mode = s->stack_mode,
 	};
 
 	if (s->opts.json)
@@ -216,6 +234,7 @@ int main(int argc, char **argv)
 	const char *no_fixup_why;
 	enum fixup_mode fixup;
 	char *program = NULL;
+	size_t ring;
 	uint64_t stage_ns;
 	int err, sigfd = -1;
 
@@ -225,6 +244,8 @@ int main(int argc, char **argv)
 		return err > 0 ? EXIT_OK : EXIT_USAGE;
 	verbose = s.opts.verbose;
 	libbpf_set_print(libbpf_print);
+	/* No network lookups for debug information: only what is on this machine. */
+	unsetenv("DEBUGINFOD_URLS");
 	signal(SIGPIPE, SIG_IGN);
 
 	/* Nothing is touched without the privileges to finish the job. */
@@ -255,6 +276,12 @@ int main(int argc, char **argv)
 		fprintf(stderr, "heaptap: allocator %s, opened as %s\n", s.allocator->file.path,
 			s.allocator->file.open_path);
 
+	/* Stacks by frame pointers where every object keeps them, else by their CFI. */
+	s.stack_mode = s.opts.stack == STACK_FP ||
+				       (s.opts.stack == STACK_AUTO && s.allocator->frame_pointers)
+			       ? HEAPTAP_STACK_FP
+			       : HEAPTAP_STACK_DWARF;
+
 	/* Plan the probes: which functions, where, and how exceptions get out of operator new. */
 	fixup = fixups__mode(s.target.pid, &no_fixup_why);
 	err = probes__plan(s.allocator, fixup, no_fixup_why, &s.probes);
@@ -272,6 +299,14 @@ int main(int argc, char **argv)
 	}
 	s.skel->rodata->target_tgid = s.target.pid;
 	s.skel->rodata->stack_depth = s.opts.stack_depth;
+	s.skel->rodata->stack_mode = s.stack_mode;
+	s.skel->rodata->stack_bytes = s.opts.stack_bytes;
+	/* Room for 64 samples of the largest size asked for, as a power of two. */
+	for (ring = 1 << 20; ring < 64 * (s.opts.stack_bytes + sizeof(struct heaptap_sample) -
+					  HEAPTAP_MAX_STACK_BYTES);
+	     ring <<= 1)
+		;
+	bpf_map__set_max_entries(s.skel->maps.samples, ring);
 	bpf_map__set_max_entries(s.skel->maps.allocs, s.opts.max_allocs);
 	bpf_map__set_max_entries(s.skel->maps.stacks, s.opts.max_stacks);
 	probes__choose_programs(s.probes, s.skel);
@@ -285,8 +320,15 @@ int main(int argc, char **argv)
 	}
 	s.stacks = stacks__new(bpf_map__fd(s.skel->maps.stacks), s.opts.stack_depth);
 	s.syms = syms__new(s.target.pid);
+	s.unwinder = unwinder__new(s.syms, s.stacks, bpf_map__fd(s.skel->maps.unwind_rules),
+				   s.opts.stack_depth);
 	rb = ring_buffer__new(bpf_map__fd(s.skel->maps.events), on_new_stack, &s, NULL);
-	if (!s.stacks || !s.syms || !rb) {
+	if (rb && ring_buffer__add(rb, bpf_map__fd(s.skel->maps.samples), on_sample, &s)) {
+		ring_buffer__free(rb);
+		rb = NULL;
+	}
+	s.rb = rb;
+	if (!s.stacks || !s.syms || !s.unwinder || !rb) {
 		err = -ENOMEM;
 		fprintf(stderr, "heaptap: out of memory\n");
 		goto cleanup;
@@ -351,6 +393,7 @@ cleanup:
 	heaptap_bpf__destroy(s.skel);
 	if (s.have_prev)
 		snapshot__free(&s.prev);
+	unwinder__free(s.unwinder);
 	stacks__free(s.stacks);
 	syms__free(s.syms);
 	allocator__free(s.allocator);

@@ -31,6 +31,10 @@ static const char usage_text[] =
 	"      --max-allocs N     outstanding blocks tracked (default 1048576)\n"
 	"      --max-stacks N     distinct stacks stored (default 65536)\n"
 	"      --stack-depth N    frames per stack, 1-%d (default 64)\n"
+	"      --stack MODE       fp (frame pointers), dwarf (the objects' CFI), or auto\n"
+	"                         (default: fp where every object keeps frame pointers)\n"
+	"      --stack-bytes N    stack copied when a DWARF stack must be unwound by heaptap\n"
+	"                         (default 16384, at most 65536)\n"
 	"  -v, --verbose          say what heaptap decides and does on stderr\n"
 	"  -h, --help             show this help\n"
 	"  -V, --version          show the version\n"
@@ -46,6 +50,8 @@ enum {
 	OPT_MAX_ALLOCS,
 	OPT_MAX_STACKS,
 	OPT_STACK_DEPTH,
+	OPT_STACK,
+	OPT_STACK_BYTES,
 };
 
 static const struct option long_options[] = {
@@ -60,6 +66,8 @@ static const struct option long_options[] = {
 	{ "max-allocs", required_argument, NULL, OPT_MAX_ALLOCS },
 	{ "max-stacks", required_argument, NULL, OPT_MAX_STACKS },
 	{ "stack-depth", required_argument, NULL, OPT_STACK_DEPTH },
+	{ "stack", required_argument, NULL, OPT_STACK },
+	{ "stack-bytes", required_argument, NULL, OPT_STACK_BYTES },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, 'h' },
 	{ "version", no_argument, NULL, 'V' },
@@ -73,9 +81,31 @@ static const char *const sort_names[] = {
 	[SORT_BYTES] = "bytes",
 };
 
+static const char *const stack_names[] = {
+	[STACK_AUTO] = "auto",
+	[STACK_FP] = "fp",
+	[STACK_DWARF] = "dwarf",
+};
+
 const char *options__sort_name(enum sort_key key)
 {
 	return sort_names[key];
+}
+
+const char *options__stack_name(enum stack_choice stack)
+{
+	return stack_names[stack];
+}
+
+/* The index of arg in names, or -1. */
+static int pick(const char *arg, const char *const *names, int n)
+{
+	int i;
+
+	for (i = 0; i < n; i++)
+		if (!strcmp(arg, names[i]))
+			return i;
+	return -1;
 }
 
 static int bad(const char *what, const char *arg, const char *expected)
@@ -139,6 +169,7 @@ int options__parse(struct options *opts, int argc, char **argv)
 		.max_allocs = 1 << 20,
 		.max_stacks = 1 << 16,
 		.stack_depth = 64,
+		.stack_bytes = 16384,
 	};
 	/* '+': stop at the first non-option, so COMMAND's own options stay its own; ':' and
 	 * opterr = 0: every message about the command line is heaptap's own, on one line. */
@@ -171,12 +202,22 @@ int options__parse(struct options *opts, int argc, char **argv)
 			opts->min_age_ns = ms * 1000000;
 			break;
 		case OPT_SORT:
-			for (i = 0; i < (int)(sizeof(sort_names) / sizeof(sort_names[0])); i++)
-				if (!strcmp(optarg, sort_names[i]))
-					break;
-			if (i == sizeof(sort_names) / sizeof(sort_names[0]))
+			i = pick(optarg, sort_names, sizeof(sort_names) / sizeof(sort_names[0]));
+			if (i < 0)
 				return bad("--sort", optarg, "size, live, calls or bytes");
 			opts->sort = i;
+			break;
+		case OPT_STACK:
+			i = pick(optarg, stack_names, sizeof(stack_names) / sizeof(stack_names[0]));
+			if (i < 0)
+				return bad("--stack", optarg, "fp, dwarf or auto");
+			opts->stack = i;
+			break;
+		case OPT_STACK_BYTES:
+			if (parse_uint(optarg, 64, HEAPTAP_MAX_STACK_BYTES, &v) || v % 8)
+				return bad("--stack-bytes", optarg,
+					   "a multiple of 8 from 64 to 65536");
+			opts->stack_bytes = v;
 			break;
 		case OPT_JSON: opts->json = true; break;
 		case OPT_ALLOCATOR: opts->allocator = optarg; break;

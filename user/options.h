@@ -13,6 +13,12 @@ enum sort_key {
 	SORT_BYTES, /* by total bytes allocated */
 };
 
+enum stack_choice {
+	STACK_AUTO, /* frame pointers if every object keeps them, else DWARF */
+	STACK_FP,
+	STACK_DWARF,
+};
+
 struct options {
 	int pid;	/* 0 when launching a command */
 	char **command; /* argv of the command to launch, NULL-terminated */
@@ -27,6 +33,8 @@ struct options {
 	uint32_t max_allocs;
 	uint32_t max_stacks;
 	uint32_t stack_depth;
+	enum stack_choice stack;
+	uint32_t stack_bytes;
 };
 
 /* Exit statuses, as documented in the README. */
@@ -43,5 +51,6 @@ enum {
 int options__parse(struct options *opts, int argc, char **argv);
 
 const char *options__sort_name(enum sort_key key);
+const char *options__stack_name(enum stack_choice stack);
 
 #endif

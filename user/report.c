@@ -91,3 +91,8 @@ const char *report__site_function(const struct report *r, const struct site *sit
 		return NULL;
 	return syms__demangle(r->syms, r->probes->v[site->fn].name);
 }
+
+const char *report__stack_mode(const struct report *r)
+{
+	return r->stack_mode == HEAPTAP_STACK_DWARF ? "dwarf" : "fp";
+}

@@ -13,6 +13,7 @@
 #include "probes.h"
 #include "stacks.h"
 #include "syms.h"
+#include "unwind.h"
 
 struct report {
 	const char *type; /* "interval" or "final" */
@@ -32,6 +33,8 @@ struct report {
 	bool target_exited;
 	int exit_code;	 /* of a launched command; -1 when unknown */
 	int exit_signal; /* signal that ended it, or 0 */
+	int stack_mode;	 /* enum heaptap_stack_mode */
+	const struct unwind_stats *unwind;
 };
 
 struct size_row {
@@ -60,6 +63,9 @@ uint64_t report__inexact_count(const struct heaptap_counters *c, const struct in
 /* The allocator function a site's blocks came from, demangled: the name of its stack's first
  * frame, which aliases (glibc's __libc_malloc, tcmalloc's tc_new) would otherwise pick. */
 const char *report__site_function(const struct report *r, const struct site *site);
+
+/* "fp" or "dwarf". */
+const char *report__stack_mode(const struct report *r);
 
 /* The attach plan, once probes are in: the first line a script can wait for. */
 void report__attached_text(FILE *f, const struct report *r);

@@ -99,6 +99,8 @@ void report__attached_json(FILE *f, const struct report *r)
 	put(settings, "max_allocs", u64(r->opts->max_allocs));
 	put(settings, "max_stacks", u64(r->opts->max_stacks));
 	put(settings, "stack_depth", u64(r->opts->stack_depth));
+	put(settings, "stack_mode", json_object_new_string(report__stack_mode(r)));
+	put(settings, "stack_bytes", u64(r->opts->stack_bytes));
 	put(o, "settings", settings);
 	emit(f, o);
 }
@@ -113,6 +115,26 @@ static json_object *inexact(const struct heaptap_counters *c)
 	for (i = 0; i < report__ninexact_causes; i++)
 		put(o, report__inexact_causes[i].key,
 		    u64(report__inexact_count(c, &report__inexact_causes[i])));
+	return o;
+}
+
+static json_object *stacks(const struct report *r)
+{
+	const struct heaptap_counters *c = &r->snap->counters;
+	json_object *o = json_object_new_object();
+
+	put(o, "mode", json_object_new_string(report__stack_mode(r)));
+	put(o, "distinct", u64(c->new_stacks));
+	put(o, "samples", u64(c->samples));
+	put(o, "lost_samples", u64(c->lost_samples));
+	put(o, "truncated", u64(c->truncated_stacks + (r->unwind ? r->unwind->truncated : 0)));
+	if (r->unwind) {
+		put(o, "unwound", u64(r->unwind->samples));
+		put(o, "sample_bytes", u64(r->unwind->sample_bytes));
+		put(o, "unwind_ns", u64(r->unwind->unwind_ns));
+		put(o, "rules", u64(r->unwind->rules));
+		put(o, "no_cfi", u64(r->unwind->no_cfi));
+	}
 	return o;
 }
 
@@ -182,8 +204,10 @@ static json_object *frames(const struct report *r, const struct site *site)
 			put(e, "address", hex(st->ips[i]));
 			put(e, "module", si->module ? json_object_new_string(si->module) : NULL);
 			put(e, "function", name ? json_object_new_string(name) : NULL);
-			put(e, "offset", !si->module || fr->inlined ? NULL
-				: u64(fr->function ? fr->offset : si->module_offset));
+			put(e, "offset",
+			    !si->module || fr->inlined
+				    ? NULL
+				    : u64(fr->function ? fr->offset : si->module_offset));
 			put(e, "file", fr->file ? json_object_new_string(fr->file) : NULL);
 			put(e, "line", fr->line ? json_object_new_int(fr->line) : NULL);
 			put(e, "inlined", json_object_new_boolean(fr->inlined));
@@ -245,7 +269,7 @@ void report__json(FILE *f, const struct report *r)
 	put(o, "unwound_calls", u64(c->unwound));
 	put(o, "fixup_failures", u64(c->fixup_failures));
 	put(o, "lost_events", u64(c->lost_events));
-	put(o, "distinct_stacks", u64(c->new_stacks));
+	put(o, "stacks", stacks(r));
 	put(o, "alloc_rate",
 	    json_object_new_double(report__rate(r, c->alloc_calls, p ? p->alloc_calls : 0)));
 	put(o, "free_rate",

@@ -124,6 +124,20 @@ static void header(FILE *f, const struct report *r)
 			c->fixup_failures
 				? " (heaptap was too slow to let some through: see README)"
 				: "");
+	fprintf(f, "stacks     %s, %s distinct", report__stack_mode(r),
+		count(a, sizeof(a), c->new_stacks));
+	if (r->unwind && r->unwind->samples)
+		fprintf(f, ", %s unwound from samples (%.1f KiB, %.0f us each)",
+			count(b, sizeof(b), r->unwind->samples),
+			r->unwind->sample_bytes / 1024.0 / r->unwind->samples,
+			r->unwind->unwind_ns / 1e3 / r->unwind->samples);
+	if (c->truncated_stacks + (r->unwind ? r->unwind->truncated : 0))
+		fprintf(f, ", %s cut short",
+			count(d, sizeof(d),
+			      c->truncated_stacks + (r->unwind ? r->unwind->truncated : 0)));
+	if (c->lost_samples)
+		fprintf(f, ", %s samples lost (ring full)", count(e, sizeof(e), c->lost_samples));
+	fprintf(f, "\n");
 	fprintf(f, "memory     target RSS %s   heaptap RSS %s + BPF maps %s\n",
 		bytes(a, sizeof(a), r->rss), bytes(b, sizeof(b), r->self_rss),
 		bytes(d, sizeof(d), r->self_maps));
@@ -223,7 +237,9 @@ static void stack(FILE *f, const struct report *r, const struct site *site)
 			if (fr->file)
 				snprintf(where, sizeof(where), "%s:%d", fr->file, fr->line);
 			fprintf(f, "      %-44s %-32s %s\n", fn, where,
-				k + 1 < si->nframes ? "" : si->module ? si->module : "[unknown]");
+				k + 1 < si->nframes ? ""
+				: si->module	    ? si->module
+						    : "[unknown]");
 		}
 	}
 }

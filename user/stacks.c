@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 
 #include <bpf/bpf.h>
@@ -13,7 +14,8 @@
 struct stacks {
 	int map_fd;
 	unsigned int depth;
-	struct idmap cache; /* id -> struct stack */
+	struct idmap cache;   /* id -> struct stack */
+	struct idmap samples; /* sample id -> (void *)stack id */
 };
 
 struct stacks *stacks__new(int map_fd, unsigned int depth)
@@ -32,6 +34,7 @@ void stacks__free(struct stacks *s)
 	if (!s)
 		return;
 	idmap__free_values(&s->cache);
+	idmap__free(&s->samples);
 	free(s);
 }
 
@@ -39,27 +42,60 @@ void stacks__free(struct stacks *s)
  * The stored order is [word at sp, probed address, frame-pointer chain...]. When the kernel
  * itself adds the word at sp (it does for probes on push %rbp), the chain starts with it.
  */
-static struct stack *normalize(uint64_t id, const struct heaptap_stack *raw, unsigned int depth)
+static struct stack *normalize(uint64_t id, const uint64_t *raw, size_t words)
 {
-	size_t words = 1 + depth, i, n = 0;
-	uint64_t caller = raw->ips[0];
+	uint64_t caller = words ? raw[0] : 0;
 	struct stack *st;
+	size_t i, n = 0;
 
-	st = malloc(sizeof(*st) + words * sizeof(st->ips[0]));
+	st = malloc(sizeof(*st) + (words + 1) * sizeof(st->ips[0]));
 	if (!st)
 		return NULL;
 	st->id = id;
-	if (raw->ips[1])
-		st->ips[n++] = raw->ips[1];
+	if (words > 1 && raw[1])
+		st->ips[n++] = raw[1];
 	if (caller)
 		st->ips[n++] = caller;
-	for (i = 2; i < words && raw->ips[i]; i++) {
-		if (i == 2 && raw->ips[i] == caller)
+	for (i = 2; i < words && raw[i]; i++) {
+		if (i == 2 && raw[i] == caller)
 			continue;
-		st->ips[n++] = raw->ips[i];
+		st->ips[n++] = raw[i];
 	}
 	st->n = n;
 	return st;
+}
+
+static int cache(struct stacks *s, struct stack *st)
+{
+	int err = idmap__put(&s->cache, st->id, st);
+
+	if (err)
+		free(st);
+	return err;
+}
+
+int stacks__add(struct stacks *s, uint64_t sample_id, const uint64_t *raw, size_t words)
+{
+	uint64_t h = HEAPTAP_HASH_SEED, id;
+	struct stack *st;
+	size_t i;
+
+	for (i = 0; i < words; i++)
+		h = heaptap_hash_step(h, raw[i]);
+	id = heaptap_hash_end(h);
+	if (!idmap__get(&s->cache, id)) {
+		st = normalize(id, raw, words);
+		if (!st || cache(s, st))
+			return -ENOMEM;
+	}
+	return idmap__put(&s->samples, sample_id, (void *)(uintptr_t)id);
+}
+
+uint64_t stacks__canonical(const struct stacks *s, uint64_t id)
+{
+	if (!(id & HEAPTAP_SAMPLE_ID))
+		return id;
+	return (uintptr_t)idmap__get(&s->samples, id);
 }
 
 const struct stack *stacks__get(struct stacks *s, uint64_t id)
@@ -72,12 +108,8 @@ const struct stack *stacks__get(struct stacks *s, uint64_t id)
 	st = idmap__get(&s->cache, id);
 	if (st)
 		return st;
-	if (bpf_map_lookup_elem(s->map_fd, &id, &raw))
+	if ((id & HEAPTAP_SAMPLE_ID) || bpf_map_lookup_elem(s->map_fd, &id, &raw))
 		return NULL;
-	st = normalize(id, &raw, s->depth);
-	if (st && idmap__put(&s->cache, id, st)) {
-		free(st);
-		return NULL;
-	}
-	return st;
+	st = normalize(id, (const uint64_t *)raw.ips, 1 + s->depth);
+	return st && !cache(s, st) ? st : NULL;
 }

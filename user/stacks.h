@@ -23,4 +23,12 @@ void stacks__free(struct stacks *s);
 /* The stack with this id, or NULL when it was never stored (map full) or id is 0. */
 const struct stack *stacks__get(struct stacks *s, uint64_t id);
 
+/* Files a stack the loader unwound, in the BPF side's layout ([word at sp, probed address,
+ * callers...]), under the id the BPF side gives the same stack; sample_id names it too. */
+int stacks__add(struct stacks *s, uint64_t sample_id, const uint64_t *raw, size_t words);
+
+/* What a block's stack id stands for: itself, or for a sample, the id of its unwound stack
+ * (0 while the sample is not unwound). */
+uint64_t stacks__canonical(const struct stacks *s, uint64_t id);
+
 #endif

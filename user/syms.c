@@ -28,11 +28,11 @@ struct module {
 	dev_t dev;
 	uint64_t inode;
 	char *path;
-	char *open_path;	/* through /proc/PID/root: where .gnu_debuglink files are looked for */
+	char *open_path; /* through /proc/PID/root: where .gnu_debuglink files are looked for */
 	int fd;
 	bool loaded;
 	Dwfl *dwfl;
-	Dwfl_Module *dm;	/* NULL if unreadable: addresses show as module+offset */
+	Dwfl_Module *dm; /* NULL if unreadable: addresses show as module+offset */
 	Elf *elf;
 	GElf_Addr bias;
 };
@@ -40,21 +40,21 @@ struct module {
 /* Where an address was when first seen: it stays right after dlclose or exit. */
 struct location {
 	struct module *module;
-	uint64_t offset;	/* in the module's file */
+	uint64_t offset; /* in the module's file */
 };
 
 struct syms {
 	int pid;
 	struct proc_maps maps;
-	bool stale;		/* maps must be read again before use */
-	uint64_t read_ns;	/* when maps were last read */
+	bool stale;	  /* maps must be read again before use */
+	uint64_t read_ns; /* when maps were last read */
 	struct module **modules;
 	size_t nmodules;
-	struct idmap locations;	/* address -> struct location */
+	struct idmap locations; /* address -> struct location */
 	struct idmap infos;	/* address (| 1 << 63 for return addresses) -> struct sym_info */
 	char *debuginfo_path;
 	Dwfl_Callbacks callbacks;
-	char **strings;		/* names and files the infos point to */
+	char **strings; /* names and files the infos point to */
 	size_t nstrings;
 };
 
@@ -67,8 +67,8 @@ struct syms *syms__new(int pid)
 	s->pid = pid;
 	s->stale = true;
 	/* Build IDs and .gnu_debuglink, on the host and in the target's own root. */
-	if (asprintf(&s->debuginfo_path, ":.debug:/usr/lib/debug:/proc/%d/root/usr/lib/debug",
-		     pid) < 0) {
+	if (asprintf(&s->debuginfo_path, ":.debug:/usr/lib/debug:/proc/%d/root/usr/lib/debug", pid) <
+	    0) {
 		free(s);
 		return NULL;
 	}
@@ -309,8 +309,8 @@ static const char *die_name(struct syms *s, Dwarf_Die *die)
  * *file and *line move outwards to the place of each call, ending at the place in the
  * function they were inlined into.
  */
-static bool add_inlined(struct syms *s, struct module *mod, Dwarf_Addr addr,
-			struct sym_info *info, const char **file, int *line)
+static bool add_inlined(struct syms *s, struct module *mod, Dwarf_Addr addr, struct sym_info *info,
+			const char **file, int *line)
 {
 	Dwarf_Files *files = NULL;
 	Dwarf_Die *scopes = NULL, *cu;

@@ -16,17 +16,17 @@
 
 /* One source-level frame at an address: an inlined call expands to several. */
 struct sym_frame {
-	const char *function;	/* demangled; NULL when nothing names the address */
-	uint64_t offset;	/* into function, for the real (outermost) frame */
-	const char *file;	/* source file; NULL without line information */
-	int line;		/* 0 without line information */
-	bool inlined;		/* an inlined call, inside the next frame's function */
+	const char *function; /* demangled; NULL when nothing names the address */
+	uint64_t offset;      /* into function, for the real (outermost) frame */
+	const char *file;     /* source file; NULL without line information */
+	int line;	      /* 0 without line information */
+	bool inlined;	      /* an inlined call, inside the next frame's function */
 };
 
 struct sym_info {
-	const char *module;	/* path as the process sees it; NULL outside file mappings */
-	uint64_t module_offset;	/* of the address, in the module's file */
-	size_t nframes;		/* at least 1 */
+	const char *module;	  /* path as the process sees it; NULL outside file mappings */
+	uint64_t module_offset;	  /* of the address, in the module's file */
+	size_t nframes;		  /* at least 1 */
 	struct sym_frame *frames; /* innermost first */
 };
 

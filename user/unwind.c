@@ -1,0 +1,245 @@
+// SPDX-License-Identifier: GPL-2.0
+#include <dwarf.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <bpf/bpf.h>
+#include <elfutils/libdw.h>
+#include <linux/types.h>
+
+#include "clock.h"
+#include "heaptap.h"
+#include "idmap.h"
+#include "unwind.h"
+
+#define REG_RA 16 /* DWARF's x86-64 return address column */
+
+struct unwinder {
+	struct syms *syms;
+	struct stacks *stacks;
+	int rules_fd;
+	unsigned int depth;
+	struct idmap rules; /* return address -> struct heaptap_unwind_rule */
+	struct unwind_stats stats;
+};
+
+struct unwinder *unwinder__new(struct syms *syms, struct stacks *stacks, int rules_fd,
+			       unsigned int depth)
+{
+	struct unwinder *u = calloc(1, sizeof(*u));
+
+	if (u)
+		*u = (struct unwinder){
+			.syms = syms, .stacks = stacks, .rules_fd = rules_fd, .depth = depth
+		};
+	return u;
+}
+
+void unwinder__free(struct unwinder *u)
+{
+	if (!u)
+		return;
+	idmap__free_values(&u->rules);
+	free(u);
+}
+
+const struct unwind_stats *unwinder__stats(const struct unwinder *u)
+{
+	return &u->stats;
+}
+
+/* A location "CFA + offset", as libdw spells the rules DW_CFA_offset and friends (its
+ * DW_OP_plus_uconst may carry a negative offset, wrapped). */
+static bool cfa_relative(const Dwarf_Op *ops, size_t nops, int64_t *offset)
+{
+	if (!nops || ops[0].atom != DW_OP_call_frame_cfa)
+		return false;
+	if (nops == 1) {
+		*offset = 0;
+		return true;
+	}
+	if (nops == 2 && ops[1].atom == DW_OP_plus_uconst) {
+		*offset = ops[1].number;
+		return true;
+	}
+	if (nops == 3 && ops[1].atom == DW_OP_consts && ops[2].atom == DW_OP_plus) {
+		*offset = (int64_t)ops[1].number;
+		return true;
+	}
+	return false;
+}
+
+/* A frame's CFI as a rule the BPF side can apply; false for what it cannot express
+ * (expressions, registers other than rsp and rbp, signal frames). */
+static bool to_rule(Dwarf_Frame *frame, struct heaptap_unwind_rule *rule)
+{
+	Dwarf_Op ops_mem[3], *ops;
+	int64_t offset;
+	size_t nops;
+	bool signal;
+
+	*rule = (struct heaptap_unwind_rule){};
+	if (dwarf_frame_info(frame, NULL, NULL, &signal) < 0 || signal)
+		return false;
+	if (dwarf_frame_register(frame, REG_RA, ops_mem, &ops, &nops))
+		return false;
+	if (!nops && ops == ops_mem) {
+		/* The return address is undefined: the outermost frame (_start, clone). */
+		rule->flags = HEAPTAP_RULE_END;
+		return true;
+	}
+	if (!cfa_relative(ops, nops, &offset) || offset != -8)
+		return false;
+	/* CFA = register + offset: DW_OP_bregN offset, or DW_OP_bregx N offset. */
+	if (dwarf_frame_cfa(frame, &ops, &nops) || nops != 1)
+		return false;
+	if (ops[0].atom == DW_OP_bregx) {
+		rule->cfa_reg = ops[0].number;
+		rule->cfa_offset = (int64_t)ops[0].number2;
+	} else if (ops[0].atom >= DW_OP_breg0 && ops[0].atom <= DW_OP_breg31) {
+		rule->cfa_reg = ops[0].atom - DW_OP_breg0;
+		rule->cfa_offset = (int64_t)ops[0].number;
+	} else {
+		return false;
+	}
+	if (rule->cfa_reg != HEAPTAP_REG_SP && rule->cfa_reg != HEAPTAP_REG_BP)
+		return false;
+	if (dwarf_frame_register(frame, HEAPTAP_REG_BP, ops_mem, &ops, &nops))
+		return false;
+	if (nops) {
+		if (!cfa_relative(ops, nops, &offset) || !offset)
+			return false;
+		rule->bp_offset = offset;
+	}
+	return true;
+}
+
+/* The rule at return address ra from the CFI of its object; false when there is none. */
+static bool cfi_rule(struct unwinder *u, uint64_t ra, struct heaptap_unwind_rule *rule)
+{
+	Dwarf_Addr addr, bias;
+	Dwfl_Module *mod;
+	int pass;
+
+	mod = syms__dwfl_module(u->syms, ra, &addr);
+	if (!mod)
+		return false;
+	for (pass = 0; pass < 2; pass++) {
+		Dwarf_CFI *cfi =
+			pass ? dwfl_module_dwarf_cfi(mod, &bias) : dwfl_module_eh_cfi(mod, &bias);
+		Dwarf_Frame *frame;
+		bool ok;
+
+		/* At the call, one byte back from where it returns to. */
+		if (!cfi || dwarf_cfi_addrframe(cfi, addr - 1 - bias, &frame))
+			continue;
+		ok = to_rule(frame, rule);
+		free(frame);
+		if (ok)
+			return true;
+	}
+	return false;
+}
+
+/* What the copied stack holds at addr. */
+static bool stack_word(const struct heaptap_sample *smp, uint64_t addr, uint64_t *word)
+{
+	if (addr < smp->sp || addr + sizeof(*word) > smp->sp + smp->size)
+		return false;
+	memcpy(word, smp->stack + (addr - smp->sp), sizeof(*word));
+	return true;
+}
+
+/* Taught to the BPF side and remembered; a failed update only costs another sample. */
+static const struct heaptap_unwind_rule *teach(struct unwinder *u, uint64_t ra,
+					       const struct heaptap_unwind_rule *rule)
+{
+	struct heaptap_unwind_rule *kept = malloc(sizeof(*kept));
+
+	if (!kept)
+		return NULL;
+	*kept = *rule;
+	if (idmap__put(&u->rules, ra, kept)) {
+		free(kept);
+		return NULL;
+	}
+	if (!bpf_map_update_elem(u->rules_fd, &ra, kept, BPF_ANY))
+		u->stats.rules++;
+	return kept;
+}
+
+/*
+ * The rule at ra. Without CFI, the frame-pointer rule, if it leads to a plausible caller in
+ * this sample; else the stack ends there, for the BPF side too, which would otherwise send
+ * a sample at every allocation down this path.
+ */
+static const struct heaptap_unwind_rule *rule_at(struct unwinder *u, uint64_t ra,
+						 const struct heaptap_sample *smp, uint64_t bp)
+{
+	const struct heaptap_unwind_rule fp = { .cfa_reg = HEAPTAP_REG_BP,
+						.cfa_offset = 16,
+						.bp_offset = -16 };
+	const struct heaptap_unwind_rule end = { .flags = HEAPTAP_RULE_END };
+	struct heaptap_unwind_rule *known = idmap__get(&u->rules, ra);
+	struct heaptap_unwind_rule rule;
+	uint64_t caller;
+
+	if (known)
+		return known;
+	if (cfi_rule(u, ra, &rule))
+		return teach(u, ra, &rule);
+	u->stats.no_cfi++;
+	if (stack_word(smp, bp + 8, &caller) && syms__note(u->syms, caller))
+		return teach(u, ra, &fp);
+	return teach(u, ra, &end);
+}
+
+void unwinder__sample(struct unwinder *u, const struct heaptap_sample *smp, size_t size)
+{
+	uint64_t raw[HEAPTAP_MAX_DEPTH + 1], pc, sp, bp, start = clock__now_ns();
+	size_t words = 2;
+	bool cut = false;
+
+	if (size < offsetof(struct heaptap_sample, stack) ||
+	    smp->size > size - offsetof(struct heaptap_sample, stack))
+		return;
+	/* The same walk as the BPF side's (dwarf_stack), on the copy, learning as it goes. */
+	if (!stack_word(smp, smp->sp, &raw[0]))
+		raw[0] = 0;
+	raw[1] = smp->ip;
+	pc = raw[0];
+	sp = smp->sp + 8;
+	bp = smp->bp;
+	while (pc) {
+		const struct heaptap_unwind_rule *rule;
+		uint64_t cfa, ra;
+
+		if (words > u->depth || words > HEAPTAP_MAX_DEPTH) {
+			cut = true;
+			break;
+		}
+		rule = rule_at(u, pc, smp, bp);
+		if (!rule || (rule->flags & HEAPTAP_RULE_END))
+			break;
+		cfa = (rule->cfa_reg == HEAPTAP_REG_BP ? bp : sp) + rule->cfa_offset;
+		if (!stack_word(smp, cfa - 8, &ra) ||
+		    (rule->bp_offset && !stack_word(smp, cfa + rule->bp_offset, &bp))) {
+			cut = true;
+			break;
+		}
+		if (!ra)
+			break;
+		sp = cfa;
+		pc = ra;
+		raw[words++] = ra;
+		syms__note(u->syms, ra);
+	}
+	syms__note(u->syms, raw[0]);
+	syms__note(u->syms, raw[1]);
+	stacks__add(u->stacks, smp->sample_id, raw, words);
+	u->stats.samples++;
+	u->stats.sample_bytes += smp->size;
+	u->stats.truncated += cut;
+	u->stats.unwind_ns += clock__now_ns() - start;
+}

@@ -28,7 +28,8 @@ endif
 USER_SRCS := $(wildcard user/*.c)
 USER_OBJS := $(patsubst user/%.c,$(OUTPUT)/user/%.o,$(USER_SRCS))
 TARGETS := $(patsubst tests/targets/%.c,$(OUTPUT)/tests/%,$(wildcard tests/targets/*.c)) \
-	$(patsubst tests/targets/%.cc,$(OUTPUT)/tests/%,$(wildcard tests/targets/*.cc))
+	$(patsubst tests/targets/%.cc,$(OUTPUT)/tests/%,$(wildcard tests/targets/*.cc)) \
+	$(OUTPUT)/tests/libleaky.so
 
 ifeq ($(V),1)
 Q :=
@@ -88,6 +89,27 @@ $(OUTPUT)/tests/%: tests/targets/%.c $(TARGET_DEPS) | $(OUTPUT)/tests
 $(OUTPUT)/tests/%: tests/targets/%.cc $(TARGET_DEPS) | $(OUTPUT)/tests
 	$(call msg,CXX,$@)
 	$(Q)$(CXX) $(TARGET_FLAGS) -std=c++17 $< -o $@ $(shell sed -n 's|^// build: ||p' $<)
+
+# A shared library built as distributions build them (no frame pointers), and a PIE
+# executable that uses it.
+$(OUTPUT)/tests/libleaky.so: tests/targets/lib/leaky.c | $(OUTPUT)/tests
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(TARGET_FLAGS) -O2 -fomit-frame-pointer -shared -fPIC $< -o $@
+
+$(OUTPUT)/tests/pielib: tests/targets/pielib.c $(OUTPUT)/tests/libleaky.so $(TARGET_DEPS)
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(TARGET_FLAGS) -fPIE -pie $< -o $@ -L$(OUTPUT)/tests -l:libleaky.so \
+		-Wl,-rpath,'$$ORIGIN'
+
+# Stripped, with the debug information in a separate file: found through .gnu_debuglink
+# next to the program, or (stripped_buildid, installed by the test) by build ID.
+$(OUTPUT)/tests/stripped $(OUTPUT)/tests/stripped_buildid: $(OUTPUT)/tests/%: \
+		tests/targets/%.c $(TARGET_DEPS) | $(OUTPUT)/tests
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(TARGET_FLAGS) $< -o $@
+	$(Q)objcopy --only-keep-debug $@ $@.debug
+	$(Q)strip --strip-all $@
+	$(Q)if [ $* = stripped ]; then objcopy --add-gnu-debuglink=$@.debug $@; fi
 
 vmlinux:
 	$(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > $(VMLINUX)

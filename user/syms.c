@@ -136,13 +136,21 @@ static const char *keep(struct syms *s, char *owned)
 
 const char *syms__demangle(struct syms *s, const char *name)
 {
-	char *d;
+	char *plain, *d;
 	int status;
 
 	if (!name)
 		return NULL;
-	d = strncmp(name, "_Z", 2) ? NULL : __cxa_demangle(name, NULL, NULL, &status);
-	return keep(s, d ? d : strdup(name));
+	/* Without its symbol version (__libc_start_main@@GLIBC_2.34). */
+	plain = strndup(name, strcspn(name, "@"));
+	if (!plain)
+		return NULL;
+	d = strncmp(plain, "_Z", 2) ? NULL : __cxa_demangle(plain, NULL, NULL, &status);
+	if (d) {
+		free(plain);
+		plain = d;
+	}
+	return keep(s, plain);
 }
 
 static struct module *module_of(struct syms *s, const struct proc_map *m)
@@ -232,8 +240,12 @@ static bool module_address(struct module *mod, uint64_t offset, Dwarf_Addr *addr
 	return false;
 }
 
-/* Where addr is, from the first time it was asked; NULL if in no file mapping. */
-static const struct location *locate(struct syms *s, uint64_t addr)
+/*
+ * Where addr is, from the first time it was asked; NULL if in no file mapping. An address
+ * in no known mapping has the maps read again, at most every 100 ms (a stray address in a
+ * broken frame chain must not cost a read every time), or at once if `now`.
+ */
+static const struct location *locate(struct syms *s, uint64_t addr, bool now)
 {
 	struct location *loc = idmap__get(&s->locations, addr);
 	const struct proc_map *m;
@@ -243,9 +255,8 @@ static const struct location *locate(struct syms *s, uint64_t addr)
 	if (s->stale)
 		syms__refresh(s);
 	m = proc_maps__find(&s->maps, addr);
-	if (!m && clock__now_ns() - s->read_ns > 100000000) {
-		/* Mapped since the last read (dlopen), perhaps; a stray address in a broken
-		 * frame chain must not cost a read of the maps every time. */
+	if (!m && (now || clock__now_ns() - s->read_ns > 100000000)) {
+		/* Mapped since the last read: dlopen, perhaps. */
 		syms__refresh(s);
 		m = proc_maps__find(&s->maps, addr);
 	}
@@ -263,12 +274,13 @@ static const struct location *locate(struct syms *s, uint64_t addr)
 
 bool syms__note(struct syms *s, uint64_t addr)
 {
-	return locate(s, addr) != NULL;
+	return locate(s, addr, false) != NULL;
 }
 
 Dwfl_Module *syms__dwfl_module(struct syms *s, uint64_t addr, Dwarf_Addr *module_addr)
 {
-	const struct location *loc = locate(s, addr);
+	/* Unwinding needs the right module's CFI: a library loaded a moment ago included. */
+	const struct location *loc = locate(s, addr, true);
 
 	if (!loc)
 		return NULL;
@@ -307,10 +319,10 @@ static const char *die_name(struct syms *s, Dwarf_Die *die)
 /*
  * The inlined calls at addr, innermost first, each with the place in it that is executing;
  * *file and *line move outwards to the place of each call, ending at the place in the
- * function they were inlined into.
+ * function they were inlined into, whose name goes to *function.
  */
 static bool add_inlined(struct syms *s, struct module *mod, Dwarf_Addr addr, struct sym_info *info,
-			const char **file, int *line)
+			const char **file, int *line, const char **function)
 {
 	Dwarf_Files *files = NULL;
 	Dwarf_Die *scopes = NULL, *cu;
@@ -328,6 +340,11 @@ static bool add_inlined(struct syms *s, struct module *mod, Dwarf_Addr addr, str
 		struct sym_frame *f;
 		Dwarf_Word value;
 
+		if (dwarf_tag(&scopes[i]) == DW_TAG_subprogram) {
+			/* The function as its source names it: level6 for level6.constprop.0. */
+			*function = die_name(s, &scopes[i]);
+			break;
+		}
 		if (dwarf_tag(&scopes[i]) != DW_TAG_inlined_subroutine)
 			continue;
 		f = add_frame(info);
@@ -356,7 +373,7 @@ static void resolve(struct syms *s, const struct location *loc, bool return_addr
 		    struct sym_info *info)
 {
 	struct module *mod = loc->module;
-	const char *file = NULL, *name;
+	const char *file = NULL, *name, *function = NULL;
 	struct sym_frame *f;
 	Dwarf_Addr addr;
 	GElf_Off off;
@@ -376,13 +393,13 @@ static void resolve(struct syms *s, const struct location *loc, bool return_addr
 				       ? strdup(dwfl_lineinfo(l, NULL, &line, NULL, NULL, NULL))
 				       : NULL);
 	}
-	if (!add_inlined(s, mod, addr, info, &file, &line))
+	if (!add_inlined(s, mod, addr, info, &file, &line, &function))
 		return;
 	f = add_frame(info);
 	if (!f)
 		return;
 	name = dwfl_module_addrinfo(mod->dm, addr, &off, &sym, NULL, NULL, NULL);
-	f->function = syms__demangle(s, name);
+	f->function = function ? function : syms__demangle(s, name);
 	f->offset = name ? off + return_address : loc->offset;
 	f->file = file;
 	f->line = line;
@@ -398,7 +415,7 @@ const struct sym_info *syms__find(struct syms *s, uint64_t addr, bool return_add
 
 	if (info)
 		return info;
-	loc = locate(s, addr);
+	loc = locate(s, addr, false);
 	if (!loc)
 		return &unknown;
 	info = calloc(1, sizeof(*info));

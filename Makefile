@@ -43,7 +43,9 @@ endif
 .SECONDARY: $(OUTPUT)/bpf/heaptap.bpf.o
 .PHONY: all check-deps clean demo test vmlinux deps
 
-all: check-deps $(OUTPUT)/heaptap $(TARGETS)
+BENCH_TARGETS := $(patsubst bench/targets/%.c,$(OUTPUT)/bench/%,$(wildcard bench/targets/*.c))
+
+all: check-deps $(OUTPUT)/heaptap $(TARGETS) $(BENCH_TARGETS)
 
 # Debian 12 ships libbpf 1.1: fail early and clearly on anything older.
 check-deps:
@@ -54,7 +56,7 @@ check-deps:
 	$(Q)command -v $(BPFTOOL) >/dev/null || { echo "heaptap: bpftool is missing; run: sudo .ci/run deps" >&2; exit 1; }
 	$(Q)command -v $(CLANG) >/dev/null || { echo "heaptap: clang is missing; run: sudo .ci/run deps" >&2; exit 1; }
 
-$(OUTPUT) $(OUTPUT)/user $(OUTPUT)/bpf $(OUTPUT)/tests:
+$(OUTPUT) $(OUTPUT)/user $(OUTPUT)/bpf $(OUTPUT)/tests $(OUTPUT)/bench:
 	$(Q)mkdir -p $@
 
 $(OUTPUT)/bpf/%.bpf.o: bpf/%.bpf.c $(VMLINUX) | $(OUTPUT)/bpf
@@ -110,6 +112,11 @@ $(OUTPUT)/tests/stripped $(OUTPUT)/tests/stripped_buildid: $(OUTPUT)/tests/%: \
 	$(Q)objcopy --only-keep-debug $@ $@.debug
 	$(Q)strip --strip-all $@
 	$(Q)if [ $* = stripped ]; then objcopy --add-gnu-debuglink=$@.debug $@; fi
+
+# Benchmark targets: optimized without frame pointers, as distributions build.
+$(OUTPUT)/bench/%: bench/targets/%.c tests/targets/proto.h | $(OUTPUT)/bench
+	$(call msg,CC,$@)
+	$(Q)$(CC) -g -O2 -fomit-frame-pointer -fno-optimize-sibling-calls -Wall $< -o $@
 
 vmlinux:
 	$(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > $(VMLINUX)

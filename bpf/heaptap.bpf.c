@@ -341,7 +341,9 @@ static __always_inline __u64 dwarf_stack(struct pt_regs *ctx, struct call *c, __
 	__u64 id;
 
 	c->stack.ips[1] = PT_REGS_IP(ctx);
-	if (w.pc)
+	if (stack_mode == HEAPTAP_STACK_COPY)
+		w.status = WALK_UNKNOWN;
+	else if (w.pc)
 		bpf_loop(HEAPTAP_MAX_DEPTH + 1, walk_step, &w, 0);
 	if (w.words <= HEAPTAP_MAX_DEPTH)
 		c->stack.ips[w.words & HEAPTAP_MAX_DEPTH] = 0;
@@ -362,7 +364,7 @@ static __always_inline __u64 capture_stack(void *ctx, struct call *c, __u64 sp)
 
 	if (bpf_probe_read_user(&c->stack.ips[0], sizeof(__u64), (void *)sp))
 		c->stack.ips[0] = 0;
-	if (stack_mode == HEAPTAP_STACK_DWARF)
+	if (stack_mode != HEAPTAP_STACK_FP)
 		return dwarf_stack(ctx, c, sp);
 	n = bpf_get_stack(ctx, &c->stack.ips[1], stack_depth * sizeof(__u64), BPF_F_USER_STACK);
 	if (n < 0) {

@@ -42,6 +42,7 @@ enum heaptap_kind {
 enum heaptap_stack_mode {
 	HEAPTAP_STACK_FP = 1, /* frame-pointer chain, by the kernel */
 	HEAPTAP_STACK_DWARF,  /* unwind rules from the objects' CFI, learned from samples */
+	HEAPTAP_STACK_COPY,	/* every stack copied for the loader to unwind (costly) */
 };
 
 /*

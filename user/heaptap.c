@@ -277,10 +277,10 @@ int main(int argc, char **argv)
 			s.allocator->file.open_path);
 
 	/* Stacks by frame pointers where every object keeps them, else by their CFI. */
-	s.stack_mode = s.opts.stack == STACK_FP ||
-				       (s.opts.stack == STACK_AUTO && s.allocator->frame_pointers)
-			       ? HEAPTAP_STACK_FP
-			       : HEAPTAP_STACK_DWARF;
+	if (s.opts.stack == STACK_FP || (s.opts.stack == STACK_AUTO && s.allocator->frame_pointers))
+		s.stack_mode = HEAPTAP_STACK_FP;
+	else
+		s.stack_mode = s.opts.stack == STACK_COPY ? HEAPTAP_STACK_COPY : HEAPTAP_STACK_DWARF;
 
 	/* Plan the probes: which functions, where, and how exceptions get out of operator new. */
 	fixup = fixups__mode(s.target.pid, &no_fixup_why);

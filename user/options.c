@@ -31,8 +31,9 @@ static const char usage_text[] =
 	"      --max-allocs N     outstanding blocks tracked (default 1048576)\n"
 	"      --max-stacks N     distinct stacks stored (default 65536)\n"
 	"      --stack-depth N    frames per stack, 1-%d (default 64)\n"
-	"      --stack MODE       fp (frame pointers), dwarf (the objects' CFI), or auto\n"
-	"                         (default: fp where every object keeps frame pointers)\n"
+	"      --stack MODE       fp (frame pointers), dwarf (the objects' CFI), auto (fp where\n"
+	"                         every object keeps frame pointers, else dwarf: the default),\n"
+	"                         or copy (dwarf, but every stack copied: for measuring)\n"
 	"      --stack-bytes N    stack copied when a DWARF stack must be unwound by heaptap\n"
 	"                         (default 16384, at most 65536)\n"
 	"  -v, --verbose          say what heaptap decides and does on stderr\n"
@@ -85,6 +86,7 @@ static const char *const stack_names[] = {
 	[STACK_AUTO] = "auto",
 	[STACK_FP] = "fp",
 	[STACK_DWARF] = "dwarf",
+	[STACK_COPY] = "copy",
 };
 
 const char *options__sort_name(enum sort_key key)
@@ -210,7 +212,7 @@ int options__parse(struct options *opts, int argc, char **argv)
 		case OPT_STACK:
 			i = pick(optarg, stack_names, sizeof(stack_names) / sizeof(stack_names[0]));
 			if (i < 0)
-				return bad("--stack", optarg, "fp, dwarf or auto");
+				return bad("--stack", optarg, "fp, dwarf, copy or auto");
 			opts->stack = i;
 			break;
 		case OPT_STACK_BYTES:

@@ -17,6 +17,7 @@ enum stack_choice {
 	STACK_AUTO, /* frame pointers if every object keeps them, else DWARF */
 	STACK_FP,
 	STACK_DWARF,
+	STACK_COPY,	/* every stack copied and unwound by heaptap: for measuring */
 };
 
 struct options {

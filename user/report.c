@@ -94,5 +94,9 @@ const char *report__site_function(const struct report *r, const struct site *sit
 
 const char *report__stack_mode(const struct report *r)
 {
-	return r->stack_mode == HEAPTAP_STACK_DWARF ? "dwarf" : "fp";
+	switch (r->stack_mode) {
+	case HEAPTAP_STACK_DWARF: return "dwarf";
+	case HEAPTAP_STACK_COPY: return "copy";
+	default: return "fp";
+	}
 }

@@ -64,7 +64,7 @@ uint64_t report__inexact_count(const struct heaptap_counters *c, const struct in
  * frame, which aliases (glibc's __libc_malloc, tcmalloc's tc_new) would otherwise pick. */
 const char *report__site_function(const struct report *r, const struct site *site);
 
-/* "fp" or "dwarf". */
+/* "fp", "dwarf" or "copy". */
 const char *report__stack_mode(const struct report *r);
 
 /* The attach plan, once probes are in: the first line a script can wait for. */

@@ -62,11 +62,12 @@ struct {
 __u64 fixup_seq = 0;
 __u64 fixup_acks[HEAPTAP_FIXUP_SLOTS] = {};
 
-/* Unwind rules by return address (DWARF mode), learned by the loader from samples. */
+/* Unwind rules by return address (DWARF mode), learned by the loader from samples; sized
+ * from the options. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__uint(max_entries, 1 << 20);
+	__uint(max_entries, 1);
 	__type(key, __u64);
 	__type(value, struct heaptap_unwind_rule);
 } unwind_rules SEC(".maps");

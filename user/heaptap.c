@@ -301,12 +301,16 @@ int main(int argc, char **argv)
 	s.skel->rodata->stack_depth = s.opts.stack_depth;
 	s.skel->rodata->stack_mode = s.stack_mode;
 	s.skel->rodata->stack_bytes = s.opts.stack_bytes;
-	/* Room for 64 samples of the largest size asked for, as a power of two. */
+	/* DWARF stacks: room for 64 samples, and a rule per return address of as many frames
+	 * as stacks may be stored. Frame-pointer stacks use neither: the smallest maps. */
 	for (ring = 1 << 20; ring < 64 * (s.opts.stack_bytes + sizeof(struct heaptap_sample) -
-					  HEAPTAP_MAX_STACK_BYTES);
+					   HEAPTAP_MAX_STACK_BYTES);
 	     ring <<= 1)
 		;
-	bpf_map__set_max_entries(s.skel->maps.samples, ring);
+	bpf_map__set_max_entries(s.skel->maps.samples,
+				 s.stack_mode == HEAPTAP_STACK_FP ? 4096 : ring);
+	bpf_map__set_max_entries(s.skel->maps.unwind_rules,
+				 s.stack_mode == HEAPTAP_STACK_FP ? 1 : s.opts.max_stacks);
 	bpf_map__set_max_entries(s.skel->maps.allocs, s.opts.max_allocs);
 	bpf_map__set_max_entries(s.skel->maps.stacks, s.opts.max_stacks);
 	probes__choose_programs(s.probes, s.skel);

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 #include <stddef.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "report.h"
 
@@ -46,10 +47,12 @@ size_t report__size_rows(const struct report *r, struct size_row *rows)
 
 double report__rate(const struct report *r, uint64_t now, uint64_t before)
 {
-	uint64_t since = r->prev ? r->prev->time_ns : r->attach_ns;
+	/* The final report comes after detach: its rates cover the whole session. */
+	bool whole = !r->prev || !strcmp(r->type, "final");
+	uint64_t since = whole ? r->attach_ns : r->prev->time_ns;
 	double secs = (r->snap->time_ns - since) / 1e9;
 
-	return secs > 0 ? (now - before) / secs : 0;
+	return secs > 0 ? (now - (whole ? 0 : before)) / secs : 0;
 }
 
 #define CAUSE(field, text)                                             \

@@ -58,6 +58,24 @@ struct syms {
 	size_t nstrings;
 };
 
+/*
+ * libdwfl's own search, with the file as heaptap opens it (through /proc/PID/root: right for
+ * a .gnu_debuglink file next to it), then as the target names it (right for one under
+ * /usr/lib/debug and the object's directory).
+ */
+static int find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname, GElf_Addr base,
+			  const char *file_name, const char *debuglink, GElf_Word crc,
+			  char **debuginfo_name)
+{
+	int fd = dwfl_standard_find_debuginfo(mod, userdata, modname, base, file_name, debuglink,
+					      crc, debuginfo_name);
+
+	if (fd >= 0 || !modname || !file_name || !strcmp(modname, file_name))
+		return fd;
+	return dwfl_standard_find_debuginfo(mod, userdata, modname, base, modname, debuglink, crc,
+					    debuginfo_name);
+}
+
 struct syms *syms__new(int pid)
 {
 	struct syms *s = calloc(1, sizeof(*s));
@@ -74,7 +92,7 @@ struct syms *syms__new(int pid)
 	}
 	s->callbacks = (Dwfl_Callbacks){
 		.find_elf = dwfl_build_id_find_elf,
-		.find_debuginfo = dwfl_standard_find_debuginfo,
+		.find_debuginfo = find_debuginfo,
 		.section_address = dwfl_offline_section_address,
 		.debuginfo_path = &s->debuginfo_path,
 	};

@@ -515,15 +515,14 @@ int BPF_KPROBE(free_enter, __u64 ptr)
 	__u64 sp = PT_REGS_SP(ctx);
 	struct heaptap_alloc rec;
 
-	if (!is_target())
+	/* free(NULL) frees nothing, and a probe moved past the test for NULL never sees it. */
+	if (!is_target() || !ptr)
 		return 0;
 	/* No state is created here: a thread that only frees needs none. */
 	if (nested(thread_call(0), sp))
 		return 0;
 	__sync_fetch_and_add(&counters.free_calls, 1);
 	count_fn(ctx);
-	if (!ptr)
-		return 0;
 	if (take_record(ptr, &rec))
 		account_free(rec.size);
 	else

@@ -107,7 +107,7 @@ struct heaptap_size_class {
 /* Global counters; everything not accounted exactly has a counter here. */
 struct heaptap_counters {
 	__u64 alloc_calls; /* outermost calls of an allocating function */
-	__u64 free_calls;  /* outermost calls of a freeing function, free(NULL) included */
+	__u64 free_calls;  /* outermost calls of a freeing function, but free(NULL) */
 	__u64 allocs;	   /* blocks recorded */
 	__u64 frees;	   /* recorded blocks freed */
 	__u64 alloc_bytes;

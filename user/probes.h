@@ -20,7 +20,8 @@ struct probe {
 	const char *name;		/* symbol, as the object exports it */
 	int kind;			/* enum heaptap_kind, or PROBE_UNWIND */
 	const struct target_file *file; /* the object it is in */
-	uint64_t offset;		/* file offset of the function's entry */
+	uint64_t start;			/* file offset of the function's entry */
+	uint64_t offset;		/* where it is probed: the entry, or a cheaper site */
 	const char *skipped;		/* why it is not probed, or NULL */
 	struct bpf_link *entry;
 	struct bpf_link *ret; /* NULL for functions that only free */

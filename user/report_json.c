@@ -90,6 +90,7 @@ void report__attached_json(FILE *f, const struct report *r)
 		put(e, "kind", json_object_new_string(probes__kind_name(p->kind)));
 		put(e, "path", json_object_new_string(p->file->path));
 		put(e, "offset", u64(p->offset));
+		put(e, "entry_offset", u64(p->start));
 		put(e, "return", json_object_new_boolean(p->ret != NULL));
 		json_object_array_add(probes, e);
 	}

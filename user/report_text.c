@@ -86,9 +86,10 @@ void report__attached_text(FILE *f, const struct report *r)
 		if (p->skipped)
 			fprintf(f, "heaptap:   %-40s not probed: %s\n", p->name, p->skipped);
 		else
-			fprintf(f, "heaptap:   %-40s %s at 0x%" PRIx64 " in %s%s\n", p->name,
-				probes__kind_name(p->kind), p->offset, p->file->path,
-				p->ret ? ", and its return" : "");
+			fprintf(f, "heaptap:   %-40s %s at 0x%" PRIx64 "%s in %s%s\n", p->name,
+				probes__kind_name(p->kind), p->offset,
+				p->offset != p->start ? " (past its test for NULL)" : "",
+				p->file->path, p->ret ? ", and its return" : "");
 	}
 }
 

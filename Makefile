@@ -40,10 +40,11 @@ msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
 endif
 
 .DELETE_ON_ERROR:
-.SECONDARY: $(OUTPUT)/bpf/heaptap.bpf.o
+.SECONDARY: $(OUTPUT)/bpf/heaptap.bpf.o $(OUTPUT)/bench/probecost.bpf.o
 .PHONY: all check-deps clean demo test vmlinux deps
 
-BENCH_TARGETS := $(patsubst bench/targets/%.c,$(OUTPUT)/bench/%,$(wildcard bench/targets/*.c))
+BENCH_TARGETS := $(patsubst bench/targets/%.c,$(OUTPUT)/bench/%,$(wildcard bench/targets/*.c)) \
+	$(OUTPUT)/bench/probecost
 
 all: check-deps $(OUTPUT)/heaptap $(TARGETS) $(BENCH_TARGETS)
 
@@ -112,6 +113,19 @@ $(OUTPUT)/tests/stripped $(OUTPUT)/tests/stripped_buildid: $(OUTPUT)/tests/%: \
 	$(Q)objcopy --only-keep-debug $@ $@.debug
 	$(Q)strip --strip-all $@
 	$(Q)if [ $* = stripped ]; then objcopy --add-gnu-debuglink=$@.debug $@; fi
+
+# bench/probecost: empty BPF programs, what a probe costs with nothing in it.
+$(OUTPUT)/bench/%.bpf.o: bench/%.bpf.c $(VMLINUX) | $(OUTPUT)/bench
+	$(call msg,BPF,$@)
+	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+
+$(OUTPUT)/bench/%.skel.h: $(OUTPUT)/bench/%.bpf.o
+	$(call msg,GEN-SKEL,$@)
+	$(Q)$(BPFTOOL) gen skeleton $< > $@
+
+$(OUTPUT)/bench/probecost: bench/probecost.c $(OUTPUT)/bench/probecost.skel.h
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(USER_CFLAGS) -I$(OUTPUT)/bench $< -o $@ $(LIBS)
 
 # Benchmark targets: optimized without frame pointers, as distributions build.
 $(OUTPUT)/bench/%: bench/targets/%.c tests/targets/proto.h | $(OUTPUT)/bench

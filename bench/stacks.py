@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """What whole stacks cost: sudo python3 bench/stacks.py [RATE [SECONDS [PATHS]]]
 
-Runs bench/targets/stackbench (-O2, no frame pointers) allocating RATE malloc+free pairs a
+Runs bench/targets/allocbench (-O2, no frame pointers) allocating RATE malloc+free pairs a
 second (default 5000) for SECONDS (default 5) down PATHS distinct call paths 12 deep (default
 1024), traced by heaptap in each stack mode, all in this one run, and prints per mode: the
 rate the target kept, the stacks copied to heaptap and their bytes, heaptap's unwind time per
@@ -14,7 +14,7 @@ import sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
 import lib  # noqa: E402
 
-STACKBENCH = os.path.join(lib.BUILD, "bench", "stackbench")
+ALLOCBENCH = os.path.join(lib.BUILD, "bench", "allocbench")
 TIGHT = 20000
 
 
@@ -23,7 +23,7 @@ def value(answer, key):
 
 
 def traced(mode, rate, seconds, paths):
-    target = lib.Target(STACKBENCH)
+    target = lib.Target(ALLOCBENCH)
     try:
         untraced = value(target.do(f"tight {TIGHT}"), "ns_per_pair")
         ht = lib.Heaptap(["-p", str(target.target_pid), "-i", "1h", "--stack", mode])
@@ -48,7 +48,7 @@ def main(argv):
     if os.geteuid() != 0:
         print("the benchmark attaches BPF programs: run it as root")
         return 1
-    print(f"stackbench: {rate:.0f} malloc+free pairs/s for {seconds:.0f} s down {paths} paths "
+    print(f"allocbench: {rate:.0f} malloc+free pairs/s for {seconds:.0f} s down {paths} paths "
           f"12 calls deep (-O2, no frame pointers); tight loop: {TIGHT} pairs, one path")
     print(f"{'mode':6} {'kept/s':>8} {'events':>8} {'copied':>8} {'bytes/copy':>10} "
           f"{'bytes/event':>11} {'unwind us':>9} {'lost':>6} {'cut':>6} {'distinct':>8} "

@@ -12,7 +12,7 @@ endif
 VMLINUX := vmlinux/$(ARCH)/vmlinux.h
 
 LIBBPF_MIN := 1.1
-LIBS := $(shell pkg-config --libs libbpf libdw libelf json-c 2>/dev/null) -lstdc++ -lpthread
+LIBS := $(shell pkg-config --libs libbpf libdw libelf json-c 2>/dev/null) -lstdc++ -lpthread -lm
 WARNINGS := -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers
 ifeq ($(WERROR),1)
 WARNINGS += -Werror

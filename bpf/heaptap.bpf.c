@@ -22,6 +22,10 @@ const volatile __u32 target_tgid = 0;
 const volatile __u32 stack_depth = HEAPTAP_MAX_DEPTH; /* frames after the direct caller */
 const volatile __u32 stack_mode = HEAPTAP_STACK_FP;
 const volatile __u32 stack_bytes = 16384; /* a sample's stack, at most */
+/* Mean bytes between sampled allocations (byte-weighted Poisson sampling); 0: every one. */
+const volatile __u64 sample_interval = 0;
+/* --watch: no allocator probes; new pages of anonymous memory, by the stack that wrote them. */
+const volatile __u32 watch = 0;
 
 /* Counters userspace reads straight from the mmapped .bss. */
 struct heaptap_counters counters = {};
@@ -53,6 +57,15 @@ struct {
 	__type(value, struct heaptap_size_class);
 } size_classes SEC(".maps");
 
+/* --watch: pages first written, by stack id; max_entries is set from --max-stacks. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 1);
+	__type(key, __u64);
+	__type(value, __u64);
+} growth SEC(".maps");
+
 /* Exceptions leaving operator new: return addresses for the loader to put back. */
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -61,6 +74,15 @@ struct {
 
 __u64 fixup_seq = 0;
 __u64 fixup_acks[HEAPTAP_FIXUP_SLOTS] = {};
+
+/* Gaps between sampled allocations, exponentially distributed with mean sample_interval:
+ * BPF has no floating point, so the loader draws them. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, HEAPTAP_SAMPLE_GAPS);
+	__type(key, __u32);
+	__type(value, __u64);
+} sample_gaps SEC(".maps");
 
 /* Unwind rules by return address (DWARF mode), learned by the loader from samples; sized
  * from the options. */
@@ -100,6 +122,9 @@ struct call {
 	__u64 memptr; /* posix_memalign's out pointer */
 	__u64 stack_id;
 	__u64 has_old; /* realloc took old's record out of allocs */
+	__u64 sampled;	/* this call's block is to be tracked */
+	__s64 countdown; /* bytes until the next sampled allocation */
+	__u64 armed;	/* countdown drawn */
 	struct heaptap_alloc old;
 	struct heaptap_stack stack;
 };
@@ -183,15 +208,23 @@ static __always_inline bool take_record(__u64 ptr, struct heaptap_alloc *rec)
 	return bpf_map_delete_elem(&allocs, &ptr) == 0;
 }
 
-static __always_inline void record_block(struct call *c, __u64 ptr, __u64 size)
+/* A block was handed out at ptr: if we still hold a record there, its free went unseen
+ * (before attach, or, with --live, between windows); it is freed now. */
+static __always_inline void forget_reused(__u64 ptr)
 {
-	struct heaptap_alloc rec = {}, stale;
+	struct heaptap_alloc stale;
 
 	if (take_record(ptr, &stale)) {
-		/* The allocator handed out an address we still hold: its free went unseen. */
 		__sync_fetch_and_add(&counters.reused_addresses, 1);
 		account_free(stale.size);
 	}
+}
+
+static __always_inline void record_block(struct call *c, __u64 ptr, __u64 size)
+{
+	struct heaptap_alloc rec = {};
+
+	forget_reused(ptr);
 	rec.size = size;
 	rec.time_ns = bpf_ktime_get_ns();
 	rec.stack_id = c->stack_id;
@@ -246,10 +279,11 @@ enum walk_status { WALK_ON, WALK_END, WALK_UNKNOWN, WALK_CUT };
 
 struct walk {
 	struct call *c;
-	__u64 pc; /* the return address whose rule steps further */
+	__u64 pc;	/* the return address whose rule steps further */
+	__u64 at_ip;	/* HEAPTAP_RULE_AT_IP while pc is the first frame's own instruction */
 	__u64 sp;
 	__u64 bp;
-	__u32 words; /* of c->stack filled */
+	__u32 words;	/* of c->stack filled */
 	__u32 status;
 };
 
@@ -259,13 +293,14 @@ static long walk_step(__u64 i, void *arg)
 	struct heaptap_unwind_rule *rule;
 	struct walk *w = arg;
 	__u32 n = w->words;
-	__u64 cfa, ra;
+	__u64 cfa, ra, key;
 
 	if (n > stack_depth || n > HEAPTAP_MAX_DEPTH) {
 		w->status = WALK_CUT;
 		return 1;
 	}
-	rule = bpf_map_lookup_elem(&unwind_rules, &w->pc);
+	key = w->pc | w->at_ip;
+	rule = bpf_map_lookup_elem(&unwind_rules, &key);
 	if (!rule) {
 		w->status = WALK_UNKNOWN;
 		return 1;
@@ -287,6 +322,7 @@ static long walk_step(__u64 i, void *arg)
 	}
 	w->sp = cfa;
 	w->pc = ra;
+	w->at_ip = 0;
 	/* The mask only restates n's bound for the verifier. */
 	w->c->stack.ips[n & HEAPTAP_MAX_DEPTH] = ra;
 	w->words = n + 1;
@@ -297,7 +333,7 @@ static long walk_step(__u64 i, void *arg)
  * Sends the stack for the loader to unwind; returns the sample's id, or 0 when the ring is
  * full. The stack may end before stack_bytes: then ever smaller copies are tried.
  */
-static __always_inline __u64 send_sample(struct pt_regs *ctx, __u64 sp)
+static __always_inline __u64 send_sample(__u64 ip, __u64 sp, __u64 bp, __u64 at_ip)
 {
 	struct heaptap_sample *smp;
 	__u32 size = stack_bytes;
@@ -317,31 +353,35 @@ static __always_inline __u64 send_sample(struct pt_regs *ctx, __u64 sp)
 	}
 	id = HEAPTAP_SAMPLE_ID | __sync_add_and_fetch(&sample_seq, 1);
 	smp->sample_id = id;
-	smp->ip = PT_REGS_IP(ctx);
+	smp->ip = ip;
 	smp->sp = sp;
-	smp->bp = PT_REGS_FP(ctx);
+	smp->bp = bp;
 	smp->size = i < 6 ? size : 0;
+	smp->at_ip = at_ip;
 	__sync_fetch_and_add(&counters.samples, 1);
 	bpf_ringbuf_submit(smp, 0);
 	return id;
 }
 
 /*
- * The stack by the rules the loader learned from the objects' CFI: from the direct caller
- * (the word at sp, as the probe is at the function's entry) outwards. At a return address
- * with no rule yet, the stack goes to the loader as a sample, and its id stands in.
+ * The stack by the rules the loader learned from the objects' CFI, from ip, sp and bp: at a
+ * function's entry (at_ip 0) from the direct caller, the word at sp, in c->stack.ips[0];
+ * elsewhere (at_ip HEAPTAP_RULE_AT_IP) from ip's own frame. At a return address with no rule
+ * yet, the stack goes to the loader as a sample, and its id stands in.
  */
-static __always_inline __u64 dwarf_stack(struct pt_regs *ctx, struct call *c, __u64 sp)
+static __always_inline __u64 dwarf_stack(struct call *c, __u64 ip, __u64 sp, __u64 bp,
+					 __u64 at_ip)
 {
 	struct walk w = { .c = c,
-			  .pc = c->stack.ips[0],
-			  .sp = sp + 8,
-			  .bp = PT_REGS_FP(ctx),
+			  .pc = at_ip ? ip : c->stack.ips[0],
+			  .at_ip = at_ip,
+			  .sp = at_ip ? sp : sp + 8,
+			  .bp = bp,
 			  .words = 2,
 			  .status = WALK_ON };
 	__u64 id;
 
-	c->stack.ips[1] = PT_REGS_IP(ctx);
+	c->stack.ips[1] = ip;
 	if (stack_mode == HEAPTAP_STACK_COPY)
 		w.status = WALK_UNKNOWN;
 	else if (w.pc)
@@ -349,7 +389,7 @@ static __always_inline __u64 dwarf_stack(struct pt_regs *ctx, struct call *c, __
 	if (w.words <= HEAPTAP_MAX_DEPTH)
 		c->stack.ips[w.words & HEAPTAP_MAX_DEPTH] = 0;
 	if (w.status == WALK_UNKNOWN) {
-		id = send_sample(ctx, sp);
+		id = send_sample(ip, sp, bp, at_ip);
 		if (id)
 			return id;
 	}
@@ -366,7 +406,8 @@ static __always_inline __u64 capture_stack(void *ctx, struct call *c, __u64 sp)
 	if (bpf_probe_read_user(&c->stack.ips[0], sizeof(__u64), (void *)sp))
 		c->stack.ips[0] = 0;
 	if (stack_mode != HEAPTAP_STACK_FP)
-		return dwarf_stack(ctx, c, sp);
+		return dwarf_stack(c, PT_REGS_IP((struct pt_regs *)ctx), sp,
+				   PT_REGS_FP((struct pt_regs *)ctx), 0);
 	n = bpf_get_stack(ctx, &c->stack.ips[1], stack_depth * sizeof(__u64), BPF_F_USER_STACK);
 	if (n < 0) {
 		__sync_fetch_and_add(&counters.stack_errors, 1);
@@ -428,6 +469,36 @@ static __always_inline bool nested(struct call *c, __u64 sp)
 	return false;
 }
 
+static __always_inline __s64 sample_gap(void)
+{
+	__u32 k = bpf_get_prandom_u32() & (HEAPTAP_SAMPLE_GAPS - 1);
+	__u64 *gap = bpf_map_lookup_elem(&sample_gaps, &k);
+
+	return gap && *gap ? *gap : sample_interval;
+}
+
+/*
+ * Byte-weighted Poisson sampling, as tcmalloc and heapprofd do it: each thread counts the
+ * bytes it allocates down from an exponential gap; the allocation that crosses zero is
+ * sampled, and a new gap drawn. A block of s bytes is then sampled with probability
+ * 1 - exp(-s / sample_interval), whatever came before it: the loader weighs it back.
+ */
+static __always_inline bool sampled(struct call *c, __u64 size)
+{
+	if (!sample_interval)
+		return true;
+	if (!c->armed) {
+		c->countdown = sample_gap();
+		c->armed = 1;
+	}
+	if (size < (__u64)c->countdown) {
+		c->countdown -= size;
+		return false;
+	}
+	c->countdown = sample_gap();
+	return true;
+}
+
 static __always_inline int enter(void *ctx, __u64 kind, __u64 ptr, __u64 size, __u64 memptr)
 {
 	__u64 sp = PT_REGS_SP((struct pt_regs *)ctx);
@@ -446,7 +517,8 @@ static __always_inline int enter(void *ctx, __u64 kind, __u64 ptr, __u64 size, _
 	c->ptr = ptr;
 	c->size = size;
 	c->memptr = memptr;
-	c->stack_id = capture_stack(ctx, c, sp);
+	c->sampled = sampled(c, size == SIZE_OVERFLOW ? 0 : size);
+	c->stack_id = c->sampled ? capture_stack(ctx, c, sp) : 0;
 	/*
 	 * realloc takes the old record out now: once the allocator frees the old block another
 	 * thread may be given its address before our return probe runs.
@@ -558,10 +630,12 @@ static __always_inline void finish(struct call *c, __u64 ptr)
 
 	c->sp = 0;
 	if (!resize || !c->ptr) {
-		if (ptr)
+		if (!ptr)
+			__sync_fetch_and_add(&counters.failed, 1);
+		else if (c->sampled)
 			record_block(c, ptr, c->size);
 		else
-			__sync_fetch_and_add(&counters.failed, 1);
+			forget_reused(ptr);
 		return;
 	}
 	/*
@@ -582,8 +656,10 @@ static __always_inline void finish(struct call *c, __u64 ptr)
 		account_free(c->old.size);
 	else
 		__sync_fetch_and_add(&counters.unknown_frees, 1);
-	if (ptr)
+	if (ptr && c->sampled)
 		record_block(c, ptr, c->size);
+	else if (ptr)
+		forget_reused(ptr);
 }
 
 SEC("uretprobe")
@@ -695,4 +771,57 @@ SEC("uprobe")
 int BPF_KPROBE(unwind_wait)
 {
 	return unwind(ctx, false);
+}
+
+#define X86_PF_PROT 1
+#define X86_PF_WRITE 2
+#define VM_GROWSDOWN 0x100
+
+/* bpf_find_vma's callback: whether the mapping is anonymous memory, and not the stack. */
+static long anonymous(struct task_struct *task, struct vm_area_struct *vma, void *ctx)
+{
+	*(bool *)ctx = !vma->vm_file && !(vma->vm_flags & VM_GROWSDOWN);
+	return 0;
+}
+
+/*
+ * --watch: the process writes to an anonymous page not there yet, taking memory for the
+ * first time. Heap growth shows as such faults; the stack that made one is where the memory
+ * went. Nothing else in the process is probed.
+ */
+SEC("tp_btf/page_fault_user")
+int BPF_PROG(page_fault, unsigned long address, struct pt_regs *regs, unsigned long error_code)
+{
+	struct call *c;
+	bool anon = false;
+	__u64 id, *pages, one = 1;
+	long n;
+
+	if (!watch || !is_target() || (error_code & (X86_PF_PROT | X86_PF_WRITE)) != X86_PF_WRITE)
+		return 0;
+	if (bpf_find_vma(bpf_get_current_task_btf(), address, anonymous, &anon, 0) || !anon)
+		return 0;
+	c = thread_call(BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!c)
+		return 0;
+	__sync_fetch_and_add(&counters.pages_touched, 1);
+	c->stack.ips[0] = 0;
+	if (stack_mode != HEAPTAP_STACK_FP) {
+		id = dwarf_stack(c, regs->ip, regs->sp, regs->bp, HEAPTAP_RULE_AT_IP);
+	} else {
+		n = bpf_get_stack(ctx, &c->stack.ips[1], stack_depth * sizeof(__u64),
+				  BPF_F_USER_STACK);
+		if (n < 0) {
+			__sync_fetch_and_add(&counters.stack_errors, 1);
+			n = 0;
+		}
+		id = store_stack(c, 1 + n / sizeof(__u64));
+	}
+	pages = bpf_map_lookup_elem(&growth, &id);
+	if (pages)
+		__sync_fetch_and_add(pages, 1);
+	else if (bpf_map_update_elem(&growth, &id, &one, BPF_NOEXIST) &&
+		 (pages = bpf_map_lookup_elem(&growth, &id)))
+		__sync_fetch_and_add(pages, 1);
+	return 0;
 }

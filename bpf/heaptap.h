@@ -12,6 +12,9 @@
 /* Stack bytes a sample may copy for the loader to unwind (--stack-bytes). */
 #define HEAPTAP_MAX_STACK_BYTES 65536
 
+/* Exponential gaps (bytes) between sampled allocations, drawn by the loader (--sample). */
+#define HEAPTAP_SAMPLE_GAPS 4096
+
 /* Attach cookies index per-function call counters; the allocator table is far smaller. */
 #define HEAPTAP_MAX_FUNCS 64
 
@@ -61,6 +64,11 @@ struct heaptap_unwind_rule {
 #define HEAPTAP_REG_SP 7
 #define HEAPTAP_RULE_END 1
 
+/* In unwind_rules' keys: the rule at this very instruction, for the first frame of a stack
+ * taken elsewhere than at a function's entry (a page fault); else keys are return
+ * addresses, whose rule is the one at the call before them. */
+#define HEAPTAP_RULE_AT_IP (1ULL << 63)
+
 /* Sample ids stand in for a block's stack id until the loader has unwound the sample. */
 #define HEAPTAP_SAMPLE_ID (1ULL << 63)
 
@@ -74,6 +82,7 @@ struct heaptap_sample {
 	__u64 sp;
 	__u64 bp;
 	__u64 size; /* bytes of stack copied from sp */
+	__u64 at_ip;	/* taken at ip itself (a page fault), not at a function\'s entry */
 	__u8 stack[HEAPTAP_MAX_STACK_BYTES];
 };
 
@@ -130,6 +139,7 @@ struct heaptap_counters {
 	__u64 samples;		/* stacks sent to the loader to unwind */
 	__u64 lost_samples;	/* stacks that should have been sent: the samples ring was full */
 	__u64 truncated_stacks; /* stacks cut short: unreadable memory, or --stack-depth */
+	__u64 pages_touched;	/* --watch: new anonymous pages written for the first time */
 };
 
 /* Ring buffer record: a stack was stored for the first time. */

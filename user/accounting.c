@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -76,8 +78,9 @@ static void add_size(struct site *site, uint64_t size)
 }
 
 static int add_block(struct snapshot *s, struct idmap *index, size_t *cap,
-		     const struct heaptap_alloc *a, uint64_t stack_id)
+		     const struct heaptap_alloc *a, uint64_t stack_id, uint64_t sample_bytes)
 {
+	double p = sample_bytes ? -expm1(-(double)a->size / sample_bytes) : 1;
 	uintptr_t slot = (uintptr_t)idmap__get(index, stack_id);
 	struct site *site;
 	int err;
@@ -103,13 +106,20 @@ static int add_block(struct snapshot *s, struct idmap *index, size_t *cap,
 	add_size(site, a->size);
 	site->live++;
 	site->live_bytes += a->size;
+	/* A block of size 0 is never sampled (p = 0): count it as it is. */
+	if (p <= 0)
+		p = 1;
+	site->est_blocks += 1 / p;
+	site->est_bytes += a->size / p;
+	site->est_var += (double)a->size * a->size * (1 - p) / (p * p);
 	if (a->time_ns < site->oldest_ns)
 		site->oldest_ns = a->time_ns;
 	return 0;
 }
 
 /* Hash maps are read bucket by bucket, so blocks freed meanwhile are simply not seen. */
-static int read_sites(int fd, struct stacks *stacks, uint64_t min_age_ns, struct snapshot *s)
+static int read_sites(int fd, struct stacks *stacks, uint64_t min_age_ns, uint64_t sample_bytes,
+		      struct snapshot *s)
 {
 	struct heaptap_alloc *values = calloc(BATCH, sizeof(*values));
 	__u64 *keys = calloc(BATCH, sizeof(*keys));
@@ -142,7 +152,7 @@ static int read_sites(int fd, struct stacks *stacks, uint64_t min_age_ns, struct
 				continue;
 			}
 			err = add_block(s, &index, &cap, &values[i],
-					stacks__canonical(stacks, values[i].stack_id));
+					stacks__canonical(stacks, values[i].stack_id), sample_bytes);
 		}
 	}
 	idmap__free(&index);
@@ -151,10 +161,13 @@ static int read_sites(int fd, struct stacks *stacks, uint64_t min_age_ns, struct
 	return err;
 }
 
+/* By live bytes, estimated where sampled. */
 static int by_live_bytes(const void *a, const void *b)
 {
 	const struct site *x = a, *y = b;
 
+	if (x->est_bytes != y->est_bytes)
+		return x->est_bytes > y->est_bytes ? -1 : 1;
 	if (x->live_bytes != y->live_bytes)
 		return x->live_bytes > y->live_bytes ? -1 : 1;
 	if (x->live != y->live)
@@ -163,7 +176,7 @@ static int by_live_bytes(const void *a, const void *b)
 }
 
 int accounting__snapshot(struct heaptap_bpf *skel, struct stacks *stacks, uint64_t min_age_ns,
-			 struct snapshot *out)
+			 uint64_t sample_bytes, struct snapshot *out)
 {
 	int err;
 
@@ -173,7 +186,66 @@ int accounting__snapshot(struct heaptap_bpf *skel, struct stacks *stacks, uint64
 	memcpy(out->fn_calls, skel->bss->fn_calls, sizeof(out->fn_calls));
 	err = read_classes(bpf_map__fd(skel->maps.size_classes), out->classes);
 	if (!err)
-		err = read_sites(bpf_map__fd(skel->maps.allocs), stacks, min_age_ns, out);
+		err = read_sites(bpf_map__fd(skel->maps.allocs), stacks, min_age_ns, sample_bytes,
+				 out);
+	if (err) {
+		snapshot__free(out);
+		return err;
+	}
+	qsort(out->sites, out->nsites, sizeof(*out->sites), by_live_bytes);
+	return 0;
+}
+
+int accounting__watch_snapshot(struct heaptap_bpf *skel, struct stacks *stacks,
+			       struct snapshot *out)
+{
+	uint64_t page = sysconf(_SC_PAGESIZE), key, next, pages;
+	int fd = bpf_map__fd(skel->maps.growth), err = 0;
+	struct idmap index = {};
+	size_t cap = 0;
+	void *prev = NULL;
+
+	memset(out, 0, sizeof(*out));
+	out->time_ns = clock__now_ns();
+	out->counters = skel->bss->counters;
+	while (!err && !bpf_map_get_next_key(fd, prev, &next)) {
+		uint64_t id;
+		uintptr_t slot;
+		struct site *site;
+
+		key = next;
+		prev = &key;
+		if (bpf_map_lookup_elem(fd, &key, &pages))
+			continue;
+		/* Samples of the same stack merge into it. */
+		id = stacks__canonical(stacks, key);
+		slot = (uintptr_t)idmap__get(&index, id);
+		if (!slot) {
+			if (out->nsites == cap) {
+				struct site *grown;
+
+				cap = cap ? cap * 2 : 64;
+				grown = realloc(out->sites, cap * sizeof(*grown));
+				if (!grown) {
+					err = -ENOMEM;
+					break;
+				}
+				out->sites = grown;
+			}
+			out->sites[out->nsites] = (struct site){
+				.stack_id = id, .min_size = page, .max_size = page,
+				.sizes = { page }, .nsizes = 1, .fn = HEAPTAP_MAX_FUNCS,
+				.oldest_ns = out->time_ns };
+			slot = ++out->nsites;
+			err = idmap__put(&index, id, (void *)slot);
+		}
+		site = &out->sites[slot - 1];
+		site->live += pages;
+		site->live_bytes += pages * page;
+		site->est_blocks += pages;
+		site->est_bytes += pages * page;
+	}
+	idmap__free(&index);
 	if (err) {
 		snapshot__free(out);
 		return err;

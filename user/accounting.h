@@ -28,6 +28,13 @@ struct site {
 	unsigned int nsizes;
 	bool more_sizes;
 	uint32_t fn; /* allocating function (index of the attach table) */
+	/* With sampling, what the sampled blocks stand for: each s-byte block was sampled
+	 * with probability p = 1 - exp(-s / interval) and counts 1/p blocks, s/p bytes
+	 * (Horvitz-Thompson); est_var is the variance of est_bytes. Without, the same as
+	 * live and live_bytes, variance 0. */
+	double est_bytes;
+	double est_blocks;
+	double est_var;
 };
 
 struct snapshot {
@@ -42,9 +49,14 @@ struct snapshot {
 
 /* Takes a snapshot; blocks younger than min_age_ns are left out of the sites. */
 /* Sites are keyed by stacks' canonical ids (a sampled block's, once unwound, by its
- * stack's). */
+ * stack's). sample_bytes: the mean sampling interval, 0 when every block is tracked. */
 int accounting__snapshot(struct heaptap_bpf *skel, struct stacks *stacks, uint64_t min_age_ns,
-			 struct snapshot *out);
+			 uint64_t sample_bytes, struct snapshot *out);
+
+/* --watch: the sites are the stacks that first wrote new pages, a page a block: live and
+ * live_bytes count those pages. */
+int accounting__watch_snapshot(struct heaptap_bpf *skel, struct stacks *stacks,
+			       struct snapshot *out);
 void snapshot__free(struct snapshot *s);
 
 /* How long before the snapshot time_ns was; 0 for a time during the snapshot itself. */

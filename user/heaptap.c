@@ -5,6 +5,8 @@
  * allocations by stack every interval; detach and leave the process as it was.
  */
 #include <errno.h>
+#include <inttypes.h>
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,12 +15,15 @@
 #include <sys/signalfd.h>
 #include <unistd.h>
 
+#include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
 #include "accounting.h"
 #include "allocator.h"
 #include "clock.h"
 #include "fixups.h"
+#include "history.h"
+#include "overhead.h"
 #include "heaptap.skel.h"
 #include "options.h"
 #include "probes.h"
@@ -44,6 +49,14 @@ struct session {
 	struct snapshot prev;
 	bool have_prev;
 	uint64_t attach_ns;
+	struct history *history;
+	struct bpf_link *watch;			/* --watch: the page-fault program */
+	/* --live */
+	struct probe_costs costs;
+	struct duty_cycle duty;
+	bool attached;
+	uint64_t window_cpu_ns;			/* the target's CPU time when the window began */
+	uint64_t window_calls[HEAPTAP_MAX_FUNCS]; /* fn_calls when the window began */
 };
 
 static bool verbose;
@@ -81,6 +94,22 @@ static int on_sample(void *ctx, void *data, size_t size)
 	return 0;
 }
 
+/* Exponential gaps, mean `bytes`, for the BPF side's sampling (it has no logarithm). */
+static int fill_sample_gaps(struct heaptap_bpf *skel, uint64_t bytes)
+{
+	int fd = bpf_map__fd(skel->maps.sample_gaps);
+	__u32 i;
+
+	for (i = 0; bytes && i < HEAPTAP_SAMPLE_GAPS; i++) {
+		/* Evenly spread quantiles; the BPF side picks among them at random. */
+		__u64 gap = -log((i + 0.5) / HEAPTAP_SAMPLE_GAPS) * bytes;
+
+		if (bpf_map_update_elem(fd, &i, &gap, BPF_ANY))
+			return -errno;
+	}
+	return 0;
+}
+
 static int report(struct session *s, const char *type)
 {
 	struct snapshot snap;
@@ -101,12 +130,21 @@ static int report(struct session *s, const char *type)
 		.exit_signal = s->target.exit_signal,
 		.stack_mode = s->stack_mode,
 		.unwind = s->unwinder ? unwinder__stats(s->unwinder) : NULL,
+		.history = s->history,
+		.duty = s->opts.live ? &s->duty : NULL,
+		.traced_now = s->attached,
 	};
 	int err;
 
 	/* Every sample sent so far is unwound, so that its blocks have their stack. */
 	ring_buffer__consume(s->rb);
-	err = accounting__snapshot(s->skel, s->stacks, s->opts.min_age_ns, &snap);
+	if (s->opts.watch)
+		err = accounting__watch_snapshot(s->skel, s->stacks, &snap);
+	else
+		err = accounting__snapshot(s->skel, s->stacks, s->opts.min_age_ns,
+					   s->opts.sample_bytes, &snap);
+	if (!err)
+		err = history__add(s->history, &snap);
 	if (err) {
 		fprintf(stderr, "heaptap: cannot read the BPF maps: %s\n", strerror(-err));
 		return err;
@@ -155,15 +193,58 @@ static int add_fd(int epfd, int fd)
 }
 
 /* Reports every interval until a signal, the duration, the target's exit or an error. */
+/* A window begins: where counting starts for its slowdown. */
+static void begin_window(struct session *s, uint64_t *next)
+{
+	s->window_cpu_ns = overhead__target_cpu_ns(s->target.pid);
+	memcpy(s->window_calls, s->skel->bss->fn_calls, sizeof(s->window_calls));
+	*next = clock__now_ns() + s->duty.window_ns;
+}
+
+/* --live: at the end of a window, go on or pause; at the end of a pause, attach again. */
+static int duty_turn(struct session *s, uint64_t *next)
+{
+	uint64_t pause;
+	int err;
+
+	if (!s->attached) {
+		err = probes__attach(s->probes, s->skel, s->target.pid);
+		if (err)
+			return err;
+		s->attached = true;
+		begin_window(s, next);
+		return 0;
+	}
+	pause = duty__pause_ns(&s->duty,
+			       overhead__trap_ns(s->probes, &s->costs, s->window_calls,
+						 (const uint64_t *)s->skel->bss->fn_calls),
+			       overhead__target_cpu_ns(s->target.pid) - s->window_cpu_ns);
+	if (!pause) {
+		begin_window(s, next);
+		return 0;
+	}
+	probes__detach(s->probes);
+	s->attached = false;
+	*next = clock__now_ns() + pause;
+	if (verbose)
+		fprintf(stderr, "heaptap: window %" PRIu64 ": slowdown %.1f%% while tracing, "
+			"pausing %.1fs\n", s->duty.windows, s->duty.window_slowdown * 100,
+			pause / 1e9);
+	return 0;
+}
+
+/* Reports every interval until a signal, the duration, the target's exit or an error. */
 static int run(struct session *s, int sigfd, struct ring_buffer *rb)
 {
 	uint64_t interval = s->opts.interval_ms * 1000000ULL;
-	uint64_t next = s->attach_ns + interval, end = UINT64_MAX;
+	uint64_t next = s->attach_ns + interval, end = UINT64_MAX, turn = UINT64_MAX;
 	int epfd, rbfd = ring_buffer__epoll_fd(rb), err = 0;
 	bool published = false;
 
 	if (s->opts.duration_ms)
 		end = s->attach_ns + s->opts.duration_ms * 1000000ULL;
+	if (s->opts.live)
+		begin_window(s, &turn);
 	epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (epfd < 0 || add_fd(epfd, sigfd) || add_fd(epfd, s->target.pidfd) || add_fd(epfd, rbfd)) {
 		err = -errno;
@@ -183,8 +264,10 @@ static int run(struct session *s, int sigfd, struct ring_buffer *rb)
 		if (now >= end)
 			break;
 		wake = next < end ? next : end;
+		wake = turn < wake ? turn : wake;
 		/* Signals and the target's exit are heard between reports, however long. */
-		n = epoll_wait(epfd, evs, 4, now >= next ? 0 : (wake - now + 999999) / 1000000);
+		n = epoll_wait(epfd, evs, 4,
+			       now >= wake ? 0 : (wake - now + 999999) / 1000000);
 		if (n < 0 && errno != EINTR)
 			err = -errno;
 		for (i = 0; i < n; i++) {
@@ -201,6 +284,8 @@ static int run(struct session *s, int sigfd, struct ring_buffer *rb)
 				return 0;
 			}
 		}
+		if (!err && clock__now_ns() >= turn)
+			err = duty_turn(s, &turn);
 		if (clock__now_ns() >= next && !err) {
 			err = report(s, "interval");
 			now = clock__now_ns();
@@ -284,7 +369,13 @@ int main(int argc, char **argv)
 
 	/* Plan the probes: which functions, where, and how exceptions get out of operator new. */
 	fixup = fixups__mode(s.target.pid, &no_fixup_why);
-	err = probes__plan(s.allocator, fixup, no_fixup_why, &s.probes);
+	if (s.opts.watch) {
+		/* --watch probes no allocator function. */
+		s.probes = calloc(1, sizeof(*s.probes));
+		err = s.probes ? 0 : -ENOMEM;
+	} else {
+		err = probes__plan(s.allocator, fixup, no_fixup_why, &s.probes);
+	}
 	if (err) {
 		fprintf(stderr, "heaptap: out of memory\n");
 		goto cleanup;
@@ -301,6 +392,10 @@ int main(int argc, char **argv)
 	s.skel->rodata->stack_depth = s.opts.stack_depth;
 	s.skel->rodata->stack_mode = s.stack_mode;
 	s.skel->rodata->stack_bytes = s.opts.stack_bytes;
+	s.skel->rodata->sample_interval = s.opts.sample_bytes;
+	s.skel->rodata->watch = s.opts.watch;
+	bpf_map__set_max_entries(s.skel->maps.growth, s.opts.watch ? s.opts.max_stacks : 1);
+	bpf_program__set_autoload(s.skel->progs.page_fault, s.opts.watch);
 	/* DWARF stacks: room for 64 samples, and a rule per return address of as many frames
 	 * as stacks may be stored. Frame-pointer stacks use neither: the smallest maps. */
 	for (ring = 1 << 20; ring < 64 * (s.opts.stack_bytes + sizeof(struct heaptap_sample) -
@@ -322,6 +417,26 @@ int main(int argc, char **argv)
 			strerror(-err), verbose ? "" : " (-v shows the verifier's log)");
 		goto cleanup;
 	}
+	/* --live: what a probe hit costs here, to keep the duty cycle within budget. */
+	if (s.opts.live) {
+		s.duty = (struct duty_cycle){ .window_ns = s.opts.window_ms * 1000000ULL,
+					      .budget = s.opts.max_overhead, .traced = 1 };
+		if (overhead__calibrate(s.skel, &s.costs)) {
+			s.costs = (struct probe_costs){ 5000, 20000, 5000 };
+			fprintf(stderr, "heaptap: could not measure what a probe costs here; "
+				"assuming 5 us emulated, 20 us single-stepped\n");
+		} else if (verbose) {
+			fprintf(stderr, "heaptap: a probe hit costs %.1f us emulated, %.1f us "
+				"single-stepped, a return %.1f us\n", s.costs.emulated / 1e3,
+				s.costs.stepped / 1e3, s.costs.ret / 1e3);
+		}
+	}
+	err = fill_sample_gaps(s.skel, s.opts.sample_bytes);
+	if (err) {
+		fprintf(stderr, "heaptap: cannot set up sampling: %s\n", strerror(-err));
+		goto cleanup;
+	}
+	s.history = history__new();
 	s.stacks = stacks__new(bpf_map__fd(s.skel->maps.stacks), s.opts.stack_depth);
 	s.syms = syms__new(s.target.pid);
 	s.unwinder = unwinder__new(s.syms, s.stacks, bpf_map__fd(s.skel->maps.unwind_rules),
@@ -332,7 +447,7 @@ int main(int argc, char **argv)
 		rb = NULL;
 	}
 	s.rb = rb;
-	if (!s.stacks || !s.syms || !s.unwinder || !rb) {
+	if (!s.stacks || !s.syms || !s.unwinder || !rb || !s.history) {
 		err = -ENOMEM;
 		fprintf(stderr, "heaptap: out of memory\n");
 		goto cleanup;
@@ -356,11 +471,19 @@ int main(int argc, char **argv)
 		}
 	}
 
-	/* Attach every allocator function, for this process only. */
+	/* Attach every allocator function, for this process only; or, --watch, page faults. */
 	stage_ns = clock__now_ns();
-	err = probes__attach(s.probes, s.skel, s.target.pid);
+	if (s.opts.watch) {
+		s.watch = bpf_program__attach(s.skel->progs.page_fault);
+		err = s.watch ? 0 : -errno;
+		if (err)
+			fprintf(stderr, "heaptap: cannot watch page faults: %s\n", strerror(-err));
+	} else {
+		err = probes__attach(s.probes, s.skel, s.target.pid);
+	}
 	if (err)
 		goto cleanup;
+	s.attached = true;
 	s.attach_ns = clock__now_ns();
 	if (verbose)
 		fprintf(stderr, "heaptap: %zu probes attached in %.1f ms\n", s.probes->links,
@@ -383,6 +506,8 @@ int main(int argc, char **argv)
 	/* Detach first, so the target runs untraced again at once; then the final report. */
 	stage_ns = clock__now_ns();
 	probes__detach(s.probes);
+	bpf_link__destroy(s.watch);
+	s.watch = NULL;
 	fixups__stop(s.fixups);
 	s.fixups = NULL;
 	if (verbose)
@@ -392,12 +517,14 @@ int main(int argc, char **argv)
 	err = report(&s, "final") ?: err;
 cleanup:
 	probes__free(s.probes);
+	bpf_link__destroy(s.watch);
 	fixups__stop(s.fixups);
 	ring_buffer__free(rb);
 	heaptap_bpf__destroy(s.skel);
 	if (s.have_prev)
 		snapshot__free(&s.prev);
 	unwinder__free(s.unwinder);
+	history__free(s.history);
 	stacks__free(s.stacks);
 	syms__free(s.syms);
 	allocator__free(s.allocator);

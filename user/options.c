@@ -36,6 +36,15 @@ static const char usage_text[] =
 	"                         or copy (dwarf, but every stack copied: for measuring)\n"
 	"      --stack-bytes N    stack copied when a DWARF stack must be unwound by heaptap\n"
 	"                         (default 16384, at most 65536)\n"
+	"      --live             for a production server: trace in windows, sampled, within an\n"
+	"                         overhead budget (see --max-overhead)\n"
+	"      --watch            no allocator probes at all: new pages of memory, by the stack\n"
+	"                         that first wrote them (the cheapest: heap growth only)\n"
+	"      --sample BYTES     track one block in about BYTES allocated (units k, m, g;\n"
+	"                         default: every block, or 512k with --live)\n"
+	"      --window TIME      --live: how long each tracing window lasts (default 2s)\n"
+	"      --max-overhead PCT --live: the slowdown heaptap may cause, in percent of the\n"
+	"                         target's time (default 5)\n"
 	"  -v, --verbose          say what heaptap decides and does on stderr\n"
 	"  -h, --help             show this help\n"
 	"  -V, --version          show the version\n"
@@ -53,6 +62,11 @@ enum {
 	OPT_STACK_DEPTH,
 	OPT_STACK,
 	OPT_STACK_BYTES,
+	OPT_LIVE,
+	OPT_WATCH,
+	OPT_SAMPLE,
+	OPT_WINDOW,
+	OPT_MAX_OVERHEAD,
 };
 
 static const struct option long_options[] = {
@@ -69,6 +83,11 @@ static const struct option long_options[] = {
 	{ "stack-depth", required_argument, NULL, OPT_STACK_DEPTH },
 	{ "stack", required_argument, NULL, OPT_STACK },
 	{ "stack-bytes", required_argument, NULL, OPT_STACK_BYTES },
+	{ "live", no_argument, NULL, OPT_LIVE },
+	{ "watch", no_argument, NULL, OPT_WATCH },
+	{ "sample", required_argument, NULL, OPT_SAMPLE },
+	{ "window", required_argument, NULL, OPT_WINDOW },
+	{ "max-overhead", required_argument, NULL, OPT_MAX_OVERHEAD },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, 'h' },
 	{ "version", no_argument, NULL, 'V' },
@@ -143,6 +162,28 @@ static int parse_time(const char *arg, uint64_t *ms, bool allow_zero)
 	return 0;
 }
 
+/* "4096", "512k", "2m", "1g" -> bytes. */
+static int parse_bytes(const char *arg, uint64_t *out)
+{
+	unsigned long long v;
+	char *end;
+
+	if (*arg == '-' || !*arg)
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(arg, &end, 10);
+	if (errno || end == arg)
+		return -EINVAL;
+	if (*end && !end[1] && strchr("kKmMgG", *end))
+		v <<= (*end == 'k' || *end == 'K') ? 10 : (*end == 'm' || *end == 'M') ? 20 : 30;
+	else if (*end)
+		return -EINVAL;
+	if (!v || v > (1ULL << 40))
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
 static int parse_uint(const char *arg, unsigned long min, unsigned long max, unsigned long *out)
 {
 	unsigned long v;
@@ -172,6 +213,8 @@ int options__parse(struct options *opts, int argc, char **argv)
 		.max_stacks = 1 << 16,
 		.stack_depth = 64,
 		.stack_bytes = 16384,
+		.window_ms = 2000,
+		.max_overhead = 0.05,
 	};
 	/* '+': stop at the first non-option, so COMMAND's own options stay its own; ':' and
 	 * opterr = 0: every message about the command line is heaptap's own, on one line. */
@@ -238,7 +281,32 @@ int options__parse(struct options *opts, int argc, char **argv)
 				return bad("--stack-depth", optarg, "a number from 1 to 127");
 			opts->stack_depth = v;
 			break;
-		case 'v': opts->verbose = true; break;
+		case OPT_LIVE:
+			opts->live = true;
+			break;
+		case OPT_WATCH:
+			opts->watch = true;
+			break;
+		case OPT_SAMPLE:
+			if (parse_bytes(optarg, &opts->sample_bytes))
+				return bad("--sample", optarg, "a size from 1 byte to 1t, like 512k");
+			break;
+		case OPT_WINDOW:
+			if (parse_time(optarg, &opts->window_ms, false) || opts->window_ms < 100)
+				return bad("--window", optarg, "a time of at least 100ms, like 2s");
+			break;
+		case OPT_MAX_OVERHEAD: {
+			char *end;
+
+			errno = 0;
+			opts->max_overhead = strtod(optarg, &end) / 100;
+			if (errno || *end || !(opts->max_overhead > 0) || opts->max_overhead > 1)
+				return bad("--max-overhead", optarg, "a percentage above 0, up to 100");
+			break;
+		}
+		case 'v':
+			opts->verbose = true;
+			break;
 		case 'h': printf(usage_text, HEAPTAP_MAX_DEPTH); return 1;
 		case 'V': printf("heaptap %s\n", HEAPTAP_VERSION); return 1;
 		case ':':
@@ -253,6 +321,13 @@ int options__parse(struct options *opts, int argc, char **argv)
 	}
 	if (optind < argc)
 		opts->command = &argv[optind];
+	if (opts->live && opts->watch) {
+		fprintf(stderr, "heaptap: --live and --watch are two different modes: choose one "
+			"(see heaptap --help)\n");
+		return -EINVAL;
+	}
+	if (opts->live && !opts->sample_bytes)
+		opts->sample_bytes = 512 << 10;
 	if (!opts->pid == !opts->command) {
 		fprintf(stderr, "heaptap: %s (see heaptap --help)\n",
 			opts->pid ? "give either -p PID or a COMMAND, not both"

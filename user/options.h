@@ -36,6 +36,11 @@ struct options {
 	uint32_t stack_depth;
 	enum stack_choice stack;
 	uint32_t stack_bytes;
+	bool live;			/* duty-cycled, sampled tracing within an overhead budget */
+	bool watch;			/* no allocator probes: new pages, by the stack writing them */
+	uint64_t sample_bytes;		/* mean bytes between sampled allocations; 0: all */
+	uint64_t window_ms;		/* live: how long each tracing window lasts */
+	double max_overhead;		/* live: the slowdown allowed, as a fraction */
 };
 
 /* Exit statuses, as documented in the README. */

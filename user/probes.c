@@ -1,11 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 #include <errno.h>
-#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include <bpf/libbpf.h>
 
@@ -14,6 +12,7 @@
 #include "heaptap.h"
 #include "heaptap.skel.h"
 #include "fixups.h"
+#include "insn.h"
 #include "probes.h"
 
 /*
@@ -133,7 +132,7 @@ static struct probe *add_probe(struct probes *p, const char *name, int kind,
  * move: about 20 us), for functions that need no return probe (which must sit at the entry,
  * where the stack pointer points at the return address). Only this pattern is taken:
  *
- *	[mov %rdi,%reg]... test %rdi,%rdi; je ...; push/call/jmp
+ *	[mov %rdi,%reg]... test %rdi,%rdi; je ...; <an instruction the kernel emulates>
  *
  * so every path that frees something reaches the site, with rdi and rsp as at the entry;
  * only free(NULL) goes the other way. glibc's free is so. Returns entry when not.
@@ -142,16 +141,9 @@ static uint64_t cheaper_site(const struct target_file *file, uint64_t entry)
 {
 	unsigned char b[24];
 	size_t i = 0;
-	int fd;
 
-	fd = open(file->open_path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	if (insn__read(file->open_path, entry, b, sizeof(b)))
 		return entry;
-	if (pread(fd, b, sizeof(b), entry) != sizeof(b)) {
-		close(fd);
-		return entry;
-	}
-	close(fd);
 	/* mov %rdi,%r64: 48 89 /r with rdi as source, the destination neither rsp nor rdi. */
 	while (i + 3 < sizeof(b) && b[i] == 0x48 && b[i + 1] == 0x89 && (b[i + 2] & 0xf8) == 0xf8 &&
 	       (b[i + 2] & 7) != 4 && (b[i + 2] & 7) != 7)
@@ -167,11 +159,7 @@ static uint64_t cheaper_site(const struct target_file *file, uint64_t entry)
 		i += 6;
 	else
 		return entry;
-	/* push %r64, push %r8-15, call rel32, jmp rel32, jmp rel8 */
-	if ((b[i] >= 0x50 && b[i] <= 0x57) || (b[i] == 0x41 && b[i + 1] >= 0x50 && b[i + 1] <= 0x57) ||
-	    b[i] == 0xe8 || b[i] == 0xe9 || b[i] == 0xeb)
-		return entry + i;
-	return entry;
+	return insn__emulated(b + i, sizeof(b) - i) ? entry + i : entry;
 }
 
 /* Where name starts in file, or why it cannot be probed there. */
@@ -261,6 +249,13 @@ int probes__plan(const struct allocator *a, enum fixup_mode fixup, const char *n
 		if (!pr->skipped && pr->kind == HEAPTAP_KIND_NEW) {
 			pr->skipped = no_new;
 			p->unwinding |= unwinders && !no_new;
+		}
+		if (!pr->skipped) {
+			unsigned char code[16];
+
+			pr->emulated = !insn__read(a->file.open_path, pr->offset, code, sizeof(code)) &&
+				       insn__emulated(code, sizeof(code));
+			pr->returns = pr->kind != HEAPTAP_KIND_FREE;
 		}
 	}
 	*out = p;

@@ -23,6 +23,8 @@ struct probe {
 	uint64_t start;			/* file offset of the function's entry */
 	uint64_t offset;		/* where it is probed: the entry, or a cheaper site */
 	const char *skipped;		/* why it is not probed, or NULL */
+	bool emulated;			/* the kernel emulates the instruction probed */
+	bool returns;			/* its return is probed too */
 	struct bpf_link *entry;
 	struct bpf_link *ret; /* NULL for functions that only free */
 };

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0
+#include <math.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -102,4 +103,58 @@ const char *report__stack_mode(const struct report *r)
 	case HEAPTAP_STACK_COPY: return "copy";
 	default: return "fp";
 	}
+}
+
+struct ranked {
+	size_t index;
+	double growth;
+};
+
+static int by_growth(const void *a, const void *b)
+{
+	const struct ranked *x = a, *y = b;
+	double gx = isnan(x->growth) ? -INFINITY : x->growth;
+	double gy = isnan(y->growth) ? -INFINITY : y->growth;
+
+	if (gx != gy)
+		return gx > gy ? -1 : 1;
+	return x->index < y->index ? -1 : x->index > y->index;
+}
+
+size_t *report__site_order(const struct report *r, double **growth, size_t *n)
+{
+	const struct snapshot *s = r->snap;
+	struct ranked *all = calloc(s->nsites + 1, sizeof(*all));
+	size_t i, top = s->nsites < r->opts->top ? s->nsites : r->opts->top;
+	size_t *order = calloc(top + 1, sizeof(*order));
+	double *g = calloc(top + 1, sizeof(*g));
+
+	*n = 0;
+	*growth = NULL;
+	if (!all || !order || !g) {
+		free(all);
+		free(order);
+		free(g);
+		return NULL;
+	}
+	for (i = 0; i < s->nsites; i++) {
+		all[i].index = i;
+		if (!r->history || !history__growth(r->history, s->sites[i].stack_id, &all[i].growth))
+			all[i].growth = NAN;
+	}
+	if (r->duty || r->opts->watch)
+		qsort(all, s->nsites, sizeof(*all), by_growth);
+	for (i = 0; i < top; i++) {
+		order[i] = all[i].index;
+		g[i] = all[i].growth;
+	}
+	free(all);
+	*n = top;
+	*growth = g;
+	return order;
+}
+
+double report__margin(const struct site *site)
+{
+	return 1.96 * sqrt(site->est_var);
 }

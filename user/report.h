@@ -8,6 +8,8 @@
 #include <stdio.h>
 
 #include "accounting.h"
+#include "history.h"
+#include "overhead.h"
 #include "allocator.h"
 #include "options.h"
 #include "probes.h"
@@ -35,6 +37,9 @@ struct report {
 	int exit_signal; /* signal that ended it, or 0 */
 	int stack_mode;	 /* enum heaptap_stack_mode */
 	const struct unwind_stats *unwind;
+	const struct history *history;
+	const struct duty_cycle *duty;	/* --live */
+	bool traced_now;		/* probes in at the report (--live: within a window) */
 };
 
 struct size_row {
@@ -63,6 +68,16 @@ uint64_t report__inexact_count(const struct heaptap_counters *c, const struct in
 /* The allocator function a site's blocks came from, demangled: the name of its stack's first
  * frame, which aliases (glibc's __libc_malloc, tcmalloc's tc_new) would otherwise pick. */
 const char *report__site_function(const struct report *r, const struct site *site);
+
+/*
+ * The sites to show, as indexes into snap->sites, at most --top: by live bytes, or with
+ * --live by growth (bytes per second, NAN where too few points), most first. *n set;
+ * malloc'd, NULL (and *n 0) when there is nothing to show.
+ */
+size_t *report__site_order(const struct report *r, double **growth, size_t *n);
+
+/* A site's estimated live bytes' 95% margin (0 when every block is tracked). */
+double report__margin(const struct site *site);
 
 /* "fp", "dwarf" or "copy". */
 const char *report__stack_mode(const struct report *r);

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /* JSON lines: one object per record, schema version 1, documented in README.md. */
 #include <inttypes.h>
+#include <math.h>
 #include <stdlib.h>
 #include <time.h>
 
@@ -102,6 +103,8 @@ void report__attached_json(FILE *f, const struct report *r)
 	put(settings, "stack_depth", u64(r->opts->stack_depth));
 	put(settings, "stack_mode", json_object_new_string(report__stack_mode(r)));
 	put(settings, "stack_bytes", u64(r->opts->stack_bytes));
+	put(settings, "mode",
+	    json_object_new_string(r->opts->live ? "live" : r->opts->watch ? "watch" : "full"));
 	put(o, "settings", settings);
 	emit(f, o);
 }
@@ -222,15 +225,21 @@ static json_object *sites(const struct report *r)
 {
 	const struct snapshot *s = r->snap;
 	json_object *a = json_object_new_array();
-	size_t i, n = s->nsites < r->opts->top ? s->nsites : r->opts->top;
+	double *growth;
+	size_t i, n, *order = report__site_order(r, &growth, &n);
 	unsigned int k;
 
 	for (i = 0; i < n; i++) {
-		const struct site *site = &s->sites[i];
+		const struct site *site = &s->sites[order[i]];
 		json_object *e = json_object_new_object(), *sz = json_object_new_array();
 
 		put(e, "live_bytes", u64(site->live_bytes));
 		put(e, "live", u64(site->live));
+		put(e, "est_bytes", json_object_new_double(site->est_bytes));
+		put(e, "est_blocks", json_object_new_double(site->est_blocks));
+		put(e, "est_bytes_margin", json_object_new_double(report__margin(site)));
+		put(e, "growth_bytes_per_hour",
+		    isnan(growth[i]) ? NULL : json_object_new_double(growth[i] * 3600));
 		for (k = 0; k < site->nsizes; k++)
 			json_object_array_add(sz, u64(site->sizes[k]));
 		put(e, "sizes", sz);
@@ -245,6 +254,8 @@ static json_object *sites(const struct report *r)
 		put(e, "stack", frames(r, site));
 		json_object_array_add(a, e);
 	}
+	free(order);
+	free(growth);
 	return a;
 }
 
@@ -271,6 +282,21 @@ void report__json(FILE *f, const struct report *r)
 	put(o, "fixup_failures", u64(c->fixup_failures));
 	put(o, "lost_events", u64(c->lost_events));
 	put(o, "stacks", stacks(r));
+	put(o, "mode", json_object_new_string(r->duty ? "live" : r->opts->watch ? "watch" : "full"));
+	put(o, "pages_touched", u64(c->pages_touched));
+	put(o, "sample_bytes", u64(r->opts->sample_bytes));
+	if (r->duty) {
+		json_object *d = json_object_new_object();
+
+		put(d, "window_s", seconds(r->duty->window_ns));
+		put(d, "budget", json_object_new_double(r->duty->budget));
+		put(d, "windows", u64(r->duty->windows));
+		put(d, "traced", json_object_new_double(r->duty->traced));
+		put(d, "slowdown", json_object_new_double(r->duty->slowdown));
+		put(d, "window_slowdown", json_object_new_double(r->duty->window_slowdown));
+		put(d, "tracing_now", json_object_new_boolean(r->traced_now));
+		put(o, "live", d);
+	}
 	put(o, "alloc_rate",
 	    json_object_new_double(report__rate(r, c->alloc_calls, p ? p->alloc_calls : 0)));
 	put(o, "free_rate",

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 #include <inttypes.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -68,6 +69,11 @@ void report__attached_text(FILE *f, const struct report *r)
 {
 	size_t i, skipped = 0;
 
+	if (r->opts->watch) {
+		fprintf(f, "heaptap: watching PID %d (%s): new pages of anonymous memory, by the "
+			"stack that writes each first\n", r->pid, r->comm);
+		return;
+	}
 	fprintf(f, "heaptap: attached to PID %d (%s): %zu probes on %s\n", r->pid, r->comm,
 		r->probes->links, r->allocator->file.path);
 	fprintf(f, "heaptap: allocator chosen: %s\n", r->allocator->reason);
@@ -125,6 +131,20 @@ static void header(FILE *f, const struct report *r)
 			c->fixup_failures
 				? " (heaptap was too slow to let some through: see README)"
 				: "");
+	if (r->duty)
+		fprintf(f, "live       %s windows, traced %.0f%% of the time; slowdown ~%.1f%% "
+			"(budget %.0f%%, %.0f%% while tracing)%s\n",
+			duration(a, sizeof(a), r->duty->window_ns), r->duty->traced * 100,
+			r->duty->slowdown * 100, r->duty->budget * 100,
+			r->duty->window_slowdown * 100, r->traced_now ? "" : "; paused now");
+	if (r->opts->watch)
+		fprintf(f, "watch      no allocator probes: %s new pages of anonymous memory written "
+			"since attach, by the stack that wrote each first\n",
+			count(a, sizeof(a), c->pages_touched));
+	if (r->opts->sample_bytes)
+		fprintf(f, "sampling   1 block in ~%s allocated: sites' live bytes are estimates, "
+			"the size table counts sampled blocks\n",
+			bytes(a, sizeof(a), r->opts->sample_bytes));
 	fprintf(f, "stacks     %s, %s distinct", report__stack_mode(r),
 		count(a, sizeof(a), c->new_stacks));
 	if (r->unwind && r->unwind->samples)
@@ -249,31 +269,58 @@ static void sites(FILE *f, const struct report *r)
 {
 	const struct snapshot *s = r->snap;
 	char a[32], b[32], d[32];
-	size_t i, n = s->nsites < r->opts->top ? s->nsites : r->opts->top;
+	double *growth;
+	size_t i, n, *order;
 
 	if (!r->opts->top)
 		return;
-	fprintf(f, "\nTOP %zu OF %zu SITES BY LIVE BYTES", n, s->nsites);
+	order = report__site_order(r, &growth, &n);
+	fprintf(f, "\nTOP %zu OF %zu %s BY %s", n, s->nsites,
+		r->opts->watch ? "STACKS WRITING NEW PAGES" : "SITES",
+		r->duty || r->opts->watch ? "GROWTH" : "LIVE BYTES");
 	if (r->opts->min_age_ns)
 		fprintf(f, " (%s blocks younger than %s hidden)", count(a, sizeof(a), s->young),
 			duration(d, sizeof(d), r->opts->min_age_ns));
 	fprintf(f, "\n");
 	for (i = 0; i < n; i++) {
-		const struct site *site = &s->sites[i];
+		const struct site *site = &s->sites[order[i]];
 
-		fprintf(f, "#%zu  %s live in %s blocks, ", i + 1,
-			bytes(a, sizeof(a), site->live_bytes), count(b, sizeof(b), site->live));
+		if (r->opts->watch) {
+			fprintf(f, "#%zu  %s in %s new pages", i + 1,
+				bytes(a, sizeof(a), site->live_bytes), count(b, sizeof(b), site->live));
+			if (!isnan(growth[i]))
+				fprintf(f, ", %s %s/h", growth[i] >= 0 ? "growing" : "shrinking",
+					bytes(a, sizeof(a), fabs(growth[i]) * 3600));
+			fprintf(f, "\n");
+			stack(f, r, site);
+			continue;
+		}
+		if (r->opts->sample_bytes)
+			fprintf(f, "#%zu  ~%s (+-%s) live in ~%.0f blocks (%s sampled), ", i + 1,
+				bytes(a, sizeof(a), site->est_bytes),
+				bytes(b, sizeof(b), report__margin(site)), site->est_blocks,
+				count(d, sizeof(d), site->live));
+		else
+			fprintf(f, "#%zu  %s live in %s blocks, ", i + 1,
+				bytes(a, sizeof(a), site->live_bytes), count(b, sizeof(b), site->live));
 		site_sizes(f, site);
-		fprintf(f, ", oldest %s\n",
+		fprintf(f, ", oldest %s",
 			duration(d, sizeof(d), snapshot__age(s, site->oldest_ns)));
+		if (!isnan(growth[i]))
+			fprintf(f, ", %s %s/h", growth[i] >= 0 ? "growing" : "shrinking",
+				bytes(a, sizeof(a), fabs(growth[i]) * 3600));
+		fprintf(f, "\n");
 		stack(f, r, site);
 	}
+	free(order);
+	free(growth);
 }
 
 void report__text(FILE *f, const struct report *r)
 {
 	header(f, r);
-	size_table(f, r);
+	if (!r->opts->watch)
+		size_table(f, r);
 	sites(f, r);
 	if (r->target_exited && r->exit_code >= 0)
 		fprintf(f, "\ntarget exited with status %d\n", r->exit_code);

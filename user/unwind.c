@@ -115,8 +115,9 @@ static bool to_rule(Dwarf_Frame *frame, struct heaptap_unwind_rule *rule)
 	return true;
 }
 
-/* The rule at return address ra from the CFI of its object; false when there is none. */
-static bool cfi_rule(struct unwinder *u, uint64_t ra, struct heaptap_unwind_rule *rule)
+/* The rule at return address ra (at_ip: at the instruction ra itself) from the CFI of its
+ * object; false when there is none. */
+static bool cfi_rule(struct unwinder *u, uint64_t ra, bool at_ip, struct heaptap_unwind_rule *rule)
 {
 	Dwarf_Addr addr, bias;
 	Dwfl_Module *mod;
@@ -132,7 +133,7 @@ static bool cfi_rule(struct unwinder *u, uint64_t ra, struct heaptap_unwind_rule
 		bool ok;
 
 		/* At the call, one byte back from where it returns to. */
-		if (!cfi || dwarf_cfi_addrframe(cfi, addr - 1 - bias, &frame))
+		if (!cfi || dwarf_cfi_addrframe(cfi, addr - !at_ip - bias, &frame))
 			continue;
 		ok = to_rule(frame, rule);
 		free(frame);
@@ -152,7 +153,7 @@ static bool stack_word(const struct heaptap_sample *smp, uint64_t addr, uint64_t
 }
 
 /* Taught to the BPF side and remembered; a failed update only costs another sample. */
-static const struct heaptap_unwind_rule *teach(struct unwinder *u, uint64_t ra,
+static const struct heaptap_unwind_rule *teach(struct unwinder *u, uint64_t key,
 					       const struct heaptap_unwind_rule *rule)
 {
 	struct heaptap_unwind_rule *kept = malloc(sizeof(*kept));
@@ -160,11 +161,11 @@ static const struct heaptap_unwind_rule *teach(struct unwinder *u, uint64_t ra,
 	if (!kept)
 		return NULL;
 	*kept = *rule;
-	if (idmap__put(&u->rules, ra, kept)) {
+	if (idmap__put(&u->rules, key, kept)) {
 		free(kept);
 		return NULL;
 	}
-	if (!bpf_map_update_elem(u->rules_fd, &ra, kept, BPF_ANY))
+	if (!bpf_map_update_elem(u->rules_fd, &key, kept, BPF_ANY))
 		u->stats.rules++;
 	return kept;
 }
@@ -174,30 +175,30 @@ static const struct heaptap_unwind_rule *teach(struct unwinder *u, uint64_t ra,
  * this sample; else the stack ends there, for the BPF side too, which would otherwise send
  * a sample at every allocation down this path.
  */
-static const struct heaptap_unwind_rule *rule_at(struct unwinder *u, uint64_t ra,
+static const struct heaptap_unwind_rule *rule_at(struct unwinder *u, uint64_t ra, uint64_t at_ip,
 						 const struct heaptap_sample *smp, uint64_t bp)
 {
 	const struct heaptap_unwind_rule fp = { .cfa_reg = HEAPTAP_REG_BP,
 						.cfa_offset = 16,
 						.bp_offset = -16 };
 	const struct heaptap_unwind_rule end = { .flags = HEAPTAP_RULE_END };
-	struct heaptap_unwind_rule *known = idmap__get(&u->rules, ra);
+	struct heaptap_unwind_rule *known = idmap__get(&u->rules, ra | at_ip);
 	struct heaptap_unwind_rule rule;
 	uint64_t caller;
 
 	if (known)
 		return known;
-	if (cfi_rule(u, ra, &rule))
-		return teach(u, ra, &rule);
+	if (cfi_rule(u, ra, at_ip, &rule))
+		return teach(u, ra | at_ip, &rule);
 	u->stats.no_cfi++;
 	if (stack_word(smp, bp + 8, &caller) && syms__note(u->syms, caller))
-		return teach(u, ra, &fp);
-	return teach(u, ra, &end);
+		return teach(u, ra | at_ip, &fp);
+	return teach(u, ra | at_ip, &end);
 }
 
 void unwinder__sample(struct unwinder *u, const struct heaptap_sample *smp, size_t size)
 {
-	uint64_t raw[HEAPTAP_MAX_DEPTH + 1], pc, sp, bp, start = clock__now_ns();
+	uint64_t raw[HEAPTAP_MAX_DEPTH + 1], pc, sp, bp, at_ip, start = clock__now_ns();
 	size_t words = 2;
 	bool cut = false;
 
@@ -205,11 +206,12 @@ void unwinder__sample(struct unwinder *u, const struct heaptap_sample *smp, size
 	    smp->size > size - offsetof(struct heaptap_sample, stack))
 		return;
 	/* The same walk as the BPF side's (dwarf_stack), on the copy, learning as it goes. */
-	if (!stack_word(smp, smp->sp, &raw[0]))
+	at_ip = smp->at_ip ? HEAPTAP_RULE_AT_IP : 0;
+	if (at_ip || !stack_word(smp, smp->sp, &raw[0]))
 		raw[0] = 0;
 	raw[1] = smp->ip;
-	pc = raw[0];
-	sp = smp->sp + 8;
+	pc = at_ip ? smp->ip : raw[0];
+	sp = at_ip ? smp->sp : smp->sp + 8;
 	bp = smp->bp;
 	while (pc) {
 		const struct heaptap_unwind_rule *rule;
@@ -219,7 +221,7 @@ void unwinder__sample(struct unwinder *u, const struct heaptap_sample *smp, size
 			cut = true;
 			break;
 		}
-		rule = rule_at(u, pc, smp, bp);
+		rule = rule_at(u, pc, at_ip, smp, bp);
 		if (!rule || (rule->flags & HEAPTAP_RULE_END))
 			break;
 		cfa = (rule->cfa_reg == HEAPTAP_REG_BP ? bp : sp) + rule->cfa_offset;
@@ -232,6 +234,7 @@ void unwinder__sample(struct unwinder *u, const struct heaptap_sample *smp, size
 			break;
 		sp = cfa;
 		pc = ra;
+		at_ip = 0;
 		raw[words++] = ra;
 		syms__note(u->syms, ra);
 	}

@@ -1,17 +1,17 @@
 #!/usr/bin/env python3
-"""Live mode on a loaded server, side by side in one run: sudo python3 bench/live.py [SECONDS]
+"""Live and watch modes on a loaded server, side by side in one run:
+sudo python3 bench/live.py [SECONDS]
 
 For redis-server (SET with random keys: its key set grows) and bench/targets/leakserver
-(PING; one request in 100 leaks a 160-byte session), each under redis-benchmark on loopback:
-throughput untraced, then throughput with `heaptap --live` (default settings) attached for
-SECONDS (default 300), the time until heaptap's top growing site is the leak, and heaptap's
-own CPU and memory.
+(PING; one request in 100 leaks a 160-byte session), each under redis-benchmark on loopback
+for SECONDS (default 300) from a fresh start, three times: untraced, with `heaptap --live`,
+with `heaptap --watch` (default settings otherwise). Per run: the throughput over the whole
+run, the time until heaptap's top growing site is the leak, heaptap's own CPU and memory.
 """
 import os
 import re
 import select
 import socket
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -54,21 +54,26 @@ def leak_on_top(rec, functions):
     return bool(sites) and any(f in names for f in functions), names
 
 
-def run_case(name, server_argv, port, test, keyspace, functions, seconds):
-    server = lib.Proc(server_argv, stdin=subprocess.DEVNULL)
+def start_server(name, argv, port):
+    server = lib.Proc(argv, stdin=subprocess.DEVNULL)
     deadline = time.monotonic() + 30
     while True:
         try:
             socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            break
+            return server
         except OSError:
             if time.monotonic() > deadline:
                 raise lib.Failure(f"{name} did not start")
             time.sleep(0.05)
-    untraced = statistics.median(n / t for n, t in (load(port, test, CHUNK, keyspace)
-                                                    for _ in range(3)))
-    ht = lib.Heaptap(["-p", str(server.pid), "--live", "-i", "10s", "--top", "3"])
-    ht.attached()
+
+
+def run_case(name, server_argv, port, test, keyspace, functions, seconds, mode):
+    """One fresh server loaded for `seconds`, untraced (mode None) or with heaptap."""
+    server = start_server(name, server_argv, port)
+    ht = None
+    if mode:
+        ht = lib.Heaptap(["-p", str(server.pid), mode, "-i", "10s", "--top", "3"])
+        ht.attached()
     start = time.monotonic()
     done = spent = 0
     found = None
@@ -79,27 +84,27 @@ def run_case(name, server_argv, port, test, keyspace, functions, seconds):
         n, t = load(port, test, CHUNK, keyspace)
         done += n
         spent += t
-        for rec in drain(ht):
+        for rec in drain(ht) if ht else []:
             hit, names = leak_on_top(rec, functions)
             top = names
             if hit and found is None:
                 found = rec["elapsed_s"]
-    os.kill(ht.pid, 2)
-    while ht.record() is not None:
-        pass
-    waited = Waited(ht)
-    elapsed = time.monotonic() - start
-    final = [r for r in ht.records if r["type"] == "final"][-1]
-    hit, names = leak_on_top(final, functions)
-    if hit and found is None:
-        found = final["elapsed_s"]
+    row = {"name": name, "mode": mode or "untraced", "rate": done / spent}
+    if ht:
+        os.kill(ht.pid, 2)
+        while ht.record() is not None:
+            pass
+        waited = Waited(ht)
+        elapsed = time.monotonic() - start
+        final = [r for r in ht.records if r["type"] == "final"][-1]
+        hit, names = leak_on_top(final, functions)
+        if hit and found is None:
+            found = final["elapsed_s"]
+        row.update(found=found, top=names or top, cpu=waited.cpu / elapsed,
+                   memory=waited.max_rss + final["heaptap"]["map_bytes"],
+                   slowdown=final.get("live", {}).get("slowdown"))
     server.end()
-    return {
-        "name": name, "untraced": untraced, "traced": done / spent,
-        "found": found, "top": names or top, "cpu": waited.cpu / elapsed,
-        "memory": waited.max_rss + final["heaptap"]["map_bytes"],
-        "slowdown": final["live"]["slowdown"], "traced_share": final["live"]["traced"],
-    }
+    return row
 
 
 def main(argv):
@@ -107,27 +112,33 @@ def main(argv):
     if os.geteuid() != 0:
         print("the benchmark attaches BPF programs: run it as root")
         return 1
-    rows = []
+    cases = []
     with tempfile.TemporaryDirectory(prefix="heaptap-live-") as workdir:
         port = free_port()
-        rows.append(run_case("redis-server (SET, random keys)",
-                             ["redis-server", "--port", str(port), "--bind", "127.0.0.1",
-                              "--save", "", "--appendonly", "no", "--dir", workdir],
-                             port, "set", 100000000, ["setGenericCommand", "dbAdd"], seconds))
-    port = free_port()
-    rows.append(run_case("leakserver (PING, 1 in 100 leaks)", [LEAKSERVER, str(port), "100"],
-                         port, "ping_inline", 0, ["remember_session"], seconds))
-    print(f"\nheaptap --live, default settings, attached {seconds:.0f} s under redis-benchmark "
-          f"(chunks of {CHUNK} requests):")
-    print(f"{'':36} {'untraced/s':>10} {'traced/s':>9} {'ratio':>6} {'leak on top after':>18} "
-          f"{'CPU':>6} {'memory':>9} {'est. slowdown':>13} {'traced':>7}")
+        cases.append(("redis-server (SET, random keys)",
+                      ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+                       "--appendonly", "no", "--dir", workdir],
+                      port, "set", 100000000, ["setGenericCommand", "dbAdd"]))
+        port = free_port()
+        cases.append(("leakserver (PING, 1 in 100 leaks)", [LEAKSERVER, str(port), "100"],
+                      port, "ping_inline", 0, ["remember_session"]))
+        rows = [run_case(*case, seconds, mode) for case in cases
+                for mode in (None, "--live", "--watch")]
+    print(f"\n{seconds:.0f} s under redis-benchmark (chunks of {CHUNK} requests), each run on a "
+          f"fresh server:")
+    print(f"{'':36} {'mode':9} {'requests/s':>10} {'x untraced':>10} {'leak on top after':>18} "
+          f"{'CPU':>6} {'memory':>10} {'est. slowdown':>13}")
     for r in rows:
-        found = f"{r['found']:.0f} s" if r["found"] is not None else "not found"
-        print(f"{r['name']:36} {r['untraced']:10.0f} {r['traced']:9.0f} "
-              f"{r['traced'] / r['untraced']:6.3f} {found:>18} {r['cpu'] * 100:5.1f}% "
-              f"{r['memory'] / 2**20:6.1f} MiB {r['slowdown'] * 100:12.1f}% "
-              f"{r['traced_share'] * 100:6.1f}%")
-        print(f"{'':36} top growing site: {' <- '.join(str(f) for f in r['top'][:6])}")
+        base = [x for x in rows if x["name"] == r["name"] and x["mode"] == "untraced"][0]
+        line = f"{r['name']:36} {r['mode']:9} {r['rate']:10.0f} {r['rate'] / base['rate']:10.3f}"
+        if r["mode"] != "untraced":
+            found = f"{r['found']:.0f} s" if r["found"] is not None else "not found"
+            slow = f"{r['slowdown'] * 100:12.1f}%" if r["slowdown"] is not None else ""
+            line += (f" {found:>18} {r['cpu'] * 100:5.1f}% {r['memory'] / 2**20:6.1f} MiB "
+                     f"{slow}")
+        print(line)
+        if r["mode"] != "untraced":
+            print(f"{'':46} top growing: {' <- '.join(str(f) for f in r['top'][:6])}")
     for p in lib.started():
         p.end()
     return 0

@@ -121,10 +121,10 @@ struct call {
 	__u64 size;   /* bytes requested; ~0 when count * size overflows */
 	__u64 memptr; /* posix_memalign's out pointer */
 	__u64 stack_id;
-	__u64 has_old; /* realloc took old's record out of allocs */
-	__u64 sampled;	/* this call's block is to be tracked */
+	__u64 has_old;	 /* realloc took old's record out of allocs */
+	__u64 sampled;	 /* this call's block is to be tracked */
 	__s64 countdown; /* bytes until the next sampled allocation */
-	__u64 armed;	/* countdown drawn */
+	__u64 armed;	 /* countdown drawn */
 	struct heaptap_alloc old;
 	struct heaptap_stack stack;
 };
@@ -279,11 +279,11 @@ enum walk_status { WALK_ON, WALK_END, WALK_UNKNOWN, WALK_CUT };
 
 struct walk {
 	struct call *c;
-	__u64 pc;	/* the return address whose rule steps further */
-	__u64 at_ip;	/* HEAPTAP_RULE_AT_IP while pc is the first frame's own instruction */
+	__u64 pc;    /* the return address whose rule steps further */
+	__u64 at_ip; /* HEAPTAP_RULE_AT_IP while pc is the first frame's own instruction */
 	__u64 sp;
 	__u64 bp;
-	__u32 words;	/* of c->stack filled */
+	__u32 words; /* of c->stack filled */
 	__u32 status;
 };
 
@@ -369,8 +369,7 @@ static __always_inline __u64 send_sample(__u64 ip, __u64 sp, __u64 bp, __u64 at_
  * elsewhere (at_ip HEAPTAP_RULE_AT_IP) from ip's own frame. At a return address with no rule
  * yet, the stack goes to the loader as a sample, and its id stands in.
  */
-static __always_inline __u64 dwarf_stack(struct call *c, __u64 ip, __u64 sp, __u64 bp,
-					 __u64 at_ip)
+static __always_inline __u64 dwarf_stack(struct call *c, __u64 ip, __u64 sp, __u64 bp, __u64 at_ip)
 {
 	struct walk w = { .c = c,
 			  .pc = at_ip ? ip : c->stack.ips[0],
@@ -431,6 +430,12 @@ static __always_inline struct call *thread_call(__u64 flags)
  */
 __u64 trampoline_lo = 0;
 __u64 trampoline_hi = 0;
+
+/* The allocator's code in the target, when it is a library (published by the loader):
+ * frees it makes itself, of blocks it cached (glibc's thread caches at thread exit), are
+ * counted apart from the program's frees of blocks heaptap never saw. */
+__u64 allocator_lo = 0;
+__u64 allocator_hi = 0;
 
 /* Whether the return address of the call c is still replaced by the trampoline: the call
  * is still in progress, its return probe still to come. */
@@ -584,7 +589,7 @@ int BPF_KPROBE(posix_memalign_enter, __u64 memptr, __u64 alignment, __u64 size)
 SEC("uprobe")
 int BPF_KPROBE(free_enter, __u64 ptr)
 {
-	__u64 sp = PT_REGS_SP(ctx);
+	__u64 sp = PT_REGS_SP(ctx), caller;
 	struct heaptap_alloc rec;
 
 	/* free(NULL) frees nothing, and a probe moved past the test for NULL never sees it. */
@@ -595,8 +600,14 @@ int BPF_KPROBE(free_enter, __u64 ptr)
 		return 0;
 	__sync_fetch_and_add(&counters.free_calls, 1);
 	count_fn(ctx);
-	if (take_record(ptr, &rec))
+	if (take_record(ptr, &rec)) {
 		account_free(rec.size);
+		return 0;
+	}
+	/* At the entry, or at a site before any push: the word at sp is the caller's. */
+	if (allocator_hi && !bpf_probe_read_user(&caller, sizeof(caller), (void *)sp) &&
+	    caller >= allocator_lo && caller < allocator_hi)
+		__sync_fetch_and_add(&counters.own_frees, 1);
 	else
 		__sync_fetch_and_add(&counters.unknown_frees, 1);
 	return 0;

@@ -45,7 +45,7 @@ enum heaptap_kind {
 enum heaptap_stack_mode {
 	HEAPTAP_STACK_FP = 1, /* frame-pointer chain, by the kernel */
 	HEAPTAP_STACK_DWARF,  /* unwind rules from the objects' CFI, learned from samples */
-	HEAPTAP_STACK_COPY,	/* every stack copied for the loader to unwind (costly) */
+	HEAPTAP_STACK_COPY,   /* every stack copied for the loader to unwind (costly) */
 };
 
 /*
@@ -81,8 +81,8 @@ struct heaptap_sample {
 	__u64 ip;	 /* registers at the probe */
 	__u64 sp;
 	__u64 bp;
-	__u64 size; /* bytes of stack copied from sp */
-	__u64 at_ip;	/* taken at ip itself (a page fault), not at a function\'s entry */
+	__u64 size;  /* bytes of stack copied from sp */
+	__u64 at_ip; /* taken at ip itself (a page fault), not at a function\'s entry */
 	__u8 stack[HEAPTAP_MAX_STACK_BYTES];
 };
 
@@ -140,6 +140,7 @@ struct heaptap_counters {
 	__u64 lost_samples;	/* stacks that should have been sent: the samples ring was full */
 	__u64 truncated_stacks; /* stacks cut short: unreadable memory, or --stack-depth */
 	__u64 pages_touched;	/* --watch: new anonymous pages written for the first time */
+	__u64 own_frees;	/* frees of unknown blocks by the allocator itself (its caches) */
 };
 
 /* Ring buffer record: a stack was stored for the first time. */

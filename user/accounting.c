@@ -196,8 +196,7 @@ int accounting__snapshot(struct heaptap_bpf *skel, struct stacks *stacks, uint64
 	return 0;
 }
 
-int accounting__watch_snapshot(struct heaptap_bpf *skel, struct stacks *stacks,
-			       struct snapshot *out)
+int accounting__watch_snapshot(struct heaptap_bpf *skel, struct stacks *stacks, struct snapshot *out)
 {
 	uint64_t page = sysconf(_SC_PAGESIZE), key, next, pages;
 	int fd = bpf_map__fd(skel->maps.growth), err = 0;
@@ -232,10 +231,13 @@ int accounting__watch_snapshot(struct heaptap_bpf *skel, struct stacks *stacks,
 				}
 				out->sites = grown;
 			}
-			out->sites[out->nsites] = (struct site){
-				.stack_id = id, .min_size = page, .max_size = page,
-				.sizes = { page }, .nsizes = 1, .fn = HEAPTAP_MAX_FUNCS,
-				.oldest_ns = out->time_ns };
+			out->sites[out->nsites] = (struct site){ .stack_id = id,
+								 .min_size = page,
+								 .max_size = page,
+								 .sizes = { page },
+								 .nsizes = 1,
+								 .fn = HEAPTAP_MAX_FUNCS,
+								 .oldest_ns = out->time_ns };
 			slot = ++out->nsites;
 			err = idmap__put(&index, id, (void *)slot);
 		}

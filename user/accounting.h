@@ -55,8 +55,7 @@ int accounting__snapshot(struct heaptap_bpf *skel, struct stacks *stacks, uint64
 
 /* --watch: the sites are the stacks that first wrote new pages, a page a block: live and
  * live_bytes count those pages. */
-int accounting__watch_snapshot(struct heaptap_bpf *skel, struct stacks *stacks,
-			       struct snapshot *out);
+int accounting__watch_snapshot(struct heaptap_bpf *skel, struct stacks *stacks, struct snapshot *out);
 void snapshot__free(struct snapshot *s);
 
 /* How long before the snapshot time_ns was; 0 for a time during the snapshot itself. */

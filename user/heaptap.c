@@ -50,12 +50,12 @@ struct session {
 	bool have_prev;
 	uint64_t attach_ns;
 	struct history *history;
-	struct bpf_link *watch;			/* --watch: the page-fault program */
+	struct bpf_link *watch; /* --watch: the page-fault program */
 	/* --live */
 	struct probe_costs costs;
 	struct duty_cycle duty;
 	bool attached;
-	uint64_t window_cpu_ns;			/* the target's CPU time when the window began */
+	uint64_t window_cpu_ns;			  /* the target's CPU time when the window began */
 	uint64_t window_calls[HEAPTAP_MAX_FUNCS]; /* fn_calls when the window began */
 };
 
@@ -227,10 +227,29 @@ static int duty_turn(struct session *s, uint64_t *next)
 	s->attached = false;
 	*next = clock__now_ns() + pause;
 	if (verbose)
-		fprintf(stderr, "heaptap: window %" PRIu64 ": slowdown %.1f%% while tracing, "
-			"pausing %.1fs\n", s->duty.windows, s->duty.window_slowdown * 100,
-			pause / 1e9);
+		fprintf(stderr,
+			"heaptap: window %" PRIu64 ": slowdown %.1f%% while tracing, "
+			"pausing %.1fs\n",
+			s->duty.windows, s->duty.window_slowdown * 100, pause / 1e9);
 	return 0;
+}
+
+/*
+ * What the BPF side learns of the target's layout once it is there: the return probes'
+ * trampoline (made at the first hit), and where the allocator's code is, when it is a
+ * library (mapped at exec, for a launched command). True once both are known.
+ */
+static bool publish_layout(struct session *s)
+{
+	uint64_t lo, hi;
+
+	if (!s->skel->bss->allocator_hi && !s->allocator->file.main_program &&
+	    !proc__code_range(s->target.pid, s->allocator->file.path, &lo, &hi)) {
+		s->skel->bss->allocator_lo = lo;
+		__atomic_store_n(&s->skel->bss->allocator_hi, hi, __ATOMIC_RELEASE);
+	}
+	return fixups__publish_trampoline(s->skel, s->target.pid) &&
+	       (s->skel->bss->allocator_hi || s->allocator->file.main_program);
 }
 
 /* Reports every interval until a signal, the duration, the target's exit or an error. */
@@ -258,16 +277,14 @@ static int run(struct session *s, int sigfd, struct ring_buffer *rb)
 		uint64_t now = clock__now_ns(), wake;
 		int n, i;
 
-		/* The kernel makes the return probes' trampoline at the first hit. */
 		if (!published)
-			published = fixups__publish_trampoline(s->skel, s->target.pid);
+			published = publish_layout(s);
 		if (now >= end)
 			break;
 		wake = next < end ? next : end;
 		wake = turn < wake ? turn : wake;
 		/* Signals and the target's exit are heard between reports, however long. */
-		n = epoll_wait(epfd, evs, 4,
-			       now >= wake ? 0 : (wake - now + 999999) / 1000000);
+		n = epoll_wait(epfd, evs, 4, now >= wake ? 0 : (wake - now + 999999) / 1000000);
 		if (n < 0 && errno != EINTR)
 			err = -errno;
 		for (i = 0; i < n; i++) {
@@ -399,7 +416,7 @@ int main(int argc, char **argv)
 	/* DWARF stacks: room for 64 samples, and a rule per return address of as many frames
 	 * as stacks may be stored. Frame-pointer stacks use neither: the smallest maps. */
 	for (ring = 1 << 20; ring < 64 * (s.opts.stack_bytes + sizeof(struct heaptap_sample) -
-					   HEAPTAP_MAX_STACK_BYTES);
+					  HEAPTAP_MAX_STACK_BYTES);
 	     ring <<= 1)
 		;
 	bpf_map__set_max_entries(s.skel->maps.samples,
@@ -420,15 +437,17 @@ int main(int argc, char **argv)
 	/* --live: what a probe hit costs here, to keep the duty cycle within budget. */
 	if (s.opts.live) {
 		s.duty = (struct duty_cycle){ .window_ns = s.opts.window_ms * 1000000ULL,
-					      .budget = s.opts.max_overhead, .traced = 1 };
+					      .budget = s.opts.max_overhead,
+					      .traced = 1 };
 		if (overhead__calibrate(s.skel, &s.costs)) {
 			s.costs = (struct probe_costs){ 5000, 20000, 5000 };
 			fprintf(stderr, "heaptap: could not measure what a probe costs here; "
-				"assuming 5 us emulated, 20 us single-stepped\n");
+					"assuming 5 us emulated, 20 us single-stepped\n");
 		} else if (verbose) {
-			fprintf(stderr, "heaptap: a probe hit costs %.1f us emulated, %.1f us "
-				"single-stepped, a return %.1f us\n", s.costs.emulated / 1e3,
-				s.costs.stepped / 1e3, s.costs.ret / 1e3);
+			fprintf(stderr,
+				"heaptap: a probe hit costs %.1f us emulated, %.1f us "
+				"single-stepped, a return %.1f us\n",
+				s.costs.emulated / 1e3, s.costs.stepped / 1e3, s.costs.ret / 1e3);
 		}
 	}
 	err = fill_sample_gaps(s.skel, s.opts.sample_bytes);

@@ -11,14 +11,14 @@ struct point {
 };
 
 struct series {
-	struct point points[HISTORY_POINTS];	/* a ring: the oldest at head when full */
+	struct point points[HISTORY_POINTS]; /* a ring: the oldest at head when full */
 	unsigned int n;
 	unsigned int head;
-	unsigned int absent;	/* consecutive snapshots without the site */
+	unsigned int absent; /* consecutive snapshots without the site */
 };
 
 struct history {
-	struct idmap sites;	/* stack id -> struct series */
+	struct idmap sites; /* stack id -> struct series */
 };
 
 struct history *history__new(void)

@@ -25,13 +25,13 @@ bool insn__emulated(const unsigned char *code, size_t len)
 
 	if (len < 2)
 		return false;
-	if (op >= 0x50 && op <= 0x57)			/* push %rax ... %rdi */
+	if (op >= 0x50 && op <= 0x57) /* push %rax ... %rdi */
 		return true;
-	if (op == 0x41 && code[1] >= 0x50 && code[1] <= 0x57)	/* push %r8 ... %r15 */
+	if (op == 0x41 && code[1] >= 0x50 && code[1] <= 0x57) /* push %r8 ... %r15 */
 		return true;
-	if (op == 0xe8 || op == 0xe9 || op == 0xeb || op == 0x90)	/* call, jmp, nop */
+	if (op == 0xe8 || op == 0xe9 || op == 0xeb || op == 0x90) /* call, jmp, nop */
 		return true;
-	if (op >= 0x70 && op <= 0x7f)			/* jcc rel8 */
+	if (op >= 0x70 && op <= 0x7f) /* jcc rel8 */
 		return true;
-	return op == 0x0f && code[1] >= 0x80 && code[1] <= 0x8f;	/* jcc rel32 */
+	return op == 0x0f && code[1] >= 0x80 && code[1] <= 0x8f; /* jcc rel32 */
 }

@@ -281,12 +281,8 @@ int options__parse(struct options *opts, int argc, char **argv)
 				return bad("--stack-depth", optarg, "a number from 1 to 127");
 			opts->stack_depth = v;
 			break;
-		case OPT_LIVE:
-			opts->live = true;
-			break;
-		case OPT_WATCH:
-			opts->watch = true;
-			break;
+		case OPT_LIVE: opts->live = true; break;
+		case OPT_WATCH: opts->watch = true; break;
 		case OPT_SAMPLE:
 			if (parse_bytes(optarg, &opts->sample_bytes))
 				return bad("--sample", optarg, "a size from 1 byte to 1t, like 512k");
@@ -301,12 +297,11 @@ int options__parse(struct options *opts, int argc, char **argv)
 			errno = 0;
 			opts->max_overhead = strtod(optarg, &end) / 100;
 			if (errno || *end || !(opts->max_overhead > 0) || opts->max_overhead > 1)
-				return bad("--max-overhead", optarg, "a percentage above 0, up to 100");
+				return bad("--max-overhead", optarg,
+					   "a percentage above 0, up to 100");
 			break;
 		}
-		case 'v':
-			opts->verbose = true;
-			break;
+		case 'v': opts->verbose = true; break;
 		case 'h': printf(usage_text, HEAPTAP_MAX_DEPTH); return 1;
 		case 'V': printf("heaptap %s\n", HEAPTAP_VERSION); return 1;
 		case ':':
@@ -323,7 +318,7 @@ int options__parse(struct options *opts, int argc, char **argv)
 		opts->command = &argv[optind];
 	if (opts->live && opts->watch) {
 		fprintf(stderr, "heaptap: --live and --watch are two different modes: choose one "
-			"(see heaptap --help)\n");
+				"(see heaptap --help)\n");
 		return -EINVAL;
 	}
 	if (opts->live && !opts->sample_bytes)

@@ -17,7 +17,7 @@ enum stack_choice {
 	STACK_AUTO, /* frame pointers if every object keeps them, else DWARF */
 	STACK_FP,
 	STACK_DWARF,
-	STACK_COPY,	/* every stack copied and unwound by heaptap: for measuring */
+	STACK_COPY, /* every stack copied and unwound by heaptap: for measuring */
 };
 
 struct options {
@@ -36,11 +36,11 @@ struct options {
 	uint32_t stack_depth;
 	enum stack_choice stack;
 	uint32_t stack_bytes;
-	bool live;			/* duty-cycled, sampled tracing within an overhead budget */
-	bool watch;			/* no allocator probes: new pages, by the stack writing them */
-	uint64_t sample_bytes;		/* mean bytes between sampled allocations; 0: all */
-	uint64_t window_ms;		/* live: how long each tracing window lasts */
-	double max_overhead;		/* live: the slowdown allowed, as a fraction */
+	bool live;	       /* duty-cycled, sampled tracing within an overhead budget */
+	bool watch;	       /* no allocator probes: new pages, by the stack writing them */
+	uint64_t sample_bytes; /* mean bytes between sampled allocations; 0: all */
+	uint64_t window_ms;    /* live: how long each tracing window lasts */
+	double max_overhead;   /* live: the slowdown allowed, as a fraction */
 };
 
 /* Exit statuses, as documented in the README. */

@@ -15,9 +15,9 @@ struct heaptap_bpf;
 
 /* CPU nanoseconds a hit costs the traced thread. */
 struct probe_costs {
-	double emulated;	/* an entry probe the kernel emulates (push, jump, call) */
-	double stepped;		/* an entry probe the kernel single-steps (test, mov, ...) */
-	double ret;		/* a return probe */
+	double emulated; /* an entry probe the kernel emulates (push, jump, call) */
+	double stepped;	 /* an entry probe the kernel single-steps (test, mov, ...) */
+	double ret;	 /* a return probe */
 };
 
 /* Measures on a child of heaptap, with the loaded skeleton's programs (they do nothing for
@@ -39,7 +39,7 @@ double overhead__trap_ns(const struct probes *p, const struct probe_costs *costs
 struct duty_cycle {
 	uint64_t window_ns;
 	double budget;		/* the slowdown allowed, a fraction of the target's time */
-	double window_slowdown;	/* the last window's: time in probe hits / the target's time */
+	double window_slowdown; /* the last window's: time in probe hits / the target's time */
 	double slowdown;	/* spread over the cycle: what the target loses on the whole */
 	double traced;		/* share of the time traced */
 	uint64_t windows;

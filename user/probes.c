@@ -253,8 +253,9 @@ int probes__plan(const struct allocator *a, enum fixup_mode fixup, const char *n
 		if (!pr->skipped) {
 			unsigned char code[16];
 
-			pr->emulated = !insn__read(a->file.open_path, pr->offset, code, sizeof(code)) &&
-				       insn__emulated(code, sizeof(code));
+			pr->emulated =
+				!insn__read(a->file.open_path, pr->offset, code, sizeof(code)) &&
+				insn__emulated(code, sizeof(code));
 			pr->returns = pr->kind != HEAPTAP_KIND_FREE;
 		}
 	}

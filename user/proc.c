@@ -296,3 +296,28 @@ int proc__find_mapping(int pid, const char *name, uint64_t *start, uint64_t *end
 	free(buf);
 	return err;
 }
+
+int proc__code_range(int pid, const char *path, uint64_t *start, uint64_t *end)
+{
+	struct proc_maps maps;
+	size_t i;
+	int err;
+
+	err = proc_maps__read(pid, &maps);
+	if (err)
+		return err;
+	*start = UINT64_MAX;
+	*end = 0;
+	for (i = 0; i < maps.n; i++) {
+		const struct proc_map *m = &maps.maps[i];
+
+		if (!m->exec || !m->path || strcmp(m->path, path))
+			continue;
+		if (m->start < *start)
+			*start = m->start;
+		if (m->end > *end)
+			*end = m->end;
+	}
+	proc_maps__free(&maps);
+	return *end ? 0 : -ENOENT;
+}

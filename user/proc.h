@@ -42,6 +42,9 @@ uint64_t proc__rss(int pid);
 /* The first mapping whose name (the end of its maps line) is name, such as "[uprobes]". */
 int proc__find_mapping(int pid, const char *name, uint64_t *start, uint64_t *end);
 
+/* The span of the executable mappings of the file at path (as the process names it). */
+int proc__code_range(int pid, const char *path, uint64_t *start, uint64_t *end);
+
 /* Reads /proc/PID/maps; negative errno on failure. */
 int proc_maps__read(int pid, struct proc_maps *out);
 void proc_maps__free(struct proc_maps *m);

@@ -38,8 +38,8 @@ struct report {
 	int stack_mode;	 /* enum heaptap_stack_mode */
 	const struct unwind_stats *unwind;
 	const struct history *history;
-	const struct duty_cycle *duty;	/* --live */
-	bool traced_now;		/* probes in at the report (--live: within a window) */
+	const struct duty_cycle *duty; /* --live */
+	bool traced_now;	       /* probes in at the report (--live: within a window) */
 };
 
 struct size_row {

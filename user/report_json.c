@@ -104,7 +104,9 @@ void report__attached_json(FILE *f, const struct report *r)
 	put(settings, "stack_mode", json_object_new_string(report__stack_mode(r)));
 	put(settings, "stack_bytes", u64(r->opts->stack_bytes));
 	put(settings, "mode",
-	    json_object_new_string(r->opts->live ? "live" : r->opts->watch ? "watch" : "full"));
+	    json_object_new_string(r->opts->live    ? "live"
+				   : r->opts->watch ? "watch"
+						    : "full"));
 	put(o, "settings", settings);
 	emit(f, o);
 }
@@ -281,8 +283,12 @@ void report__json(FILE *f, const struct report *r)
 	put(o, "unwound_calls", u64(c->unwound));
 	put(o, "fixup_failures", u64(c->fixup_failures));
 	put(o, "lost_events", u64(c->lost_events));
+	put(o, "own_frees", u64(c->own_frees));
 	put(o, "stacks", stacks(r));
-	put(o, "mode", json_object_new_string(r->duty ? "live" : r->opts->watch ? "watch" : "full"));
+	put(o, "mode",
+	    json_object_new_string(r->duty	    ? "live"
+				   : r->opts->watch ? "watch"
+						    : "full"));
 	put(o, "pages_touched", u64(c->pages_touched));
 	put(o, "sample_bytes", u64(r->opts->sample_bytes));
 	if (r->duty) {

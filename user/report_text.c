@@ -70,8 +70,10 @@ void report__attached_text(FILE *f, const struct report *r)
 	size_t i, skipped = 0;
 
 	if (r->opts->watch) {
-		fprintf(f, "heaptap: watching PID %d (%s): new pages of anonymous memory, by the "
-			"stack that writes each first\n", r->pid, r->comm);
+		fprintf(f,
+			"heaptap: watching PID %d (%s): new pages of anonymous memory, by the "
+			"stack that writes each first\n",
+			r->pid, r->comm);
 		return;
 	}
 	fprintf(f, "heaptap: attached to PID %d (%s): %zu probes on %s\n", r->pid, r->comm,
@@ -132,17 +134,20 @@ static void header(FILE *f, const struct report *r)
 				? " (heaptap was too slow to let some through: see README)"
 				: "");
 	if (r->duty)
-		fprintf(f, "live       %s windows, traced %.0f%% of the time; slowdown ~%.1f%% "
+		fprintf(f,
+			"live       %s windows, traced %.0f%% of the time; slowdown ~%.1f%% "
 			"(budget %.0f%%, %.0f%% while tracing)%s\n",
 			duration(a, sizeof(a), r->duty->window_ns), r->duty->traced * 100,
 			r->duty->slowdown * 100, r->duty->budget * 100,
 			r->duty->window_slowdown * 100, r->traced_now ? "" : "; paused now");
 	if (r->opts->watch)
-		fprintf(f, "watch      no allocator probes: %s new pages of anonymous memory written "
+		fprintf(f,
+			"watch      no allocator probes: %s new pages of anonymous memory written "
 			"since attach, by the stack that wrote each first\n",
 			count(a, sizeof(a), c->pages_touched));
 	if (r->opts->sample_bytes)
-		fprintf(f, "sampling   1 block in ~%s allocated: sites' live bytes are estimates, "
+		fprintf(f,
+			"sampling   1 block in ~%s allocated: sites' live bytes are estimates, "
 			"the size table counts sampled blocks\n",
 			bytes(a, sizeof(a), r->opts->sample_bytes));
 	fprintf(f, "stacks     %s, %s distinct", report__stack_mode(r),
@@ -287,7 +292,8 @@ static void sites(FILE *f, const struct report *r)
 
 		if (r->opts->watch) {
 			fprintf(f, "#%zu  %s in %s new pages", i + 1,
-				bytes(a, sizeof(a), site->live_bytes), count(b, sizeof(b), site->live));
+				bytes(a, sizeof(a), site->live_bytes),
+				count(b, sizeof(b), site->live));
 			if (!isnan(growth[i]))
 				fprintf(f, ", %s %s/h", growth[i] >= 0 ? "growing" : "shrinking",
 					bytes(a, sizeof(a), fabs(growth[i]) * 3600));
@@ -302,10 +308,10 @@ static void sites(FILE *f, const struct report *r)
 				count(d, sizeof(d), site->live));
 		else
 			fprintf(f, "#%zu  %s live in %s blocks, ", i + 1,
-				bytes(a, sizeof(a), site->live_bytes), count(b, sizeof(b), site->live));
+				bytes(a, sizeof(a), site->live_bytes),
+				count(b, sizeof(b), site->live));
 		site_sizes(f, site);
-		fprintf(f, ", oldest %s",
-			duration(d, sizeof(d), snapshot__age(s, site->oldest_ns)));
+		fprintf(f, ", oldest %s", duration(d, sizeof(d), snapshot__age(s, site->oldest_ns)));
 		if (!isnan(growth[i]))
 			fprintf(f, ", %s %s/h", growth[i] >= 0 ? "growing" : "shrinking",
 				bytes(a, sizeof(a), fabs(growth[i]) * 3600));

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * An allocation storm whose result does not depend on addresses: "work N" has 4 threads
- * each run N rounds of malloc/realloc/calloc/free over data they check, and prints the
- * combined checksum. The same N gives the same sum traced, untraced, or while a tracer is
+ * An allocation storm whose result does not depend on addresses: "work N" has 4 threads (or
+ * argv[1]) each run N rounds of malloc/realloc/calloc/free over data they check, and prints
+ * the combined checksum. The same N gives the same sum traced, untraced, or while a tracer is
  * torn down mid-run. "progress" lines mark that the threads are busy.
  */
 #include <pthread.h>
@@ -11,10 +11,11 @@
 
 #include "proto.h"
 
-#define THREADS 4
+#define MAX_THREADS 64
 
 static long rounds;
-static uint64_t sums[THREADS];
+static int threads = 4; /* argv[1] */
+static uint64_t sums[MAX_THREADS];
 static int broken;
 
 static void *worker(void *arg)
@@ -58,11 +59,13 @@ static void *worker(void *arg)
 	return NULL;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
-	pthread_t th[THREADS];
+	pthread_t th[MAX_THREADS];
 	char cmd[64];
 
+	if (argc > 1 && atoi(argv[1]) > 0 && atoi(argv[1]) <= MAX_THREADS)
+		threads = atoi(argv[1]);
 	ready();
 	while (next_command(cmd, sizeof(cmd))) {
 		uint64_t total = 0;
@@ -74,9 +77,9 @@ int main(void)
 			continue;
 		}
 		rounds = atol(cmd + 5);
-		for (long t = 0; t < THREADS; t++)
+		for (long t = 0; t < threads; t++)
 			pthread_create(&th[t], NULL, worker, (void *)t);
-		for (long t = 0; t < THREADS; t++) {
+		for (long t = 0; t < threads; t++) {
 			pthread_join(th[t], NULL);
 			total ^= sums[t] * (t + 1);
 		}

@@ -1,0 +1,90 @@
+"""Cheaper modes for live servers: sampled accounting and its error bars, the duty cycle of
+--live (probes really out between windows), and --watch (no allocator probes at all)."""
+import time
+
+from lib import (Heaptap, Target, check, check_true, functions, probed_text_intact,
+                 run_heaptap, test, uprobes_of)
+
+
+@test
+def test_sampled_estimates_hold_the_truth():
+    target = Target("growth")
+    ht = Heaptap(["-p", str(target.target_pid), "-i", "1h", "--sample", "16k"])
+    ht.attached()
+    target.do("leak 20000 256")
+    final, status = ht.finish()
+    check("heaptap exit status", status, 0)
+    site = [s for s in final["sites"] if "leak_many" in functions(s)]
+    check("one site for the leak", len(site), 1)
+    site = site[0]
+    true_bytes = 20000 * 256
+    check_true("some blocks sampled, far from all", 50 < site["live"] < 2000, site["live"])
+    # The margin is 1.96 standard errors: twice it is about 4, which the truth is beyond
+    # once in 15,000 runs.
+    check_true("estimated bytes within twice the stated 95% margin of the truth",
+               abs(site["est_bytes"] - true_bytes) <= 2 * site["est_bytes_margin"],
+               f"estimate {site['est_bytes']:.0f} +- {site['est_bytes_margin']:.0f}, "
+               f"truth {true_bytes}")
+    check_true("a margin that says something", site["est_bytes_margin"] < 0.5 * true_bytes,
+               site["est_bytes_margin"])
+    check_true("estimated blocks near 20000",
+               abs(site["est_blocks"] - 20000) <= 2 * site["est_bytes_margin"] / 256,
+               site["est_blocks"])
+    check("sample interval reported", final["sample_bytes"], 16384)
+
+
+@test
+def test_live_mode_takes_its_probes_out_between_windows():
+    target = Target("storm")
+    # A 1% budget against a target that does nothing but allocate: short windows, long pauses.
+    ht = Heaptap(["-p", str(target.target_pid), "--live", "--window", "300ms",
+                  "--max-overhead", "1", "-i", "500ms"])
+    attached = ht.attached()
+    target.send("work 400000")
+    paused = None
+    deadline = time.monotonic() + 60
+    while paused is None and time.monotonic() < deadline:
+        rec = ht.record()
+        if rec and rec["type"] == "interval" and not rec["live"]["tracing_now"]:
+            paused = rec
+    check_true("a report during a pause", paused is not None)
+    check("uprobes while paused", uprobes_of(ht.pid), [])
+    check("code bytes while paused", probed_text_intact(target.target_pid, attached), [])
+    check_true("the window's slowdown was measured", paused["live"]["window_slowdown"] > 0.01,
+               paused["live"])
+    check_true("traced a small share of the time, so as to keep to 1%",
+               0 < paused["live"]["traced"] < 0.5, paused["live"])
+    check_true("estimated slowdown within the budget",
+               paused["live"]["slowdown"] <= 0.0101, paused["live"])
+    final, status = ht.finish()
+    check("heaptap exit status", status, 0)
+    check("mode", final["mode"], "live")
+    check_true("blocks sampled during the windows", final["allocs"] > 0, final["allocs"])
+
+
+@test
+def test_watch_names_the_stack_that_takes_new_pages():
+    target = Target("growth")
+    ht = Heaptap(["-p", str(target.target_pid), "-i", "1h", "--watch"])
+    attached = ht.attached()
+    check("no allocator probe", attached["probes"], [])
+    target.do("touch 1000")
+    final, status = ht.finish()
+    check("heaptap exit status", status, 0)
+    check("mode", final["mode"], "watch")
+    top = final["sites"][0]
+    check_true("the stack writing the new pages", "touch_pages" in functions(top),
+               functions(top))
+    # memset writes 1000 pages first; malloc's own header write took the block's first page.
+    check("pages it wrote first", top["live"], 1000)
+    check_true("pages counted in all", final["pages_touched"] >= 1000, final["pages_touched"])
+
+
+@test
+def test_modes_that_exclude_each_other():
+    status, out, err = run_heaptap(["-p", "1", "--live", "--watch"])
+    check("exit status", status, 2)
+    check("message", err.strip(), "heaptap: --live and --watch are two different modes: choose "
+          "one (see heaptap --help)")
+    status, out, err = run_heaptap(["-p", "1", "--max-overhead", "0"])
+    check("exit status for a zero budget", status, 2)

@@ -19,9 +19,25 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
 import lib  # noqa: E402
-from overhead import Waited, free_port  # noqa: E402
+
 
 LEAKSERVER = os.path.join(lib.BUILD, "bench", "leakserver")
+
+
+class Waited:
+    """A child run to its end, with the CPU time and peak RSS the kernel kept for it."""
+
+    def __init__(self, proc):
+        _, status, usage = os.wait4(proc.pid, 0)
+        proc.popen.returncode = os.waitstatus_to_exitcode(status)
+        self.cpu = usage.ru_utime + usage.ru_stime
+        self.max_rss = usage.ru_maxrss * 1024
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 CHUNK = 100000
 
 

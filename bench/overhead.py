@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""What tracing costs, side by side in one run: sudo python3 bench/overhead.py [MODE...]
+"""What tracing costs, side by side in one run: sudo python3 bench/overhead.py [SECONDS]
 
 1. ns per malloc+free pair in a tight loop (bench/targets/allocbench, -O2, glibc): untraced;
    empty BPF programs at the allocator functions' entries (the kernel's default sites, as any
@@ -8,11 +8,12 @@
    requests per second untraced and with heaptap in each mode.
 3. heaptap's own CPU time (share of one core) and peak memory (RSS plus BPF maps) in each
    mode, over the redis run.
+4. --live and --watch, whose windows and pauses last seconds, over SECONDS (default 300) on
+   fresh servers under load: bench/live.py's table.
 
-MODE is a heaptap option set, named (default: all of them); every figure is a median of
-REPEAT runs, and ratios are against the untraced run of the same moment.
+Every tight-loop figure is a median of REPEAT runs, and ratios are against the untraced run
+of the same moment.
 """
-import json
 import os
 import re
 import socket
@@ -24,18 +25,21 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
 import lib  # noqa: E402
+import live  # noqa: E402
+from live import Waited, free_port  # noqa: E402
 
 ALLOCBENCH = os.path.join(lib.BUILD, "bench", "allocbench")
 PROBECOST = os.path.join(lib.BUILD, "bench", "probecost")
 PAIRS = 20000
 REPEAT = 3
 REDIS_REQUESTS_UNTRACED = 200000
-REDIS_REQUESTS_TRACED = 20000
+REDIS_REQUESTS_TRACED = 20000	# full tracing: a tenth of the speed
 
 # heaptap's modes, by name: the options that select them.
 MODES = {
     "full": [],
     "full-fp": ["--stack", "fp"],
+    "watch": ["--watch"],
 }
 
 
@@ -54,16 +58,6 @@ def plan(target):
     attached = ht.attached()
     ht.finish()
     return attached
-
-
-class Waited:
-    """A child run to its end, with the CPU time and peak RSS the kernel kept for it."""
-
-    def __init__(self, proc):
-        _, status, usage = os.wait4(proc.pid, 0)
-        proc.popen.returncode = os.waitstatus_to_exitcode(status)
-        self.cpu = usage.ru_utime + usage.ru_stime
-        self.max_rss = usage.ru_maxrss * 1024
 
 
 def empty_probes(target, sites):
@@ -115,12 +109,6 @@ def alloc_loop(modes):
     return rows
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def benchmark(port, requests):
     out = subprocess.run(["redis-benchmark", "-p", str(port), "-t", "set", "-n", str(requests),
                           "-r", "10000000", "-q"], capture_output=True, text=True,
@@ -153,7 +141,8 @@ def redis(modes):
         for name in modes:
             ht = heaptap_for(server.pid, MODES[name])
             start = time.monotonic()
-            rps = benchmark(port, REDIS_REQUESTS_TRACED)
+            rps = benchmark(port, REDIS_REQUESTS_UNTRACED if name == "watch"
+                            else REDIS_REQUESTS_TRACED)
             final, cpu, memory = finish(ht)
             rows.append((f"heaptap {name}", rps, cpu / (time.monotonic() - start), memory))
         server.end()
@@ -164,7 +153,7 @@ def main(argv):
     if os.geteuid() != 0:
         print("the benchmark attaches BPF programs: run it as root")
         return 1
-    modes = argv or list(MODES)
+    modes = list(MODES)
     loop = alloc_loop(modes)
     base = loop[0][1]
     entries = loop[1][1]
@@ -175,8 +164,9 @@ def main(argv):
         print(f"{label:40} {ns:9.0f} {ns / base:11.1f} {ns / entries:14.2f}")
     rows = redis(modes)
     print(f"\nredis-server (jemalloc) under redis-benchmark -t set, 50 clients, random keys "
-          f"(untraced: median of {REPEAT} x {REDIS_REQUESTS_UNTRACED}; traced: "
-          f"{REDIS_REQUESTS_TRACED}):")
+          f"(untraced: median of {REPEAT} x {REDIS_REQUESTS_UNTRACED}; watch: "
+          f"{REDIS_REQUESTS_UNTRACED}; full: {REDIS_REQUESTS_TRACED}; heaptap's CPU over the run, "
+          f"its start included):")
     print(f"{'':40} {'requests/s':>11} {'x untraced':>11} {'heaptap CPU':>12} "
           f"{'heaptap memory':>15}")
     for label, rps, cpu, memory in rows:
@@ -184,7 +174,8 @@ def main(argv):
         print(f"{label:40} {rps:11.0f} {rps / rows[0][1]:11.3f} {extra}")
     for p in lib.started():
         p.end()
-    return 0
+    lib.started().clear()
+    return live.main(argv)
 
 
 if __name__ == "__main__":

@@ -134,7 +134,10 @@ def main(argv):
         cases.append(("redis-server (SET, random keys)",
                       ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
                        "--appendonly", "no", "--dir", workdir],
-                      port, "set", 100000000, ["setGenericCommand", "dbAdd"]))
+                      port, "set", 100000000,
+                      # The key set: its entries and keys (dbAdd), and its values (made by the
+                      # request parser, kept by the SET).
+                      ["setGenericCommand", "dbAdd", "createEmbeddedStringObject"]))
         port = free_port()
         cases.append(("leakserver (PING, 1 in 100 leaks)", [LEAKSERVER, str(port), "100"],
                       port, "ping_inline", 0, ["remember_session"]))

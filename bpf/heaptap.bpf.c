@@ -49,6 +49,16 @@ struct {
 	__type(value, struct heaptap_stack);
 } stacks SEC(".maps");
 
+/* Blocks and bytes each stack allocated since attach (pprof's alloc_objects, alloc_space);
+ * max_entries is set from --max-stacks. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 1);
+	__type(key, __u64);
+	__type(value, struct heaptap_site_total);
+} site_totals SEC(".maps");
+
 /* Per-size-class calls and bytes. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -220,6 +230,20 @@ static __always_inline void forget_reused(__u64 ptr)
 	}
 }
 
+static __always_inline void add_to_site(__u64 stack_id, __u64 size)
+{
+	struct heaptap_site_total *t = bpf_map_lookup_elem(&site_totals, &stack_id), fresh = {};
+
+	if (!t && !bpf_map_update_elem(&site_totals, &stack_id, &fresh, BPF_NOEXIST))
+		t = bpf_map_lookup_elem(&site_totals, &stack_id);
+	else if (!t)
+		t = bpf_map_lookup_elem(&site_totals, &stack_id); /* another thread made it */
+	if (t) {
+		__sync_fetch_and_add(&t->allocs, 1);
+		__sync_fetch_and_add(&t->bytes, size);
+	}
+}
+
 static __always_inline void record_block(struct call *c, __u64 ptr, __u64 size)
 {
 	struct heaptap_alloc rec = {};
@@ -235,6 +259,7 @@ static __always_inline void record_block(struct call *c, __u64 ptr, __u64 size)
 		return;
 	}
 	account_alloc(size);
+	add_to_site(c->stack_id, size);
 }
 
 static __always_inline __u64 hash_stack(const struct heaptap_stack *s, __u32 words)

@@ -105,6 +105,12 @@ struct heaptap_stack {
 	__u64 ips[HEAPTAP_MAX_DEPTH + 1];
 };
 
+/* All the blocks a stack allocated (tracked ones, with sampling), freed or not. */
+struct heaptap_site_total {
+	__u64 allocs;
+	__u64 bytes;
+};
+
 /* Calls and bytes of one size class; live = allocs - frees. */
 struct heaptap_size_class {
 	__u64 allocs;

@@ -161,6 +161,48 @@ static int read_sites(int fd, struct stacks *stacks, uint64_t min_age_ns, uint64
 	return err;
 }
 
+/* Each stack's allocations since attach, samples merged into the stacks they stand for. */
+static int read_totals(int fd, struct stacks *stacks, struct snapshot *s)
+{
+	struct heaptap_site_total value;
+	struct idmap index = {};
+	uint64_t key, next;
+	void *prev = NULL;
+	size_t cap = 0;
+	int err = 0;
+
+	while (!err && !bpf_map_get_next_key(fd, prev, &next)) {
+		uint64_t id = stacks__canonical(stacks, next);
+		uintptr_t slot;
+
+		key = next;
+		prev = &key;
+		if (bpf_map_lookup_elem(fd, &key, &value))
+			continue;
+		slot = (uintptr_t)idmap__get(&index, id);
+		if (!slot) {
+			if (s->ntotals == cap) {
+				struct site_total *grown;
+
+				cap = cap ? cap * 2 : 64;
+				grown = realloc(s->totals, cap * sizeof(*grown));
+				if (!grown) {
+					err = -ENOMEM;
+					break;
+				}
+				s->totals = grown;
+			}
+			s->totals[s->ntotals] = (struct site_total){ .stack_id = id };
+			slot = ++s->ntotals;
+			err = idmap__put(&index, id, (void *)slot);
+		}
+		s->totals[slot - 1].allocs += value.allocs;
+		s->totals[slot - 1].bytes += value.bytes;
+	}
+	idmap__free(&index);
+	return err;
+}
+
 /* By live bytes, estimated where sampled. */
 static int by_live_bytes(const void *a, const void *b)
 {
@@ -188,6 +230,8 @@ int accounting__snapshot(struct heaptap_bpf *skel, struct stacks *stacks, uint64
 	if (!err)
 		err = read_sites(bpf_map__fd(skel->maps.allocs), stacks, min_age_ns, sample_bytes,
 				 out);
+	if (!err)
+		err = read_totals(bpf_map__fd(skel->maps.site_totals), stacks, out);
 	if (err) {
 		snapshot__free(out);
 		return err;
@@ -279,6 +323,8 @@ uint64_t accounting__map_bytes(struct heaptap_bpf *skel)
 void snapshot__free(struct snapshot *s)
 {
 	free(s->sites);
+	free(s->totals);
 	s->sites = NULL;
-	s->nsites = 0;
+	s->totals = NULL;
+	s->nsites = s->ntotals = 0;
 }

@@ -37,6 +37,13 @@ struct site {
 	double est_var;
 };
 
+/* What a stack allocated since attach, freed or not (tracked blocks). */
+struct site_total {
+	uint64_t stack_id;
+	uint64_t allocs;
+	uint64_t bytes;
+};
+
 struct snapshot {
 	uint64_t time_ns; /* CLOCK_MONOTONIC */
 	struct heaptap_counters counters;
@@ -45,6 +52,8 @@ struct snapshot {
 	struct site *sites; /* by live bytes, most first */
 	size_t nsites;
 	uint64_t young; /* blocks hidden by --min-age */
+	struct site_total *totals; /* by canonical stack id, in no order */
+	size_t ntotals;
 };
 
 /* Takes a snapshot; blocks younger than min_age_ns are left out of the sites. */

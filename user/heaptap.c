@@ -223,6 +223,8 @@ static int duty_turn(struct session *s, uint64_t *next)
 		begin_window(s, next);
 		return 0;
 	}
+	if (s->duty.windows == 1)
+		probes__retire_unused(s->probes, (const uint64_t *)s->skel->bss->fn_calls);
 	probes__detach(s->probes);
 	s->attached = false;
 	*next = clock__now_ns() + pause;
@@ -412,6 +414,7 @@ int main(int argc, char **argv)
 	s.skel->rodata->sample_interval = s.opts.sample_bytes;
 	s.skel->rodata->watch = s.opts.watch;
 	bpf_map__set_max_entries(s.skel->maps.growth, s.opts.watch ? s.opts.max_stacks : 1);
+	bpf_map__set_max_entries(s.skel->maps.site_totals, s.opts.max_stacks);
 	bpf_program__set_autoload(s.skel->progs.page_fault, s.opts.watch);
 	/* DWARF stacks: room for 64 samples, and a rule per return address of as many frames
 	 * as stacks may be stored. Frame-pointer stacks use neither: the smallest maps. */

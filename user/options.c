@@ -27,6 +27,14 @@ static const char usage_text[] =
 	"      --min-age TIME     hide allocations younger than TIME from the sites\n"
 	"      --sort KEY         size table order: size (default), live, calls, bytes\n"
 	"      --json             one JSON object per report instead of text\n"
+	"  -o, --output FILE      the latest report in FILE (replaced whole at each report)\n"
+	"                         instead of standard output\n"
+	"      --folded FILE      live bytes per stack, folded (flamegraph.pl, inferno,\n"
+	"                         speedscope), rewritten at each report\n"
+	"      --pprof FILE       a gzip'd pprof heap profile, rewritten at each report\n"
+	"      --html FILE        a self-contained HTML report (flame graph, timeline, sizes)\n"
+	"      --listen [ADDR:]PORT  serve Prometheus metrics at http://ADDR:PORT/metrics\n"
+	"                         (ADDR 127.0.0.1 when not given)\n"
 	"      --allocator PATH   trace the allocator in PATH instead of discovering it\n"
 	"      --max-allocs N     outstanding blocks tracked (default 1048576)\n"
 	"      --max-stacks N     distinct stacks stored (default 65536)\n"
@@ -67,6 +75,10 @@ enum {
 	OPT_SAMPLE,
 	OPT_WINDOW,
 	OPT_MAX_OVERHEAD,
+	OPT_FOLDED,
+	OPT_PPROF,
+	OPT_HTML,
+	OPT_LISTEN,
 };
 
 static const struct option long_options[] = {
@@ -88,6 +100,11 @@ static const struct option long_options[] = {
 	{ "sample", required_argument, NULL, OPT_SAMPLE },
 	{ "window", required_argument, NULL, OPT_WINDOW },
 	{ "max-overhead", required_argument, NULL, OPT_MAX_OVERHEAD },
+	{ "output", required_argument, NULL, 'o' },
+	{ "folded", required_argument, NULL, OPT_FOLDED },
+	{ "pprof", required_argument, NULL, OPT_PPROF },
+	{ "html", required_argument, NULL, OPT_HTML },
+	{ "listen", required_argument, NULL, OPT_LISTEN },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, 'h' },
 	{ "version", no_argument, NULL, 'V' },
@@ -219,7 +236,7 @@ int options__parse(struct options *opts, int argc, char **argv)
 	/* '+': stop at the first non-option, so COMMAND's own options stay its own; ':' and
 	 * opterr = 0: every message about the command line is heaptap's own, on one line. */
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+:p:i:d:vhV", long_options, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+:p:i:d:o:vhV", long_options, NULL)) != -1) {
 		switch (c) {
 		case 'p':
 			if (parse_uint(optarg, 1, INT_MAX, &v))

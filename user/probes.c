@@ -291,6 +291,24 @@ static struct bpf_link *attach_one(struct bpf_program *prog, int pid, const stru
  */
 enum phase { PHASE_UNWINDERS, PHASE_RETURNS, PHASE_ENTRIES, PHASES };
 
+void probes__retire_unused(struct probes *p, const uint64_t *calls)
+{
+	bool new_called = false;
+	size_t i;
+
+	for (i = 0; i < p->n && i < HEAPTAP_MAX_FUNCS; i++) {
+		struct probe *pr = &p->v[i];
+
+		if (pr->skipped || pr->kind == PROBE_UNWIND)
+			continue;
+		pr->dormant = !calls[i];
+		new_called |= pr->kind == HEAPTAP_KIND_NEW && calls[i];
+	}
+	for (i = 0; i < p->n; i++)
+		if (p->v[i].kind == PROBE_UNWIND)
+			p->v[i].dormant = !new_called;
+}
+
 void probes__choose_programs(const struct probes *p, struct heaptap_bpf *skel)
 {
 	bpf_program__set_autoload(skel->progs.unwind_write, p->unwinding && p->fixup == FIXUP_BPF);
@@ -309,7 +327,7 @@ int probes__attach(struct probes *p, struct heaptap_bpf *skel, int pid)
 			struct bpf_link **link;
 			bool unwinder = pr->kind == PROBE_UNWIND;
 
-			if (pr->skipped || (unwinder && !p->unwinding) ||
+			if (pr->skipped || pr->dormant || (unwinder && !p->unwinding) ||
 			    (unwinder != (phase == PHASE_UNWINDERS)))
 				continue;
 			programs_for(p, skel, pr->kind, &entry, &ret);

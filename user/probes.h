@@ -25,6 +25,7 @@ struct probe {
 	const char *skipped;		/* why it is not probed, or NULL */
 	bool emulated;			/* the kernel emulates the instruction probed */
 	bool returns;			/* its return is probed too */
+	bool dormant;			/* --live: not called in the first window, left out */
 	struct bpf_link *entry;
 	struct bpf_link *ret; /* NULL for functions that only free */
 };
@@ -44,6 +45,11 @@ struct probes {
  */
 int probes__plan(const struct allocator *a, enum fixup_mode fixup, const char *no_fixup_why,
 		 struct probes **out);
+
+/* --live, after the first window: functions not called in it (calls[i] counts probe i's)
+ * are left out of the next windows; so is the unwinder when no operator new was called.
+ * Fewer probes, quicker windows: attaching and detaching take time too. */
+void probes__retire_unused(struct probes *p, const uint64_t *calls);
 
 /* Before load: loads only the programs the plan uses (of the unwinder's, one or none). */
 void probes__choose_programs(const struct probes *p, struct heaptap_bpf *skel);

@@ -87,5 +87,9 @@ void report__attached_text(FILE *f, const struct report *r);
 void report__attached_json(FILE *f, const struct report *r);
 void report__text(FILE *f, const struct report *r);
 void report__json(FILE *f, const struct report *r);
+/* The files of --folded, --pprof and --html; negative errno on failure. */
+int report__folded(FILE *f, const struct report *r);
+int report__pprof(FILE *f, const struct report *r);
+int report__html(FILE *f, const struct report *r);
 
 #endif

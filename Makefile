@@ -3,6 +3,7 @@ OUTPUT := build
 CLANG ?= clang
 BPFTOOL ?= bpftool
 CC ?= gcc
+PROTOC_C ?= protoc-c
 # x86-64 only: the BPF side relies on its calling convention (the return address at the
 # stack pointer on entry, sp 8 higher after the return).
 ARCH := $(shell uname -m | sed -e 's/x86_64/x86/')
@@ -12,13 +13,14 @@ endif
 VMLINUX := vmlinux/$(ARCH)/vmlinux.h
 
 LIBBPF_MIN := 1.1
-LIBS := $(shell pkg-config --libs libbpf libdw libelf json-c 2>/dev/null) -lstdc++ -lpthread -lm
+PKGS := libbpf libdw libelf json-c libprotobuf-c zlib
+LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lstdc++ -lpthread -lm
 WARNINGS := -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers
 ifeq ($(WERROR),1)
 WARNINGS += -Werror
 endif
 CFLAGS ?= -g -O2
-USER_CFLAGS := $(CFLAGS) $(WARNINGS) -std=gnu11 -D_GNU_SOURCE -I$(OUTPUT) -Ibpf -Iuser -MMD -MP
+USER_CFLAGS := $(CFLAGS) $(WARNINGS) -std=gnu11 -D_GNU_SOURCE -I$(OUTPUT) -I$(OUTPUT)/proto -Ibpf -Iuser -MMD -MP
 BPF_CFLAGS := -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_$(ARCH) -I$(dir $(VMLINUX)) -Ibpf \
 	-Wall -Wno-unused-function -MMD -MP
 ifeq ($(WERROR),1)
@@ -26,7 +28,8 @@ BPF_CFLAGS += -Werror
 endif
 
 USER_SRCS := $(wildcard user/*.c)
-USER_OBJS := $(patsubst user/%.c,$(OUTPUT)/user/%.o,$(USER_SRCS))
+USER_OBJS := $(patsubst user/%.c,$(OUTPUT)/user/%.o,$(USER_SRCS)) $(OUTPUT)/proto/profile.pb-c.o \
+	$(OUTPUT)/user/report_page.o
 TARGETS := $(patsubst tests/targets/%.c,$(OUTPUT)/tests/%,$(wildcard tests/targets/*.c)) \
 	$(patsubst tests/targets/%.cc,$(OUTPUT)/tests/%,$(wildcard tests/targets/*.cc)) \
 	$(OUTPUT)/tests/libleaky.so
@@ -50,14 +53,15 @@ all: check-deps $(OUTPUT)/heaptap $(TARGETS) $(BENCH_TARGETS)
 
 # Debian 12 ships libbpf 1.1: fail early and clearly on anything older.
 check-deps:
-	$(Q)pkg-config --exists libbpf libdw libelf json-c || { \
-		echo "heaptap: libbpf, libdw, libelf or json-c development files are missing; run: sudo .ci/run deps" >&2; exit 1; }
+	$(Q)pkg-config --exists $(PKGS) || { \
+		echo "heaptap: development files of $(PKGS): some are missing; run: sudo .ci/run deps" >&2; exit 1; }
 	$(Q)pkg-config --atleast-version=$(LIBBPF_MIN) libbpf || { \
 		echo "heaptap: needs libbpf >= $(LIBBPF_MIN), found $$(pkg-config --modversion libbpf)" >&2; exit 1; }
 	$(Q)command -v $(BPFTOOL) >/dev/null || { echo "heaptap: bpftool is missing; run: sudo .ci/run deps" >&2; exit 1; }
 	$(Q)command -v $(CLANG) >/dev/null || { echo "heaptap: clang is missing; run: sudo .ci/run deps" >&2; exit 1; }
+	$(Q)command -v $(PROTOC_C) >/dev/null || { echo "heaptap: protoc-c is missing; run: sudo .ci/run deps" >&2; exit 1; }
 
-$(OUTPUT) $(OUTPUT)/user $(OUTPUT)/bpf $(OUTPUT)/tests $(OUTPUT)/bench:
+$(OUTPUT) $(OUTPUT)/user $(OUTPUT)/bpf $(OUTPUT)/tests $(OUTPUT)/bench $(OUTPUT)/proto:
 	$(Q)mkdir -p $@
 
 $(OUTPUT)/bpf/%.bpf.o: bpf/%.bpf.c $(VMLINUX) | $(OUTPUT)/bpf
@@ -71,6 +75,22 @@ $(OUTPUT)/%.skel.h: $(OUTPUT)/bpf/%.bpf.o
 # Objects that include the skeleton depend on it explicitly.
 $(OUTPUT)/user/heaptap.o $(OUTPUT)/user/probes.o $(OUTPUT)/user/accounting.o \
 	$(OUTPUT)/user/fixups.o: $(OUTPUT)/heaptap.skel.h
+
+# pprof's profile.proto, encoded by protobuf-c's generated code.
+$(OUTPUT)/proto/profile.pb-c.c $(OUTPUT)/proto/profile.pb-c.h &: user/proto/profile.proto | $(OUTPUT)/proto
+	$(call msg,PROTOC,$@)
+	$(Q)$(PROTOC_C) --c_out=$(OUTPUT)/proto --proto_path=user/proto $<
+
+$(OUTPUT)/proto/profile.pb-c.o: $(OUTPUT)/proto/profile.pb-c.c
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CFLAGS) -I$(OUTPUT)/proto -c $< -o $@
+
+$(OUTPUT)/user/report_pprof.o: $(OUTPUT)/proto/profile.pb-c.h
+
+# The HTML report's page, built into the program.
+$(OUTPUT)/user/report_page.o: user/report_page.S user/report.html | $(OUTPUT)/user
+	$(call msg,AS,$@)
+	$(Q)$(CC) -c -DPAGE='"user/report.html"' $< -o $@
 
 $(OUTPUT)/user/%.o: user/%.c | $(OUTPUT)/user
 	$(call msg,CC,$@)

@@ -51,7 +51,7 @@ struct snapshot {
 	uint64_t fn_calls[HEAPTAP_MAX_FUNCS];
 	struct site *sites; /* by live bytes, most first */
 	size_t nsites;
-	uint64_t young; /* blocks hidden by --min-age */
+	uint64_t young;		   /* blocks hidden by --min-age */
 	struct site_total *totals; /* by canonical stack id, in no order */
 	size_t ntotals;
 };

@@ -23,6 +23,8 @@
 #include "clock.h"
 #include "fixups.h"
 #include "history.h"
+#include "metrics.h"
+#include "output.h"
 #include "overhead.h"
 #include "heaptap.skel.h"
 #include "options.h"
@@ -32,6 +34,7 @@
 #include "stacks.h"
 #include "syms.h"
 #include "target.h"
+#include "timeline.h"
 #include "unwind.h"
 
 struct session {
@@ -57,6 +60,12 @@ struct session {
 	bool attached;
 	uint64_t window_cpu_ns;			  /* the target's CPU time when the window began */
 	uint64_t window_calls[HEAPTAP_MAX_FUNCS]; /* fn_calls when the window began */
+	/* Outputs besides the report */
+	struct metrics *metrics;
+	struct timeline timeline;
+	bool calibrated;	/* costs measured: the slowdown can be estimated */
+	uint64_t report_cpu_ns; /* the target's CPU time at the previous report */
+	int file_errors[4];	/* of the last attempt at each file publish() writes */
 };
 
 static bool verbose;
@@ -110,6 +119,109 @@ static int fill_sample_gaps(struct heaptap_bpf *skel, uint64_t bytes)
 	return 0;
 }
 
+static int write_text(FILE *f, void *r)
+{
+	report__text(f, r);
+	return ferror(f) ? -EIO : 0;
+}
+
+static int write_json(FILE *f, void *r)
+{
+	report__json(f, r);
+	return ferror(f) ? -EIO : 0;
+}
+
+static int write_folded(FILE *f, void *r)
+{
+	return report__folded(f, r);
+}
+
+static int write_pprof(FILE *f, void *r)
+{
+	return report__pprof(f, r);
+}
+
+static int write_html(FILE *f, void *r)
+{
+	return report__html(f, r);
+}
+
+/*
+ * The report, to standard output or --output, and the files and metrics that go with it.
+ * A file that cannot be written keeps its last good version and is tried again at the next
+ * report: tracing goes on, the failure is said on stderr, and the exit status is 1 if the
+ * final report cannot be written.
+ */
+static int publish(struct session *s, struct report *r)
+{
+	bool final = !strcmp(r->type, "final");
+	const struct {
+		const char *option, *path;
+		int (*write)(FILE *f, void *r);
+	} files[] = {
+		{ "--output", s->opts.output, s->opts.json ? write_json : write_text },
+		{ "--folded", s->opts.folded, write_folded },
+		{ "--pprof", s->opts.pprof, write_pprof },
+		{ "--html", s->opts.html, write_html },
+	};
+	int err = 0, files_err = 0, e;
+	size_t i;
+
+	_Static_assert(sizeof(files) / sizeof(files[0]) ==
+			       sizeof(s->file_errors) / sizeof(s->file_errors[0]),
+		       "an error slot per file");
+
+	if (!s->opts.output) {
+		if (s->opts.json)
+			report__json(stdout, r);
+		else
+			report__text(stdout, r);
+		fflush(stdout);
+		if (ferror(stdout)) {
+			fprintf(stderr, "heaptap: cannot write the report: %s\n", strerror(errno));
+			err = -EIO;
+		}
+	}
+	for (i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+		if (!files[i].path)
+			continue;
+		e = output__replace(files[i].path, files[i].write, r);
+		/* Said once, not at every report while the disk stays full. */
+		if (e && (e != s->file_errors[i] || final))
+			fprintf(stderr, "heaptap: cannot write %s %s: %s%s\n", files[i].option,
+				files[i].path, strerror(-e),
+				final ? "" : " (the previous one is kept)");
+		else if (!e && s->file_errors[i])
+			fprintf(stderr, "heaptap: %s %s written again\n", files[i].option,
+				files[i].path);
+		s->file_errors[i] = e;
+		files_err = files_err ?: e;
+	}
+	if (s->metrics && (e = metrics__update(s->metrics, r))) {
+		fprintf(stderr, "heaptap: cannot update the metrics: %s\n", strerror(-e));
+		files_err = files_err ?: e;
+	}
+	return err ?: final ? files_err : 0;
+}
+
+/* The target's time in probe hits since the previous report, over its CPU time meanwhile. */
+static double slowdown(struct session *s, const struct snapshot *snap)
+{
+	static const uint64_t none[HEAPTAP_MAX_FUNCS];
+	uint64_t cpu = overhead__target_cpu_ns(s->target.pid);
+	double trap;
+
+	if (s->opts.live)
+		return s->duty.slowdown;
+	if (!s->calibrated || !cpu || cpu <= s->report_cpu_ns)
+		return NAN;
+	trap = overhead__trap_ns(s->probes, &s->costs, s->have_prev ? s->prev.fn_calls : none,
+				 snap->fn_calls);
+	trap /= cpu - s->report_cpu_ns;
+	s->report_cpu_ns = cpu;
+	return trap;
+}
+
 static int report(struct session *s, const char *type)
 {
 	struct snapshot snap;
@@ -133,6 +245,7 @@ static int report(struct session *s, const char *type)
 		.history = s->history,
 		.duty = s->opts.live ? &s->duty : NULL,
 		.traced_now = s->attached,
+		.timeline = &s->timeline,
 	};
 	int err;
 
@@ -152,17 +265,39 @@ static int report(struct session *s, const char *type)
 	r.rss = s->target.exited ? 0 : proc__rss(s->target.pid);
 	r.self_rss = proc__rss(0);
 	r.self_maps = accounting__map_bytes(s->skel);
-	if (s->opts.json)
-		report__json(stdout, &r);
-	else
-		report__text(stdout, &r);
+	r.slowdown = s->target.exited ? NAN : slowdown(s, &snap);
+	timeline__add(&s->timeline,
+		      &(struct timeline_point){ .time_ns = snap.time_ns,
+						.live_bytes = llround(report__live(&r, NULL)),
+						.peak_bytes = snap.counters.peak_bytes,
+						.rss = r.rss });
+	err = publish(s, &r);
 	if (s->have_prev)
 		snapshot__free(&s->prev);
 	s->prev = snap;
 	s->have_prev = true;
-	if (ferror(stdout)) {
-		fprintf(stderr, "heaptap: cannot write the report: %s\n", strerror(errno));
-		return -EIO;
+	return err;
+}
+
+/* Every file of the options can be written: found out now, not at the first report. */
+static int check_outputs(const struct options *o)
+{
+	const char *const files[][2] = { { "--output", o->output },
+					 { "--folded", o->folded },
+					 { "--pprof", o->pprof },
+					 { "--html", o->html } };
+	size_t i;
+	int err;
+
+	for (i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+		if (!files[i][1])
+			continue;
+		err = output__check(files[i][1]);
+		if (err) {
+			fprintf(stderr, "heaptap: cannot write %s %s: %s\n", files[i][0],
+				files[i][1], strerror(-err));
+			return err;
+		}
 	}
 	return 0;
 }
@@ -437,11 +572,14 @@ int main(int argc, char **argv)
 			strerror(-err), verbose ? "" : " (-v shows the verifier's log)");
 		goto cleanup;
 	}
-	/* --live: what a probe hit costs here, to keep the duty cycle within budget. */
-	if (s.opts.live) {
+	/* What a probe hit costs here: --live keeps its duty cycle within budget with it,
+	 * --listen serves the slowdown estimated from it. */
+	if (s.opts.live)
 		s.duty = (struct duty_cycle){ .window_ns = s.opts.window_ms * 1000000ULL,
 					      .budget = s.opts.max_overhead,
 					      .traced = 1 };
+	if (s.opts.live || (s.opts.listen && !s.opts.watch)) {
+		s.calibrated = true;
 		if (overhead__calibrate(s.skel, &s.costs)) {
 			s.costs = (struct probe_costs){ 5000, 20000, 5000 };
 			fprintf(stderr, "heaptap: could not measure what a probe costs here; "
@@ -483,6 +621,13 @@ int main(int argc, char **argv)
 		goto cleanup;
 	}
 
+	/* Outputs are checked, and metrics served, before the target is touched. */
+	err = check_outputs(&s.opts);
+	if (!err && s.opts.listen)
+		err = metrics__start(s.opts.listen, &s.metrics);
+	if (err)
+		goto cleanup;
+
 	/* Exceptions leaving operator new need their return addresses back: serve that first. */
 	if (s.probes->unwinding && s.probes->fixup == FIXUP_LOADER) {
 		err = fixups__start(s.skel, s.target.pid, &s.fixups);
@@ -507,6 +652,7 @@ int main(int argc, char **argv)
 		goto cleanup;
 	s.attached = true;
 	s.attach_ns = clock__now_ns();
+	s.report_cpu_ns = overhead__target_cpu_ns(s.target.pid);
 	if (verbose)
 		fprintf(stderr, "heaptap: %zu probes attached in %.1f ms\n", s.probes->links,
 			(s.attach_ns - stage_ns) / 1e6);
@@ -538,6 +684,7 @@ int main(int argc, char **argv)
 	ring_buffer__consume(rb);
 	err = report(&s, "final") ?: err;
 cleanup:
+	metrics__stop(s.metrics);
 	probes__free(s.probes);
 	bpf_link__destroy(s.watch);
 	fixups__stop(s.fixups);

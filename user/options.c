@@ -10,9 +10,8 @@
 #include <linux/types.h>
 
 #include "heaptap.h"
+#include "metrics.h"
 #include "options.h"
-
-#define HEAPTAP_VERSION "0.1.0"
 
 static const char usage_text[] =
 	"Usage: heaptap [options] -p PID\n"
@@ -216,6 +215,25 @@ static int parse_uint(const char *arg, unsigned long min, unsigned long max, uns
 	return 0;
 }
 
+/* Two outputs to one file would overwrite each other at every report. */
+static bool same_file_twice(const struct options *opts)
+{
+	const char *const files[] = { opts->output, opts->folded, opts->pprof, opts->html };
+	const char *const names[] = { "--output", "--folded", "--pprof", "--html" };
+	size_t i, k;
+
+	for (i = 0; i < 4; i++)
+		for (k = i + 1; k < 4; k++)
+			if (files[i] && files[k] && !strcmp(files[i], files[k])) {
+				fprintf(stderr,
+					"heaptap: %s and %s both write %s: give each its own file "
+					"(see heaptap --help)\n",
+					names[i], names[k], files[i]);
+				return true;
+			}
+	return false;
+}
+
 int options__parse(struct options *opts, int argc, char **argv)
 {
 	unsigned long v;
@@ -318,6 +336,16 @@ int options__parse(struct options *opts, int argc, char **argv)
 					   "a percentage above 0, up to 100");
 			break;
 		}
+		case 'o': opts->output = optarg; break;
+		case OPT_FOLDED: opts->folded = optarg; break;
+		case OPT_PPROF: opts->pprof = optarg; break;
+		case OPT_HTML: opts->html = optarg; break;
+		case OPT_LISTEN:
+			if (!metrics__valid_listen(optarg))
+				return bad("--listen", optarg,
+					   "[ADDR:]PORT, like 9464, 127.0.0.1:9464 or [::1]:9464");
+			opts->listen = optarg;
+			break;
 		case 'v': opts->verbose = true; break;
 		case 'h': printf(usage_text, HEAPTAP_MAX_DEPTH); return 1;
 		case 'V': printf("heaptap %s\n", HEAPTAP_VERSION); return 1;
@@ -338,6 +366,8 @@ int options__parse(struct options *opts, int argc, char **argv)
 				"(see heaptap --help)\n");
 		return -EINVAL;
 	}
+	if (same_file_twice(opts))
+		return -EINVAL;
 	if (opts->live && !opts->sample_bytes)
 		opts->sample_bytes = 512 << 10;
 	if (!opts->pid == !opts->command) {

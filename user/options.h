@@ -6,6 +6,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#define HEAPTAP_VERSION "0.1.0"
+
 enum sort_key {
 	SORT_SIZE,  /* size table in size order */
 	SORT_LIVE,  /* by live bytes */
@@ -41,6 +43,12 @@ struct options {
 	uint64_t sample_bytes; /* mean bytes between sampled allocations; 0: all */
 	uint64_t window_ms;    /* live: how long each tracing window lasts */
 	double max_overhead;   /* live: the slowdown allowed, as a fraction */
+	/* Files rewritten at each report (NULL: not written) */
+	const char *output; /* the report itself, instead of standard output */
+	const char *folded;
+	const char *pprof;
+	const char *html;
+	const char *listen; /* --listen [ADDR:]PORT as given, NULL: no metrics served */
 };
 
 /* Exit statuses, as documented in the README. */

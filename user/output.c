@@ -28,9 +28,11 @@ int output__replace(const char *path, int (*write)(FILE *f, void *ctx), void *ct
 		close(fd);
 		goto fail;
 	}
+	errno = 0;
 	err = write(f, ctx);
-	if (!err && (fflush(f) || fsync(fileno(f))))
-		err = -errno;
+	/* A stream's failure is the errno of its failed write (ENOSPC, EDQUOT...). */
+	if ((!err || ferror(f)) && (ferror(f) || fflush(f) || fsync(fileno(f))))
+		err = errno ? -errno : -EIO;
 	if (fclose(f) && !err)
 		err = -errno;
 	/* mkstemp makes it 0600: a report is for whoever may read the directory. */
@@ -46,4 +48,26 @@ fail:
 	unlink(tmp);
 	free(tmp);
 	return err;
+}
+
+int output__check(const char *path)
+{
+	struct stat st;
+	char *tmp = NULL;
+	int fd;
+
+	if (!stat(path, &st) && S_ISDIR(st.st_mode))
+		return -EISDIR;
+	if (asprintf(&tmp, "%s.XXXXXX", path) < 0)
+		return -ENOMEM;
+	fd = mkstemp(tmp);
+	if (fd < 0) {
+		fd = -errno;
+		free(tmp);
+		return fd;
+	}
+	close(fd);
+	unlink(tmp);
+	free(tmp);
+	return 0;
 }

@@ -12,4 +12,8 @@
  */
 int output__replace(const char *path, int (*write)(FILE *f, void *ctx), void *ctx);
 
+/* Whether path can be written that way (its directory writable, path not a directory),
+ * before anything is attached; negative errno. */
+int output__check(const char *path);
+
 #endif

@@ -3,6 +3,7 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "report.h"
 
@@ -94,6 +95,28 @@ const char *report__site_function(const struct report *r, const struct site *sit
 	if (site->fn >= r->probes->n)
 		return NULL;
 	return syms__demangle(r->syms, r->probes->v[site->fn].name);
+}
+
+double report__live(const struct report *r, double *blocks)
+{
+	const struct heaptap_counters *c = &r->snap->counters;
+	double bytes = c->live_bytes, n = c->allocs - c->frees;
+	size_t i;
+
+	if (r->opts->watch) {
+		bytes = (double)c->pages_touched * sysconf(_SC_PAGESIZE);
+		n = c->pages_touched;
+	} else if (r->opts->sample_bytes) {
+		/* What the sampled blocks stand for, as the sites show. */
+		bytes = n = 0;
+		for (i = 0; i < r->snap->nsites; i++) {
+			bytes += r->snap->sites[i].est_bytes;
+			n += r->snap->sites[i].est_blocks;
+		}
+	}
+	if (blocks)
+		*blocks = n;
+	return bytes;
 }
 
 const char *report__stack_mode(const struct report *r)

@@ -15,6 +15,7 @@
 #include "probes.h"
 #include "stacks.h"
 #include "syms.h"
+#include "timeline.h"
 #include "unwind.h"
 
 struct report {
@@ -40,6 +41,8 @@ struct report {
 	const struct history *history;
 	const struct duty_cycle *duty; /* --live */
 	bool traced_now;	       /* probes in at the report (--live: within a window) */
+	const struct timeline *timeline;
+	double slowdown; /* the target's time in probe hits / its CPU time; NAN: not known */
 };
 
 struct size_row {
@@ -87,6 +90,24 @@ void report__attached_text(FILE *f, const struct report *r);
 void report__attached_json(FILE *f, const struct report *r);
 void report__text(FILE *f, const struct report *r);
 void report__json(FILE *f, const struct report *r);
+struct json_object;
+/* The JSON record of report__json, for formats that embed it. */
+struct json_object *report__json_object(const struct report *r);
+
+/* Live bytes (and blocks, when not NULL): what the sampled blocks stand for when sampled;
+ * with --watch, the new pages. */
+double report__live(const struct report *r, double *blocks);
+
+/* A site's live bytes, estimated when sampled. */
+uint64_t report__site_bytes(const struct report *r, const struct site *site);
+/*
+ * Calls frame(name, ctx) for each frame of a site's stack, the outermost first and its
+ * allocator function last, an inlined call as a frame of its own; where nothing names an
+ * address, the name is its module's file name and offset. Negative errno on failure.
+ */
+int report__stack_names(const struct report *r, const struct site *site,
+			int (*frame)(const char *name, void *ctx), void *ctx);
+
 /* The files of --folded, --pprof and --html; negative errno on failure. */
 int report__folded(FILE *f, const struct report *r);
 int report__pprof(FILE *f, const struct report *r);

@@ -261,7 +261,7 @@ static json_object *sites(const struct report *r)
 	return a;
 }
 
-void report__json(FILE *f, const struct report *r)
+json_object *report__json_object(const struct report *r)
 {
 	const struct heaptap_counters *c = &r->snap->counters;
 	const struct heaptap_counters *p = r->prev ? &r->prev->counters : NULL;
@@ -324,5 +324,10 @@ void report__json(FILE *f, const struct report *r)
 		put(t, "signal", r->exit_signal ? json_object_new_int(r->exit_signal) : NULL);
 		put(o, "target_exit", t);
 	}
-	emit(f, o);
+	return o;
+}
+
+void report__json(FILE *f, const struct report *r)
+{
+	emit(f, report__json_object(r));
 }

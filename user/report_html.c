@@ -1,0 +1,95 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The HTML report: user/report.html, built into heaptap, with the report's data in place of
+ * its @HEAPTAP_DATA@: the JSON record, every stack with live bytes (for the flame graph) and
+ * the session's timeline. The page draws them itself and needs nothing else.
+ */
+#include <errno.h>
+#include <math.h>
+#include <string.h>
+
+#include <json-c/json.h>
+
+#include "report.h"
+
+extern const char heaptap_report_page[];
+
+static const char placeholder[] = "@HEAPTAP_DATA@";
+
+static int add_name(const char *name, void *ctx)
+{
+	return json_object_array_add(ctx, json_object_new_string(name)) ? -ENOMEM : 0;
+}
+
+static json_object *stacks(const struct report *r)
+{
+	json_object *a = json_object_new_array();
+	size_t i;
+
+	for (i = 0; i < r->snap->nsites; i++) {
+		const struct site *site = &r->snap->sites[i];
+		json_object *o = json_object_new_object(), *frames = json_object_new_array();
+		uint64_t bytes = report__site_bytes(r, site);
+
+		if (!bytes)
+			continue;
+		if (report__stack_names(r, site, add_name, frames)) {
+			json_object_put(frames);
+			json_object_put(o);
+			json_object_put(a);
+			return NULL;
+		}
+		json_object_object_add(o, "frames", frames);
+		json_object_object_add(o, "bytes", json_object_new_int64(bytes));
+		json_object_object_add(o, "blocks",
+				       json_object_new_int64(r->opts->sample_bytes
+								     ? llround(site->est_blocks)
+								     : (int64_t)site->live));
+		json_object_array_add(a, o);
+	}
+	return a;
+}
+
+static json_object *timeline(const struct report *r)
+{
+	json_object *a = json_object_new_array();
+	size_t i;
+
+	for (i = 0; r->timeline && i < r->timeline->n; i++) {
+		const struct timeline_point *p = &r->timeline->points[i];
+		json_object *o = json_object_new_object();
+
+		json_object_object_add(o, "t",
+				       json_object_new_double((p->time_ns - r->attach_ns) / 1e9));
+		json_object_object_add(o, "live", json_object_new_int64(p->live_bytes));
+		json_object_object_add(o, "peak", json_object_new_int64(p->peak_bytes));
+		json_object_object_add(o, "rss", json_object_new_int64(p->rss));
+		json_object_array_add(a, o);
+	}
+	return a;
+}
+
+int report__html(FILE *f, const struct report *r)
+{
+	const char *at = strstr(heaptap_report_page, placeholder);
+	json_object *data = json_object_new_object(), *st = stacks(r);
+	int err = 0;
+
+	if (!at || !st) {
+		json_object_put(st);
+		json_object_put(data);
+		return at ? -ENOMEM : -EINVAL;
+	}
+	json_object_object_add(data, "version", json_object_new_int(1));
+	json_object_object_add(data, "report", report__json_object(r));
+	json_object_object_add(data, "stacks", st);
+	json_object_object_add(data, "timeline", timeline(r));
+	/* json-c writes '/' as "\/": no "</script>" can end the data early. */
+	fwrite(heaptap_report_page, 1, at - heaptap_report_page, f);
+	fputs(json_object_to_json_string_ext(data, JSON_C_TO_STRING_PLAIN), f);
+	fputs(at + strlen(placeholder), f);
+	json_object_put(data);
+	if (ferror(f))
+		err = -EIO;
+	return err;
+}

@@ -2,6 +2,7 @@
 (scraped by a real Prometheus), --html (rendered by headless Chromium), the JSON schema and
 the man page."""
 import gzip
+import html.parser
 import json
 import os
 import re
@@ -283,3 +284,87 @@ def test_man_page_matches_help():
                          env=dict(os.environ, MANWIDTH="80", LC_ALL="C.UTF-8"))
     check("man page warnings", out.stderr.strip(), "")
     check_true("man page renders", "heaptap" in out.stdout)
+
+
+class Dom(html.parser.HTMLParser):
+    """The rendered page's elements: (tag, id, classes, attributes), and its text."""
+
+    def __init__(self, text):
+        super().__init__()
+        self.elements = []
+        self.text = []
+        self.feed(text)
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        self.elements.append((tag, a.get("id"), set((a.get("class") or "").split()), a))
+
+    def handle_data(self, data):
+        self.text.append(data)
+
+    def find(self, tag=None, id=None, cls=None):
+        return [e for e in self.elements if (tag is None or e[0] == tag) and
+                (id is None or e[1] == id) and (cls is None or cls in e[2])]
+
+
+def chromium(args, timeout=120):
+    """Headless Chromium on a throwaway profile; (stdout, stderr). The whole process group
+    it makes is ended with it."""
+    profile = tempfile.mkdtemp(prefix="heaptap-chromium-")
+    p = subprocess.Popen(["chromium", "--headless", "--no-sandbox", "--disable-gpu",
+                          "--enable-logging=stderr", "--v=0", f"--user-data-dir={profile}"]
+                         + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         start_new_session=True)
+    try:
+        out, err = p.communicate(timeout=timeout)
+    finally:
+        try:
+            os.killpg(p.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        p.wait()
+        shutil.rmtree(profile, ignore_errors=True)
+    return out.decode(), err.decode()
+
+
+@test
+def test_html_report_renders_in_chromium():
+    d = out_dir("html")
+    path = os.path.join(d, "report.html")
+    target = Target("sizes")
+    ht = Heaptap(["-p", str(target.target_pid), "-i", "100ms", "--html", path])
+    ht.attached()
+    target.do("mix")
+    while ht.record()["live_bytes"] != 13160:
+        pass
+    ht.record()
+    final, status = ht.finish()
+    check("heaptap exit status", status, 0)
+    with open(path) as f:
+        page = f.read()
+    check_true("no network: nothing fetched from elsewhere",
+               not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", page))
+    out, err = chromium(["--dump-dom", "file://" + path])
+    dom = Dom(out)
+    body = dom.find("body")
+    check_true("the page rendered", body and body[0][3].get("data-rendered") == "1",
+               body and body[0][3])
+    check("script errors", body[0][3].get("data-error"), None)
+    console = [l for l in err.splitlines() if "CONSOLE" in l]
+    check("console messages", console, [])
+    frames = dom.find("g", cls="frame")
+    check_true("flame graph frames drawn", len(frames) >= 5, len(frames))
+    text = "".join(dom.text)
+    for name in ("leak_big", "leak_medium", "leak_small", "do_mix", "main"):
+        check_true(f"flame graph names {name}", name in text)
+    for line in ("live", "peak", "rss"):
+        paths = [e for e in dom.find("path", cls=line) if e[3].get("d")]
+        check(f"timeline's {line} line", len(paths), 1)
+        check_true(f"timeline's {line} line has numbers", "NaN" not in paths[0][3]["d"],
+                   paths[0][3]["d"])
+    rows = [e for e in dom.elements if e[0] == "tr"]
+    check("size table rows (header and one per size class)", len(rows),
+          1 + len(final["sizes"]))
+    shot = os.path.join(d, "report.png")
+    chromium(["--window-size=1400,1600", f"--screenshot={shot}", "file://" + path])
+    check_true("screenshot saved", os.path.getsize(shot) > 10000, shot)

@@ -278,7 +278,7 @@ static void single(FILE *f, const char *name, const char *type, const char *help
 	fprintf(f, "%s %.17g\n", name, v);
 }
 
-/* Size classes by powers of two: the class of sizes (2^(k-1), 2^k], or 0-1 for k = 0. */
+/* Size classes by powers of two: sizes (2^(k-1), 2^k], named "0-1", "2", "3-4", "5-8"... */
 struct pow2_class {
 	uint64_t allocs, live, live_bytes, total_bytes;
 };
@@ -328,15 +328,14 @@ static void size_classes(FILE *f, const struct report *r)
 
 			if (!c[k].allocs)
 				continue;
-			if (k == 0)
-				snprintf(name, sizeof(name), "0-1");
+			if (k <= 1)
+				snprintf(name, sizeof(name), k ? "2" : "0-1");
 			else if (k == 64)
 				snprintf(name, sizeof(name), "%" PRIu64 "-",
-					 (uint64_t)(1ULL << 63) + 1);
+					 ((uint64_t)1 << 63) + 1);
 			else
 				snprintf(name, sizeof(name), "%" PRIu64 "-%" PRIu64,
-					 k == 1 ? (uint64_t)2 : ((uint64_t)1 << (k - 1)) + 1,
-					 (uint64_t)1 << k);
+					 ((uint64_t)1 << (k - 1)) + 1, (uint64_t)1 << k);
 			fprintf(f, "%s{", names[i]);
 			label(f, "class", name);
 			fprintf(f, "} %" PRIu64 "\n", v);

@@ -73,6 +73,7 @@ int report__html(FILE *f, const struct report *r)
 {
 	const char *at = strstr(heaptap_report_page, placeholder);
 	json_object *data = json_object_new_object(), *st = stacks(r);
+	const char *json;
 	int err = 0;
 
 	if (!at || !st) {
@@ -84,9 +85,14 @@ int report__html(FILE *f, const struct report *r)
 	json_object_object_add(data, "report", report__json_object(r));
 	json_object_object_add(data, "stacks", st);
 	json_object_object_add(data, "timeline", timeline(r));
-	/* json-c writes '/' as "\/": no "</script>" can end the data early. */
 	fwrite(heaptap_report_page, 1, at - heaptap_report_page, f);
-	fputs(json_object_to_json_string_ext(data, JSON_C_TO_STRING_PLAIN), f);
+	/* Inside <script>, "</script" or "<!--" in a name would end or hide the data early:
+	 * no '<' goes there as is (json-c writes '/' as "\/" already). */
+	for (json = json_object_to_json_string_ext(data, JSON_C_TO_STRING_PLAIN); *json; json++)
+		if (*json == '<')
+			fputs("\\u003c", f);
+		else
+			fputc(*json, f);
 	fputs(at + strlen(placeholder), f);
 	json_object_put(data);
 	if (ferror(f))

@@ -9,6 +9,7 @@
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
 #include "heaptap.h"
 
 #ifndef __TARGET_ARCH_x86
@@ -59,6 +60,17 @@ struct {
 	__type(value, struct heaptap_site_total);
 } site_totals SEC(".maps");
 
+/* Threads that allocated, by TID: their names outlive them. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1); /* set by the loader */
+	__type(key, __u32);
+	__type(value, struct heaptap_thread);
+} threads SEC(".maps");
+
+/* Peaks of live bytes so far: a site's peak figures hold for the latest. */
+__u64 peak_epoch = 0;
+
 /* Per-size-class calls and bytes. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -76,11 +88,22 @@ struct {
 	__type(value, __u64);
 } growth SEC(".maps");
 
-/* Exceptions leaving operator new: return addresses for the loader to put back. */
+/*
+ * Exceptions leaving operator new: return addresses for the loader to put back. Two rings,
+ * each served by a loader thread pinned to its own CPU (fixup_cpu[]): a request goes to the
+ * thread that is not on the waiting thread's CPU, which the wait holds (no preemption there).
+ */
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 4096);
 } fixups SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 4096);
+} fixups_alt SEC(".maps");
+
+__u32 fixup_cpu[2] = {};
 
 __u64 fixup_seq = 0;
 __u64 fixup_acks[HEAPTAP_FIXUP_SLOTS] = {};
@@ -135,6 +158,7 @@ struct call {
 	__u64 sampled;	 /* this call's block is to be tracked */
 	__s64 countdown; /* bytes until the next sampled allocation */
 	__u64 armed;	 /* countdown drawn */
+	__u64 fixup_only; /* entered while probes came or went: nothing to account */
 	struct heaptap_alloc old;
 	struct heaptap_stack stack;
 };
@@ -147,6 +171,14 @@ struct {
 } calls SEC(".maps");
 
 #define SIZE_OVERFLOW (~0ULL)
+
+/*
+ * 1 while every probe is in. While probes are attached or detached, entries only note what
+ * an exception leaving operator new needs (its caller's return address): returns are probed
+ * whenever entries may have been missed, so that no call is ever hijacked by a return probe
+ * without the address to put back, and calls half seen are neither counted nor called missed.
+ */
+__u32 tracing = 0;
 
 static __always_inline bool is_target(void)
 {
@@ -168,7 +200,7 @@ static __always_inline struct heaptap_size_class *size_class(__u64 size)
 	return bpf_map_lookup_elem(&size_classes, &key);
 }
 
-static __always_inline void account_alloc(__u64 size)
+static __always_inline bool account_alloc(__u64 size)
 {
 	struct heaptap_size_class *sc = size_class(size);
 	__u64 live, peak;
@@ -188,14 +220,39 @@ static __always_inline void account_alloc(__u64 size)
 			break;
 		if (__sync_val_compare_and_swap(&counters.peak_bytes, peak, live) == peak) {
 			counters.peak_ns = bpf_ktime_get_ns();
-			break;
+			__sync_fetch_and_add(&peak_epoch, 1);
+			return true;
 		}
+	}
+	return false;
+}
+
+/*
+ * Before a site's live figures change: if the process peaked since the site last changed,
+ * what the site holds now is what it held at that peak.
+ */
+static __always_inline void keep_peak(struct heaptap_site_total *t)
+{
+	__u64 epoch = peak_epoch;
+
+	if (t->epoch != epoch) {
+		t->peak_live = t->live;
+		t->peak_live_bytes = t->live_bytes;
+		t->epoch = epoch;
 	}
 }
 
-static __always_inline void account_free(__u64 size)
+static __always_inline void account_free(const struct heaptap_alloc *rec)
 {
-	struct heaptap_size_class *sc = size_class(size);
+	struct heaptap_site_total *t = bpf_map_lookup_elem(&site_totals, &rec->stack_id);
+	struct heaptap_size_class *sc = size_class(rec->size);
+	__u64 size = rec->size;
+
+	if (t) {
+		keep_peak(t);
+		__sync_fetch_and_sub(&t->live, 1);
+		__sync_fetch_and_sub(&t->live_bytes, size);
+	}
 
 	if (sc) {
 		__sync_fetch_and_add(&sc->frees, 1);
@@ -226,22 +283,47 @@ static __always_inline void forget_reused(__u64 ptr)
 
 	if (take_record(ptr, &stale)) {
 		__sync_fetch_and_add(&counters.reused_addresses, 1);
-		account_free(stale.size);
+		account_free(&stale);
 	}
 }
 
-static __always_inline void add_to_site(__u64 stack_id, __u64 size)
+static __always_inline void add_to_site(__u64 stack_id, __u64 size, bool peaked)
 {
 	struct heaptap_site_total *t = bpf_map_lookup_elem(&site_totals, &stack_id), fresh = {};
 
-	if (!t && !bpf_map_update_elem(&site_totals, &stack_id, &fresh, BPF_NOEXIST))
+	if (!t) {
+		/* Nothing of it was live at any earlier peak. */
+		fresh.epoch = peak_epoch;
+		bpf_map_update_elem(&site_totals, &stack_id, &fresh, BPF_NOEXIST);
+		/* Made here, or by another thread meanwhile. */
 		t = bpf_map_lookup_elem(&site_totals, &stack_id);
-	else if (!t)
-		t = bpf_map_lookup_elem(&site_totals, &stack_id); /* another thread made it */
-	if (t) {
-		__sync_fetch_and_add(&t->allocs, 1);
-		__sync_fetch_and_add(&t->bytes, size);
 	}
+	if (!t)
+		return;
+	__sync_fetch_and_add(&t->allocs, 1);
+	__sync_fetch_and_add(&t->bytes, size);
+	if (!peaked)
+		keep_peak(t);
+	__sync_fetch_and_add(&t->live, 1);
+	__sync_fetch_and_add(&t->live_bytes, size);
+	/* This very block made the peak: the site held it then. */
+	if (peaked) {
+		t->peak_live = t->live;
+		t->peak_live_bytes = t->live_bytes;
+		t->epoch = peak_epoch;
+	}
+}
+
+/* A thread's name, kept from its first allocation on: it may have exited by the report. */
+static __always_inline void note_thread(__u32 tid)
+{
+	struct heaptap_thread th = {};
+
+	if (bpf_map_lookup_elem(&threads, &tid))
+		return;
+	bpf_get_current_comm(th.comm, sizeof(th.comm));
+	th.first_ns = bpf_ktime_get_ns();
+	bpf_map_update_elem(&threads, &tid, &th, BPF_NOEXIST);
 }
 
 static __always_inline void record_block(struct call *c, __u64 ptr, __u64 size)
@@ -258,8 +340,8 @@ static __always_inline void record_block(struct call *c, __u64 ptr, __u64 size)
 		__sync_fetch_and_add(&counters.dropped_allocs, 1);
 		return;
 	}
-	account_alloc(size);
-	add_to_site(c->stack_id, size);
+	add_to_site(c->stack_id, size, account_alloc(size));
+	note_thread(rec.tid);
 }
 
 static __always_inline __u64 hash_stack(const struct heaptap_stack *s, __u32 words)
@@ -427,8 +509,6 @@ static __always_inline __u64 capture_stack(void *ctx, struct call *c, __u64 sp)
 {
 	long n;
 
-	if (bpf_probe_read_user(&c->stack.ips[0], sizeof(__u64), (void *)sp))
-		c->stack.ips[0] = 0;
 	if (stack_mode != HEAPTAP_STACK_FP)
 		return dwarf_stack(c, PT_REGS_IP((struct pt_regs *)ctx), sp,
 				   PT_REGS_FP((struct pt_regs *)ctx), 0);
@@ -451,7 +531,8 @@ static __always_inline struct call *thread_call(__u64 flags)
 
 /*
  * Where the kernel's return-probe trampoline is ([uprobes] in the target's maps): published
- * by the loader once the kernel has made it. Zero until then.
+ * by the loader once the kernel has made it, read from the process's own uprobe state until
+ * then.
  */
 __u64 trampoline_lo = 0;
 __u64 trampoline_hi = 0;
@@ -466,20 +547,23 @@ __u64 allocator_hi = 0;
  * is still in progress, its return probe still to come. */
 static __always_inline bool in_progress(struct call *c)
 {
-	__u64 slot;
+	__u64 slot, area;
 
 	if (bpf_probe_read_user(&slot, sizeof(slot), (void *)c->sp))
 		return false;
 	if (trampoline_hi)
 		return slot >= trampoline_lo && slot < trampoline_hi;
-	/* Not published yet: the best sign is that the word is no longer the caller's. */
-	return slot != c->stack.ips[0];
+	/* Not published yet. No area yet means no return probe has hit in this process: the
+	 * word cannot be a trampoline. */
+	area = BPF_CORE_READ(bpf_get_current_task_btf(), mm, uprobes_state.xol_area, vaddr);
+	return area && slot >= area && slot < area + 4096;
 }
 
 /* Forgets a call whose return will never be seen, and says so. */
 static __always_inline void abandon(struct call *c)
 {
-	__sync_fetch_and_add(&counters.missed_returns, 1);
+	if (!c->fixup_only)
+		__sync_fetch_and_add(&counters.missed_returns, 1);
 	c->sp = 0;
 }
 
@@ -539,10 +623,17 @@ static __always_inline int enter(void *ctx, __u64 kind, __u64 ptr, __u64 size, _
 	c = thread_call(BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (!c || nested(c, sp))
 		return 0;
-	__sync_fetch_and_add(&counters.alloc_calls, 1);
-	count_fn(ctx);
 	c->sp = sp;
 	c->kind = kind;
+	/* The caller's return address: what an exception's fixup puts back over the return
+	 * probe's trampoline, and what in_progress() tells a returned call by. */
+	if (bpf_probe_read_user(&c->stack.ips[0], sizeof(__u64), (void *)sp))
+		c->stack.ips[0] = 0;
+	c->fixup_only = !tracing;
+	if (c->fixup_only)
+		return 0;
+	__sync_fetch_and_add(&counters.alloc_calls, 1);
+	count_fn(ctx);
 	c->fn = bpf_get_attach_cookie(ctx);
 	c->ptr = ptr;
 	c->size = size;
@@ -626,7 +717,7 @@ int BPF_KPROBE(free_enter, __u64 ptr)
 	__sync_fetch_and_add(&counters.free_calls, 1);
 	count_fn(ctx);
 	if (take_record(ptr, &rec)) {
-		account_free(rec.size);
+		account_free(&rec);
 		return 0;
 	}
 	/* At the entry, or at a site before any push: the word at sp is the caller's. */
@@ -657,6 +748,10 @@ static __always_inline struct call *returning_call(void *ctx)
 		abandon(c);
 		return NULL;
 	}
+	if (c->fixup_only) {
+		c->sp = 0;
+		return NULL;
+	}
 	return c;
 }
 
@@ -684,12 +779,12 @@ static __always_inline void finish(struct call *c, __u64 ptr)
 		if (c->has_old && bpf_map_update_elem(&allocs, &c->ptr, &c->old, BPF_NOEXIST)) {
 			/* Untracked from now on, as when record_block finds the map full. */
 			__sync_fetch_and_add(&counters.dropped_allocs, 1);
-			account_free(c->old.size);
+			account_free(&c->old);
 		}
 		return;
 	}
 	if (c->has_old)
-		account_free(c->old.size);
+		account_free(&c->old);
 	else
 		__sync_fetch_and_add(&counters.unknown_frees, 1);
 	if (ptr && c->sampled)
@@ -740,6 +835,15 @@ static long wait_for_ack(__u64 i, void *ctx)
 	return bpf_ktime_get_ns() > w->deadline;
 }
 
+/* Up to 2^23 polls of the acknowledgement: over 100 ms. */
+static long wait_a_while(__u64 i, void *ctx)
+{
+	struct fixup_wait *w = ctx;
+
+	bpf_loop(1 << 23, wait_for_ack, w, 0);
+	return w->acked || bpf_ktime_get_ns() > w->deadline;
+}
+
 /* Asks the loader to write the return address back, and waits for it (bounded). */
 static __always_inline bool loader_puts_back(struct call *c)
 {
@@ -748,7 +852,9 @@ static __always_inline bool loader_puts_back(struct call *c)
 
 	w.seq = __sync_add_and_fetch(&fixup_seq, 1);
 	w.deadline = bpf_ktime_get_ns() + HEAPTAP_FIXUP_WAIT_NS;
-	f = bpf_ringbuf_reserve(&fixups, sizeof(*f), 0);
+	f = bpf_get_smp_processor_id() == fixup_cpu[0]
+		    ? bpf_ringbuf_reserve(&fixups_alt, sizeof(*f), 0)
+		    : bpf_ringbuf_reserve(&fixups, sizeof(*f), 0);
 	if (!f)
 		return false;
 	f->addr = c->sp;
@@ -756,7 +862,8 @@ static __always_inline bool loader_puts_back(struct call *c)
 	f->seq = w.seq;
 	f->tid = (__u32)bpf_get_current_pid_tgid();
 	bpf_ringbuf_submit(f, BPF_RB_FORCE_WAKEUP);
-	bpf_loop(1 << 23, wait_for_ack, &w, 0);
+	/* Polls in rounds: one bpf_loop may not run for long enough. */
+	bpf_loop(16, wait_a_while, &w, 0);
 	return w.acked;
 }
 
@@ -792,6 +899,8 @@ static __always_inline int unwind(struct pt_regs *ctx, bool write)
 	if (!done)
 		__sync_fetch_and_add(&counters.fixup_failures, 1);
 	c->sp = 0;
+	if (c->fixup_only)
+		return 0;
 	__sync_fetch_and_add(&counters.unwound, 1);
 	__sync_fetch_and_add(&counters.failed, 1);
 	return 0;

@@ -105,10 +105,29 @@ struct heaptap_stack {
 	__u64 ips[HEAPTAP_MAX_DEPTH + 1];
 };
 
-/* All the blocks a stack allocated (tracked ones, with sampling), freed or not. */
+/*
+ * A stack's blocks (tracked ones, with sampling): all it allocated since attach, what of it
+ * is live, and what was live when the whole process's live bytes last reached their peak.
+ * The peak figures hold for peak number `epoch` (the peak_epoch global): a site untouched
+ * since the latest peak had then what it has now.
+ */
 struct heaptap_site_total {
 	__u64 allocs;
 	__u64 bytes;
+	__u64 live;
+	__u64 live_bytes;
+	__u64 peak_live;
+	__u64 peak_live_bytes;
+	__u64 epoch;
+};
+
+/* Threads whose names are kept (those that allocated since attach), at most. */
+#define HEAPTAP_MAX_THREADS 65536
+
+/* A thread's name, the first time it allocated (16 bytes, as the kernel keeps it). */
+struct heaptap_thread {
+	char comm[16];
+	__u64 first_ns;
 };
 
 /* Calls and bytes of one size class; live = allocs - frees. */
@@ -167,7 +186,7 @@ struct heaptap_fixup {
 };
 
 #define HEAPTAP_FIXUP_SLOTS 16
-#define HEAPTAP_FIXUP_WAIT_NS (100 * 1000 * 1000ULL)
+#define HEAPTAP_FIXUP_WAIT_NS (1000 * 1000 * 1000ULL)
 
 /* The id of a stack: a hash of its words, folded one by one, the same on both sides. */
 #define HEAPTAP_HASH_SEED 0x9e3779b97f4a7c15ULL

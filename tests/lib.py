@@ -10,15 +10,86 @@ import signal
 import subprocess
 import time
 
+import jsonschema
+from jsonschema.exceptions import best_match
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BUILD = os.path.join(ROOT, "build")
 HEAPTAP = os.path.join(BUILD, "heaptap")
 TARGETS = os.path.join(BUILD, "tests")
 TIMEOUT = 60.0
+SCHEMA = os.path.join(ROOT, "doc", "report.schema.json")
 
 
 class Failure(Exception):
     pass
+
+
+def _validators():
+    """The schema's validator, and one per record type for precise messages: the same
+    schema with the type's definition in place of the root's oneOf of all of them."""
+    with open(SCHEMA) as f:
+        schema = json.load(f)
+    jsonschema.Draft202012Validator.check_schema(schema)
+    root = {k: v for k, v in schema.items() if k != "oneOf"}
+    by_type = {t: jsonschema.Draft202012Validator(dict(root, **{"$ref": "#/$defs/" + d}))
+               for t, d in (("attached", "attached"), ("interval", "report"),
+                            ("final", "report"), ("alert", "alert_record"))}
+    return jsonschema.Draft202012Validator(schema), by_type
+
+
+_SCHEMA_VALIDATOR, _TYPE_VALIDATORS = _validators()
+
+
+def _json_path(path):
+    return "$" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path)
+
+
+def _short(value, limit=200):
+    text = json.dumps(value) if not isinstance(value, str) else repr(value)
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def validate_record(rec):
+    """Raises Failure unless rec is valid under doc/report.schema.json: the record's type,
+    the JSON path of each offending value, what is wrong with it, and the schema's rule."""
+    if not _SCHEMA_VALIDATOR.is_valid(rec):
+        rtype = rec.get("type") if isinstance(rec, dict) else None
+        v = _TYPE_VALIDATORS.get(rtype) if isinstance(rtype, str) else None
+        errors = list(v.iter_errors(rec)) if v else []
+        if not errors:
+            errors = list(_SCHEMA_VALIDATOR.iter_errors(rec))
+        # In a oneOf or anyOf, the branch that came closest says what is wrong. Properties
+        # left unevaluated because something failed are mostly a consequence: they come
+        # last, the deepest (the likeliest cause) first.
+        def order(e):
+            unevaluated = e.validator == "unevaluatedProperties"
+            return (unevaluated, -len(e.absolute_path) if unevaluated else 0,
+                    [str(p) for p in e.absolute_path])
+
+        leaves = sorted((best_match([e]) for e in errors), key=order)
+        said = [f"at {_json_path(e.absolute_path)} = {_short(e.instance, 120)}: "
+                f"{e.message if len(e.message) <= 240 else e.message[:240] + '...'} "
+                f"(schema {'/'.join(str(p) for p in e.absolute_schema_path)})"
+                for e in leaves[:5]]
+        more = f"; and {len(leaves) - 5} more" if len(leaves) > 5 else ""
+        raise Failure(f"heaptap's {rtype!r} record does not match doc/report.schema.json: "
+                      + "; ".join(said) + more)
+    return rec
+
+
+def _not_json_number(name):
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def parse_record(text):
+    """One heaptap JSON record (a --json line, or a --json -o file), parsed and validated
+    against doc/report.schema.json; Failure when it is not JSON or not valid."""
+    try:
+        rec = json.loads(text, parse_constant=_not_json_number)
+    except ValueError as e:
+        raise Failure(f"heaptap printed a record that is not JSON ({e}): {text!r}")
+    return validate_record(rec)
 
 
 def check(name, actual, expected):
@@ -149,10 +220,7 @@ class Heaptap(Proc):
         line = self.read_line(timeout)
         if line is None:
             return None
-        try:
-            rec = json.loads(line)
-        except json.JSONDecodeError:
-            raise Failure(f"heaptap printed a line that is not JSON: {line!r}")
+        rec = parse_record(line)
         self.records.append(rec)
         return rec
 

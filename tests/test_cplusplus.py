@@ -93,3 +93,27 @@ def test_cplusplus_with_jemalloc_operator_new():
 def test_cplusplus_with_tcmalloc_operator_new():
     target = Target("newdelete", env=dict(os.environ, LD_PRELOAD=TCMALLOC))
     check_allocator_new(target, os.path.basename(os.path.realpath(TCMALLOC)))
+
+
+def storm_sessions(target):
+    """Sessions begin and end while a thread throws from operator new without pause: every
+    exception is caught, and the target lives on."""
+    target.do("storm")
+    for args in (["-d", "300ms"], ["-d", "300ms"], ["--live", "--window", "100ms", "-d", "2s"]):
+        ht = Heaptap(["-p", str(target.target_pid), "-i", "1h"] + args)
+        ht.attached()
+        final, status = ht.finish(sig=None)
+        check(f"heaptap {' '.join(args)}: exit status", status, 0)
+        check_true(f"heaptap {' '.join(args)}: exceptions seen leaving operator new",
+                   final["unwound_calls"] > 0, final["unwound_calls"])
+        check(f"heaptap {' '.join(args)}: fixups that failed", final["fixup_failures"], 0)
+        check_true("target still running", target.alive())
+    thrown, caught = (int(x.split("=")[1]) for x in target.do("calm").split())
+    check("every exception thrown was caught", caught, thrown)
+    check_true("exceptions thrown during the sessions", thrown > 100, thrown)
+
+
+@test
+def test_exceptions_storm_across_attach_and_detach():
+    storm_sessions(Target("newdelete_jemalloc"))
+    storm_sessions(Target("newdelete", env=dict(os.environ, LD_PRELOAD=TCMALLOC)))

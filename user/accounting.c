@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +18,60 @@
 #include "proc.h"
 
 #define BATCH 4096
+
+const uint64_t accounting__age_limits_s[AGE_BUCKETS - 1] = { 1, 10, 60, 600, 3600, 86400 };
+
+/* Keeps the block among the site's examples if it is one of its oldest. */
+static void add_example(struct site *site, uint64_t addr, const struct heaptap_alloc *a)
+{
+	unsigned int i = site->nexamples;
+
+	if (i == SITE_EXAMPLES && a->time_ns >= site->examples[i - 1].time_ns)
+		return;
+	if (i == SITE_EXAMPLES)
+		i--;
+	else
+		site->nexamples++;
+	for (; i > 0 && site->examples[i - 1].time_ns > a->time_ns; i--)
+		site->examples[i] = site->examples[i - 1];
+	site->examples[i].addr = addr;
+	site->examples[i].size = a->size;
+	site->examples[i].time_ns = a->time_ns;
+}
+
+static void add_age(struct snapshot *s, const struct heaptap_alloc *a)
+{
+	uint64_t age = snapshot__age(s, a->time_ns) / 1000000000ULL;
+	unsigned int b = 0;
+
+	while (b < AGE_BUCKETS - 1 && age >= accounting__age_limits_s[b])
+		b++;
+	s->age_blocks[b]++;
+	s->age_bytes[b] += a->size;
+}
+
+/* The thread's entry, made on first sight; NULL when out of memory. */
+static struct thread_live *thread_of(struct snapshot *s, struct idmap *index, size_t *cap,
+				     uint32_t tid)
+{
+	uintptr_t slot = (uintptr_t)idmap__get(index, tid);
+
+	if (slot)
+		return &s->threads[slot - 1];
+	if (s->nthreads == *cap) {
+		size_t n = *cap ? *cap * 2 : 16;
+		struct thread_live *grown = realloc(s->threads, n * sizeof(*grown));
+
+		if (!grown)
+			return NULL;
+		s->threads = grown;
+		*cap = n;
+	}
+	s->threads[s->nthreads] = (struct thread_live){ .tid = tid };
+	if (idmap__put(index, tid, (void *)(uintptr_t)(s->nthreads + 1)))
+		return NULL;
+	return &s->threads[s->nthreads++];
+}
 
 /* Per-CPU values summed; the whole array in one batch call. */
 static int read_classes(int fd, struct heaptap_size_class *out)
@@ -77,7 +132,7 @@ static void add_size(struct site *site, uint64_t size)
 	site->nsizes++;
 }
 
-static int add_block(struct snapshot *s, struct idmap *index, size_t *cap,
+static int add_block(struct snapshot *s, struct idmap *index, size_t *cap, uint64_t addr,
 		     const struct heaptap_alloc *a, uint64_t stack_id, uint64_t sample_bytes)
 {
 	double p = sample_bytes ? -expm1(-(double)a->size / sample_bytes) : 1;
@@ -104,6 +159,7 @@ static int add_block(struct snapshot *s, struct idmap *index, size_t *cap,
 	}
 	site = &s->sites[slot - 1];
 	add_size(site, a->size);
+	add_example(site, addr, a);
 	site->live++;
 	site->live_bytes += a->size;
 	/* A block of size 0 is never sampled (p = 0): count it as it is. */
@@ -118,14 +174,31 @@ static int add_block(struct snapshot *s, struct idmap *index, size_t *cap,
 }
 
 /* Hash maps are read bucket by bucket, so blocks freed meanwhile are simply not seen. */
-static int read_sites(int fd, struct stacks *stacks, uint64_t min_age_ns, uint64_t sample_bytes,
-		      struct snapshot *s)
+/* Lists the block, for a leak check. */
+static int list_block(struct snapshot *s, size_t *cap, uint64_t addr, uint64_t size, uint64_t stack_id)
 {
+	if (s->nblocks == *cap) {
+		size_t n = *cap ? *cap * 2 : 1024;
+		struct live_block *grown = realloc(s->blocks, n * sizeof(*grown));
+
+		if (!grown)
+			return -ENOMEM;
+		s->blocks = grown;
+		*cap = n;
+	}
+	s->blocks[s->nblocks++] = (struct live_block){ addr, size, stack_id };
+	return 0;
+}
+
+static int read_sites(int fd, struct stacks *stacks, uint64_t min_age_ns, uint64_t sample_bytes,
+		      bool blocks, struct snapshot *s)
+{
+	size_t bcap = 0;
 	struct heaptap_alloc *values = calloc(BATCH, sizeof(*values));
 	__u64 *keys = calloc(BATCH, sizeof(*keys));
 	uint64_t cursor = 0, next = 0;
-	struct idmap index = {};
-	size_t cap = 0;
+	struct idmap index = {}, tids = {};
+	size_t cap = 0, tcap = 0;
 	bool first = true, done = false;
 	int err = 0;
 
@@ -145,24 +218,80 @@ static int read_sites(int fd, struct stacks *stacks, uint64_t min_age_ns, uint64
 		first = false;
 		cursor = next;
 		for (i = 0; i < count && !err; i++) {
+			struct thread_live *t = thread_of(s, &tids, &tcap, values[i].tid);
+			uint64_t stack_id = stacks__canonical(stacks, values[i].stack_id);
+
+			if (!t ||
+			    (blocks && list_block(s, &bcap, keys[i], values[i].size, stack_id))) {
+				err = -ENOMEM;
+				break;
+			}
+			t->live++;
+			t->live_bytes += values[i].size;
+			add_age(s, &values[i]);
 			/* Allocated while this read runs: as young as can be. */
 			if (min_age_ns && (values[i].time_ns >= s->time_ns ||
 					   s->time_ns - values[i].time_ns < min_age_ns)) {
 				s->young++;
 				continue;
 			}
-			err = add_block(s, &index, &cap, &values[i],
-					stacks__canonical(stacks, values[i].stack_id), sample_bytes);
+			err = add_block(s, &index, &cap, keys[i], &values[i], stack_id, sample_bytes);
 		}
 	}
 	idmap__free(&index);
+	idmap__free(&tids);
 	free(values);
 	free(keys);
 	return err;
 }
 
+static int by_thread_bytes(const void *a, const void *b)
+{
+	const struct thread_live *x = a, *y = b;
+
+	if (x->live_bytes != y->live_bytes)
+		return x->live_bytes > y->live_bytes ? -1 : 1;
+	return x->tid < y->tid ? -1 : x->tid > y->tid;
+}
+
+/* Names from the threads map (kept from each thread's first allocation), and whether each
+ * thread is gone. */
+static void name_threads(int fd, int pid, struct snapshot *s)
+{
+	struct heaptap_thread th;
+	char path[64], name[32];
+	size_t i;
+	ssize_t n;
+	int comm;
+
+	for (i = 0; i < s->nthreads; i++) {
+		struct thread_live *t = &s->threads[i];
+		__u32 key = t->tid;
+
+		if (!bpf_map_lookup_elem(fd, &key, &th)) {
+			memcpy(t->comm, th.comm, sizeof(t->comm));
+			t->comm[sizeof(t->comm) - 1] = '\0';
+		}
+		/* A thread alive goes by its name now: it may have been renamed since. */
+		snprintf(path, sizeof(path), "/proc/%d/task/%u/comm", pid, t->tid);
+		comm = open(path, O_RDONLY | O_CLOEXEC);
+		t->exited = comm < 0;
+		if (comm < 0)
+			continue;
+		n = read(comm, name, sizeof(name) - 1);
+		close(comm);
+		if (n > 0) {
+			name[n] = '\0';
+			name[strcspn(name, "\n")] = '\0';
+			memcpy(t->comm, name, sizeof(t->comm) - 1);
+			t->comm[sizeof(t->comm) - 1] = '\0';
+		}
+	}
+	qsort(s->threads, s->nthreads, sizeof(*s->threads), by_thread_bytes);
+}
+
 /* Each stack's allocations since attach, samples merged into the stacks they stand for. */
-static int read_totals(int fd, struct stacks *stacks, struct snapshot *s)
+static int read_totals(int fd, struct stacks *stacks, uint64_t peak_epoch, struct snapshot *s)
 {
 	struct heaptap_site_total value;
 	struct idmap index = {};
@@ -198,6 +327,12 @@ static int read_totals(int fd, struct stacks *stacks, struct snapshot *s)
 		}
 		s->totals[slot - 1].allocs += value.allocs;
 		s->totals[slot - 1].bytes += value.bytes;
+		/* What the site held at the latest peak: its figures then, or, untouched
+		 * since, its figures now. */
+		s->totals[slot - 1].peak_live +=
+			value.epoch == peak_epoch ? value.peak_live : value.live;
+		s->totals[slot - 1].peak_live_bytes +=
+			value.epoch == peak_epoch ? value.peak_live_bytes : value.live_bytes;
 	}
 	idmap__free(&index);
 	return err;
@@ -218,26 +353,43 @@ static int by_live_bytes(const void *a, const void *b)
 }
 
 int accounting__snapshot(struct heaptap_bpf *skel, struct stacks *stacks, uint64_t min_age_ns,
-			 uint64_t sample_bytes, struct snapshot *out)
+			 uint64_t sample_bytes, int pid, struct snapshot *out)
 {
+	uint64_t peak_epoch;
 	int err;
 
 	memset(out, 0, sizeof(*out));
 	out->time_ns = clock__now_ns();
 	out->counters = skel->bss->counters;
+	peak_epoch = __atomic_load_n(&skel->bss->peak_epoch, __ATOMIC_ACQUIRE);
 	memcpy(out->fn_calls, skel->bss->fn_calls, sizeof(out->fn_calls));
 	err = read_classes(bpf_map__fd(skel->maps.size_classes), out->classes);
 	if (!err)
 		err = read_sites(bpf_map__fd(skel->maps.allocs), stacks, min_age_ns, sample_bytes,
-				 out);
+				 false, out);
 	if (!err)
-		err = read_totals(bpf_map__fd(skel->maps.site_totals), stacks, out);
+		err = read_totals(bpf_map__fd(skel->maps.site_totals), stacks, peak_epoch, out);
 	if (err) {
 		snapshot__free(out);
 		return err;
 	}
+	name_threads(bpf_map__fd(skel->maps.threads), pid, out);
 	qsort(out->sites, out->nsites, sizeof(*out->sites), by_live_bytes);
 	return 0;
+}
+
+int accounting__blocks(struct heaptap_bpf *skel, struct stacks *stacks, struct live_block **out,
+		       size_t *n)
+{
+	struct snapshot all = { .time_ns = clock__now_ns() };
+	int err = read_sites(bpf_map__fd(skel->maps.allocs), stacks, 0, 0, true, &all);
+
+	*out = err ? NULL : all.blocks;
+	*n = err ? 0 : all.nblocks;
+	if (!err)
+		all.blocks = NULL;
+	snapshot__free(&all);
+	return err;
 }
 
 int accounting__watch_snapshot(struct heaptap_bpf *skel, struct stacks *stacks, struct snapshot *out)
@@ -322,9 +474,21 @@ uint64_t accounting__map_bytes(struct heaptap_bpf *skel)
 
 void snapshot__free(struct snapshot *s)
 {
+	size_t i, k;
+
+	for (i = 0; i < s->nsites; i++) {
+		for (k = 0; k < s->sites[i].ndumps; k++)
+			dump__free(&s->sites[i].dumps[k]);
+		free(s->sites[i].dumps);
+	}
+	free(s->blocks);
+	s->blocks = NULL;
+	s->nblocks = 0;
 	free(s->sites);
 	free(s->totals);
+	free(s->threads);
 	s->sites = NULL;
 	s->totals = NULL;
-	s->nsites = s->ntotals = 0;
+	s->threads = NULL;
+	s->nsites = s->ntotals = s->nthreads = 0;
 }

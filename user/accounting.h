@@ -9,12 +9,18 @@
 
 #include <linux/types.h>
 
+#include "dump.h"
 #include "heaptap.h"
 
 struct heaptap_bpf;
 struct stacks;
 
 #define SITE_SIZES 8
+/* Live blocks kept per site as examples (for dumps): its oldest. */
+#define SITE_EXAMPLES 4
+/* Ages of live blocks: under 1 s, 10 s, 1 min, 10 min, 1 h, 1 day, and older. */
+#define AGE_BUCKETS 7
+extern const uint64_t accounting__age_limits_s[AGE_BUCKETS - 1];
 
 /* Outstanding blocks that share an allocating stack. */
 struct site {
@@ -28,6 +34,12 @@ struct site {
 	unsigned int nsizes;
 	bool more_sizes;
 	uint32_t fn; /* allocating function (index of the attach table) */
+	struct {
+		uint64_t addr;
+		uint64_t size;
+		uint64_t time_ns;
+	} examples[SITE_EXAMPLES]; /* the oldest live blocks, oldest first */
+	unsigned int nexamples;
 	/* With sampling, what the sampled blocks stand for: each s-byte block was sampled
 	 * with probability p = 1 - exp(-s / interval) and counts 1/p blocks, s/p bytes
 	 * (Horvitz-Thompson); est_var is the variance of est_bytes. Without, the same as
@@ -35,13 +47,35 @@ struct site {
 	double est_bytes;
 	double est_blocks;
 	double est_var;
+	/* Filled at the report for the top sites: what some of its blocks hold. */
+	struct dump *dumps;
+	size_t ndumps;
 };
 
-/* What a stack allocated since attach, freed or not (tracked blocks). */
+/* A live block, for a leak check. */
+struct live_block {
+	uint64_t addr;
+	uint64_t size;
+	uint64_t stack_id; /* canonical */
+};
+
+/* What a stack allocated since attach, freed or not (tracked blocks), and what of it was
+ * live at the latest peak of live bytes. */
 struct site_total {
 	uint64_t stack_id;
 	uint64_t allocs;
 	uint64_t bytes;
+	uint64_t peak_live;
+	uint64_t peak_live_bytes;
+};
+
+/* Live blocks by the thread that allocated them. */
+struct thread_live {
+	uint32_t tid;
+	char comm[16]; /* "" when it exited before heaptap could learn it */
+	bool exited;
+	uint64_t live;
+	uint64_t live_bytes;
 };
 
 struct snapshot {
@@ -54,13 +88,23 @@ struct snapshot {
 	uint64_t young;		   /* blocks hidden by --min-age */
 	struct site_total *totals; /* by canonical stack id, in no order */
 	size_t ntotals;
+	struct thread_live *threads; /* by live bytes, most first */
+	size_t nthreads;
+	uint64_t age_blocks[AGE_BUCKETS]; /* live blocks by age (accounting__age_limits_s) */
+	uint64_t age_bytes[AGE_BUCKETS];
+	struct live_block *blocks; /* accounting__blocks() only */
+	size_t nblocks;
 };
 
 /* Takes a snapshot; blocks younger than min_age_ns are left out of the sites. */
 /* Sites are keyed by stacks' canonical ids (a sampled block's, once unwound, by its
  * stack's). sample_bytes: the mean sampling interval, 0 when every block is tracked. */
 int accounting__snapshot(struct heaptap_bpf *skel, struct stacks *stacks, uint64_t min_age_ns,
-			 uint64_t sample_bytes, struct snapshot *out);
+			 uint64_t sample_bytes, int pid, struct snapshot *out);
+
+/* Every live block, for a leak check: malloc'd into *out. */
+int accounting__blocks(struct heaptap_bpf *skel, struct stacks *stacks, struct live_block **out,
+		       size_t *n);
 
 /* --watch: the sites are the stacks that first wrote new pages, a page a block: live and
  * live_bytes count those pages. */

@@ -87,10 +87,17 @@ bool fixups__publish_trampoline(struct heaptap_bpf *skel, int pid)
 	return true;
 }
 
-struct fixups {
-	struct heaptap_bpf *skel;
+/* A loader thread, pinned to its CPU, serving one of the two rings. */
+struct server {
+	struct fixups *f;
 	struct ring_buffer *rb;
 	pthread_t thread;
+	bool running;
+};
+
+struct fixups {
+	struct heaptap_bpf *skel;
+	struct server servers[2];
 	int pid;
 	volatile bool stop;
 };
@@ -121,33 +128,82 @@ static int on_fixup(void *ctx, void *data, size_t size)
 
 static void *serve(void *arg)
 {
-	struct fixups *f = arg;
+	struct server *sv = arg;
 
-	while (!f->stop)
-		ring_buffer__poll(f->rb, 100);
+	while (!sv->f->stop)
+		ring_buffer__poll(sv->rb, 100);
 	return NULL;
 }
 
+/* The CPUs heaptap may run on, the first two: where its loader threads are pinned. */
+static int pick_cpus(int cpu[2])
+{
+	cpu_set_t set;
+	int i, n = 0;
+
+	if (sched_getaffinity(0, sizeof(set), &set))
+		return -errno;
+	for (i = 0; i < CPU_SETSIZE && n < 2; i++)
+		if (CPU_ISSET(i, &set))
+			cpu[n++] = i;
+	return n == 2 ? 0 : -EINVAL;
+}
+
+static int start_server(struct fixups *f, int i, int map_fd, int cpu)
+{
+	struct server *sv = &f->servers[i];
+	pthread_attr_t attr;
+	cpu_set_t one;
+	int err;
+
+	sv->f = f;
+	sv->rb = ring_buffer__new(map_fd, on_fixup, f, NULL);
+	if (!sv->rb)
+		return -errno;
+	CPU_ZERO(&one);
+	CPU_SET(cpu, &one);
+	err = -pthread_attr_init(&attr);
+	if (err)
+		return err;
+	err = -pthread_attr_setaffinity_np(&attr, sizeof(one), &one);
+	if (!err)
+		err = -pthread_create(&sv->thread, &attr, serve, sv);
+	pthread_attr_destroy(&attr);
+	if (err)
+		return err;
+	sv->running = true;
+	/* It must not queue behind other work on its CPU: best effort (it sleeps between
+	 * requests). */
+	pthread_setschedparam(sv->thread, SCHED_FIFO, &(struct sched_param){ .sched_priority = 1 });
+	return 0;
+}
+
+/*
+ * A thread waiting for its fixup spins in the kernel, which does not preempt it: a loader
+ * thread woken on that CPU would wait behind it. So there are two, pinned to two CPUs, and
+ * the BPF side asks the one that is not on its own CPU.
+ */
 int fixups__start(struct heaptap_bpf *skel, int pid, struct fixups **out)
 {
 	struct fixups *f = calloc(1, sizeof(*f));
-	int err;
+	int err, cpu[2];
 
 	*out = NULL;
 	if (!f)
 		return -ENOMEM;
 	f->skel = skel;
 	f->pid = pid;
-	f->rb = ring_buffer__new(bpf_map__fd(skel->maps.fixups), on_fixup, f, NULL);
-	if (!f->rb) {
-		err = -errno;
-		free(f);
-		return err;
+	err = pick_cpus(cpu);
+	if (!err) {
+		skel->bss->fixup_cpu[0] = cpu[0];
+		skel->bss->fixup_cpu[1] = cpu[1];
+		/* Ring "fixups" is served on cpu[0], "fixups_alt" on cpu[1]. */
+		err = start_server(f, 0, bpf_map__fd(skel->maps.fixups), cpu[0]);
 	}
-	err = -pthread_create(&f->thread, NULL, serve, f);
+	if (!err)
+		err = start_server(f, 1, bpf_map__fd(skel->maps.fixups_alt), cpu[1]);
 	if (err) {
-		ring_buffer__free(f->rb);
-		free(f);
+		fixups__stop(f);
 		return err;
 	}
 	*out = f;
@@ -156,10 +212,15 @@ int fixups__start(struct heaptap_bpf *skel, int pid, struct fixups **out)
 
 void fixups__stop(struct fixups *f)
 {
+	int i;
+
 	if (!f)
 		return;
 	f->stop = true;
-	pthread_join(f->thread, NULL);
-	ring_buffer__free(f->rb);
+	for (i = 0; i < 2; i++) {
+		if (f->servers[i].running)
+			pthread_join(f->servers[i].thread, NULL);
+		ring_buffer__free(f->servers[i].rb);
+	}
 	free(f);
 }

@@ -23,6 +23,7 @@
 #include "clock.h"
 #include "fixups.h"
 #include "history.h"
+#include "leakcheck.h"
 #include "metrics.h"
 #include "output.h"
 #include "overhead.h"
@@ -66,6 +67,8 @@ struct session {
 	bool calibrated;	/* costs measured: the slowdown can be estimated */
 	uint64_t report_cpu_ns; /* the target's CPU time at the previous report */
 	int file_errors[4];	/* of the last attempt at each file publish() writes */
+	struct alarms alarms;
+	bool alarm_exit; /* --exit-on-alert, and one fired */
 };
 
 static bool verbose;
@@ -222,8 +225,94 @@ static double slowdown(struct session *s, const struct snapshot *snap)
 	return trap;
 }
 
-static int report(struct session *s, const char *type)
+/* Live bytes per second over the latest reports (at most 20 points); NAN with fewer than 5. */
+static double recent_growth(const struct timeline *t)
 {
+	double x[20], y[20], slope, fit;
+	size_t n = t->n < 20 ? t->n : 20, i;
+
+	if (n < 5)
+		return NAN;
+	for (i = 0; i < n; i++) {
+		const struct timeline_point *p = &t->points[t->n - n + i];
+
+		x[i] = p->time_ns / 1e9;
+		y[i] = p->live_bytes;
+	}
+	return history__fit(x, y, n, &slope, &fit) ? slope : NAN;
+}
+
+/* An alarm fired: said on stderr and in the JSON stream, and --on-alert run. */
+static void alert(struct session *s, const struct report *r, const struct alarm_event *ev)
+{
+	char env[8][96], *envp[9];
+	size_t i;
+	int err;
+
+	fprintf(stderr, "heaptap: ALERT %s: %s is %.0f%s, at or above %s %" PRIu64 " (PID %d, %s)\n",
+		alarms__name(ev->kind),
+		ev->kind == ALARM_LIVE	   ? "live heap"
+		: ev->kind == ALARM_GROWTH ? "heap growth"
+					   : "the target's RSS",
+		ev->value, ev->kind == ALARM_GROWTH ? " bytes/h" : " bytes",
+		alarms__option(ev->kind), ev->threshold, r->pid, r->comm);
+	if (s->opts.json) {
+		report__alert_json(stdout, r, ev);
+		fflush(stdout);
+	}
+	if (!s->opts.on_alert)
+		return;
+	snprintf(env[0], sizeof(env[0]), "HEAPTAP_ALERT=%s", alarms__name(ev->kind));
+	snprintf(env[1], sizeof(env[1]), "HEAPTAP_VALUE=%.0f", ev->value);
+	snprintf(env[2], sizeof(env[2]), "HEAPTAP_THRESHOLD=%" PRIu64, ev->threshold);
+	snprintf(env[3], sizeof(env[3]), "HEAPTAP_PID=%d", r->pid);
+	snprintf(env[4], sizeof(env[4]), "HEAPTAP_COMM=%s", r->comm);
+	snprintf(env[5], sizeof(env[5]), "HEAPTAP_LIVE_BYTES=%.0f", report__live(r, NULL));
+	snprintf(env[6], sizeof(env[6]), "HEAPTAP_RSS_BYTES=%" PRIu64, r->rss);
+	snprintf(env[7], sizeof(env[7]), "HEAPTAP_GROWTH_BYTES_PER_HOUR=%.0f",
+		 isnan(r->growth) ? 0 : r->growth * 3600);
+	for (i = 0; i < 8; i++)
+		envp[i] = env[i];
+	envp[8] = NULL;
+	err = alarms__run(&s->alarms, s->opts.on_alert, envp);
+	if (err)
+		fprintf(stderr, "heaptap: cannot run --on-alert: %s\n", strerror(-err));
+}
+
+/* The first bytes of a few live blocks of the sites a report shows first, and of the
+ * suspects: what they hold, read from the target now. */
+static void read_dumps(struct session *s, struct report *r, struct snapshot *snap)
+{
+	struct suspect *sus;
+	double *growth;
+	size_t i, k, n, nsus, *order;
+
+	if (!s->opts.dump_bytes || s->opts.watch || s->target.exited)
+		return;
+	order = report__site_order(r, &growth, &n);
+	nsus = report__suspects(r, &sus);
+	for (i = 0; i < (n < 5 ? n : 5) + (nsus < 5 ? nsus : 5); i++) {
+		struct site *site =
+			&snap->sites[i < (n < 5 ? n : 5) ? order[i] : sus[i - (n < 5 ? n : 5)].site];
+		unsigned int want = site->nexamples < 3 ? site->nexamples : 3;
+
+		if (site->dumps || !want || !(site->dumps = calloc(want, sizeof(*site->dumps))))
+			continue;
+		for (k = 0; k < want; k++)
+			if (!dump__read(s->target.pid, s->syms, site->examples[k].addr,
+					site->examples[k].size, site->examples[k].time_ns,
+					s->opts.dump_bytes, &site->dumps[k]))
+				site->ndumps++;
+	}
+	free(order);
+	free(growth);
+	free(sus);
+}
+
+static int report(struct session *s, const char *type, const struct leak_check *leak)
+{
+	struct alarm_event alerts[ALARMS];
+	struct alarm_figures fig;
 	struct snapshot snap;
 	struct report r = {
 		.type = type,
@@ -246,6 +335,9 @@ static int report(struct session *s, const char *type)
 		.duty = s->opts.live ? &s->duty : NULL,
 		.traced_now = s->attached,
 		.timeline = &s->timeline,
+		.leak = leak,
+		.alerts = alerts,
+		.alarms = &s->alarms,
 	};
 	int err;
 
@@ -255,7 +347,7 @@ static int report(struct session *s, const char *type)
 		err = accounting__watch_snapshot(s->skel, s->stacks, &snap);
 	else
 		err = accounting__snapshot(s->skel, s->stacks, s->opts.min_age_ns,
-					   s->opts.sample_bytes, &snap);
+					   s->opts.sample_bytes, s->target.pid, &snap);
 	if (!err)
 		err = history__add(s->history, &snap);
 	if (err) {
@@ -271,6 +363,17 @@ static int report(struct session *s, const char *type)
 						.live_bytes = llround(report__live(&r, NULL)),
 						.peak_bytes = snap.counters.peak_bytes,
 						.rss = r.rss });
+	r.growth = recent_growth(&s->timeline);
+	read_dumps(s, &r, &snap);
+	/* Alarms, on the figures of this report. */
+	fig = (struct alarm_figures){ .live = report__live(&r, NULL),
+				      .growth = r.growth * 3600,
+				      .rss = r.rss ? r.rss : NAN };
+	r.nalerts = alarms__check(&s->alarms, &fig, snap.time_ns, alerts);
+	for (size_t i = 0; i < r.nalerts; i++)
+		alert(s, &r, &alerts[i]);
+	if (r.nalerts && s->opts.exit_on_alert)
+		s->alarm_exit = true;
 	err = publish(s, &r);
 	if (s->have_prev)
 		snapshot__free(&s->prev);
@@ -389,6 +492,23 @@ static bool publish_layout(struct session *s)
 	       (s->skel->bss->allocator_hi || s->allocator->file.main_program);
 }
 
+/* SIGUSR1: a report now, with a leak check if --leak-check. */
+static int on_demand(struct session *s)
+{
+	struct leak_check leak;
+	bool checked = false;
+	int err;
+
+	ring_buffer__consume(s->rb);
+	if (s->opts.leak_check && !s->target.exited)
+		checked = !leak_check__run(s->skel, s->stacks, s->target.pid,
+					   s->opts.leak_check_max_ms * 1000000ULL, &leak);
+	err = report(s, "interval", checked ? &leak : NULL);
+	if (checked)
+		leak_check__free(&leak);
+	return err;
+}
+
 /* Reports every interval until a signal, the duration, the target's exit or an error. */
 static int run(struct session *s, int sigfd, struct ring_buffer *rb)
 {
@@ -428,6 +548,13 @@ static int run(struct session *s, int sigfd, struct ring_buffer *rb)
 			if (evs[i].data.fd == rbfd) {
 				ring_buffer__consume(rb);
 			} else if (evs[i].data.fd == sigfd) {
+				struct signalfd_siginfo si;
+
+				if (read(sigfd, &si, sizeof(si)) == sizeof(si) &&
+				    si.ssi_signo == SIGUSR1) {
+					err = on_demand(s);
+					continue;
+				}
 				close(epfd);
 				return 0;
 			} else if (evs[i].data.fd == s->target.pidfd) {
@@ -440,8 +567,10 @@ static int run(struct session *s, int sigfd, struct ring_buffer *rb)
 		}
 		if (!err && clock__now_ns() >= turn)
 			err = duty_turn(s, &turn);
+		if (s->alarm_exit)
+			break;
 		if (clock__now_ns() >= next && !err) {
-			err = report(s, "interval");
+			err = report(s, "interval", NULL);
 			now = clock__now_ns();
 			while (next <= now)
 				next += interval;
@@ -460,6 +589,7 @@ static int block_signals(void)
 	sigaddset(&set, SIGINT);
 	sigaddset(&set, SIGTERM);
 	sigaddset(&set, SIGHUP);
+	sigaddset(&set, SIGUSR1);
 	if (sigprocmask(SIG_BLOCK, &set, NULL))
 		return -errno;
 	fd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
@@ -469,6 +599,8 @@ static int block_signals(void)
 int main(int argc, char **argv)
 {
 	struct session s = { .target = { .release_fd = -1, .pidfd = -1 } };
+	struct leak_check leak;
+	bool have_leak = false;
 	struct ring_buffer *rb = NULL;
 	const char *no_fixup_why;
 	enum fixup_mode fixup;
@@ -482,6 +614,9 @@ int main(int argc, char **argv)
 	if (err)
 		return err > 0 ? EXIT_OK : EXIT_USAGE;
 	verbose = s.opts.verbose;
+	s.alarms.threshold[ALARM_LIVE] = s.opts.alert_live;
+	s.alarms.threshold[ALARM_GROWTH] = s.opts.alert_growth;
+	s.alarms.threshold[ALARM_RSS] = s.opts.alert_rss;
 	libbpf_set_print(libbpf_print);
 	/* No network lookups for debug information: only what is on this machine. */
 	unsetenv("DEBUGINFOD_URLS");
@@ -550,6 +685,7 @@ int main(int argc, char **argv)
 	s.skel->rodata->watch = s.opts.watch;
 	bpf_map__set_max_entries(s.skel->maps.growth, s.opts.watch ? s.opts.max_stacks : 1);
 	bpf_map__set_max_entries(s.skel->maps.site_totals, s.opts.max_stacks);
+	bpf_map__set_max_entries(s.skel->maps.threads, HEAPTAP_MAX_THREADS);
 	bpf_program__set_autoload(s.skel->progs.page_fault, s.opts.watch);
 	/* DWARF stacks: room for 64 samples, and a rule per return address of as many frames
 	 * as stacks may be stored. Frame-pointer stacks use neither: the smallest maps. */
@@ -671,6 +807,13 @@ int main(int argc, char **argv)
 	/* Report every interval until a signal, the duration, or the target's exit. */
 	err = run(&s, sigfd, rb);
 
+	/* --leak-check: while every block is still accounted for. */
+	if (s.opts.leak_check && !s.target.exited && !err) {
+		ring_buffer__consume(rb);
+		have_leak = !leak_check__run(s.skel, s.stacks, s.target.pid,
+					     s.opts.leak_check_max_ms * 1000000ULL, &leak);
+	}
+
 	/* Detach first, so the target runs untraced again at once; then the final report. */
 	stage_ns = clock__now_ns();
 	probes__detach(s.probes);
@@ -682,8 +825,12 @@ int main(int argc, char **argv)
 		fprintf(stderr, "heaptap: detached from PID %d in %.0f ms\n", s.target.pid,
 			(clock__now_ns() - stage_ns) / 1e6);
 	ring_buffer__consume(rb);
-	err = report(&s, "final") ?: err;
+	err = report(&s, "final", have_leak ? &leak : NULL) ?: err;
 cleanup:
+	if (have_leak)
+		leak_check__free(&leak);
+	/* --on-alert commands get a moment to finish; they are never killed. */
+	alarms__reap(&s.alarms, 5000);
 	metrics__stop(s.metrics);
 	probes__free(s.probes);
 	bpf_link__destroy(s.watch);
@@ -701,5 +848,5 @@ cleanup:
 	if (sigfd >= 0)
 		close(sigfd);
 	free(program);
-	return err ? EXIT_FAIL : EXIT_OK;
+	return err ? EXIT_FAIL : s.alarm_exit ? EXIT_ALERT : EXIT_OK;
 }

@@ -331,8 +331,7 @@ static void size_classes(FILE *f, const struct report *r)
 			if (k <= 1)
 				snprintf(name, sizeof(name), k ? "2" : "0-1");
 			else if (k == 64)
-				snprintf(name, sizeof(name), "%" PRIu64 "-",
-					 ((uint64_t)1 << 63) + 1);
+				snprintf(name, sizeof(name), "%" PRIu64 "-", ((uint64_t)1 << 63) + 1);
 			else
 				snprintf(name, sizeof(name), "%" PRIu64 "-%" PRIu64,
 					 ((uint64_t)1 << (k - 1)) + 1, (uint64_t)1 << k);
@@ -393,8 +392,10 @@ static int render(struct metrics *m, const struct report *r, char **text, size_t
 	const struct heaptap_counters *c = &r->snap->counters;
 	FILE *f = open_memstream(text, size);
 	double live_bytes, live;
+	struct suspect *v;
+	size_t i, suspects;
 	char pid[16];
-	size_t i;
+	int k;
 
 	if (!f)
 		return -errno;
@@ -448,6 +449,24 @@ static int render(struct metrics *m, const struct report *r, char **text, size_t
 		fputs("heaptap_inexact_total{", f);
 		label(f, "cause", report__inexact_causes[i].key);
 		fprintf(f, "} %" PRIu64 "\n", report__inexact_count(c, &report__inexact_causes[i]));
+	}
+	if (!isnan(r->growth))
+		single(f, "heaptap_growth_bytes_per_hour",
+		       "gauge", "Slope of live bytes over the latest 20 reports (what --alert-growth checks).",
+		       r->growth * 3600);
+	suspects = report__suspects(r, &v);
+	free(v);
+	single(f, "heaptap_suspects", "gauge",
+	       "Sites whose live bytes grow steadily: likely leaks (see heaptap(8)).", suspects);
+	if (r->alarms) {
+		family(f, "heaptap_alerts_total", "counter", "Alarms fired, by alarm.");
+		for (k = 0; k < ALARMS; k++) {
+			if (!r->alarms->threshold[k])
+				continue;
+			fputs("heaptap_alerts_total{", f);
+			label(f, "alert", alarms__name(k));
+			fprintf(f, "} %" PRIu64 "\n", r->alarms->count[k]);
+		}
 	}
 	single(f, "heaptap_lost_samples_total", "counter",
 	       "Stacks heaptap should have unwound but had no room for.", c->lost_samples);

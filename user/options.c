@@ -13,6 +13,9 @@
 #include "metrics.h"
 #include "options.h"
 
+/* --dump-bytes: at most a page of each block. */
+#define HEAPTAP_MAX_DUMP 4096
+
 static const char usage_text[] =
 	"Usage: heaptap [options] -p PID\n"
 	"       heaptap [options] -- COMMAND [ARGS...]\n"
@@ -52,11 +55,25 @@ static const char usage_text[] =
 	"      --window TIME      --live: how long each tracing window lasts (default 2s)\n"
 	"      --max-overhead PCT --live: the slowdown heaptap may cause, in percent of the\n"
 	"                         target's time (default 5)\n"
+	"      --alert-live BYTES alarm when live bytes reach BYTES\n"
+	"      --alert-growth BYTES  alarm when live bytes grow BYTES an hour or faster\n"
+	"                         (over the latest 20 reports)\n"
+	"      --alert-rss BYTES  alarm when the target's RSS reaches BYTES\n"
+	"      --on-alert CMD     run CMD (sh -c) when an alarm fires, the figures in its\n"
+	"                         environment (HEAPTAP_ALERT, HEAPTAP_VALUE, ...)\n"
+	"      --exit-on-alert    end the session when an alarm fires (exit status 3)\n"
+	"      --dump-bytes N     show the first N bytes of a few live blocks of the top\n"
+	"                         sites (default 64, 0: none)\n"
+	"      --leak-check       at the end, and on SIGUSR1, scan the target for pointers to\n"
+	"                         its live blocks: lost, possibly lost or reachable\n"
+	"      --leak-check-max-pause TIME  the longest the target is stopped for one scan\n"
+	"                         (default 5s; the scan is then left incomplete)\n"
 	"  -v, --verbose          say what heaptap decides and does on stderr\n"
 	"  -h, --help             show this help\n"
 	"  -V, --version          show the version\n"
 	"\n"
-	"Exit status: 0 done, 1 failed (the reason is printed), 2 bad usage.\n";
+	"Exit status: 0 done, 1 failed (the reason is printed), 2 bad usage,\n"
+	"3 an alarm fired with --exit-on-alert.\n";
 
 enum {
 	OPT_TOP = 256,
@@ -78,6 +95,14 @@ enum {
 	OPT_PPROF,
 	OPT_HTML,
 	OPT_LISTEN,
+	OPT_ALERT_LIVE,
+	OPT_ALERT_GROWTH,
+	OPT_ALERT_RSS,
+	OPT_ON_ALERT,
+	OPT_EXIT_ON_ALERT,
+	OPT_DUMP_BYTES,
+	OPT_LEAK_CHECK,
+	OPT_LEAK_CHECK_MAX_PAUSE,
 };
 
 static const struct option long_options[] = {
@@ -104,6 +129,14 @@ static const struct option long_options[] = {
 	{ "pprof", required_argument, NULL, OPT_PPROF },
 	{ "html", required_argument, NULL, OPT_HTML },
 	{ "listen", required_argument, NULL, OPT_LISTEN },
+	{ "alert-live", required_argument, NULL, OPT_ALERT_LIVE },
+	{ "alert-growth", required_argument, NULL, OPT_ALERT_GROWTH },
+	{ "alert-rss", required_argument, NULL, OPT_ALERT_RSS },
+	{ "on-alert", required_argument, NULL, OPT_ON_ALERT },
+	{ "exit-on-alert", no_argument, NULL, OPT_EXIT_ON_ALERT },
+	{ "dump-bytes", required_argument, NULL, OPT_DUMP_BYTES },
+	{ "leak-check", no_argument, NULL, OPT_LEAK_CHECK },
+	{ "leak-check-max-pause", required_argument, NULL, OPT_LEAK_CHECK_MAX_PAUSE },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, 'h' },
 	{ "version", no_argument, NULL, 'V' },
@@ -250,6 +283,8 @@ int options__parse(struct options *opts, int argc, char **argv)
 		.stack_bytes = 16384,
 		.window_ms = 2000,
 		.max_overhead = 0.05,
+		.dump_bytes = 64,
+		.leak_check_max_ms = 5000,
 	};
 	/* '+': stop at the first non-option, so COMMAND's own options stay its own; ':' and
 	 * opterr = 0: every message about the command line is heaptap's own, on one line. */
@@ -346,6 +381,33 @@ int options__parse(struct options *opts, int argc, char **argv)
 					   "[ADDR:]PORT, like 9464, 127.0.0.1:9464 or [::1]:9464");
 			opts->listen = optarg;
 			break;
+		case OPT_ALERT_LIVE:
+		case OPT_ALERT_GROWTH:
+		case OPT_ALERT_RSS: {
+			uint64_t *to = c == OPT_ALERT_LIVE     ? &opts->alert_live
+				       : c == OPT_ALERT_GROWTH ? &opts->alert_growth
+							       : &opts->alert_rss;
+
+			if (parse_bytes(optarg, to))
+				return bad(c == OPT_ALERT_LIVE	   ? "--alert-live"
+					   : c == OPT_ALERT_GROWTH ? "--alert-growth"
+								   : "--alert-rss",
+					   optarg, "bytes, like 100m or 1g");
+			break;
+		}
+		case OPT_ON_ALERT: opts->on_alert = optarg; break;
+		case OPT_EXIT_ON_ALERT: opts->exit_on_alert = true; break;
+		case OPT_DUMP_BYTES:
+			if (parse_uint(optarg, 0, HEAPTAP_MAX_DUMP, &v))
+				return bad("--dump-bytes", optarg, "a number of bytes, 0 to 4096");
+			opts->dump_bytes = v;
+			break;
+		case OPT_LEAK_CHECK: opts->leak_check = true; break;
+		case OPT_LEAK_CHECK_MAX_PAUSE:
+			if (parse_time(optarg, &opts->leak_check_max_ms, false))
+				return bad("--leak-check-max-pause", optarg,
+					   "a time of at least 1ms, like 2s or 500ms");
+			break;
 		case 'v': opts->verbose = true; break;
 		case 'h': printf(usage_text, HEAPTAP_MAX_DEPTH); return 1;
 		case 'V': printf("heaptap %s\n", HEAPTAP_VERSION); return 1;
@@ -368,6 +430,19 @@ int options__parse(struct options *opts, int argc, char **argv)
 	}
 	if (same_file_twice(opts))
 		return -EINVAL;
+	if ((opts->on_alert || opts->exit_on_alert) &&
+	    !(opts->alert_live || opts->alert_growth || opts->alert_rss)) {
+		fprintf(stderr,
+			"heaptap: %s needs an alarm: --alert-live, --alert-growth or "
+			"--alert-rss (see heaptap --help)\n",
+			opts->on_alert ? "--on-alert" : "--exit-on-alert");
+		return -EINVAL;
+	}
+	if (opts->leak_check && opts->watch) {
+		fprintf(stderr, "heaptap: --leak-check needs the blocks that --watch does not "
+				"track: choose one (see heaptap --help)\n");
+		return -EINVAL;
+	}
 	if (opts->live && !opts->sample_bytes)
 		opts->sample_bytes = 512 << 10;
 	if (!opts->pid == !opts->command) {

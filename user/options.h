@@ -49,6 +49,15 @@ struct options {
 	const char *pprof;
 	const char *html;
 	const char *listen; /* --listen [ADDR:]PORT as given, NULL: no metrics served */
+	/* Alarms: thresholds, 0 when not set */
+	uint64_t alert_live;	    /* live bytes */
+	uint64_t alert_growth;	    /* bytes per hour, over the latest reports */
+	uint64_t alert_rss;	    /* the target's RSS */
+	const char *on_alert;	    /* command run (sh -c) when an alarm fires */
+	bool exit_on_alert;	    /* end the session with EXIT_ALERT when one fires */
+	unsigned int dump_bytes;    /* bytes of each example block shown; 0: none */
+	bool leak_check;	    /* scan for pointers at the end, and on SIGUSR1 */
+	uint64_t leak_check_max_ms; /* the longest the target may be paused for one scan */
 };
 
 /* Exit statuses, as documented in the README. */
@@ -56,6 +65,7 @@ enum {
 	EXIT_OK = 0,
 	EXIT_FAIL = 1,
 	EXIT_USAGE = 2,
+	EXIT_ALERT = 3, /* --exit-on-alert: an alarm fired */
 };
 
 /*

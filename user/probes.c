@@ -289,7 +289,12 @@ static struct bpf_link *attach_one(struct bpf_program *prog, int pid, const stru
  * without its return would leave the thread's state waiting for a return that never
  * comes). Detaching goes the other way round.
  */
-enum phase { PHASE_UNWINDERS, PHASE_RETURNS, PHASE_ENTRIES, PHASES };
+/*
+ * Attached in this order, detached in the reverse: the unwinder first, so that an exception
+ * leaving operator new always finds its fixup; entries before returns, so that a call whose
+ * return a probe hijacks always had its caller's return address noted at its entry.
+ */
+enum phase { PHASE_UNWINDERS, PHASE_ENTRIES, PHASE_RETURNS, PHASES };
 
 void probes__retire_unused(struct probes *p, const uint64_t *calls)
 {
@@ -320,6 +325,9 @@ int probes__attach(struct probes *p, struct heaptap_bpf *skel, int pid)
 	enum phase phase;
 	size_t i;
 
+	/* Entries note, and count nothing, until every probe is in. */
+	p->skel = skel;
+	skel->bss->tracing = 0;
 	for (phase = 0; phase < PHASES; phase++) {
 		for (i = 0; i < p->n; i++) {
 			struct probe *pr = &p->v[i];
@@ -345,6 +353,7 @@ int probes__attach(struct probes *p, struct heaptap_bpf *skel, int pid)
 			p->links++;
 		}
 	}
+	__atomic_store_n(&skel->bss->tracing, 1, __ATOMIC_RELEASE);
 	return 0;
 }
 
@@ -395,6 +404,9 @@ void probes__detach(struct probes *p)
 
 	if (!p)
 		return;
+	/* From here, calls are only noted for their exceptions' sake, as while attaching. */
+	if (p->skel)
+		__atomic_store_n(&p->skel->bss->tracing, 0, __ATOMIC_RELEASE);
 	links = calloc(p->n + 1, sizeof(*links));
 	for (phase = PHASES - 1; phase >= 0; phase--) {
 		for (i = 0, n = 0; i < p->n; i++) {

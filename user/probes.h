@@ -33,9 +33,10 @@ struct probe {
 struct probes {
 	struct probe *v; /* the family table's order, then unwinders; index = cookie */
 	size_t n;
-	size_t links;	       /* uprobes and uretprobes attached */
-	enum fixup_mode fixup; /* how exceptions get out of operator new here */
-	bool unwinding;	       /* the unwinder is probed (with FIXUP_LOADER: serve fixups) */
+	size_t links;		  /* uprobes and uretprobes attached */
+	enum fixup_mode fixup;	  /* how exceptions get out of operator new here */
+	bool unwinding;		  /* the unwinder is probed (with FIXUP_LOADER: serve fixups) */
+	struct heaptap_bpf *skel; /* of the last attach */
 };
 
 /*

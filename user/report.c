@@ -5,6 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "idmap.h"
 #include "report.h"
 
 static uint64_t sort_value(const struct size_row *row, enum sort_key key)
@@ -161,9 +162,12 @@ size_t *report__site_order(const struct report *r, double **growth, size_t *n)
 		return NULL;
 	}
 	for (i = 0; i < s->nsites; i++) {
+		struct trend t;
+
 		all[i].index = i;
-		if (!r->history || !history__growth(r->history, s->sites[i].stack_id, &all[i].growth))
-			all[i].growth = NAN;
+		all[i].growth = r->history && history__trend(r->history, s->sites[i].stack_id, &t)
+					? t.growth
+					: NAN;
 	}
 	if (r->duty || r->opts->watch)
 		qsort(all, s->nsites, sizeof(*all), by_growth);
@@ -180,4 +184,154 @@ size_t *report__site_order(const struct report *r, double **growth, size_t *n)
 double report__margin(const struct site *site)
 {
 	return 1.96 * sqrt(site->est_var);
+}
+
+static int by_trend_growth(const void *a, const void *b)
+{
+	const struct suspect *x = a, *y = b;
+
+	if (x->trend.growth != y->trend.growth)
+		return x->trend.growth > y->trend.growth ? -1 : 1;
+	return x->site < y->site ? -1 : x->site > y->site;
+}
+
+size_t report__suspects(const struct report *r, struct suspect **out)
+{
+	const struct snapshot *s = r->snap;
+	struct suspect *v;
+	size_t i, n = 0;
+
+	*out = NULL;
+	if (!r->history || r->opts->watch || !s->nsites)
+		return 0;
+	v = calloc(s->nsites, sizeof(*v));
+	if (!v)
+		return 0;
+	for (i = 0; i < s->nsites; i++) {
+		if (!history__trend(r->history, s->sites[i].stack_id, &v[n].trend) ||
+		    v[n].trend.kind != TREND_LEAK)
+			continue;
+		v[n++].site = i;
+	}
+	if (!n) {
+		free(v);
+		return 0;
+	}
+	qsort(v, n, sizeof(*v), by_trend_growth);
+	*out = v;
+	return n;
+}
+
+static int by_change(const void *a, const void *b)
+{
+	const struct site_change *x = a, *y = b;
+	uint64_t dx = llabs(x->delta_bytes), dy = llabs(y->delta_bytes);
+
+	if (dx != dy)
+		return dx > dy ? -1 : 1;
+	return x->stack_id < y->stack_id ? -1 : x->stack_id > y->stack_id;
+}
+
+/* The change of one site, kept if among the largest so far. */
+static void consider(struct changes *c, const struct site_change *sc)
+{
+	size_t i = c->ntop;
+
+	if (!sc->delta_bytes && !sc->delta_blocks)
+		return;
+	if (i == CHANGES_TOP && by_change(sc, &c->top[i - 1]) >= 0)
+		return;
+	if (i == CHANGES_TOP)
+		i--;
+	else
+		c->ntop++;
+	for (; i > 0 && by_change(sc, &c->top[i - 1]) < 0; i--)
+		c->top[i] = c->top[i - 1];
+	c->top[i] = *sc;
+}
+
+bool report__changes(const struct report *r, struct changes *c)
+{
+	const struct snapshot *s = r->snap, *p = r->prev;
+	struct idmap before = {}, now = {};
+	bool ok = true;
+	size_t i;
+
+	memset(c, 0, sizeof(*c));
+	if (!p || r->opts->watch)
+		return false;
+	c->since_s = (s->time_ns - p->time_ns) / 1e9;
+	c->live_bytes = (int64_t)s->counters.live_bytes - (int64_t)p->counters.live_bytes;
+	c->live = (int64_t)(s->counters.allocs - s->counters.frees) -
+		  (int64_t)(p->counters.allocs - p->counters.frees);
+	for (i = 0; ok && i < p->nsites; i++)
+		ok = !idmap__put(&before, p->sites[i].stack_id, (void *)&p->sites[i]);
+	for (i = 0; ok && i < s->nsites; i++) {
+		const struct site *site = &s->sites[i];
+		const struct site *then = idmap__get(&before, site->stack_id);
+		struct site_change sc = { .stack_id = site->stack_id, .site = site };
+
+		sc.is_new = !then;
+		c->new_sites += !then;
+		sc.delta_bytes = (int64_t)site->live_bytes - (int64_t)(then ? then->live_bytes : 0);
+		sc.delta_blocks = (int64_t)site->live - (int64_t)(then ? then->live : 0);
+		consider(c, &sc);
+		ok = !idmap__put(&now, site->stack_id, (void *)site);
+	}
+	for (i = 0; ok && i < p->nsites; i++) {
+		const struct site *then = &p->sites[i];
+		struct site_change sc = { .stack_id = then->stack_id, .gone = true };
+
+		if (idmap__get(&now, then->stack_id))
+			continue;
+		c->gone_sites++;
+		sc.delta_bytes = -(int64_t)then->live_bytes;
+		sc.delta_blocks = -(int64_t)then->live;
+		consider(c, &sc);
+	}
+	idmap__free(&before);
+	idmap__free(&now);
+	return ok;
+}
+
+static int by_peak_bytes(const void *a, const void *b)
+{
+	const struct site_total *x = *(const struct site_total *const *)a;
+	const struct site_total *y = *(const struct site_total *const *)b;
+
+	if (x->peak_live_bytes != y->peak_live_bytes)
+		return x->peak_live_bytes > y->peak_live_bytes ? -1 : 1;
+	return x->stack_id < y->stack_id ? -1 : x->stack_id > y->stack_id;
+}
+
+size_t report__peak_sites(const struct report *r, const struct site_total ***out)
+{
+	const struct snapshot *s = r->snap;
+	const struct site_total **v;
+	size_t i, n = 0;
+
+	*out = NULL;
+	if (!s->ntotals || !s->counters.peak_bytes)
+		return 0;
+	v = calloc(s->ntotals, sizeof(*v));
+	if (!v)
+		return 0;
+	for (i = 0; i < s->ntotals; i++)
+		if (s->totals[i].peak_live_bytes)
+			v[n++] = &s->totals[i];
+	qsort(v, n, sizeof(*v), by_peak_bytes);
+	if (n > r->opts->top)
+		n = r->opts->top;
+	*out = v;
+	return n;
+}
+
+uint32_t report__stack_function(const struct report *r, uint64_t stack_id)
+{
+	size_t i;
+
+	for (i = 0; i < r->snap->nsites; i++)
+		if (r->snap->sites[i].stack_id == stack_id)
+			return r->snap->sites[i].fn;
+	return UINT32_MAX;
 }

@@ -8,6 +8,8 @@
 #include <stdio.h>
 
 #include "accounting.h"
+#include "alarm.h"
+#include "leakcheck.h"
 #include "history.h"
 #include "overhead.h"
 #include "allocator.h"
@@ -43,7 +45,54 @@ struct report {
 	bool traced_now;	       /* probes in at the report (--live: within a window) */
 	const struct timeline *timeline;
 	double slowdown; /* the target's time in probe hits / its CPU time; NAN: not known */
+	const struct leak_check *leak;	  /* a leak check made for this report; NULL: none */
+	const struct alarm_event *alerts; /* fired at this report */
+	const struct alarms *alarms;	  /* thresholds and counts of the session */
+	size_t nalerts;
+	double growth; /* live bytes per second over the latest reports; NAN: too few */
 };
+
+/* A site whose live bytes grew steadily: the likely leaks. */
+struct suspect {
+	size_t site; /* index into snap->sites */
+	struct trend trend;
+};
+
+/* Sites whose trend is a leak, fastest first; malloc'd, NULL when none. */
+size_t report__suspects(const struct report *r, struct suspect **out);
+
+#define CHANGES_TOP 5
+
+/* A site's change since the previous report. */
+struct site_change {
+	uint64_t stack_id;
+	const struct site *site; /* NULL when gone */
+	int64_t delta_bytes;
+	int64_t delta_blocks;
+	bool is_new;
+	bool gone;
+};
+
+struct changes {
+	double since_s;
+	int64_t live_bytes;
+	int64_t live;
+	size_t new_sites;
+	size_t gone_sites;
+	struct site_change top[CHANGES_TOP]; /* the largest changes, in bytes */
+	size_t ntop;
+};
+
+/* What changed since the previous report; false for the first one. */
+bool report__changes(const struct report *r, struct changes *c);
+
+/* The allocator function of a stack's blocks (index of the attach table), as a live site of
+ * the report has it; UINT32_MAX when none has. */
+uint32_t report__stack_function(const struct report *r, uint64_t stack_id);
+
+/* The sites that held the most at the peak of live bytes, most first, at most --top;
+ * malloc'd array of pointers into snap->totals. */
+size_t report__peak_sites(const struct report *r, const struct site_total ***out);
 
 struct size_row {
 	uint64_t min;
@@ -90,6 +139,8 @@ void report__attached_text(FILE *f, const struct report *r);
 void report__attached_json(FILE *f, const struct report *r);
 void report__text(FILE *f, const struct report *r);
 void report__json(FILE *f, const struct report *r);
+/* An alarm's own JSON record ("type": "alert"). */
+void report__alert_json(FILE *f, const struct report *r, const struct alarm_event *ev);
 struct json_object;
 /* The JSON record of report__json, for formats that embed it. */
 struct json_object *report__json_object(const struct report *r);

@@ -3,6 +3,7 @@
 #include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include <json-c/json.h>
@@ -42,6 +43,12 @@ static json_object *timestamp(uint64_t mono_ns)
 	strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%S", &tm);
 	snprintf(out, sizeof(out), "%s.%03uZ", buf, (unsigned int)(wall / 1000000 % 1000));
 	return json_object_new_string(out);
+}
+
+/* A number, or null where it is not one (NAN, infinite). */
+static json_object *num(double v)
+{
+	return isfinite(v) ? json_object_new_double(v) : NULL;
 }
 
 static json_object *seconds(uint64_t ns)
@@ -223,12 +230,71 @@ static json_object *frames(const struct report *r, const struct site *site)
 	return a;
 }
 
+static json_object *trend(const struct trend *t)
+{
+	json_object *o = json_object_new_object();
+
+	put(o, "kind", json_object_new_string(history__trend_name(t->kind)));
+	put(o, "points", u64(t->points));
+	put(o, "span_s", num(t->span_s));
+	put(o, "growth_bytes_per_hour", num(t->growth * 3600));
+	put(o, "fit", num(t->fit));
+	put(o, "steadiness", num(t->steadiness));
+	put(o, "confidence", num(t->confidence));
+	put(o, "swing", num(t->swing));
+	return o;
+}
+
+static json_object *counts(const uint64_t *blocks, const uint64_t *bytes)
+{
+	json_object *o = json_object_new_object();
+	int k;
+
+	for (k = 0; k < REACH_KINDS; k++) {
+		json_object *c = json_object_new_object();
+
+		put(c, "blocks", u64(blocks[k]));
+		put(c, "bytes", u64(bytes[k]));
+		put(o, reach__kind_name(k), c);
+	}
+	return o;
+}
+
+static json_object *dumps(const struct report *r, const struct site *site)
+{
+	json_object *a = json_object_new_array();
+	size_t i, k;
+
+	for (i = 0; i < site->ndumps; i++) {
+		const struct dump *d = &site->dumps[i];
+		json_object *e = json_object_new_object(), *strs = json_object_new_array();
+		char *buf = malloc(2 * d->n + 1);
+
+		put(e, "address", hex(d->addr));
+		put(e, "size", u64(d->size));
+		put(e, "age_s", seconds(snapshot__age(r->snap, d->time_ns)));
+		if (buf)
+			dump__hex(d, buf);
+		put(e, "bytes", json_object_new_string(buf ? buf : ""));
+		free(buf);
+		put(e, "error", d->n || !d->size ? NULL : json_object_new_string(strerror(d->error)));
+		put(e, "class", d->class_name ? json_object_new_string(d->class_name) : NULL);
+		for (k = 0; k < d->nstrings; k++)
+			json_object_array_add(strs, json_object_new_string(d->strings[k]));
+		put(e, "strings", strs);
+		json_object_array_add(a, e);
+	}
+	return a;
+}
+
 static json_object *sites(const struct report *r)
 {
 	const struct snapshot *s = r->snap;
 	json_object *a = json_object_new_array();
 	double *growth;
 	size_t i, n, *order = report__site_order(r, &growth, &n);
+	const struct leak_counts *lc;
+	struct trend t;
 	unsigned int k;
 
 	for (i = 0; i < n; i++) {
@@ -254,11 +320,192 @@ static json_object *sites(const struct report *r)
 					    : NULL);
 		put(e, "stack_id", hex(site->stack_id));
 		put(e, "stack", frames(r, site));
+		put(e, "trend",
+		    r->history && history__trend(r->history, site->stack_id, &t) ? trend(&t) : NULL);
+		put(e, "blocks", dumps(r, site));
+		lc = r->leak ? leak_check__site(r->leak, site->stack_id) : NULL;
+		put(e, "leak_check", lc ? counts(lc->blocks, lc->bytes) : NULL);
 		json_object_array_add(a, e);
 	}
 	free(order);
 	free(growth);
 	return a;
+}
+
+static json_object *suspects(const struct report *r)
+{
+	json_object *a = json_object_new_array();
+	struct suspect *v;
+	size_t i, n = report__suspects(r, &v);
+
+	for (i = 0; i < n && i < r->opts->top; i++) {
+		const struct site *site = &r->snap->sites[v[i].site];
+		json_object *e = json_object_new_object();
+
+		put(e, "rank", u64(i + 1));
+		put(e, "growth_bytes_per_hour", num(v[i].trend.growth * 3600));
+		put(e, "projected_24h_bytes", num(v[i].trend.growth * 86400));
+		put(e, "fit", num(v[i].trend.fit));
+		put(e, "steadiness", num(v[i].trend.steadiness));
+		put(e, "confidence", num(v[i].trend.confidence));
+		put(e, "span_s", num(v[i].trend.span_s));
+		put(e, "live_bytes", u64(site->live_bytes));
+		put(e, "live", u64(site->live));
+		put(e, "est_bytes", json_object_new_double(site->est_bytes));
+		put(e, "function",
+		    site->fn < r->probes->n ? json_object_new_string(r->probes->v[site->fn].name)
+					    : NULL);
+		put(e, "stack_id", hex(site->stack_id));
+		put(e, "stack", frames(r, site));
+		put(e, "blocks", dumps(r, site));
+		json_object_array_add(a, e);
+	}
+	free(v);
+	return a;
+}
+
+static json_object *changes(const struct report *r)
+{
+	json_object *o, *a;
+	struct changes c;
+	size_t i;
+
+	if (!report__changes(r, &c))
+		return NULL;
+	o = json_object_new_object();
+	a = json_object_new_array();
+	put(o, "since_s", num(c.since_s));
+	put(o, "live_bytes", json_object_new_int64(c.live_bytes));
+	put(o, "live", json_object_new_int64(c.live));
+	put(o, "new_sites", u64(c.new_sites));
+	put(o, "gone_sites", u64(c.gone_sites));
+	for (i = 0; i < c.ntop; i++) {
+		json_object *e = json_object_new_object();
+
+		put(e, "stack_id", hex(c.top[i].stack_id));
+		put(e, "live_bytes", json_object_new_int64(c.top[i].delta_bytes));
+		put(e, "live", json_object_new_int64(c.top[i].delta_blocks));
+		put(e, "new", json_object_new_boolean(c.top[i].is_new));
+		put(e, "gone", json_object_new_boolean(c.top[i].gone));
+		json_object_array_add(a, e);
+	}
+	put(o, "sites", a);
+	return o;
+}
+
+static json_object *threads(const struct report *r)
+{
+	json_object *a = json_object_new_array();
+	size_t i;
+
+	for (i = 0; i < r->snap->nthreads; i++) {
+		const struct thread_live *t = &r->snap->threads[i];
+		json_object *e = json_object_new_object();
+
+		put(e, "tid", u64(t->tid));
+		put(e, "name", t->comm[0] ? json_object_new_string(t->comm) : NULL);
+		put(e, "live_bytes", u64(t->live_bytes));
+		put(e, "live", u64(t->live));
+		put(e, "exited", json_object_new_boolean(t->exited));
+		json_object_array_add(a, e);
+	}
+	return a;
+}
+
+static json_object *ages(const struct report *r)
+{
+	json_object *a = json_object_new_array();
+	int i;
+
+	for (i = 0; i < AGE_BUCKETS; i++) {
+		json_object *e = json_object_new_object();
+
+		put(e, "max_age_s", i < AGE_BUCKETS - 1 ? u64(accounting__age_limits_s[i]) : NULL);
+		put(e, "blocks", u64(r->snap->age_blocks[i]));
+		put(e, "bytes", u64(r->snap->age_bytes[i]));
+		json_object_array_add(a, e);
+	}
+	return a;
+}
+
+static json_object *peak_sites(const struct report *r)
+{
+	json_object *a = json_object_new_array();
+	const struct site_total **v;
+	size_t i, n = report__peak_sites(r, &v);
+
+	for (i = 0; i < n; i++) {
+		const struct site site = { .stack_id = v[i]->stack_id,
+					   .fn = report__stack_function(r, v[i]->stack_id) };
+		json_object *e = json_object_new_object();
+
+		put(e, "live_bytes", u64(v[i]->peak_live_bytes));
+		put(e, "live", u64(v[i]->peak_live));
+		put(e, "stack_id", hex(v[i]->stack_id));
+		put(e, "stack", frames(r, &site));
+		json_object_array_add(a, e);
+	}
+	free(v);
+	return a;
+}
+
+static json_object *leak_check(const struct report *r)
+{
+	const struct leak_check *lc = r->leak;
+	json_object *o;
+
+	if (!lc)
+		return NULL;
+	o = json_object_new_object();
+	put(o, "time", timestamp(lc->time_ns));
+	put(o, "paused_s", num(lc->stats.pause_s));
+	put(o, "scan_s", num(lc->stats.scan_s));
+	put(o, "scanned_bytes", u64(lc->stats.scanned_bytes));
+	put(o, "unreadable_bytes", u64(lc->stats.unreadable_bytes));
+	put(o, "regions", u64(lc->stats.regions));
+	put(o, "threads", u64(lc->stats.threads));
+	put(o, "complete", json_object_new_boolean(lc->stats.complete));
+	put(o, "unsettled_blocks", u64(lc->total.blocks[REACH_KINDS]));
+	put(o, "categories", counts(lc->total.blocks, lc->total.bytes));
+	return o;
+}
+
+static json_object *alert(const struct alarm_event *ev)
+{
+	json_object *o = json_object_new_object();
+
+	put(o, "alert", json_object_new_string(alarms__name(ev->kind)));
+	put(o, "option", json_object_new_string(alarms__option(ev->kind)));
+	put(o, "value", num(ev->value));
+	put(o, "threshold", u64(ev->threshold));
+	put(o, "time", timestamp(ev->time_ns));
+	return o;
+}
+
+static json_object *alerts(const struct report *r)
+{
+	json_object *a = json_object_new_array();
+	size_t i;
+
+	for (i = 0; i < r->nalerts; i++)
+		json_object_array_add(a, alert(&r->alerts[i]));
+	return a;
+}
+
+void report__alert_json(FILE *f, const struct report *r, const struct alarm_event *ev)
+{
+	json_object *o = record(r, "alert", ev->time_ns), *a = alert(ev);
+
+	json_object_object_foreach(a, key, val)
+	{
+		put(o, key, json_object_get(val));
+	}
+	json_object_put(a);
+	put(o, "live_bytes", num(report__live(r, NULL)));
+	put(o, "rss_bytes", u64(r->rss));
+	put(o, "growth_bytes_per_hour", num(r->growth * 3600));
+	put(o, "elapsed_s", seconds(r->snap->time_ns - r->attach_ns));
+	emit(f, o);
 }
 
 json_object *report__json_object(const struct report *r)
@@ -317,6 +564,14 @@ json_object *report__json_object(const struct report *r)
 	put(o, "sites_total", u64(r->snap->nsites));
 	put(o, "young_hidden", u64(r->snap->young));
 	put(o, "sites", sites(r));
+	put(o, "suspects", suspects(r));
+	put(o, "growth_bytes_per_hour", num(r->growth * 3600));
+	put(o, "changes", changes(r));
+	put(o, "threads", threads(r));
+	put(o, "ages", ages(r));
+	put(o, "peak_sites", peak_sites(r));
+	put(o, "leak_check", leak_check(r));
+	put(o, "alerts", alerts(r));
 	if (r->target_exited) {
 		json_object *t = json_object_new_object();
 

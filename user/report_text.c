@@ -270,9 +270,66 @@ static void stack(FILE *f, const struct report *r, const struct site *site)
 	}
 }
 
+static const char *const leak_kind_text[REACH_KINDS] = {
+	[REACH_DEFINITE] = "definitely lost",
+	[REACH_INDIRECT] = "indirectly lost",
+	[REACH_POSSIBLE] = "possibly lost",
+	[REACH_REACHABLE] = "still reachable",
+};
+
+/* A site's blocks by leak category, after a leak check. */
+static void leak_counts(FILE *f, const struct report *r, const struct site *site)
+{
+	const struct leak_counts *lc = r->leak ? leak_check__site(r->leak, site->stack_id) : NULL;
+	const char *sep = "";
+	char a[32];
+	int k;
+
+	if (!lc)
+		return;
+	fprintf(f, "      leak check: ");
+	for (k = 0; k < REACH_KINDS; k++) {
+		if (!lc->blocks[k])
+			continue;
+		fprintf(f, "%s%s in %" PRIu64 " blocks %s", sep, bytes(a, sizeof(a), lc->bytes[k]),
+			lc->blocks[k], leak_kind_text[k]);
+		sep = ", ";
+	}
+	fprintf(f, "\n");
+}
+
+static void dumps(FILE *f, const struct site *site)
+{
+	char a[32];
+	size_t i, k;
+
+	for (i = 0; i < site->ndumps && i < 2; i++) {
+		const struct dump *d = &site->dumps[i];
+		size_t zeros;
+
+		fprintf(f, "      block 0x%" PRIx64 ", %" PRIu64 " bytes", d->addr, d->size);
+		if (d->class_name)
+			fprintf(f, ", a %s (its vtable)", d->class_name);
+		if (!d->n && d->size)
+			fprintf(f, ": unreadable (%s)", strerror(d->error));
+		else if (d->n < d->size)
+			fprintf(f, ", first %s", bytes(a, sizeof(a), d->n));
+		for (zeros = 0; zeros < d->n && !d->bytes[zeros]; zeros++)
+			;
+		if (d->n && zeros == d->n)
+			fprintf(f, ": zeros");
+		fprintf(f, "\n");
+		if (zeros < d->n)
+			dump__text(f, d, "        ");
+		for (k = 0; k < d->nstrings; k++)
+			fprintf(f, "        string: \"%s\"\n", d->strings[k]);
+	}
+}
+
 static void sites(FILE *f, const struct report *r)
 {
 	const struct snapshot *s = r->snap;
+	struct trend t;
 	char a[32], b[32], d[32];
 	double *growth;
 	size_t i, n, *order;
@@ -315,19 +372,191 @@ static void sites(FILE *f, const struct report *r)
 		if (!isnan(growth[i]))
 			fprintf(f, ", %s %s/h", growth[i] >= 0 ? "growing" : "shrinking",
 				bytes(a, sizeof(a), fabs(growth[i]) * 3600));
+		if (r->history && history__trend(r->history, site->stack_id, &t))
+			fprintf(f, " [%s]", history__trend_name(t.kind));
 		fprintf(f, "\n");
 		stack(f, r, site);
+		leak_counts(f, r, site);
+		dumps(f, site);
 	}
 	free(order);
 	free(growth);
 }
 
+static void suspects(FILE *f, const struct report *r)
+{
+	struct suspect *v;
+	char a[32], b[32], d[32], e[32], g[32];
+	size_t i, n;
+
+	if (r->opts->watch)
+		return;
+	n = report__suspects(r, &v);
+	if (!n) {
+		fprintf(f,
+			"\nSUSPECTS   none: no site's live bytes grew steadily over %u reports "
+			"or more\n",
+			HISTORY_MIN_POINTS);
+		return;
+	}
+	fprintf(f, "\nSUSPECTS   sites whose live bytes grow steadily: likely leaks\n");
+	for (i = 0; i < n && i < r->opts->top; i++) {
+		const struct site *site = &r->snap->sites[v[i].site];
+		const struct trend *t = &v[i].trend;
+
+		fprintf(f,
+			"#%zu  +%s/h (+%s in 24h), fit %.2f, steadiness %.2f, confidence %.2f; "
+			"%s live in %s blocks over %s\n",
+			i + 1, bytes(a, sizeof(a), t->growth * 3600),
+			bytes(b, sizeof(b), t->growth * 86400), t->fit, t->steadiness, t->confidence,
+			bytes(d, sizeof(d),
+			      r->opts->sample_bytes ? (uint64_t)site->est_bytes : site->live_bytes),
+			count(e, sizeof(e), site->live), duration(g, sizeof(g), t->span_s * 1e9));
+		stack(f, r, site);
+	}
+	free(v);
+}
+
+static void changes(FILE *f, const struct report *r)
+{
+	struct changes c;
+	char a[32], d[32];
+	size_t i;
+
+	if (!report__changes(r, &c))
+		return;
+	fprintf(f, "\nCHANGES    in %s: live %c%s, %+" PRId64 " blocks; %zu new sites, %zu gone\n",
+		duration(d, sizeof(d), c.since_s * 1e9), c.live_bytes < 0 ? '-' : '+',
+		bytes(a, sizeof(a), llabs(c.live_bytes)), c.live, c.new_sites, c.gone_sites);
+	for (i = 0; i < c.ntop; i++) {
+		const struct site_change *sc = &c.top[i];
+		const struct stack *st = stacks__get(r->stacks, sc->stack_id);
+		const char *where = "?";
+
+		/* Named by the first frame past the allocator. */
+		if (st && st->n > 1)
+			where = syms__find(r->syms, st->ips[1], true)->frames[0].function ?: "?";
+		fprintf(f, "  %c%-12s %+8" PRId64 " blocks  %s%s\n", sc->delta_bytes < 0 ? '-' : '+',
+			bytes(a, sizeof(a), llabs(sc->delta_bytes)), sc->delta_blocks, where,
+			sc->is_new ? " (new)"
+			: sc->gone ? " (gone)"
+				   : "");
+	}
+}
+
+static void threads(FILE *f, const struct report *r)
+{
+	const struct snapshot *s = r->snap;
+	char a[32], b[32];
+	size_t i;
+
+	if (!s->nthreads || r->opts->watch)
+		return;
+	fprintf(f, "\nTHREADS    live blocks by the thread that allocated them\n");
+	fprintf(f, "  %8s  %-16s %12s %12s\n", "TID", "NAME", "LIVE BYTES", "BLOCKS");
+	for (i = 0; i < s->nthreads && i < r->opts->top; i++) {
+		const struct thread_live *t = &s->threads[i];
+
+		fprintf(f, "  %8u  %-16s %12s %12s%s\n", t->tid, t->comm[0] ? t->comm : "?",
+			count(a, sizeof(a), t->live_bytes), count(b, sizeof(b), t->live),
+			t->exited ? "  (exited)" : "");
+	}
+	if (s->nthreads > r->opts->top)
+		fprintf(f, "  (%zu more threads)\n", s->nthreads - r->opts->top);
+}
+
+static void ages(FILE *f, const struct report *r)
+{
+	const struct snapshot *s = r->snap;
+	static const char *const names[AGE_BUCKETS] = { "<1s",	  "1-10s", "10s-1m", "1-10m",
+							"10m-1h", "1h-1d", ">1d" };
+	char a[32], b[32];
+	int i;
+
+	if (r->opts->watch || !(s->counters.allocs - s->counters.frees))
+		return;
+	fprintf(f, "\nAGES      ");
+	for (i = 0; i < AGE_BUCKETS; i++)
+		if (s->age_blocks[i])
+			fprintf(f, "  %s: %s (%s)", names[i], bytes(a, sizeof(a), s->age_bytes[i]),
+				count(b, sizeof(b), s->age_blocks[i]));
+	fprintf(f, "\n");
+}
+
+/* What held the memory at the peak of live bytes. */
+static void at_peak(FILE *f, const struct report *r)
+{
+	const struct heaptap_counters *c = &r->snap->counters;
+	const struct site_total **v;
+	char a[32], b[32], t[32], d[32];
+	size_t i, n;
+
+	if (strcmp(r->type, "final") || r->opts->watch || r->opts->sample_bytes)
+		return;
+	n = report__peak_sites(r, &v);
+	if (!n)
+		return;
+	fprintf(f, "\nAT THE PEAK  %s at %s (+%s), held by\n", bytes(a, sizeof(a), c->peak_bytes),
+		clock_time(t, sizeof(t), c->peak_ns),
+		duration(d, sizeof(d), c->peak_ns - r->attach_ns));
+	for (i = 0; i < n; i++) {
+		const struct site site = { .stack_id = v[i]->stack_id,
+					   .fn = report__stack_function(r, v[i]->stack_id) };
+
+		fprintf(f, "#%zu  %s in %s blocks\n", i + 1,
+			bytes(a, sizeof(a), v[i]->peak_live_bytes),
+			count(b, sizeof(b), v[i]->peak_live));
+		stack(f, r, &site);
+	}
+	free(v);
+}
+
+static void leak_check(FILE *f, const struct report *r)
+{
+	const struct leak_check *lc = r->leak;
+	char a[32], b[32];
+	int k;
+
+	if (!lc)
+		return;
+	fprintf(f, "\nLEAK CHECK target stopped %.1f ms, %s scanned in %.1f ms%s\n",
+		lc->stats.pause_s * 1e3, bytes(a, sizeof(a), lc->stats.scanned_bytes),
+		lc->stats.scan_s * 1e3,
+		lc->stats.complete ? "" : " (stopped at --leak-check-max-pause: incomplete)");
+	if (lc->total.blocks[REACH_KINDS])
+		fprintf(f, "  %-16s %12s in %s blocks\n", "not settled",
+			bytes(a, sizeof(a), lc->total.bytes[REACH_KINDS]),
+			count(b, sizeof(b), lc->total.blocks[REACH_KINDS]));
+	for (k = 0; k < REACH_KINDS; k++)
+		fprintf(f, "  %-16s %12s in %s blocks\n", leak_kind_text[k],
+			bytes(a, sizeof(a), lc->total.bytes[k]),
+			count(b, sizeof(b), lc->total.blocks[k]));
+}
+
+static void alerts(FILE *f, const struct report *r)
+{
+	size_t i;
+
+	for (i = 0; i < r->nalerts; i++)
+		fprintf(f, "ALERT      %s: %.0f%s, at or above %s %" PRIu64 "\n",
+			alarms__name(r->alerts[i].kind), r->alerts[i].value,
+			r->alerts[i].kind == ALARM_GROWTH ? " bytes/h" : " bytes",
+			alarms__option(r->alerts[i].kind), r->alerts[i].threshold);
+}
+
 void report__text(FILE *f, const struct report *r)
 {
 	header(f, r);
+	alerts(f, r);
+	suspects(f, r);
 	if (!r->opts->watch)
 		size_table(f, r);
 	sites(f, r);
+	changes(f, r);
+	threads(f, r);
+	ages(f, r);
+	at_peak(f, r);
+	leak_check(f, r);
 	if (r->target_exited && r->exit_code >= 0)
 		fprintf(f, "\ntarget exited with status %d\n", r->exit_code);
 	else if (r->target_exited && r->exit_signal)

@@ -3,8 +3,13 @@
  * The C++ allocation API. "mix": 4 x new Widget (48 B), one deleted; 3 x new char[100];
  * 1 x nothrow new char[300]; 2 x new Aligned (128 B, 64-aligned); a vector of 50 ints
  * (200 B) made and destroyed. "throw": three huge new[] whose std::bad_alloc is caught.
+ * "storm": a thread throws and catches std::bad_alloc from new[] without pause, between
+ * ordinary new and delete, until "calm", which answers how many it threw and caught: while
+ * heaptap attaches and detaches, an exception must never meet a return probe's trampoline.
  */
+#include <atomic>
 #include <new>
+#include <thread>
 #include <vector>
 
 #include "proto.h"
@@ -60,8 +65,29 @@ NOINLINE static int throw_three()
 	return caught;
 }
 
+static std::atomic<bool> storming;
+static std::atomic<long> thrown, caught_in_storm;
+
+static void storm()
+{
+	while (storming) {
+		char *p = new char[64];
+
+		delete[] p;
+		try {
+			volatile size_t huge = (size_t)1 << 60;
+
+			thrown++;
+			kept[nkept] = new char[huge];
+		} catch (const std::bad_alloc &) {
+			caught_in_storm++;
+		}
+	}
+}
+
 int main()
 {
+	std::thread storm_thread;
 	char cmd[64];
 
 	ready();
@@ -71,6 +97,14 @@ int main()
 			make_arrays();
 		} else if (!strcmp(cmd, "throw")) {
 			say("done throw caught=%d", throw_three());
+			continue;
+		} else if (!strcmp(cmd, "storm")) {
+			storming = true;
+			storm_thread = std::thread(storm);
+		} else if (!strcmp(cmd, "calm")) {
+			storming = false;
+			storm_thread.join();
+			say("done calm thrown=%ld caught=%ld", thrown.load(), caught_in_storm.load());
 			continue;
 		} else if (!strcmp(cmd, "exit")) {
 			break;

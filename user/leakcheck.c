@@ -1,0 +1,82 @@
+// SPDX-License-Identifier: GPL-2.0
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "accounting.h"
+#include "clock.h"
+#include "leakcheck.h"
+
+static int count(struct leak_check *lc, const struct live_block *b, const struct reach_block *r)
+{
+	struct leak_counts *c = idmap__get(&lc->sites, b->stack_id);
+
+	if (!c) {
+		c = calloc(1, sizeof(*c));
+		if (!c || idmap__put(&lc->sites, b->stack_id, c)) {
+			free(c);
+			return -ENOMEM;
+		}
+	}
+	/* An unsettled block's kind is REACH_KINDS: the counts' last slot. */
+	c->blocks[r->kind]++;
+	c->bytes[r->kind] += b->size;
+	lc->total.blocks[r->kind]++;
+	lc->total.bytes[r->kind] += b->size;
+	return 0;
+}
+
+int leak_check__run(struct heaptap_bpf *skel, struct stacks *stacks, int pid, uint64_t max_pause_ns,
+		    struct leak_check *out)
+{
+	struct reach_pause *pause = NULL;
+	struct reach_block *rb = NULL;
+	struct live_block *blocks = NULL;
+	uint64_t listed;
+	size_t i, n = 0;
+	int err;
+
+	memset(out, 0, sizeof(*out));
+	/* Stopped first: then nothing allocates or frees while the blocks are listed. */
+	err = reach__pause(pid, &pause);
+	if (err) {
+		fprintf(stderr, "heaptap: leak check not done: %s\n", reach__strerror(err));
+		return err;
+	}
+	out->time_ns = clock__now_ns();
+	err = accounting__blocks(skel, stacks, &blocks, &n);
+	listed = clock__now_ns();
+	out->listed_ns = listed - out->time_ns;
+	if (!err && n && !(rb = calloc(n, sizeof(*rb))))
+		err = -ENOMEM;
+	for (i = 0; !err && i < n; i++)
+		rb[i] = (struct reach_block){ .addr = blocks[i].addr, .size = blocks[i].size };
+	if (!err)
+		err = reach__classify(pause, rb, n,
+				      max_pause_ns > listed - out->time_ns
+					      ? max_pause_ns - (listed - out->time_ns)
+					      : 1,
+				      &out->stats);
+	reach__resume(pause, &out->stats);
+	for (i = 0; !err && i < n; i++)
+		err = count(out, &blocks[i], &rb[i]);
+	free(rb);
+	free(blocks);
+	if (err) {
+		fprintf(stderr, "heaptap: leak check failed: %s\n", reach__strerror(err));
+		leak_check__free(out);
+	}
+	return err;
+}
+
+const struct leak_counts *leak_check__site(const struct leak_check *lc, uint64_t stack_id)
+{
+	return idmap__get(&lc->sites, stack_id);
+}
+
+void leak_check__free(struct leak_check *lc)
+{
+	idmap__free_values(&lc->sites);
+	memset(lc, 0, sizeof(*lc));
+}

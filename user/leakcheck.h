@@ -1,0 +1,41 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * --leak-check: the target stopped, its live blocks listed from the BPF map, its memory
+ * scanned for pointers to them (reach.h), and resumed; the categories summed per stack.
+ */
+#ifndef HEAPTAP_LEAKCHECK_H
+#define HEAPTAP_LEAKCHECK_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "idmap.h"
+#include "reach.h"
+
+struct heaptap_bpf;
+struct stacks;
+
+/* By reach_kind; [REACH_KINDS]: blocks a check cut short by its time limit left unsettled. */
+struct leak_counts {
+	uint64_t blocks[REACH_KINDS + 1];
+	uint64_t bytes[REACH_KINDS + 1];
+};
+
+struct leak_check {
+	uint64_t time_ns; /* CLOCK_MONOTONIC, when the target was stopped */
+	struct reach_stats stats;
+	uint64_t listed_ns; /* of the pause, listing the blocks */
+	struct leak_counts total;
+	struct idmap sites; /* canonical stack id -> struct leak_counts */
+};
+
+/* Runs a leak check of pid; negative errno, said on stderr, when it could not. */
+int leak_check__run(struct heaptap_bpf *skel, struct stacks *stacks, int pid, uint64_t max_pause_ns,
+		    struct leak_check *out);
+
+/* A stack's counts; NULL when it had no live block at the check. */
+const struct leak_counts *leak_check__site(const struct leak_check *lc, uint64_t stack_id);
+
+void leak_check__free(struct leak_check *lc);
+
+#endif

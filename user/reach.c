@@ -1,0 +1,1225 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Leak categories as memcheck defines them, on a process stopped under ptrace. Its memory is
+ * read once, in address order; then, in memory: blocks marked from the roots (start pointers
+ * make them reachable, interior ones possibly lost), marks followed through the pointers
+ * between blocks, and cliques among what is left.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* process_vm_readv */
+#endif
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/ptrace.h>
+#include <sys/uio.h>
+#include <sys/user.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "reach.h"
+
+#define STOP_TIMEOUT_NS (2ULL * 1000000000)
+/* Beyond this many listings, threads are being created faster than they can be stopped. */
+#define MAX_ROUNDS 1000
+#define RED_ZONE 128 /* x86-64 ABI: leaf functions may keep data below the stack pointer */
+#define PAGE 4096ULL
+#define BUF_SIZE (1U << 20)
+#define BATCH 1024 /* UIO_MAXIOV: iovecs one process_vm_readv accepts */
+
+enum thread_state { THREAD_RUNNING, THREAD_STOPPED, THREAD_GONE };
+
+struct reach_thread {
+	int tid;
+	int sig; /* a signal that arrived meanwhile: delivered at detach */
+	enum thread_state state;
+	bool zombie; /* exiting when found: ptrace refuses it, and it runs no more code */
+};
+
+struct reach_pause {
+	int pid;
+	struct reach_thread *threads;
+	size_t n, cap;
+	uint64_t stop_ns; /* first PTRACE_INTERRUPT */
+};
+
+const char *reach__kind_name(enum reach_kind k)
+{
+	switch (k) {
+	case REACH_DEFINITE: return "definitely_lost";
+	case REACH_INDIRECT: return "indirectly_lost";
+	case REACH_POSSIBLE: return "possibly_lost";
+	case REACH_REACHABLE: return "still_reachable";
+	default: return "unknown";
+	}
+}
+
+const char *reach__strerror(int err)
+{
+	switch (-err) {
+	case EBUSY: return "the process is already traced (a debugger, strace?): detach it first";
+	case EPERM:
+		return "not allowed to ptrace the process: run as root or with CAP_SYS_PTRACE "
+		       "(Yama's ptrace_scope may forbid it even then)";
+	case ESRCH: return "the process exited";
+	case ETIMEDOUT:
+		return "a thread did not stop within 2 s (uninterruptible sleep, vfork?): try "
+		       "again";
+	case EAGAIN: return "the process kept creating threads faster than they could be stopped";
+	case EINVAL: return "invalid arguments: the process itself, or blocks with equal addresses";
+	case E2BIG: return "too many blocks, or pointers between blocks, to classify";
+	case ENOMEM: return "out of memory";
+	default: return strerror(-err);
+	}
+}
+
+/* The value after "key:" in /proc/PID/task/TID/status (/proc/PID/status if tid is 0). */
+static const char *status_value(int pid, int tid, const char *key, char *buf, size_t size)
+{
+	size_t klen = strlen(key);
+	char path[64], *line;
+	ssize_t len;
+	int fd;
+
+	if (tid)
+		snprintf(path, sizeof(path), "/proc/%d/task/%d/status", pid, tid);
+	else
+		snprintf(path, sizeof(path), "/proc/%d/status", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	len = read(fd, buf, size - 1);
+	close(fd);
+	if (len <= 0)
+		return NULL;
+	buf[len] = '\0';
+	for (line = buf; line; line = strchr(line, '\n')) {
+		if (*line == '\n')
+			line++;
+		if (!strncmp(line, key, klen) && line[klen] == ':')
+			return line + klen + 1 + strspn(line + klen + 1, " \t");
+	}
+	return NULL;
+}
+
+static struct reach_thread *find_thread(struct reach_pause *p, int tid)
+{
+	for (size_t i = 0; i < p->n; i++)
+		if (p->threads[i].tid == tid)
+			return &p->threads[i];
+	return NULL;
+}
+
+/* Room for one more thread, made before seizing it: a running tracee cannot be detached. */
+static int reserve_thread(struct reach_pause *p)
+{
+	size_t cap = p->cap ? p->cap * 2 : 16;
+	struct reach_thread *grown;
+
+	if (p->n < p->cap)
+		return 0;
+	grown = realloc(p->threads, cap * sizeof(*grown));
+	if (!grown)
+		return -ENOMEM;
+	p->threads = grown;
+	p->cap = cap;
+	return 0;
+}
+
+/* Seizes and interrupts one thread; 0 also when it vanished or is exiting. */
+static int stop_thread(struct reach_pause *p, int tid)
+{
+	struct reach_thread *t;
+	const char *v;
+	char buf[4096];
+	int err;
+
+	err = reserve_thread(p);
+	if (err)
+		return err;
+	t = &p->threads[p->n];
+	*t = (struct reach_thread){ .tid = tid, .state = THREAD_RUNNING };
+	if (ptrace(PTRACE_SEIZE, tid, NULL, NULL)) {
+		err = -errno;
+		if (err == -ESRCH) {
+			t->state = THREAD_GONE; /* exited meanwhile */
+			p->n++;
+			return 0;
+		}
+		if (err != -EPERM)
+			return err;
+		/* ptrace refuses an exiting thread, and one traced by someone else alike. */
+		v = status_value(p->pid, tid, "State", buf, sizeof(buf));
+		if (!v || *v == 'Z' || *v == 'X') {
+			t->state = THREAD_GONE;
+			t->zombie = true;
+			p->n++;
+			return 0;
+		}
+		v = status_value(p->pid, tid, "TracerPid", buf, sizeof(buf));
+		return v && atoi(v) ? -EBUSY : -EPERM;
+	}
+	p->n++;
+	if (!p->stop_ns)
+		p->stop_ns = clock__now_ns();
+	/* On failure the thread is exiting: waitpid reaps it. */
+	ptrace(PTRACE_INTERRUPT, tid, NULL, NULL);
+	return 0;
+}
+
+/* Takes one wait status of a traced thread. */
+static void note_status(struct reach_thread *t, int status)
+{
+	if (!WIFSTOPPED(status)) {
+		t->state = THREAD_GONE; /* exited, and now reaped */
+		return;
+	}
+	t->state = THREAD_STOPPED;
+	/* A signal-delivery stop (no event) swallowed a signal the thread must still get. */
+	if (!(status >> 16))
+		t->sig = WSTOPSIG(status);
+}
+
+/* Waits until every seized thread has stopped or exited; polls, so a deadline can apply. */
+static int wait_stops(struct reach_pause *p)
+{
+	uint64_t deadline = clock__now_ns() + STOP_TIMEOUT_NS;
+	unsigned int nap_us = 5;
+
+	for (;;) {
+		bool waiting = false, progress = false;
+
+		for (size_t i = 0; i < p->n; i++) {
+			struct reach_thread *t = &p->threads[i];
+			int status;
+			pid_t r;
+
+			if (t->state != THREAD_RUNNING)
+				continue;
+			r = waitpid(t->tid, &status, __WALL | WNOHANG);
+			if (r == 0 || (r < 0 && errno == EINTR)) {
+				waiting = true;
+				continue;
+			}
+			progress = true;
+			if (r < 0)
+				t->state = THREAD_GONE;
+			else
+				note_status(t, status);
+		}
+		if (!waiting)
+			return 0;
+		if (clock__now_ns() > deadline)
+			return -ETIMEDOUT;
+		if (!progress) {
+			usleep(nap_us);
+			nap_us = nap_us < 100 ? nap_us * 2 : nap_us;
+		}
+	}
+}
+
+/* Stops the threads /proc/PID/task lists that are not stopped yet; *added counts them. */
+static int stop_listed(struct reach_pause *p, int *added)
+{
+	struct dirent *d;
+	char path[64];
+	int err = 0;
+	DIR *dir;
+
+	*added = 0;
+	snprintf(path, sizeof(path), "/proc/%d/task", p->pid);
+	dir = opendir(path);
+	if (!dir)
+		return errno == ENOENT ? -ESRCH : -errno;
+	while ((d = readdir(dir))) {
+		int tid = atoi(d->d_name);
+
+		if (tid <= 0 || find_thread(p, tid))
+			continue;
+		err = stop_thread(p, tid);
+		if (err)
+			break;
+		(*added)++;
+	}
+	closedir(dir);
+	return err;
+}
+
+/* Whether /proc's count of threads is no more than the ones stopped or exiting. */
+static bool all_counted(struct reach_pause *p)
+{
+	size_t held = 0;
+	const char *v;
+	char buf[4096];
+
+	v = status_value(p->pid, 0, "Threads", buf, sizeof(buf));
+	if (!v)
+		return true;
+	for (size_t i = 0; i < p->n; i++)
+		held += p->threads[i].state == THREAD_STOPPED || p->threads[i].zombie;
+	return (size_t)atol(v) <= held;
+}
+
+int reach__pause(int pid, struct reach_pause **out)
+{
+	struct reach_pause *p = NULL;
+	const char *v;
+	char buf[4096];
+	int err, added, round;
+
+	*out = NULL;
+	if (pid <= 0 || pid == getpid())
+		return -EINVAL;
+	/* Refuse before stopping anything: a traced process is someone else's to stop. */
+	v = status_value(pid, 0, "TracerPid", buf, sizeof(buf));
+	if (!v)
+		return -ESRCH;
+	if (atoi(v))
+		return -EBUSY;
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	p->pid = pid;
+	/*
+	 * A stopped thread creates no thread, and a clone in progress when its parent stops is
+	 * listed by then: list until a listing adds nobody. /proc's count catches a thread that
+	 * readdir skipped while others exited.
+	 */
+	for (round = 0;; round++) {
+		if (round == MAX_ROUNDS) {
+			err = -EAGAIN;
+			goto cleanup;
+		}
+		err = stop_listed(p, &added);
+		if (err)
+			goto cleanup;
+		err = wait_stops(p);
+		if (err)
+			goto cleanup;
+		if (!added && (all_counted(p) || round > 10))
+			break;
+	}
+	for (size_t i = 0; i < p->n; i++)
+		if (p->threads[i].state == THREAD_STOPPED) {
+			*out = p;
+			return 0;
+		}
+	err = -ESRCH;
+cleanup:
+	reach__resume(p, NULL);
+	return err;
+}
+
+void reach__resume(struct reach_pause *p, struct reach_stats *st)
+{
+	if (!p)
+		return;
+	for (size_t i = 0; i < p->n; i++) {
+		struct reach_thread *t = &p->threads[i];
+		int status;
+
+		/* Only a stopped thread can be detached: wait for a late one, however long. */
+		while (t->state == THREAD_RUNNING) {
+			pid_t r = waitpid(t->tid, &status, __WALL);
+
+			if (r < 0 && errno == EINTR)
+				continue;
+			if (r < 0)
+				t->state = THREAD_GONE;
+			else
+				note_status(t, status);
+		}
+		if (t->state != THREAD_STOPPED)
+			continue;
+		if (ptrace(PTRACE_DETACH, t->tid, NULL, (void *)(long)t->sig))
+			/* Killed while stopped: reap what is left of it. */
+			while (waitpid(t->tid, &status, __WALL) < 0 && errno == EINTR)
+				;
+	}
+	if (st)
+		st->pause_s = p->stop_ns ? (clock__now_ns() - p->stop_ns) / 1e9 : 0;
+	free(p->threads);
+	free(p);
+}
+
+/* ---- classification ---- */
+
+/*
+ * One pass reads the roots, and with them the blocks inside root mappings (the heap),
+ * in address order and large pieces: words outside blocks mark what they point to, words
+ * inside record a pointer between blocks. A second pass reads the few blocks lying elsewhere.
+ * The categories then follow from those pointers, in memory.
+ */
+
+enum block_state { UNREACHED, POSSIBLE, REACHABLE };
+
+#define NONE UINT32_MAX
+#define ROOT (NONE - 1)		   /* a batch entry of root memory */
+#define START_PTR (1U << 31)	   /* in a pointer between blocks: to the start of its target */
+#define MAX_BLOCKS (START_PTR - 1) /* block indexes keep that bit free */
+
+/* PAGEMAP_SCAN, Linux 6.7's uapi (linux/fs.h); Debian 12's headers predate it. */
+struct reach_page_region {
+	uint64_t start, end, categories;
+};
+
+struct reach_pm_scan_arg {
+	uint64_t size, flags, start, end, walk_end, vec, vec_len, max_pages;
+	uint64_t category_inverted, category_mask, category_anyof_mask, return_mask;
+};
+
+#define REACH_PAGEMAP_SCAN _IOWR('f', 16, struct reach_pm_scan_arg)
+#define PAGE_IS_PRESENT (1 << 3)
+#define PAGE_IS_SWAPPED (1 << 4)
+#define PAGE_IS_PFNZERO (1 << 5)
+#define PM_PRESENT (1ULL << 63) /* /proc/PID/pagemap entry bits */
+#define PM_SWAP (1ULL << 62)
+
+struct sorted_block {
+	uint64_t start, end; /* end is clamped to the next block's start */
+	uint32_t idx;	     /* in the caller's array */
+};
+
+struct pointer {
+	uint32_t from;
+	uint32_t to; /* | START_PTR */
+};
+
+struct scan {
+	int pid;
+	struct sorted_block *blk; /* in address order */
+	uint8_t *state;
+	size_t n;
+	/* a word w can point into a block only if w - lo < span */
+	uint64_t lo, span;
+	/* bucket[b]: the first block starting at or after lo + (b << shift) */
+	uint32_t *bucket;
+	unsigned int shift;
+
+	/* pointers between blocks as read, then by block: those of block i are
+	 * to[first[i] .. first[i + 1]) */
+	struct pointer *ptrs;
+	size_t nptrs, ptrs_cap;
+	uint32_t *first, *to;
+	/* blocks marked and not yet followed; each enters each stack at most once */
+	uint32_t *reach_stack, *loose_stack;
+	size_t reach_top, loose_top;
+	int err;
+
+	/* reading: entries queued for one process_vm_readv into buf */
+	uint64_t *buf;
+	struct iovec loc[BATCH], rem[BATCH];
+	uint64_t addr[BATCH], len[BATCH];
+	uint32_t id[BATCH]; /* ROOT, or the block the entry is part of */
+	size_t k, used;
+	int mem_fd; /* /proc/PID/mem, when process_vm_readv is not allowed */
+	int map_fd; /* /proc/PID/pagemap, -1 if it cannot be read */
+	bool no_pm_scan;
+	uint64_t deadline; /* 0: none */
+	bool late;	   /* the budget ran out */
+	struct reach_stats *st;
+};
+
+/* The last block starting at or before w, if w is its start or inside it; else -1. */
+static inline long find_block(const struct scan *s, uint64_t w)
+{
+	size_t b = (w - s->lo) >> s->shift;
+	size_t lo = s->bucket[b], hi = s->bucket[b + 1];
+
+	/* Blocks before the bucket all start before w, those after it all after. */
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (s->blk[mid].start <= w)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (!lo)
+		return -1;
+	lo--;
+	return w < s->blk[lo].end || w == s->blk[lo].start ? (long)lo : -1;
+}
+
+static void mark(struct scan *s, uint32_t i, bool start)
+{
+	if (start) {
+		if (s->state[i] != REACHABLE) {
+			s->state[i] = REACHABLE;
+			s->reach_stack[s->reach_top++] = i;
+		}
+	} else if (s->state[i] == UNREACHED) {
+		s->state[i] = POSSIBLE;
+		s->loose_stack[s->loose_top++] = i;
+	}
+}
+
+static void scan_root_words(struct scan *s, const uint64_t *w, size_t nw)
+{
+	uint64_t lo = s->lo, span = s->span;
+
+	for (size_t k = 0; k < nw; k++) {
+		long i;
+
+		if (w[k] - lo >= span)
+			continue;
+		i = find_block(s, w[k]);
+		if (i >= 0)
+			mark(s, i, w[k] == s->blk[i].start);
+	}
+}
+
+static void add_pointer(struct scan *s, uint32_t from, uint32_t to)
+{
+	struct pointer *last = s->nptrs ? &s->ptrs[s->nptrs - 1] : NULL;
+
+	/* Runs of pointers into one block (an array of them) make one. */
+	if (last && last->from == from && (last->to & ~START_PTR) == (to & ~START_PTR)) {
+		last->to |= to;
+		return;
+	}
+	if (s->nptrs == s->ptrs_cap) {
+		size_t cap = s->ptrs_cap ? s->ptrs_cap * 2 : 65536;
+		struct pointer *grown;
+
+		if (cap > UINT32_MAX) {
+			s->err = -E2BIG;
+			return;
+		}
+		grown = realloc(s->ptrs, cap * sizeof(*grown));
+		if (!grown) {
+			s->err = -ENOMEM;
+			return;
+		}
+		s->ptrs = grown;
+		s->ptrs_cap = cap;
+	}
+	s->ptrs[s->nptrs++] = (struct pointer){ from, to };
+}
+
+static void scan_block_words(struct scan *s, uint32_t from, const uint64_t *w, size_t nw)
+{
+	uint64_t lo = s->lo, span = s->span;
+
+	for (size_t k = 0; k < nw; k++) {
+		long i;
+
+		if (w[k] - lo >= span)
+			continue;
+		i = find_block(s, w[k]);
+		if (i >= 0 && (uint32_t)i != from)
+			add_pointer(s, from, i | (w[k] == s->blk[i].start ? START_PTR : 0));
+	}
+}
+
+/* The first block ending after addr (blocks are in order and do not overlap). */
+static size_t first_after(const struct scan *s, uint64_t addr)
+{
+	size_t lo = 0, hi = s->n;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (s->blk[mid].start < addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo && s->blk[lo - 1].end > addr ? lo - 1 : lo;
+}
+
+/* Root memory at addr (8-aligned) read into w: words in a block are that block's. */
+static void scan_root(struct scan *s, uint64_t addr, const uint64_t *w, uint64_t len)
+{
+	uint64_t pos = addr, end = addr + len;
+	size_t j = first_after(s, addr);
+
+	while (pos < end) {
+		bool in = j < s->n && s->blk[j].start <= pos;
+		uint64_t to, a, b;
+
+		if (in)
+			to = s->blk[j].end < end ? s->blk[j].end : end;
+		else
+			to = j < s->n && s->blk[j].start < end ? s->blk[j].start : end;
+		/* Only whole words count, in a block as outside. */
+		a = (pos + 7) & ~7ULL;
+		b = to & ~7ULL;
+		if (b > a && in)
+			scan_block_words(s, j, w + (a - addr) / 8, (b - a) / 8);
+		else if (b > a)
+			scan_root_words(s, w + (a - addr) / 8, (b - a) / 8);
+		if (in)
+			j++;
+		pos = to;
+	}
+}
+
+/* Reads from remote[0..k) what it can: bytes read, or negative errno if the process is gone. */
+static ssize_t read_some(struct scan *s, struct iovec *loc, struct iovec *rem, size_t k)
+{
+	ssize_t r, total = 0;
+	char path[64];
+
+	if (s->mem_fd < 0) {
+		r = process_vm_readv(s->pid, loc, k, rem, k, 0);
+		if (r >= 0)
+			return r;
+		if (errno == EFAULT)
+			return 0;
+		if (errno != EPERM && errno != ENOSYS)
+			return -errno;
+		/* Some hardened kernels refuse process_vm_readv but allow the tracer /proc/PID/mem. */
+		snprintf(path, sizeof(path), "/proc/%d/mem", s->pid);
+		s->mem_fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (s->mem_fd < 0)
+			return -errno;
+	}
+	for (size_t i = 0; i < k; i++) {
+		r = pread(s->mem_fd, loc[i].iov_base, loc[i].iov_len, (off_t)rem[i].iov_base);
+		if (r < 0 && errno != EIO && errno != EFAULT)
+			return -errno;
+		total += r > 0 ? r : 0;
+		if (r < (ssize_t)loc[i].iov_len)
+			break;
+	}
+	return total;
+}
+
+static void advance(struct iovec *loc, struct iovec *rem, size_t n)
+{
+	loc->iov_base = (char *)loc->iov_base + n;
+	loc->iov_len -= n;
+	rem->iov_base = (char *)rem->iov_base + n;
+	rem->iov_len -= n;
+}
+
+/* Fills loc[0..k) from rem[0..k); what cannot be read is zeroed and counted. */
+static int read_all(struct scan *s, struct iovec *loc, struct iovec *rem, size_t k)
+{
+	size_t i = 0;
+
+	while (i < k) {
+		size_t want = 0, skip;
+		ssize_t got;
+		uint64_t at;
+
+		for (size_t j = i; j < k; j++)
+			want += rem[j].iov_len;
+		got = read_some(s, loc + i, rem + i, k - i);
+		if (got < 0)
+			return got;
+		s->st->scanned_bytes += got;
+		if ((size_t)got == want)
+			return 0;
+		while (got) {
+			size_t part = (size_t)got < rem[i].iov_len ? (size_t)got : rem[i].iov_len;
+
+			advance(&loc[i], &rem[i], part);
+			got -= part;
+			if (!rem[i].iov_len)
+				i++;
+		}
+		while (i < k && !rem[i].iov_len)
+			i++;
+		if (i == k)
+			return 0;
+		/* The read stopped at a page it could not read: pass over that page. */
+		at = (uint64_t)rem[i].iov_base;
+		skip = ((at | (PAGE - 1)) + 1) - at;
+		if (skip > rem[i].iov_len)
+			skip = rem[i].iov_len;
+		memset(loc[i].iov_base, 0, skip);
+		s->st->unreadable_bytes += skip;
+		advance(&loc[i], &rem[i], skip);
+		if (!rem[i].iov_len)
+			i++;
+	}
+	return 0;
+}
+
+static int batch_flush(struct scan *s)
+{
+	uint64_t off = 0;
+	int err;
+
+	for (size_t i = 0; i < s->k; i++) {
+		s->loc[i] = (struct iovec){ (char *)s->buf + off, s->len[i] };
+		s->rem[i] = (struct iovec){ (void *)s->addr[i], s->len[i] };
+		off += s->len[i];
+	}
+	err = read_all(s, s->loc, s->rem, s->k);
+	if (err)
+		return err;
+	off = 0;
+	for (size_t i = 0; i < s->k; i++) {
+		const uint64_t *w = s->buf + off / 8;
+
+		if (s->id[i] == ROOT)
+			scan_root(s, s->addr[i], w, s->len[i]);
+		else
+			scan_block_words(s, s->id[i], w, s->len[i] / 8);
+		off += s->len[i];
+	}
+	s->k = 0;
+	s->used = 0;
+	if (s->deadline && clock__now_ns() > s->deadline)
+		s->late = true;
+	return s->err;
+}
+
+/* Queues len bytes at addr (both 8-aligned) for reading and scanning. */
+static int batch_add(struct scan *s, uint64_t addr, uint64_t len, uint32_t id)
+{
+	while (len && !s->late) {
+		uint64_t take;
+		int err;
+
+		if (s->k == BATCH || s->used == BUF_SIZE) {
+			err = batch_flush(s);
+			if (err)
+				return err;
+		}
+		take = BUF_SIZE - s->used < len ? BUF_SIZE - s->used : len;
+		s->addr[s->k] = addr;
+		s->len[s->k] = take;
+		s->id[s->k++] = id;
+		s->used += take;
+		addr += take;
+		len -= take;
+	}
+	return 0;
+}
+
+static int add_root_range(struct scan *s, uint64_t a, uint64_t b)
+{
+	a &= ~7ULL;
+	b &= ~7ULL;
+	return b > a ? batch_add(s, a, b - a, ROOT) : 0;
+}
+
+/* Queues the pages of [a, b) that may hold data: present or swapped, not the zero page. */
+static int add_root(struct scan *s, uint64_t a, uint64_t b)
+{
+	struct reach_page_region vec[256];
+	struct reach_pm_scan_arg arg;
+	uint64_t entries[4096];
+	int err;
+
+	if (s->map_fd < 0)
+		return add_root_range(s, a, b);
+	/* PAGEMAP_SCAN passes over holes in the page tables, not page by page. */
+	for (uint64_t at = a & ~(PAGE - 1); !s->no_pm_scan && at < b && !s->late;) {
+		int r;
+
+		arg = (struct reach_pm_scan_arg){
+			.size = sizeof(arg),
+			.start = at,
+			.end = b,
+			.vec = (uint64_t)vec,
+			.vec_len = sizeof(vec) / sizeof(vec[0]),
+			.category_inverted = PAGE_IS_PFNZERO,
+			.category_mask = PAGE_IS_PFNZERO,
+			.category_anyof_mask = PAGE_IS_PRESENT | PAGE_IS_SWAPPED,
+			.return_mask = PAGE_IS_PRESENT | PAGE_IS_SWAPPED,
+		};
+		r = ioctl(s->map_fd, REACH_PAGEMAP_SCAN, &arg);
+		if (r < 0) {
+			/* Before Linux 6.7: read the pages from where this walk got to. */
+			s->no_pm_scan = true;
+			a = at > a ? at : a;
+			break;
+		}
+		for (int i = 0; i < r; i++) {
+			err = add_root_range(s, vec[i].start > a ? vec[i].start : a,
+					     vec[i].end < b ? vec[i].end : b);
+			if (err)
+				return err;
+		}
+		if (arg.walk_end <= at)
+			break;
+		at = arg.walk_end;
+		if (s->deadline && clock__now_ns() > s->deadline)
+			s->late = true;
+	}
+	if (!s->no_pm_scan)
+		return 0;
+	for (uint64_t page = a / PAGE, last = (b + PAGE - 1) / PAGE; page < last && !s->late;) {
+		size_t want = last - page < 4096 ? last - page : 4096;
+		ssize_t got = pread(s->map_fd, entries, want * 8, page * 8);
+		uint64_t run = 0; /* first page of the current run of pages to read, or 0 */
+
+		if (got <= 0)
+			return add_root_range(s, page * PAGE > a ? page * PAGE : a, b);
+		for (size_t i = 0; i < (size_t)got / 8; i++, page++) {
+			bool data = entries[i] & (PM_PRESENT | PM_SWAP);
+
+			if (data && !run)
+				run = page;
+			if (!data && run) {
+				err = add_root_range(s, run * PAGE > a ? run * PAGE : a, page * PAGE);
+				if (err)
+					return err;
+				run = 0;
+			}
+		}
+		if (run) {
+			err = add_root_range(s, run * PAGE > a ? run * PAGE : a,
+					     page * PAGE < b ? page * PAGE : b);
+			if (err)
+				return err;
+		}
+		if (s->deadline && clock__now_ns() > s->deadline)
+			s->late = true;
+	}
+	return 0;
+}
+
+struct root_map {
+	uint64_t start, end;
+	bool heap;
+};
+
+/* The readable, writable, private mappings of pid, in address order. */
+static int read_root_maps(int pid, struct root_map **out, size_t *n)
+{
+	size_t cap = 0, len = 0, size = 65536;
+	char path[64], *buf = NULL, *line, *next;
+	struct root_map *maps = NULL;
+	int fd, err = 0;
+
+	*out = NULL;
+	*n = 0;
+	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT ? -ESRCH : -errno;
+	for (;;) {
+		ssize_t r;
+
+		if (!buf || len + 1 == size) {
+			char *grown = realloc(buf, buf ? size *= 2 : size);
+
+			if (!grown) {
+				err = -ENOMEM;
+				goto cleanup;
+			}
+			buf = grown;
+		}
+		r = read(fd, buf + len, size - len - 1);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			err = -errno;
+			goto cleanup;
+		}
+		if (!r)
+			break;
+		len += r;
+	}
+	buf[len] = '\0';
+	for (line = buf; *line; line = next) {
+		struct root_map m = { 0 };
+		char perms[5], *name;
+		int pos = 0;
+
+		next = strchr(line, '\n');
+		if (next)
+			*next++ = '\0';
+		else
+			next = line + strlen(line);
+		if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %4s %*x %*x:%*x %*u %n", &m.start, &m.end,
+			   perms, &pos) < 3 ||
+		    !pos)
+			continue;
+		name = line + pos;
+		if (perms[0] != 'r' || perms[1] != 'w' || perms[3] != 'p')
+			continue;
+		/* Devices may not bear reading; [vvar] and the like are the kernel's. */
+		if (!strncmp(name, "/dev/", 5))
+			continue;
+		if (name[0] == '[' && strcmp(name, "[heap]") && strncmp(name, "[stack", 6) &&
+		    strncmp(name, "[anon:", 6))
+			continue;
+		m.heap = !strcmp(name, "[heap]");
+		if (*n == cap) {
+			struct root_map *grown;
+
+			cap = cap ? cap * 2 : 64;
+			grown = realloc(maps, cap * sizeof(*grown));
+			if (!grown) {
+				err = -ENOMEM;
+				goto cleanup;
+			}
+			maps = grown;
+		}
+		maps[(*n)++] = m;
+	}
+	*out = maps;
+	maps = NULL;
+cleanup:
+	free(maps);
+	free(buf);
+	close(fd);
+	return err;
+}
+
+/*
+ * Registers of every stopped thread, then every root mapping, then the blocks outside
+ * them: every pointer from memory the process can reach, or from a block.
+ */
+static int read_memory(struct scan *s, struct reach_pause *p)
+{
+	struct root_map *maps = NULL;
+	uint64_t *sp = NULL;
+	size_t nmaps, nsp = 0, m = 0;
+	int err;
+
+	sp = calloc(p->n ? p->n : 1, sizeof(*sp));
+	if (!sp)
+		return -ENOMEM;
+	for (size_t i = 0; i < p->n; i++) {
+		struct user_regs_struct regs;
+		uint64_t words[sizeof(regs) / 8];
+		long b;
+
+		if (p->threads[i].state != THREAD_STOPPED ||
+		    ptrace(PTRACE_GETREGS, p->threads[i].tid, NULL, &regs))
+			continue;
+		s->st->threads++;
+		s->st->scanned_bytes += sizeof(regs);
+		memcpy(words, &regs, sizeof(regs));
+		scan_root_words(s, words, sizeof(words) / 8);
+		/* A thread running on a tracked block (a coroutine's stack) keeps it alive. */
+		b = regs.rsp - s->lo < s->span ? find_block(s, regs.rsp) : -1;
+		if (b >= 0)
+			mark(s, b, true);
+		else
+			sp[nsp++] = regs.rsp;
+	}
+	err = read_root_maps(s->pid, &maps, &nmaps);
+	if (err)
+		goto cleanup;
+	for (size_t i = 0; i < nmaps && !s->late; i++) {
+		uint64_t from = maps[i].start, lowest = UINT64_MAX;
+
+		/* A stack is live from its lowest stack pointer up; what lies below is stale. */
+		for (size_t t = 0; t < nsp && !maps[i].heap; t++)
+			if (sp[t] >= maps[i].start && sp[t] < maps[i].end && sp[t] < lowest)
+				lowest = sp[t];
+		if (lowest != UINT64_MAX && lowest - maps[i].start > RED_ZONE)
+			from = lowest - RED_ZONE;
+		s->st->regions++;
+		err = add_root(s, from, maps[i].end);
+		if (err)
+			goto cleanup;
+	}
+	/* Blocks in root mappings were read with them (untouched pages hold only zeros). */
+	for (size_t j = 0; j < s->n && !s->late; j++) {
+		uint64_t a = (s->blk[j].start + 7) & ~7ULL, b = s->blk[j].end & ~7ULL;
+
+		while (m < nmaps && maps[m].end <= s->blk[j].start)
+			m++;
+		if (m < nmaps && maps[m].start <= s->blk[j].start)
+			continue;
+		if (b > a) {
+			err = batch_add(s, a, b - a, j);
+			if (err)
+				goto cleanup;
+		}
+	}
+	err = batch_flush(s);
+cleanup:
+	free(maps);
+	free(sp);
+	return err;
+}
+
+/* The pointers read, grouped by the block holding them. */
+static int index_pointers(struct scan *s)
+{
+	s->first = calloc(s->n + 1, sizeof(*s->first));
+	s->to = malloc((s->nptrs ? s->nptrs : 1) * sizeof(*s->to));
+	if (!s->first || !s->to)
+		return -ENOMEM;
+	for (size_t e = 0; e < s->nptrs; e++)
+		s->first[s->ptrs[e].from + 1]++;
+	for (size_t i = 0; i < s->n; i++)
+		s->first[i + 1] += s->first[i];
+	/* first[i] serves as block i's fill position, and ends as block i + 1's start. */
+	for (size_t e = 0; e < s->nptrs; e++)
+		s->to[s->first[s->ptrs[e].from]++] = s->ptrs[e].to;
+	memmove(s->first + 1, s->first, s->n * sizeof(*s->first));
+	s->first[0] = 0;
+	free(s->ptrs);
+	s->ptrs = NULL;
+	return 0;
+}
+
+/* Start pointers from reachable blocks reach, interior ones make possibly lost. */
+static void follow_reachable(struct scan *s)
+{
+	while (s->reach_top) {
+		uint32_t i = s->reach_stack[--s->reach_top];
+
+		for (uint32_t e = s->first[i]; e < s->first[i + 1]; e++)
+			mark(s, s->to[e] & ~START_PTR, s->to[e] & START_PTR);
+	}
+}
+
+/* Whatever possibly lost blocks point to is possibly lost, unless reachable. */
+static void follow_possible(struct scan *s)
+{
+	while (s->loose_top) {
+		uint32_t i = s->loose_stack[--s->loose_top];
+
+		if (s->state[i] == REACHABLE)
+			continue;
+		for (uint32_t e = s->first[i]; e < s->first[i + 1]; e++)
+			mark(s, s->to[e] & ~START_PTR, false);
+	}
+}
+
+/*
+ * Groups the lost blocks into cliques: in address order, a block not yet in a clique leads
+ * one, made of every lost block it leads to that has none, and of earlier leaders it reaches,
+ * which join it with their own cliques.
+ */
+static void find_cliques(struct scan *s, uint32_t *leader)
+{
+	uint32_t *stack = s->loose_stack;
+
+	for (size_t i = 0; i < s->n; i++)
+		leader[i] = NONE;
+	for (uint32_t l = 0; l < s->n; l++) {
+		size_t top = 0;
+
+		if (s->state[l] != UNREACHED || leader[l] != NONE)
+			continue;
+		leader[l] = l;
+		stack[top++] = l;
+		while (top) {
+			uint32_t i = stack[--top];
+
+			for (uint32_t e = s->first[i]; e < s->first[i + 1]; e++) {
+				uint32_t j = s->to[e] & ~START_PTR;
+
+				if (j == l || s->state[j] != UNREACHED)
+					continue;
+				if (leader[j] == NONE) {
+					leader[j] = l;
+					stack[top++] = j;
+				} else if (leader[j] == j) {
+					leader[j] = l; /* an earlier leader, its clique with it */
+				}
+			}
+		}
+	}
+	/* Members of a clique that joined another follow the chain to its leader. */
+	for (size_t i = 0; i < s->n; i++) {
+		uint32_t root = i, next;
+
+		if (s->state[i] != UNREACHED)
+			continue;
+		while (leader[root] != root)
+			root = leader[root];
+		for (uint32_t at = i; at != root; at = next) {
+			next = leader[at];
+			leader[at] = root;
+		}
+	}
+}
+
+/* Block addresses in order: a radix sort, heaptap's map may hold millions. */
+static int sort_blocks(struct sorted_block **blk, size_t n)
+{
+	struct sorted_block *src = *blk, *dst, *t;
+	size_t count[8][256];
+
+	dst = malloc(n * sizeof(*dst));
+	if (!dst)
+		return -ENOMEM;
+	memset(count, 0, sizeof(count));
+	for (size_t i = 0; i < n; i++)
+		for (int d = 0; d < 8; d++)
+			count[d][(src[i].start >> (d * 8)) & 255]++;
+	for (int d = 0; d < 8; d++) {
+		size_t sum = 0;
+
+		/* A byte all addresses share orders nothing. */
+		if (count[d][(src[0].start >> (d * 8)) & 255] == n)
+			continue;
+		for (int v = 0; v < 256; v++) {
+			size_t c = count[d][v];
+
+			count[d][v] = sum;
+			sum += c;
+		}
+		for (size_t i = 0; i < n; i++)
+			dst[count[d][(src[i].start >> (d * 8)) & 255]++] = src[i];
+		t = src;
+		src = dst;
+		dst = t;
+	}
+	free(dst);
+	*blk = src;
+	return 0;
+}
+
+/* Sorted block bounds, and the buckets that narrow the search for a word. */
+static int index_blocks(struct scan *s, const struct reach_block *blocks)
+{
+	size_t nb, j = 0;
+	uint64_t hi;
+	int err;
+
+	for (size_t i = 0; i < s->n; i++) {
+		uint64_t addr = blocks[i].addr, size = blocks[i].size;
+
+		s->blk[i] = (struct sorted_block){
+			.start = addr,
+			.end = size > UINT64_MAX - addr ? UINT64_MAX : addr + size,
+			.idx = i,
+		};
+	}
+	err = sort_blocks(&s->blk, s->n);
+	if (err)
+		return err;
+	for (size_t i = 0; i + 1 < s->n; i++) {
+		if (s->blk[i].start == s->blk[i + 1].start)
+			return -EINVAL;
+		/* A stale entry may overlap the next block: the next one owns the overlap. */
+		if (s->blk[i].end > s->blk[i + 1].start)
+			s->blk[i].end = s->blk[i + 1].start;
+	}
+	s->lo = s->blk[0].start;
+	hi = s->blk[s->n - 1].end > s->blk[s->n - 1].start ? s->blk[s->n - 1].end
+							   : s->blk[s->n - 1].start + 1;
+	s->span = hi - s->lo;
+	/* About a bucket a block; malloc aligns to 16, so no finer than that. */
+	for (s->shift = 4; ((s->span - 1) >> s->shift) >= s->n; s->shift++)
+		;
+	nb = ((s->span - 1) >> s->shift) + 1;
+	s->bucket = malloc((nb + 1) * sizeof(*s->bucket));
+	if (!s->bucket)
+		return -ENOMEM;
+	for (size_t b = 0; b <= nb; b++) {
+		uint64_t base = b < nb ? s->lo + (b << s->shift) : UINT64_MAX;
+
+		while (j < s->n && s->blk[j].start < base)
+			j++;
+		s->bucket[b] = b < nb ? j : s->n;
+	}
+	return 0;
+}
+
+int reach__classify(struct reach_pause *p, struct reach_block *blocks, size_t n, uint64_t budget_ns,
+		    struct reach_stats *st)
+{
+	uint64_t t0 = clock__now_ns();
+	struct reach_stats local = { 0 };
+	uint32_t *leader = NULL;
+	struct scan *s;
+	char path[64];
+	int err;
+
+	if (!st)
+		st = &local;
+	*st = (struct reach_stats){ 0 };
+	for (size_t i = 0; i < n; i++) {
+		blocks[i].kind = REACH_KINDS;
+		blocks[i].leader = i;
+	}
+	if (!p)
+		return -EINVAL;
+	if (n > MAX_BLOCKS)
+		return -E2BIG;
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	s->pid = p->pid;
+	s->n = n;
+	s->st = st;
+	s->mem_fd = -1;
+	s->deadline = budget_ns ? t0 + budget_ns : 0;
+	snprintf(path, sizeof(path), "/proc/%d/pagemap", p->pid);
+	s->map_fd = open(path, O_RDONLY | O_CLOEXEC);
+	s->buf = malloc(BUF_SIZE);
+	s->blk = malloc(n * sizeof(*s->blk) + 1);
+	s->state = calloc(n + 1, 1);
+	s->reach_stack = malloc(n * sizeof(*s->reach_stack) + 1);
+	s->loose_stack = malloc(n * sizeof(*s->loose_stack) + 1);
+	if (!s->buf || !s->blk || !s->state || !s->reach_stack || !s->loose_stack) {
+		err = -ENOMEM;
+		goto cleanup;
+	}
+	if (!n) {
+		st->complete = true;
+		err = 0;
+		goto cleanup;
+	}
+	err = index_blocks(s, blocks);
+	if (s->deadline && clock__now_ns() > s->deadline)
+		s->late = true; /* sorting millions of blocks alone took the time */
+	if (!err)
+		err = read_memory(s, p);
+	if (!err)
+		err = index_pointers(s);
+	if (err)
+		goto cleanup;
+	/* Out of time, what is known reachable still is. */
+	follow_reachable(s);
+	st->complete = !s->late;
+	if (st->complete) {
+		leader = malloc(n * sizeof(*leader));
+		if (!leader) {
+			err = -ENOMEM;
+			goto cleanup;
+		}
+		follow_possible(s);
+		find_cliques(s, leader);
+	}
+	for (size_t i = 0; i < n; i++) {
+		struct reach_block *b = &blocks[s->blk[i].idx];
+
+		if (s->state[i] == REACHABLE)
+			b->kind = REACH_REACHABLE;
+		else if (!st->complete)
+			continue;
+		else if (s->state[i] == POSSIBLE)
+			b->kind = REACH_POSSIBLE;
+		else if (leader[i] == i)
+			b->kind = REACH_DEFINITE;
+		else {
+			b->kind = REACH_INDIRECT;
+			b->leader = s->blk[leader[i]].idx;
+		}
+	}
+cleanup:
+	if (err)
+		for (size_t i = 0; i < n; i++)
+			blocks[i].kind = REACH_KINDS;
+	if (s->map_fd >= 0)
+		close(s->map_fd);
+	if (s->mem_fd >= 0)
+		close(s->mem_fd);
+	free(s->buf);
+	free(s->blk);
+	free(s->state);
+	free(s->bucket);
+	free(s->ptrs);
+	free(s->first);
+	free(s->to);
+	free(s->reach_stack);
+	free(s->loose_stack);
+	free(s);
+	free(leader);
+	st->scan_s = (clock__now_ns() - t0) / 1e9;
+	return err;
+}

@@ -501,7 +501,7 @@ void report__alert_json(FILE *f, const struct report *r, const struct alarm_even
 		put(o, key, json_object_get(val));
 	}
 	json_object_put(a);
-	put(o, "live_bytes", num(report__live(r, NULL)));
+	put(o, "live_bytes", u64(llround(report__live(r, NULL))));
 	put(o, "rss_bytes", u64(r->rss));
 	put(o, "growth_bytes_per_hour", num(r->growth * 3600));
 	put(o, "elapsed_s", seconds(r->snap->time_ns - r->attach_ns));

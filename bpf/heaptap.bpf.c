@@ -287,13 +287,14 @@ static __always_inline void forget_reused(__u64 ptr)
 	}
 }
 
-static __always_inline void add_to_site(__u64 stack_id, __u64 size, bool peaked)
+static __always_inline void add_to_site(__u64 stack_id, __u32 fn, __u64 size, bool peaked)
 {
 	struct heaptap_site_total *t = bpf_map_lookup_elem(&site_totals, &stack_id), fresh = {};
 
 	if (!t) {
 		/* Nothing of it was live at any earlier peak. */
 		fresh.epoch = peak_epoch;
+		fresh.fn = fn;
 		bpf_map_update_elem(&site_totals, &stack_id, &fresh, BPF_NOEXIST);
 		/* Made here, or by another thread meanwhile. */
 		t = bpf_map_lookup_elem(&site_totals, &stack_id);
@@ -340,7 +341,7 @@ static __always_inline void record_block(struct call *c, __u64 ptr, __u64 size)
 		__sync_fetch_and_add(&counters.dropped_allocs, 1);
 		return;
 	}
-	add_to_site(c->stack_id, size, account_alloc(size));
+	add_to_site(c->stack_id, c->fn, size, account_alloc(size));
 	note_thread(rec.tid);
 }
 

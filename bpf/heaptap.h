@@ -119,6 +119,8 @@ struct heaptap_site_total {
 	__u64 peak_live;
 	__u64 peak_live_bytes;
 	__u64 epoch;
+	__u32 fn; /* the allocating function of its first block (index of the attach table) */
+	__u32 pad;
 };
 
 /* Threads whose names are kept (those that allocated since attach), at most. */

@@ -14,9 +14,9 @@ build/tests/demo &
 demo=$!
 trap 'kill "$demo" 2>/dev/null || true' INT TERM
 sleep 1
-echo "heaptap -p $demo -i 4 -d 12 --top 3   (attaching to the running demo server)"
+echo "heaptap -p $demo -i 2 -d 12 --top 3 --dump-bytes 32   (attaching to the running demo server)"
 status=0
-build/heaptap -p "$demo" -i 4 -d 12 --top 3 || status=$?
+build/heaptap -p "$demo" -i 2 -d 12 --top 3 --dump-bytes 32 || status=$?
 kill "$demo"
 wait "$demo" 2>/dev/null || true
 exit "$status"

@@ -321,7 +321,7 @@ static int read_totals(int fd, struct stacks *stacks, uint64_t peak_epoch, struc
 				}
 				s->totals = grown;
 			}
-			s->totals[s->ntotals] = (struct site_total){ .stack_id = id };
+			s->totals[s->ntotals] = (struct site_total){ .stack_id = id, .fn = value.fn };
 			slot = ++s->ntotals;
 			err = idmap__put(&index, id, (void *)slot);
 		}

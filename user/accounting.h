@@ -67,6 +67,7 @@ struct site_total {
 	uint64_t bytes;
 	uint64_t peak_live;
 	uint64_t peak_live_bytes;
+	uint32_t fn; /* allocating function of its first block (index of the attach table) */
 };
 
 /* Live blocks by the thread that allocated them. */

@@ -325,13 +325,3 @@ size_t report__peak_sites(const struct report *r, const struct site_total ***out
 	*out = v;
 	return n;
 }
-
-uint32_t report__stack_function(const struct report *r, uint64_t stack_id)
-{
-	size_t i;
-
-	for (i = 0; i < r->snap->nsites; i++)
-		if (r->snap->sites[i].stack_id == stack_id)
-			return r->snap->sites[i].fn;
-	return UINT32_MAX;
-}

@@ -86,10 +86,6 @@ struct changes {
 /* What changed since the previous report; false for the first one. */
 bool report__changes(const struct report *r, struct changes *c);
 
-/* The allocator function of a stack's blocks (index of the attach table), as a live site of
- * the report has it; UINT32_MAX when none has. */
-uint32_t report__stack_function(const struct report *r, uint64_t stack_id);
-
 /* The sites that held the most at the peak of live bytes, most first, at most --top;
  * malloc'd array of pointers into snap->totals. */
 size_t report__peak_sites(const struct report *r, const struct site_total ***out);

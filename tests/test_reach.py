@@ -2,6 +2,7 @@
 import ctypes
 import os
 import signal
+import time
 
 from lib import Heaptap, Target, check, check_true, functions, test
 
@@ -78,4 +79,37 @@ def test_leak_check_refused_under_a_debugger():
         libc.ptrace(PTRACE_INTERRUPT, target.target_pid, None, None)
         os.waitpid(target.target_pid, WALL)
         libc.ptrace(PTRACE_DETACH, target.target_pid, None, None)
+    check("the target answers", target.do("ping"), "")
+
+
+def process_state(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        return f.read().rsplit(")", 1)[1].split()[0]
+
+
+def tracer_of(pid):
+    with open(f"/proc/{pid}/status") as f:
+        return next(int(l.split()[1]) for l in f if l.startswith("TracerPid:"))
+
+
+@test
+def test_heaptap_killed_during_a_leak_check():
+    """SIGKILL while the target is stopped for a scan: the kernel lets it go, it runs on."""
+    target = Target("reach")
+    ht = Heaptap(["-p", str(target.target_pid), "-i", "1h", "--leak-check",
+                  "--max-allocs", "600000"])
+    ht.attached()
+    target.do("big 1024", timeout=300)
+    os.kill(ht.pid, signal.SIGUSR1)
+    # A scan of 1 GiB takes several hundred ms here: stopped meanwhile.
+    deadline = time.monotonic() + 5
+    while process_state(target.target_pid) != "t" and time.monotonic() < deadline:
+        time.sleep(0.005)
+    check("the target is stopped for the scan", process_state(target.target_pid), "t")
+    os.kill(ht.pid, signal.SIGKILL)
+    ht.popen.wait()
+    time.sleep(0.1)
+    check("no tracer left", tracer_of(target.target_pid), 0)
+    check_true("running again", process_state(target.target_pid) in ("S", "R"),
+               process_state(target.target_pid))
     check("the target answers", target.do("ping"), "")

@@ -286,25 +286,77 @@ def test_man_page_matches_help():
     check_true("man page renders", "heaptap" in out.stdout)
 
 
+# Elements without an end tag in HTML.
+VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source",
+        "track", "wbr"}
+
+
+class Node:
+    """One element of the rendered page: tag, id, classes, attributes, and what it holds."""
+
+    def __init__(self, tag, attrs, parent):
+        self.tag = tag
+        self.attrs = attrs
+        self.id = attrs.get("id")
+        self.cls = set((attrs.get("class") or "").split())
+        self.parent = parent
+        self.children = []      # Nodes and strings, in order
+
+    def text(self):
+        return "".join(c if isinstance(c, str) else c.text() for c in self.children)
+
+    def iter(self):
+        for c in self.children:
+            if isinstance(c, Node):
+                yield c
+                yield from c.iter()
+
+    def find(self, tag=None, id=None, cls=None):
+        """The elements inside this one that match, in document order."""
+        return [e for e in self.iter() if (tag is None or e.tag == tag) and
+                (id is None or e.id == id) and (cls is None or cls in e.cls)]
+
+    def one(self, tag=None, id=None, cls=None):
+        found = self.find(tag, id, cls)
+        check(f"elements {tag or ''}{'#' + id if id else ''}{'.' + cls if cls else ''}",
+              len(found), 1)
+        return found[0]
+
+
 class Dom(html.parser.HTMLParser):
-    """The rendered page's elements: (tag, id, classes, attributes), and its text."""
+    """The rendered page (Chromium's --dump-dom) as a tree of Nodes."""
 
     def __init__(self, text):
         super().__init__()
-        self.elements = []
-        self.text = []
+        self.root = Node("#document", {}, None)
+        self.cur = self.root
         self.feed(text)
+        self.close()
 
     def handle_starttag(self, tag, attrs):
-        a = dict(attrs)
-        self.elements.append((tag, a.get("id"), set((a.get("class") or "").split()), a))
+        node = Node(tag, dict(attrs), self.cur)
+        self.cur.children.append(node)
+        if tag not in VOID:
+            self.cur = node
+
+    def handle_startendtag(self, tag, attrs):
+        self.cur.children.append(Node(tag, dict(attrs), self.cur))
+
+    def handle_endtag(self, tag):
+        node = self.cur
+        while node is not self.root and node.tag != tag:
+            node = node.parent
+        if node is not self.root:
+            self.cur = node.parent
 
     def handle_data(self, data):
-        self.text.append(data)
+        self.cur.children.append(data)
 
     def find(self, tag=None, id=None, cls=None):
-        return [e for e in self.elements if (tag is None or e[0] == tag) and
-                (id is None or e[1] == id) and (cls is None or cls in e[2])]
+        return self.root.find(tag, id, cls)
+
+    def one(self, tag=None, id=None, cls=None):
+        return self.root.one(tag, id, cls)
 
 
 def chromium(args, timeout=120):
@@ -327,12 +379,52 @@ def chromium(args, timeout=120):
     return out.decode(), err.decode()
 
 
+def hex_lines(hexstr):
+    """A block's bytes as heaptap's text report prints them: offset, 16 bytes, ASCII."""
+    data = bytes.fromhex(hexstr)
+    return [f"{i:04x} " + "".join(f" {b:02x}" for b in data[i:i + 16]) +
+            "   " * (16 - len(data[i:i + 16])) + "  " +
+            "".join(chr(b) if 32 <= b < 127 else "." for b in data[i:i + 16])
+            for i in range(0, len(data), 16)]
+
+
+def check_stack(what, ol, stack):
+    """A drawn stack (ol.stack): one line per frame, each starting with the frame's
+    function (allocator first)."""
+    lines = [li.text() for li in ol.find("li")]
+    check(f"{what}: frames drawn", len(lines), len(stack))
+    for line, frame in zip(lines, stack):
+        if frame["function"]:
+            check_true(f"{what}: frame {frame['function']}",
+                       line.startswith(frame["function"]), line)
+        if frame["file"] and frame["line"]:
+            check_true(f"{what}: {frame['function']}'s file:line",
+                       f"{frame['file']}:{frame['line']}" in line, line)
+
+
+LEAK_KINDS = (("definitely_lost", "definitely lost"), ("indirectly_lost", "indirectly lost"),
+              ("possibly_lost", "possibly lost"), ("still_reachable", "still reachable"))
+
+
+def page_checks(dom, err):
+    """What every rendered page must be: rendered, with no script error and a quiet console."""
+    body = dom.find("body")
+    check_true("the page rendered", body and body[0].attrs.get("data-rendered") == "1",
+               body and body[0].attrs)
+    check("script errors", body[0].attrs.get("data-error"), None)
+    console = [line for line in err.splitlines() if "CONSOLE" in line]
+    check("console messages", console, [])
+
+
 @test
 def test_html_report_renders_in_chromium():
     d = out_dir("html")
     path = os.path.join(d, "report.html")
     target = Target("sizes")
-    ht = Heaptap(["-p", str(target.target_pid), "-i", "100ms", "--html", path])
+    # --leak-check: the final report carries a leak check (the page's section and each
+    # site's categories); --dump-bytes 32: two lines of hex a block, one for 16-byte ones.
+    ht = Heaptap(["-p", str(target.target_pid), "-i", "100ms", "--leak-check",
+                  "--dump-bytes", "32", "--html", path])
     ht.attached()
     target.do("mix")
     while ht.record()["live_bytes"] != 13160:
@@ -346,25 +438,213 @@ def test_html_report_renders_in_chromium():
                not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", page))
     out, err = chromium(["--dump-dom", "file://" + path])
     dom = Dom(out)
-    body = dom.find("body")
-    check_true("the page rendered", body and body[0][3].get("data-rendered") == "1",
-               body and body[0][3])
-    check("script errors", body[0][3].get("data-error"), None)
-    console = [l for l in err.splitlines() if "CONSOLE" in l]
-    check("console messages", console, [])
+    page_checks(dom, err)
     frames = dom.find("g", cls="frame")
     check_true("flame graph frames drawn", len(frames) >= 5, len(frames))
-    text = "".join(dom.text)
+    text = dom.root.text()
     for name in ("leak_big", "leak_medium", "leak_small", "do_mix", "main"):
         check_true(f"flame graph names {name}", name in text)
     for line in ("live", "peak", "rss"):
-        paths = [e for e in dom.find("path", cls=line) if e[3].get("d")]
+        paths = [e for e in dom.find("path", cls=line) if e.attrs.get("d")]
         check(f"timeline's {line} line", len(paths), 1)
-        check_true(f"timeline's {line} line has numbers", "NaN" not in paths[0][3]["d"],
-                   paths[0][3]["d"])
-    rows = [e for e in dom.elements if e[0] == "tr"]
+        check_true(f"timeline's {line} line has numbers", "NaN" not in paths[0].attrs["d"],
+                   paths[0].attrs["d"])
+    rows = dom.one("table", id="sizes").find("tr")
     check("size table rows (header and one per size class)", len(rows),
           1 + len(final["sizes"]))
+
+    # The page shows the final report: its leak intelligence as the JSON record has it.
+    # sizes' "mix" is allocated once, so nothing grows steadily: no suspect, and it says so.
+    suspects = dom.one("section", id="suspects")
+    check("suspects of a one-off mix", final["suspects"], [])
+    check("suspect items", suspects.find("li", cls="suspect"), [])
+    check_true("the suspects section says none",
+               any(p.text().startswith("None") for p in suspects.find("p", cls="none")),
+               suspects.text())
+    check("alerts banner (no alarm set)", dom.find(id="alerts"), [])
+
+    peak = dom.one("section", id="peak")
+    check_true("peak sites in the record", len(final["peak_sites"]) >= 1, final["peak_sites"])
+    items = peak.find("li", cls="peak-site")
+    check("peak sites drawn", len(items), len(final["peak_sites"]))
+    summary = peak.one("p", id="peak-summary").text()
+    check_true("the peak's bytes", f"{final['peak_bytes']:,} B" in summary, summary)
+    check_true("the peak's time", final["peak_time"] in summary, summary)
+    for i, (li, ps) in enumerate(zip(items, final["peak_sites"])):
+        check_true(f"peak site #{i + 1}'s blocks",
+                   f" in {ps['live']:,} block" in li.text(), li.text())
+        check_stack(f"peak site #{i + 1}", li.one("ol", cls="stack"), ps["stack"])
+    check_true("leak_big held the most at the peak",
+               items[0].find("ol", cls="stack")[0].find("li")[1].text().startswith("leak_big"),
+               items[0].text())
+
+    threads = dom.one("table", id="threads").find("tbody")[0].find("tr")
+    check_true("threads in the record", len(final["threads"]) >= 1, final["threads"])
+    check("threads table", [[td.text() for td in tr.find("td")] for tr in threads],
+          [[str(t["tid"]), t["name"] or "?", f"{t['live_bytes']:,}", f"{t['live']:,}",
+            "exited" if t["exited"] else ""] for t in final["threads"]])
+    check("the allocating thread is the target's main thread", threads[0].find("td")[0].text(),
+          str(target.target_pid))
+
+    lc = final["leak_check"]
+    check_true("the final report has a leak check", lc is not None)
+    section = dom.one("section", id="leak-check")
+    check("leak check categories",
+          [[td.text() for td in tr.find("td")] for tr in section.find("tbody")[0].find("tr")],
+          [[label, f"{lc['categories'][k]['blocks']:,}", f"{lc['categories'][k]['bytes']:,}"]
+           for k, label in LEAK_KINDS])
+    check_true("the leak check's pause", f"{lc['paused_s'] * 1000:.1f} ms" in section.text(),
+               section.text())
+    check_true("the leak check's scanned bytes", f"{lc['scanned_bytes']:,} B" in section.text(),
+               section.text())
+    facts = dict(zip([dt.text() for dt in section.find("dt")],
+                     [dd.text() for dd in section.find("dd")]))
+    check("the leak check is complete", facts.get("Complete", "").startswith("yes"),
+          lc["complete"])
+
+    sites = dom.one("ol", id="sites").find("li", cls="site")
+    check("sites drawn", len(sites), len(final["sites"]))
+    for i, (li, site) in enumerate(zip(sites, final["sites"])):
+        what = f"site #{i + 1}"
+        check_true(f"{what} has a trend", site["trend"] is not None, site)
+        check(f"{what}'s trend badge", [b.text() for b in li.find("span", cls="trend")],
+              [site["trend"]["kind"]])
+        check_stack(what, li.one("ol", cls="stack"), site["stack"])
+        # Live blocks of the first five sites are dumped while the target runs.
+        check_true(f"{what}'s blocks dumped", site["blocks"], site)
+        dumps = li.find("pre", cls="dump")
+        check(f"{what}'s hex dumps", [p.text().split("\n") for p in dumps],
+              [hex_lines(b["bytes"]) for b in site["blocks"] if b["bytes"]])
+        check_true(f"{what}: --dump-bytes 32, at most two lines a block",
+                   all(len(p.text().split("\n")) <= 2 for p in dumps))
+        check(f"{what}'s strings", [s.text() for s in li.find("span", cls="string")],
+              [f'"{s}"' for b in site["blocks"] for s in b["strings"]])
+        check(f"{what}'s C++ classes", [c.text() for c in li.find(cls="cxx-class")],
+              [b["class"] for b in site["blocks"] if b["class"]])
+        check_true(f"{what} classified by the leak check", site["leak_check"] is not None, site)
+        leak = li.one("p", cls="leak-check").text()
+        for k, label in LEAK_KINDS:
+            check(f"{what}'s leak check names {label}", label in leak,
+                  site["leak_check"][k]["blocks"] > 0)
+
     shot = os.path.join(d, "report.png")
     chromium(["--window-size=1400,1600", f"--screenshot={shot}", "file://" + path])
     check_true("screenshot saved", os.path.getsize(shot) > 10000, shot)
+
+
+# A string the traced process could put in its memory, its symbols or its threads' names.
+HOSTILE = '<img src=x onerror="document.body.dataset.pwned=1">'
+HOSTILE_END = "</script><script>document.body.dataset.pwned=2</script>"
+
+
+def hostile_report():
+    """A report record whose target-made strings are markup, with every section filled."""
+    def frame(function, file=None, line=None):
+        return {"address": "0x55a786fa2080", "module": "/srv/app", "function": function,
+                "offset": 16, "file": file, "line": line, "inlined": False}
+
+    stack = [frame("malloc", "./malloc/malloc.c", 3281), frame(HOSTILE, "app.c", 25),
+             frame("main", "app.c", 60)]
+    block = {"address": "0x55a786fa2080", "size": 96, "age_s": 12.8,
+             "bytes": (b"\x8c\0\0\0\0\0\0\0" + HOSTILE.encode()).hex(), "error": None,
+             "class": "shop::Box<int>", "strings": [HOSTILE, HOSTILE_END]}
+    unreadable = {"address": "0x55a786fa3000", "size": 64, "age_s": 1.5, "bytes": "",
+                  "error": "Bad address", "class": None, "strings": []}
+    cats = {"definitely_lost": {"blocks": 580, "bytes": 55680},
+            "indirectly_lost": {"blocks": 0, "bytes": 0},
+            "possibly_lost": {"blocks": 0, "bytes": 0},
+            "still_reachable": {"blocks": 1, "bytes": 96}}
+    trend = {"kind": "leak", "points": 7, "span_s": 12.4, "growth_bytes_per_hour": 178e6,
+             "fit": 0.99, "steadiness": 0.96, "confidence": 0.67, "swing": 1.0}
+    site = {"live_bytes": 55776, "live": 581, "est_bytes": 55776, "est_blocks": 581,
+            "est_bytes_margin": 0, "growth_bytes_per_hour": 178e6, "sizes": [96],
+            "more_sizes": False, "min_size": 96, "max_size": 96, "oldest_age_s": 12.8,
+            "function": "malloc", "stack_id": "0xabc", "stack": stack, "trend": trend,
+            "blocks": [block, unreadable], "leak_check": cats}
+    suspect = {"rank": 1, "growth_bytes_per_hour": 178e6, "projected_24h_bytes": 178e6 * 24,
+               "fit": 0.99, "steadiness": 0.96, "confidence": 0.67, "span_s": 12.4,
+               "live_bytes": 4096, "live": 4, "est_bytes": 4096, "function": "malloc",
+               "stack_id": "0xdef", "stack": stack, "blocks": [block]}
+    now = "2024-05-01T16:38:48.123Z"
+    return {
+        "type": "final", "version": 1, "time": now, "pid": 42, "comm": HOSTILE[:15],
+        "allocator": {"path": "/usr/lib/x86_64-linux-gnu/libc.so.6", "reason": "test"},
+        "elapsed_s": 12.9, "live_bytes": 59872, "live_allocs": 585, "peak_bytes": 60000,
+        "peak_time": now, "peak_elapsed_s": 12.5, "alloc_calls": 600, "free_calls": 15,
+        "mode": "full", "sample_bytes": 0, "rss_bytes": 1 << 20, "inexact": {"total": 0},
+        "sizes": [], "sites": [site], "suspects": [suspect], "growth_bytes_per_hour": 178e6,
+        "threads": [{"tid": 42, "name": HOSTILE[:15], "live_bytes": 59872, "live": 585,
+                     "exited": False},
+                    {"tid": 43, "name": None, "live_bytes": 0, "live": 0, "exited": True}],
+        "peak_sites": [{"live_bytes": 55776, "live": 581, "stack_id": "0xabc",
+                        "stack": stack}],
+        "leak_check": {"time": now, "paused_s": 0.0123, "scan_s": 0.01,
+                       "scanned_bytes": 1048576, "unreadable_bytes": 0, "regions": 8,
+                       "threads": 2, "complete": False, "unsettled_blocks": 3,
+                       "categories": cats},
+        "alerts": [{"alert": "live", "option": "--alert-live", "value": 12582912,
+                    "threshold": 10485760, "time": now}],
+    }
+
+
+@test
+def test_html_report_keeps_target_strings_as_text():
+    """Names, thread names and block contents come from the traced process: the page shows
+    them as text, never as markup. The page is the one heaptap builds in (user/report.html),
+    filled as user/report_html.c fills it."""
+    d = out_dir("html-hostile")
+    path = os.path.join(d, "report.html")
+    rep = hostile_report()
+    data = {"version": 1, "report": rep,
+            "stacks": [{"frames": ["main", HOSTILE, "malloc"], "bytes": 55776, "blocks": 581}],
+            "timeline": [{"t": t, "live": 4000 * t, "peak": 4000 * t, "rss": 1 << 20}
+                         for t in range(1, 13)]}
+    with open(os.path.join(ROOT, "user", "report.html")) as f:
+        template = f.read()
+    with open(path, "w") as f:
+        f.write(template.replace("@HEAPTAP_DATA@", json.dumps(data).replace("<", "\\u003c")))
+    out, err = chromium(["--dump-dom", "file://" + path])
+    dom = Dom(out)
+    page_checks(dom, err)
+    body = dom.find("body")[0]
+    check("markup of the target run", body.attrs.get("data-pwned"), None)
+    check("images made from the target's strings", dom.find("img"), [])
+    check("scripts (the page's own three)", len(dom.find("script")), 3)
+    check_true("the command name as text", HOSTILE[:15] in dom.one("h1", id="title").text())
+
+    alerts = dom.one(id="alerts").text()
+    check_true("the alert banner", "--alert-live 10,485,760" in alerts and
+               "12,582,912 B" in alerts, alerts)
+
+    item = dom.one("section", id="suspects").one("li", cls="suspect")
+    check_true("the suspect's growth and projection",
+               item.text().startswith("+170 MiB/h (+3.98 GiB in 24 h), fit 0.99, "
+                                      "steadiness 0.96, confidence 0.67"), item.text())
+    check_stack("the suspect", item.one("ol", cls="stack"), rep["suspects"][0]["stack"])
+    check("the suspect's block (its site is not listed)",
+          [p.text().split("\n") for p in item.find("pre", cls="dump")],
+          [hex_lines(rep["suspects"][0]["blocks"][0]["bytes"])])
+
+    section = dom.one("section", id="leak-check")
+    check_true("an incomplete leak check says so", "3 blocks not settled" in section.text(),
+               section.text())
+
+    site = dom.one("ol", id="sites").one("li", cls="site")
+    check("the site's trend badge", site.one("span", cls="trend").text(), "leak")
+    check_stack("the site", site.one("ol", cls="stack"), rep["sites"][0]["stack"])
+    check("the site's strings", [s.text() for s in site.find("span", cls="string")],
+          [f'"{HOSTILE}"', f'"{HOSTILE_END}"'])
+    check("the site's C++ class", site.one("span", cls="cxx-class").text(), "shop::Box<int>")
+    check_true("the unreadable block", "Bad address" in site.one(cls="unreadable").text())
+    dump = site.one("pre", cls="dump").text().split("\n")
+    check("the site's dump", dump, hex_lines(rep["sites"][0]["blocks"][0]["bytes"]))
+    check_true("the dump's ASCII column", dump[0].endswith("  ........<img src"), dump[0])
+    check("the site's leak check", site.one("p", cls="leak-check").text(),
+          "Leak check: 54.4 KiB in 580 blocks definitely lost, 96 B in 1 block still reachable")
+
+    peak = dom.one("section", id="peak").one("li", cls="peak-site")
+    check("the peak site links to its site", [a.attrs.get("href") for a in peak.find("a")],
+          ["#site-1"])
+    rows = dom.one("table", id="threads").find("tbody")[0].find("tr")
+    check("threads table", [[td.text() for td in tr.find("td")] for tr in rows],
+          [["42", HOSTILE[:15], "59,872", "585", ""], ["43", "?", "0", "0", "exited"]])

@@ -62,6 +62,7 @@ int dump__read(int pid, struct syms *syms, uint64_t addr, uint64_t size, uint64_
 	struct iovec local, remote;
 	size_t want = size < max ? size : max;
 	ssize_t got;
+	int err;
 
 	*d = (struct dump){ .addr = addr, .size = size, .time_ns = time_ns };
 	if (!want)
@@ -78,7 +79,10 @@ int dump__read(int pid, struct syms *syms, uint64_t addr, uint64_t size, uint64_
 	}
 	d->n = got;
 	d->class_name = class_of(syms, d);
-	return find_strings(d);
+	err = find_strings(d);
+	if (err)
+		dump__free(d);
+	return err;
 }
 
 void dump__free(struct dump *d)

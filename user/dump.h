@@ -30,7 +30,8 @@ struct dump {
 };
 
 /* Reads up to max bytes of the block at addr of process pid; negative errno only when out
- * of memory (an unreadable block is a dump with n 0 and error set). */
+ * of memory, with nothing left to free (an unreadable block is a dump with n 0 and error
+ * set). */
 int dump__read(int pid, struct syms *syms, uint64_t addr, uint64_t size, uint64_t time_ns,
 	       unsigned int max, struct dump *d);
 void dump__free(struct dump *d);

@@ -279,31 +279,40 @@ static void alert(struct session *s, const struct report *r, const struct alarm_
 		fprintf(stderr, "heaptap: cannot run --on-alert: %s\n", strerror(-err));
 }
 
-/* The first bytes of a few live blocks of the sites a report shows first, and of the
- * suspects: what they hold, read from the target now. */
+/* Sites whose blocks are dumped: the first of the report, and the first suspects. */
+#define DUMP_SITES 5
+/* Blocks dumped a site: its oldest. */
+#define DUMP_BLOCKS 3
+
+/* The first bytes of a site's oldest live blocks, read from the target now. */
+static void dump_site(struct session *s, struct site *site)
+{
+	unsigned int want = site->nexamples < DUMP_BLOCKS ? site->nexamples : DUMP_BLOCKS, k;
+
+	if (site->dumps || !want || !(site->dumps = calloc(want, sizeof(*site->dumps))))
+		return;
+	for (k = 0; k < want; k++)
+		if (!dump__read(s->target.pid, s->syms, site->examples[k].addr,
+				site->examples[k].size, site->examples[k].time_ns,
+				s->opts.dump_bytes, &site->dumps[site->ndumps]))
+			site->ndumps++;
+}
+
+/* What the blocks of the sites a report shows first, and of the suspects, hold. */
 static void read_dumps(struct session *s, struct report *r, struct snapshot *snap)
 {
 	struct suspect *sus;
 	double *growth;
-	size_t i, k, n, nsus, *order;
+	size_t i, n, nsus, *order;
 
 	if (!s->opts.dump_bytes || s->opts.watch || s->target.exited)
 		return;
 	order = report__site_order(r, &growth, &n);
+	for (i = 0; i < n && i < DUMP_SITES; i++)
+		dump_site(s, &snap->sites[order[i]]);
 	nsus = report__suspects(r, &sus);
-	for (i = 0; i < (n < 5 ? n : 5) + (nsus < 5 ? nsus : 5); i++) {
-		struct site *site =
-			&snap->sites[i < (n < 5 ? n : 5) ? order[i] : sus[i - (n < 5 ? n : 5)].site];
-		unsigned int want = site->nexamples < 3 ? site->nexamples : 3;
-
-		if (site->dumps || !want || !(site->dumps = calloc(want, sizeof(*site->dumps))))
-			continue;
-		for (k = 0; k < want; k++)
-			if (!dump__read(s->target.pid, s->syms, site->examples[k].addr,
-					site->examples[k].size, site->examples[k].time_ns,
-					s->opts.dump_bytes, &site->dumps[k]))
-				site->ndumps++;
-	}
+	for (i = 0; i < nsus && i < DUMP_SITES; i++)
+		dump_site(s, &snap->sites[sus[i].site]);
 	free(order);
 	free(growth);
 	free(sus);

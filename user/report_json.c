@@ -435,8 +435,7 @@ static json_object *peak_sites(const struct report *r)
 	size_t i, n = report__peak_sites(r, &v);
 
 	for (i = 0; i < n; i++) {
-		const struct site site = { .stack_id = v[i]->stack_id,
-					   .fn = v[i]->fn };
+		const struct site site = { .stack_id = v[i]->stack_id, .fn = v[i]->fn };
 		json_object *e = json_object_new_object();
 
 		put(e, "live_bytes", u64(v[i]->peak_live_bytes));

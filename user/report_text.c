@@ -500,8 +500,7 @@ static void at_peak(FILE *f, const struct report *r)
 		clock_time(t, sizeof(t), c->peak_ns),
 		duration(d, sizeof(d), c->peak_ns - r->attach_ns));
 	for (i = 0; i < n; i++) {
-		const struct site site = { .stack_id = v[i]->stack_id,
-					   .fn = v[i]->fn };
+		const struct site site = { .stack_id = v[i]->stack_id, .fn = v[i]->fn };
 
 		fprintf(f, "#%zu  %s in %s blocks\n", i + 1,
 			bytes(a, sizeof(a), v[i]->peak_live_bytes),

@@ -158,8 +158,7 @@ def main(argv):
         print(line)
         if r["mode"] != "untraced":
             print(f"{'':46} top growing: {' <- '.join(str(f) for f in r['top'][:6])}")
-    for p in lib.started():
-        p.end()
+    lib.end_started()
     return 0
 
 

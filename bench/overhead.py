@@ -172,9 +172,7 @@ def main(argv):
     for label, rps, cpu, memory in rows:
         extra = f"{cpu * 100:11.1f}% {memory / 2**20:12.1f} MiB" if cpu is not None else ""
         print(f"{label:40} {rps:11.0f} {rps / rows[0][1]:11.3f} {extra}")
-    for p in lib.started():
-        p.end()
-    lib.started().clear()
+    lib.end_started()
     return live.main(argv)
 
 

@@ -28,9 +28,7 @@ def check(mib):
         ht.finish()
         return rec
     finally:
-        for p in lib.started():
-            p.end()
-        lib.started().clear()
+        lib.end_started()
 
 
 def main(argv):

@@ -58,8 +58,7 @@ def main(argv):
     print(f"final: exit {status}, {runs} runs, {mismatches} checksum mismatches, "
           f"inexact {final['inexact']}, lost samples {final['stacks']['lost_samples']}, "
           f"lost events {final['lost_events']}, heaptap maps {final['heaptap']['map_bytes'] / 2**20:.1f} MiB")
-    for p in lib.started():
-        p.end()
+    lib.end_started()
     return 0 if not mismatches and status == 0 else 1
 
 

@@ -36,9 +36,7 @@ def traced(mode, rate, seconds, paths):
             raise lib.Failure(f"heaptap --stack {mode} failed ({status})")
         return untraced, achieved, tight, final
     finally:
-        for p in lib.started():
-            p.end()
-        lib.started().clear()
+        lib.end_started()
 
 
 def main(argv):

@@ -31,9 +31,7 @@ def per_page(args, pages):
             ht.finish()
         return best / pages * 1e6
     finally:
-        for p in lib.started():
-            p.end()
-        lib.started().clear()
+        lib.end_started()
 
 
 def main(argv):

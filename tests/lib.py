@@ -110,6 +110,13 @@ def started():
     return _started
 
 
+def end_started():
+    """Ends, by PID, every process started through this module so far."""
+    for p in _started:
+        p.end()
+    _started.clear()
+
+
 class Proc:
     """A child process with line-based, time-bounded reads of its stdout."""
 

@@ -38,9 +38,7 @@ def main(argv):
             failed += 1
             verdict = "ERROR:\n" + traceback.format_exc()
         finally:
-            for p in lib.started():
-                p.end()
-            lib.started().clear()
+            lib.end_started()
         print(f"{t.__name__:48s} {time.monotonic() - start:6.1f}s  {verdict}", flush=True)
     print(f"{passed} passed, {failed} failed")
     return 1 if failed else 0

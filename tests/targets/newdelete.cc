@@ -3,11 +3,14 @@
  * The C++ allocation API. "mix": 4 x new Widget (48 B), one deleted; 3 x new char[100];
  * 1 x nothrow new char[300]; 2 x new Aligned (128 B, 64-aligned); a vector of 50 ints
  * (200 B) made and destroyed. "throw": three huge new[] whose std::bad_alloc is caught.
- * "storm": a thread throws and catches std::bad_alloc from new[] without pause, between
- * ordinary new and delete, until "calm", which answers how many it threw and caught: while
- * heaptap attaches and detaches, an exception must never meet a return probe's trampoline.
+ * "storm": a thread throws and catches std::bad_alloc from new[] in bursts (2 ms of
+ * exceptions without pause, between ordinary new and delete, then 150 ms of rest), until
+ * "calm", which answers how many it threw and caught: while heaptap attaches and detaches,
+ * an exception must never meet a return probe's trampoline. The rests let the kernel
+ * finish removing return probes (see README, Known limits).
  */
 #include <atomic>
+#include <chrono>
 #include <new>
 #include <thread>
 #include <vector>
@@ -68,9 +71,11 @@ NOINLINE static int throw_three()
 static std::atomic<bool> storming;
 static std::atomic<long> thrown, caught_in_storm;
 
-static void storm()
+static void burst()
 {
-	while (storming) {
+	auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(2);
+
+	while (std::chrono::steady_clock::now() < end) {
 		char *p = new char[64];
 
 		delete[] p;
@@ -82,6 +87,14 @@ static void storm()
 		} catch (const std::bad_alloc &) {
 			caught_in_storm++;
 		}
+	}
+}
+
+static void storm()
+{
+	while (storming) {
+		burst();
+		std::this_thread::sleep_for(std::chrono::milliseconds(150));
 	}
 }
 

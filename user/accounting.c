@@ -21,6 +21,22 @@
 
 const uint64_t accounting__age_limits_s[AGE_BUCKETS - 1] = { 1, 10, 60, 600, 3600, 86400 };
 
+/* Room for one more of n elements of size bytes in *array (doubled when full). */
+static int reserve(void *array, size_t *cap, size_t n, size_t size)
+{
+	void **v = array, *grown;
+	size_t want = *cap ? *cap * 2 : 64;
+
+	if (n < *cap)
+		return 0;
+	grown = realloc(*v, want * size);
+	if (!grown)
+		return -ENOMEM;
+	*v = grown;
+	*cap = want;
+	return 0;
+}
+
 /* Keeps the block among the site's examples if it is one of its oldest. */
 static void add_example(struct site *site, uint64_t addr, const struct heaptap_alloc *a)
 {
@@ -58,15 +74,8 @@ static struct thread_live *thread_of(struct snapshot *s, struct idmap *index, si
 
 	if (slot)
 		return &s->threads[slot - 1];
-	if (s->nthreads == *cap) {
-		size_t n = *cap ? *cap * 2 : 16;
-		struct thread_live *grown = realloc(s->threads, n * sizeof(*grown));
-
-		if (!grown)
-			return NULL;
-		s->threads = grown;
-		*cap = n;
-	}
+	if (reserve(&s->threads, cap, s->nthreads, sizeof(*s->threads)))
+		return NULL;
 	s->threads[s->nthreads] = (struct thread_live){ .tid = tid };
 	if (idmap__put(index, tid, (void *)(uintptr_t)(s->nthreads + 1)))
 		return NULL;
@@ -141,15 +150,8 @@ static int add_block(struct snapshot *s, struct idmap *index, size_t *cap, uint6
 	int err;
 
 	if (!slot) {
-		if (s->nsites == *cap) {
-			size_t n = *cap ? *cap * 2 : 256;
-			struct site *grown = realloc(s->sites, n * sizeof(*grown));
-
-			if (!grown)
-				return -ENOMEM;
-			s->sites = grown;
-			*cap = n;
-		}
+		if (reserve(&s->sites, cap, s->nsites, sizeof(*s->sites)))
+			return -ENOMEM;
 		s->sites[s->nsites] =
 			(struct site){ .stack_id = stack_id, .oldest_ns = a->time_ns, .fn = a->fn };
 		slot = ++s->nsites;
@@ -177,15 +179,8 @@ static int add_block(struct snapshot *s, struct idmap *index, size_t *cap, uint6
 /* Lists the block, for a leak check. */
 static int list_block(struct snapshot *s, size_t *cap, uint64_t addr, uint64_t size, uint64_t stack_id)
 {
-	if (s->nblocks == *cap) {
-		size_t n = *cap ? *cap * 2 : 1024;
-		struct live_block *grown = realloc(s->blocks, n * sizeof(*grown));
-
-		if (!grown)
-			return -ENOMEM;
-		s->blocks = grown;
-		*cap = n;
-	}
+	if (reserve(&s->blocks, cap, s->nblocks, sizeof(*s->blocks)))
+		return -ENOMEM;
 	s->blocks[s->nblocks++] = (struct live_block){ addr, size, stack_id };
 	return 0;
 }
@@ -310,17 +305,9 @@ static int read_totals(int fd, struct stacks *stacks, uint64_t peak_epoch, struc
 			continue;
 		slot = (uintptr_t)idmap__get(&index, id);
 		if (!slot) {
-			if (s->ntotals == cap) {
-				struct site_total *grown;
-
-				cap = cap ? cap * 2 : 64;
-				grown = realloc(s->totals, cap * sizeof(*grown));
-				if (!grown) {
-					err = -ENOMEM;
-					break;
-				}
-				s->totals = grown;
-			}
+			err = reserve(&s->totals, &cap, s->ntotals, sizeof(*s->totals));
+			if (err)
+				break;
 			s->totals[s->ntotals] = (struct site_total){ .stack_id = id, .fn = value.fn };
 			slot = ++s->ntotals;
 			err = idmap__put(&index, id, (void *)slot);
@@ -416,17 +403,9 @@ int accounting__watch_snapshot(struct heaptap_bpf *skel, struct stacks *stacks, 
 		id = stacks__canonical(stacks, key);
 		slot = (uintptr_t)idmap__get(&index, id);
 		if (!slot) {
-			if (out->nsites == cap) {
-				struct site *grown;
-
-				cap = cap ? cap * 2 : 64;
-				grown = realloc(out->sites, cap * sizeof(*grown));
-				if (!grown) {
-					err = -ENOMEM;
-					break;
-				}
-				out->sites = grown;
-			}
+			err = reserve(&out->sites, &cap, out->nsites, sizeof(*out->sites));
+			if (err)
+				break;
 			out->sites[out->nsites] = (struct site){ .stack_id = id,
 								 .min_size = page,
 								 .max_size = page,

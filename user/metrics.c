@@ -17,6 +17,7 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include "listen.h"
 #include "metrics.h"
 
 struct metrics {
@@ -29,56 +30,6 @@ struct metrics {
 	size_t size;
 	uint64_t reports;
 };
-
-/* Splits "[ADDR:]PORT" into malloc'd host and port; false when it is not of that form. */
-static bool split_listen(const char *listen, char **host, char **port)
-{
-	const char *colon = strrchr(listen, ':'), *p;
-	const char *h = "127.0.0.1";
-	size_t hlen = strlen(h);
-	unsigned long n;
-	char *end;
-
-	if (colon && colon > listen) {
-		h = listen;
-		hlen = colon - listen;
-		/* [v6 address] */
-		if (h[0] == '[') {
-			if (h[hlen - 1] != ']' || hlen < 3)
-				return false;
-			h++;
-			hlen -= 2;
-		}
-	}
-	p = colon ? colon + 1 : listen;
-	if (*p < '0' || *p > '9')
-		return false;
-	errno = 0;
-	n = strtoul(p, &end, 10);
-	if (errno || *end || n < 1 || n > 65535)
-		return false;
-	if (colon && strchr(listen, ':') != colon && listen[0] != '[')
-		return false; /* a v6 address without brackets */
-	*host = strndup(h, hlen);
-	*port = strdup(p);
-	if (!*host || !*port) {
-		free(*host);
-		free(*port);
-		return false;
-	}
-	return true;
-}
-
-bool metrics__valid_listen(const char *listen)
-{
-	char *host, *port;
-
-	if (!split_listen(listen, &host, &port))
-		return false;
-	free(host);
-	free(port);
-	return true;
-}
 
 static void reply(int fd, const char *status, const char *type, const char *body, size_t size,
 		  bool head)
@@ -190,7 +141,7 @@ int metrics__start(const char *where, struct metrics **out)
 		return -ENOMEM;
 	m->listen_fd = m->stop_fd = -1;
 	pthread_mutex_init(&m->lock, NULL);
-	if (!split_listen(where, &host, &port)) {
+	if (!listen__split(where, &host, &port)) {
 		err = -EINVAL;
 		fprintf(stderr, "heaptap: --listen %s: not [ADDR:]PORT\n", where);
 		goto fail;

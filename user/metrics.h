@@ -21,7 +21,4 @@ int metrics__update(struct metrics *m, const struct report *r);
 /* Stops serving and closes the socket; NULL is fine. */
 void metrics__stop(struct metrics *m);
 
-/* Checks the form of "[ADDR:]PORT"; for the command line. */
-bool metrics__valid_listen(const char *listen);
-
 #endif

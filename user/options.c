@@ -10,7 +10,7 @@
 #include <linux/types.h>
 
 #include "heaptap.h"
-#include "metrics.h"
+#include "listen.h"
 #include "options.h"
 
 /* --dump-bytes: at most a page of each block. */
@@ -376,7 +376,7 @@ int options__parse(struct options *opts, int argc, char **argv)
 		case OPT_PPROF: opts->pprof = optarg; break;
 		case OPT_HTML: opts->html = optarg; break;
 		case OPT_LISTEN:
-			if (!metrics__valid_listen(optarg))
+			if (!listen__valid(optarg))
 				return bad("--listen", optarg,
 					   "[ADDR:]PORT, like 9464, 127.0.0.1:9464 or [::1]:9464");
 			opts->listen = optarg;

@@ -15,7 +15,9 @@ from jsonschema.exceptions import best_match
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BUILD = os.path.join(ROOT, "build")
-HEAPTAP = os.path.join(BUILD, "heaptap")
+# The binary under test: build/heaptap, or another build of it (HEAPTAP=build-san/heaptap,
+# the sanitized one; an older heaptap, to see a regression test fail).
+HEAPTAP = os.path.abspath(os.environ.get("HEAPTAP") or os.path.join(BUILD, "heaptap"))
 TARGETS = os.path.join(BUILD, "tests")
 TIMEOUT = 60.0
 SCHEMA = os.path.join(ROOT, "doc", "report.schema.json")

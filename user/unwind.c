@@ -75,6 +75,7 @@ static bool cfa_relative(const Dwarf_Op *ops, size_t nops, int64_t *offset)
 static bool to_rule(Dwarf_Frame *frame, struct heaptap_unwind_rule *rule)
 {
 	Dwarf_Op ops_mem[3], *ops;
+	Dwarf_Word reg;
 	int64_t offset;
 	size_t nops;
 	bool signal;
@@ -95,20 +96,26 @@ static bool to_rule(Dwarf_Frame *frame, struct heaptap_unwind_rule *rule)
 	if (dwarf_frame_cfa(frame, &ops, &nops) || nops != 1)
 		return false;
 	if (ops[0].atom == DW_OP_bregx) {
-		rule->cfa_reg = ops[0].number;
-		rule->cfa_offset = (int64_t)ops[0].number2;
+		reg = ops[0].number;
+		offset = (int64_t)ops[0].number2;
 	} else if (ops[0].atom >= DW_OP_breg0 && ops[0].atom <= DW_OP_breg31) {
-		rule->cfa_reg = ops[0].atom - DW_OP_breg0;
-		rule->cfa_offset = (int64_t)ops[0].number;
+		reg = ops[0].atom - DW_OP_breg0;
+		offset = (int64_t)ops[0].number;
 	} else {
 		return false;
 	}
-	if (rule->cfa_reg != HEAPTAP_REG_SP && rule->cfa_reg != HEAPTAP_REG_BP)
+	/* The CFI is the target's: a register or an offset that does not fit the rule's fields
+	 * must not be cut down to one that does (register 2^32 + 7 is not rsp). */
+	if ((reg != HEAPTAP_REG_SP && reg != HEAPTAP_REG_BP) || offset < INT32_MIN ||
+	    offset > INT32_MAX)
 		return false;
+	rule->cfa_reg = reg;
+	rule->cfa_offset = offset;
 	if (dwarf_frame_register(frame, HEAPTAP_REG_BP, ops_mem, &ops, &nops))
 		return false;
 	if (nops) {
-		if (!cfa_relative(ops, nops, &offset) || !offset)
+		if (!cfa_relative(ops, nops, &offset) || !offset || offset < INT32_MIN ||
+		    offset > INT32_MAX)
 			return false;
 		rule->bp_offset = offset;
 	}
@@ -143,12 +150,21 @@ static bool cfi_rule(struct unwinder *u, uint64_t ra, bool at_ip, struct heaptap
 	return false;
 }
 
-/* What the copied stack holds at addr. */
+/*
+ * What the copied stack holds at addr. Every address here comes from the target (its
+ * registers, its stack, its CFI) and may be anything up to 2^64 - 1: the bounds are checked
+ * without a sum that could wrap (rbp = -16 made "addr + 8" 0, inside any copy).
+ */
 static bool stack_word(const struct heaptap_sample *smp, uint64_t addr, uint64_t *word)
 {
-	if (addr < smp->sp || addr + sizeof(*word) > smp->sp + smp->size)
+	uint64_t off;
+
+	if (addr < smp->sp)
 		return false;
-	memcpy(word, smp->stack + (addr - smp->sp), sizeof(*word));
+	off = addr - smp->sp;
+	if (off > smp->size || sizeof(*word) > smp->size - off)
+		return false;
+	memcpy(word, smp->stack + off, sizeof(*word));
 	return true;
 }
 

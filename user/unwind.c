@@ -16,23 +16,41 @@
 #define REG_RA 16 /* DWARF's x86-64 return address column */
 
 struct unwinder {
-	struct syms *syms;
+	const struct unwind_ops *ops;
+	void *ctx;
 	struct stacks *stacks;
-	int rules_fd;
 	unsigned int depth;
 	struct idmap rules; /* return address -> struct heaptap_unwind_rule */
 	struct unwind_stats stats;
+	/* The session's sources, for live_ops: the target's objects and the BPF side's map. */
+	struct syms *syms;
+	int rules_fd;
 };
 
-struct unwinder *unwinder__new(struct syms *syms, struct stacks *stacks, int rules_fd,
-			       unsigned int depth)
+static const struct unwind_ops live_ops;
+
+struct unwinder *unwinder__new_ops(const struct unwind_ops *ops, void *ctx, struct stacks *stacks,
+				   unsigned int depth)
 {
 	struct unwinder *u = calloc(1, sizeof(*u));
 
 	if (u)
 		*u = (struct unwinder){
-			.syms = syms, .stacks = stacks, .rules_fd = rules_fd, .depth = depth
+			.ops = ops, .ctx = ctx, .stacks = stacks, .depth = depth, .rules_fd = -1
 		};
+	return u;
+}
+
+struct unwinder *unwinder__new(struct syms *syms, struct stacks *stacks, int rules_fd,
+			       unsigned int depth)
+{
+	struct unwinder *u = unwinder__new_ops(&live_ops, NULL, stacks, depth);
+
+	if (u) {
+		u->ctx = u;
+		u->syms = syms;
+		u->rules_fd = rules_fd;
+	}
 	return u;
 }
 
@@ -122,10 +140,23 @@ static bool to_rule(Dwarf_Frame *frame, struct heaptap_unwind_rule *rule)
 	return true;
 }
 
+bool unwind__cfi_rule(Dwarf_CFI *cfi, Dwarf_Addr addr, struct heaptap_unwind_rule *rule)
+{
+	Dwarf_Frame *frame;
+	bool ok;
+
+	if (dwarf_cfi_addrframe(cfi, addr, &frame))
+		return false;
+	ok = to_rule(frame, rule);
+	free(frame);
+	return ok;
+}
+
 /* The rule at return address ra (at_ip: at the instruction ra itself) from the CFI of its
  * object; false when there is none. */
-static bool cfi_rule(struct unwinder *u, uint64_t ra, bool at_ip, struct heaptap_unwind_rule *rule)
+static bool live_cfi_rule(void *ctx, uint64_t ra, bool at_ip, struct heaptap_unwind_rule *rule)
 {
+	struct unwinder *u = ctx;
 	Dwarf_Addr addr, bias;
 	Dwfl_Module *mod;
 	int pass;
@@ -136,19 +167,33 @@ static bool cfi_rule(struct unwinder *u, uint64_t ra, bool at_ip, struct heaptap
 	for (pass = 0; pass < 2; pass++) {
 		Dwarf_CFI *cfi =
 			pass ? dwfl_module_dwarf_cfi(mod, &bias) : dwfl_module_eh_cfi(mod, &bias);
-		Dwarf_Frame *frame;
-		bool ok;
 
 		/* At the call, one byte back from where it returns to. */
-		if (!cfi || dwarf_cfi_addrframe(cfi, addr - !at_ip - bias, &frame))
-			continue;
-		ok = to_rule(frame, rule);
-		free(frame);
-		if (ok)
+		if (cfi && unwind__cfi_rule(cfi, addr - !at_ip - bias, rule))
 			return true;
 	}
 	return false;
 }
+
+static bool live_note(void *ctx, uint64_t addr)
+{
+	struct unwinder *u = ctx;
+
+	return syms__note(u->syms, addr);
+}
+
+static int live_teach(void *ctx, uint64_t key, const struct heaptap_unwind_rule *rule)
+{
+	struct unwinder *u = ctx;
+
+	return bpf_map_update_elem(u->rules_fd, &key, rule, BPF_ANY) ? -errno : 0;
+}
+
+static const struct unwind_ops live_ops = {
+	.cfi_rule = live_cfi_rule,
+	.note = live_note,
+	.teach = live_teach,
+};
 
 /*
  * What the copied stack holds at addr. Every address here comes from the target (its
@@ -181,7 +226,7 @@ static const struct heaptap_unwind_rule *teach(struct unwinder *u, uint64_t key,
 		free(kept);
 		return NULL;
 	}
-	if (!bpf_map_update_elem(u->rules_fd, &key, kept, BPF_ANY))
+	if (!u->ops->teach(u->ctx, key, kept))
 		u->stats.rules++;
 	return kept;
 }
@@ -204,10 +249,10 @@ static const struct heaptap_unwind_rule *rule_at(struct unwinder *u, uint64_t ra
 
 	if (known)
 		return known;
-	if (cfi_rule(u, ra, at_ip, &rule))
+	if (u->ops->cfi_rule(u->ctx, ra, at_ip, &rule))
 		return teach(u, ra | at_ip, &rule);
 	u->stats.no_cfi++;
-	if (stack_word(smp, bp + 8, &caller) && syms__note(u->syms, caller))
+	if (stack_word(smp, bp + 8, &caller) && u->ops->note(u->ctx, caller))
 		return teach(u, ra | at_ip, &fp);
 	return teach(u, ra | at_ip, &end);
 }
@@ -252,10 +297,10 @@ void unwinder__sample(struct unwinder *u, const struct heaptap_sample *smp, size
 		pc = ra;
 		at_ip = 0;
 		raw[words++] = ra;
-		syms__note(u->syms, ra);
+		u->ops->note(u->ctx, ra);
 	}
-	syms__note(u->syms, raw[0]);
-	syms__note(u->syms, raw[1]);
+	u->ops->note(u->ctx, raw[0]);
+	u->ops->note(u->ctx, raw[1]);
 	stacks__add(u->stacks, smp->sample_id, raw, words);
 	u->stats.samples++;
 	u->stats.sample_bytes += smp->size;

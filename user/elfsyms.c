@@ -194,31 +194,19 @@ static void count_prologues(struct elf_syms *s, Elf *elf)
 	}
 }
 
-int elf_syms__open(const char *path, bool dynamic_only, struct elf_syms **out)
+static int read_elf(Elf *elf, bool dynamic_only, struct elf_syms **out)
 {
 	struct elf_syms *s;
 	Elf_Data *versym = NULL;
 	Elf_Scn *scn = NULL;
 	size_t cap = 0;
-	Elf *elf = NULL;
-	int fd, err;
+	int err;
 
-	*out = NULL;
-	if (elf_version(EV_CURRENT) == EV_NONE)
-		return -ENOTSUP;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
+	if (!elf || elf_kind(elf) != ELF_K_ELF)
+		return -ENOEXEC;
 	s = calloc(1, sizeof(*s));
-	if (!s) {
-		err = -ENOMEM;
-		goto cleanup;
-	}
-	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
-	if (!elf || elf_kind(elf) != ELF_K_ELF) {
-		err = -ENOEXEC;
-		goto cleanup;
-	}
+	if (!s)
+		return -ENOMEM;
 	err = read_segments(s, elf);
 	if (err)
 		goto cleanup;
@@ -245,9 +233,39 @@ int elf_syms__open(const char *path, bool dynamic_only, struct elf_syms **out)
 	*out = s;
 	s = NULL;
 cleanup:
+	elf_syms__free(s);
+	return err;
+}
+
+int elf_syms__open(const char *path, bool dynamic_only, struct elf_syms **out)
+{
+	Elf *elf;
+	int fd, err;
+
+	*out = NULL;
+	if (elf_version(EV_CURRENT) == EV_NONE)
+		return -ENOTSUP;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	err = read_elf(elf, dynamic_only, out);
 	elf_end(elf);
 	close(fd);
-	elf_syms__free(s);
+	return err;
+}
+
+int elf_syms__open_memory(void *image, size_t size, bool dynamic_only, struct elf_syms **out)
+{
+	Elf *elf;
+	int err;
+
+	*out = NULL;
+	if (elf_version(EV_CURRENT) == EV_NONE)
+		return -ENOTSUP;
+	elf = elf_memory(image, size);
+	err = read_elf(elf, dynamic_only, out);
+	elf_end(elf);
 	return err;
 }
 

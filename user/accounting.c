@@ -37,6 +37,14 @@ static int reserve(void *array, size_t *cap, size_t n, size_t size)
 	return 0;
 }
 
+/* qsort's array must not be NULL even when it is empty, and an empty snapshot's arrays are
+ * NULL (no allocation since attach, no thread seen). */
+static void sort_array(void *v, size_t n, size_t size, int (*cmp)(const void *, const void *))
+{
+	if (n > 1)
+		qsort(v, n, size, cmp);
+}
+
 /* Keeps the block among the site's examples if it is one of its oldest. */
 static void add_example(struct site *site, uint64_t addr, const struct heaptap_alloc *a)
 {
@@ -282,7 +290,7 @@ static void name_threads(int fd, int pid, struct snapshot *s)
 			t->comm[sizeof(t->comm) - 1] = '\0';
 		}
 	}
-	qsort(s->threads, s->nthreads, sizeof(*s->threads), by_thread_bytes);
+	sort_array(s->threads, s->nthreads, sizeof(*s->threads), by_thread_bytes);
 }
 
 /* Each stack's allocations since attach, samples merged into the stacks they stand for. */
@@ -361,7 +369,7 @@ int accounting__snapshot(struct heaptap_bpf *skel, struct stacks *stacks, uint64
 		return err;
 	}
 	name_threads(bpf_map__fd(skel->maps.threads), pid, out);
-	qsort(out->sites, out->nsites, sizeof(*out->sites), by_live_bytes);
+	sort_array(out->sites, out->nsites, sizeof(*out->sites), by_live_bytes);
 	return 0;
 }
 
@@ -427,7 +435,7 @@ int accounting__watch_snapshot(struct heaptap_bpf *skel, struct stacks *stacks, 
 		snapshot__free(out);
 		return err;
 	}
-	qsort(out->sites, out->nsites, sizeof(*out->sites), by_live_bytes);
+	sort_array(out->sites, out->nsites, sizeof(*out->sites), by_live_bytes);
 	return 0;
 }
 

@@ -61,6 +61,9 @@ def test_bad_input_is_refused_and_harms_nothing():
     refused(["--max-allocs", "0", "-p", pid], 2,
             "heaptap: invalid --max-allocs '0': expected a number from 1 to 268435456 "
             "(see heaptap --help)")
+    refused(["--alert-live", "17179869185g", "-p", pid], 2,         # (2^34 + 1) << 30 wraps
+            "heaptap: invalid --alert-live '17179869185g': expected bytes, like 100m or 1g "
+            "(see heaptap --help)")
     # Targets that cannot be traced: exit status 1.
     missing = unused_pid()
     refused(["-p", str(missing)], 1, f"heaptap: no process with PID {missing}")

@@ -223,10 +223,18 @@ static int parse_bytes(const char *arg, uint64_t *out)
 	v = strtoull(arg, &end, 10);
 	if (errno || end == arg)
 		return -EINVAL;
-	if (*end && !end[1] && strchr("kKmMgG", *end))
-		v <<= (*end == 'k' || *end == 'K') ? 10 : (*end == 'm' || *end == 'M') ? 20 : 30;
-	else if (*end)
+	if (*end && !end[1] && strchr("kKmMgG", *end)) {
+		unsigned int shift = (*end == 'k' || *end == 'K')   ? 10
+				     : (*end == 'm' || *end == 'M') ? 20
+								    : 30;
+
+		/* Checked before the shift, which would wrap: 17179869185g is not 1g. */
+		if (v > (1ULL << 40) >> shift)
+			return -EINVAL;
+		v <<= shift;
+	} else if (*end) {
 		return -EINVAL;
+	}
 	if (!v || v > (1ULL << 40))
 		return -EINVAL;
 	*out = v;

@@ -1,4 +1,6 @@
 # heaptap: build, demo and tests. `make V=1` shows the commands, `make WERROR=1` fails on warnings.
+# `make fuzz FUZZ_TIME=600 [FUZZ=elfsyms]` runs the libFuzzer targets of tests/fuzz/ for that
+# long each.
 OUTPUT := build
 CLANG ?= clang
 BPFTOOL ?= bpftool
@@ -44,12 +46,26 @@ endif
 
 .DELETE_ON_ERROR:
 .SECONDARY: $(OUTPUT)/bpf/heaptap.bpf.o $(OUTPUT)/bench/probecost.bpf.o
-.PHONY: all check-deps clean demo test vmlinux deps
+.PHONY: all check-deps clean demo test vmlinux deps fuzz
 
 BENCH_TARGETS := $(patsubst bench/targets/%.c,$(OUTPUT)/bench/%,$(wildcard bench/targets/*.c)) \
 	$(OUTPUT)/bench/probecost
 
-all: check-deps $(OUTPUT)/heaptap $(TARGETS) $(BENCH_TARGETS)
+# libFuzzer targets, one per parser of the target's bytes, each with the modules it reaches.
+FUZZERS := elfsyms cfi unwind maps dump options
+FUZZ_USES_elfsyms := elfsyms
+FUZZ_USES_cfi := unwind syms stacks idmap proc
+FUZZ_USES_unwind := unwind syms stacks idmap proc
+FUZZ_USES_maps := proc
+FUZZ_USES_dump := dump syms idmap proc escape log
+FUZZ_USES_options := options listen
+FUZZ_BINS := $(patsubst %,$(OUTPUT)/fuzz/fuzz_%,$(FUZZERS))
+FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=all
+FUZZ_CFLAGS := -g -O1 -fsanitize=fuzzer-no-link $(FUZZ_SAN) $(WARNINGS) -std=gnu11 \
+	-D_GNU_SOURCE -Ibpf -Iuser -MMD -MP
+FUZZ_CORPUS := $(OUTPUT)/fuzz/corpus/.made
+
+all: check-deps $(OUTPUT)/heaptap $(TARGETS) $(BENCH_TARGETS) $(FUZZ_BINS) $(FUZZ_CORPUS)
 
 # Debian 12 ships libbpf 1.1: fail early and clearly on anything older.
 check-deps:
@@ -152,6 +168,37 @@ $(OUTPUT)/bench/%: bench/targets/%.c tests/targets/proto.h | $(OUTPUT)/bench
 	$(call msg,CC,$@)
 	$(Q)$(CC) -g -O2 -fomit-frame-pointer -fno-optimize-sibling-calls -Wall $< -o $@
 
+# The fuzzers: their own objects of the user side's modules, built by clang with the
+# sanitizers and libFuzzer's coverage, never mixed with heaptap's.
+$(OUTPUT)/fuzz $(OUTPUT)/fuzz/user:
+	$(Q)mkdir -p $@
+
+$(OUTPUT)/fuzz/user/%.o: user/%.c | $(OUTPUT)/fuzz/user
+	$(call msg,CC-FUZZ,$@)
+	$(Q)$(CLANG) $(FUZZ_CFLAGS) -c $< -o $@
+
+$(OUTPUT)/fuzz/%.o: tests/fuzz/%.c | $(OUTPUT)/fuzz
+	$(call msg,CC-FUZZ,$@)
+	$(Q)$(CLANG) $(FUZZ_CFLAGS) -c $< -o $@
+
+define fuzzer_rule
+$(OUTPUT)/fuzz/fuzz_$(1): $(OUTPUT)/fuzz/fuzz_$(1).o $(patsubst %,$(OUTPUT)/fuzz/user/%.o,$(FUZZ_USES_$(1)))
+	$$(call msg,LINK,$$@)
+	$$(Q)$$(CLANG) -fsanitize=fuzzer $$(FUZZ_SAN) $$^ $$(LIBS) -o $$@
+endef
+$(foreach f,$(FUZZERS),$(eval $(call fuzzer_rule,$(f))))
+
+# Seed inputs made from real files at build time (system libraries, the test targets and
+# their debug files, /proc/self/maps and smaps, the README's command lines): too large, and
+# too machine-specific, to commit. Inputs that once crashed are in tests/fuzz/regressions/.
+$(FUZZ_CORPUS): tests/fuzz/corpus.py $(TARGETS) README.md | $(OUTPUT)/fuzz
+	$(call msg,CORPUS,$(dir $@))
+	$(Q)python3 tests/fuzz/corpus.py $(OUTPUT) $(dir $@)
+	$(Q)touch $@
+
+fuzz: all
+	python3 tests/fuzz/run_fuzzers.py --keep --time $(or $(FUZZ_TIME),600) $(FUZZ)
+
 vmlinux:
 	$(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > $(VMLINUX)
 
@@ -169,4 +216,4 @@ test:
 clean:
 	rm -rf $(OUTPUT)
 
--include $(wildcard $(OUTPUT)/user/*.d $(OUTPUT)/bpf/*.d)
+-include $(wildcard $(OUTPUT)/user/*.d $(OUTPUT)/bpf/*.d $(OUTPUT)/fuzz/*.d $(OUTPUT)/fuzz/user/*.d)

@@ -1,11 +1,21 @@
 # heaptap: build, demo and tests. `make V=1` shows the commands, `make WERROR=1` fails on warnings.
-# `make fuzz FUZZ_TIME=600 [FUZZ=elfsyms]` runs the libFuzzer targets of tests/fuzz/ for that
-# long each.
+# `make SANITIZE=1` builds heaptap with AddressSanitizer and UndefinedBehaviorSanitizer into
+# build-san/ (never mixed with build/); `make fuzz FUZZ_TIME=600 [FUZZ=elfsyms]` runs the
+# libFuzzer targets of tests/fuzz/ for that long each.
 OUTPUT := build
 CLANG ?= clang
 BPFTOOL ?= bpftool
 CC ?= gcc
 PROTOC_C ?= protoc-c
+SANITIZE ?= 0
+ifeq ($(SANITIZE),1)
+OUTPUT := build-san
+# clang's runtime (ASan with UBSan in it) writes its reports where log_path says, which
+# the tests rely on; gcc's UBSan writes to stderr whatever it is told. Every report ends
+# the program: a sanitizer finding is a failure, never a warning.
+CC := $(CLANG)
+SAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+endif
 # x86-64 only: the BPF side relies on its calling convention (the return address at the
 # stack pointer on entry, sp 8 higher after the return).
 ARCH := $(shell uname -m | sed -e 's/x86_64/x86/')
@@ -22,7 +32,7 @@ ifeq ($(WERROR),1)
 WARNINGS += -Werror
 endif
 CFLAGS ?= -g -O2
-USER_CFLAGS := $(CFLAGS) $(WARNINGS) -std=gnu11 -D_GNU_SOURCE -I$(OUTPUT) -I$(OUTPUT)/proto -Ibpf -Iuser -MMD -MP
+USER_CFLAGS := $(CFLAGS) $(SAN_FLAGS) $(WARNINGS) -std=gnu11 -D_GNU_SOURCE -I$(OUTPUT) -I$(OUTPUT)/proto -Ibpf -Iuser -MMD -MP
 BPF_CFLAGS := -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_$(ARCH) -I$(dir $(VMLINUX)) -Ibpf \
 	-Wall -Wno-unused-function -MMD -MP
 ifeq ($(WERROR),1)
@@ -65,7 +75,11 @@ FUZZ_CFLAGS := -g -O1 -fsanitize=fuzzer-no-link $(FUZZ_SAN) $(WARNINGS) -std=gnu
 	-D_GNU_SOURCE -Ibpf -Iuser -MMD -MP
 FUZZ_CORPUS := $(OUTPUT)/fuzz/corpus/.made
 
+ifeq ($(SANITIZE),1)
+all: check-deps $(OUTPUT)/heaptap
+else
 all: check-deps $(OUTPUT)/heaptap $(TARGETS) $(BENCH_TARGETS) $(FUZZ_BINS) $(FUZZ_CORPUS)
+endif
 
 # Debian 12 ships libbpf 1.1: fail early and clearly on anything older.
 check-deps:
@@ -99,7 +113,7 @@ $(OUTPUT)/proto/profile.pb-c.c $(OUTPUT)/proto/profile.pb-c.h &: user/proto/prof
 
 $(OUTPUT)/proto/profile.pb-c.o: $(OUTPUT)/proto/profile.pb-c.c
 	$(call msg,CC,$@)
-	$(Q)$(CC) $(CFLAGS) -I$(OUTPUT)/proto -c $< -o $@
+	$(Q)$(CC) $(CFLAGS) $(SAN_FLAGS) -I$(OUTPUT)/proto -c $< -o $@
 
 $(OUTPUT)/user/report_pprof.o: $(OUTPUT)/proto/profile.pb-c.h
 
@@ -114,7 +128,7 @@ $(OUTPUT)/user/%.o: user/%.c | $(OUTPUT)/user
 
 $(OUTPUT)/heaptap: $(USER_OBJS)
 	$(call msg,LINK,$@)
-	$(Q)$(CC) $(CFLAGS) $^ $(LIBS) -o $@
+	$(Q)$(CC) $(CFLAGS) $(SAN_FLAGS) $^ $(LIBS) -o $@
 
 # Test targets: frame pointers on, so issue-2 stacks are whole; each file may name extra
 # flags on a line "// build: ...".
@@ -214,6 +228,6 @@ test:
 	tests/test.sh $(TESTS)
 
 clean:
-	rm -rf $(OUTPUT)
+	rm -rf build build-san
 
 -include $(wildcard $(OUTPUT)/user/*.d $(OUTPUT)/bpf/*.d $(OUTPUT)/fuzz/*.d $(OUTPUT)/fuzz/user/*.d)

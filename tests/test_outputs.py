@@ -9,6 +9,7 @@ import re
 import shutil
 import signal
 import socket
+import stat
 import subprocess
 import tempfile
 import time
@@ -179,14 +180,125 @@ def test_output_file_replaced_whole_and_kept_on_failure():
         os.rmdir(d)
 
 
+def launch_true(*args, wrapper=()):
+    """heaptap --json ARGS -- /usr/bin/true: a whole session, launch to exit."""
+    return run_heaptap(["--json", "-i", "1h"] + list(args) + ["--", "/usr/bin/true"], wrapper)
+
+
+def kind(path):
+    st = os.lstat(path)
+    return stat.S_IFMT(st.st_mode), st.st_rdev, st.st_ino
+
+
+@test
+def test_output_files_never_replace_what_heaptap_did_not_make():
+    d = tempfile.mkdtemp(prefix="heaptap-kinds-")
+    os.chmod(d, 0o755)
+    readers = []
+    try:
+        # A character device (this one is /dev/null's twin) is written in place, never
+        # replaced by a regular file.
+        null = os.path.join(d, "null")
+        os.mknod(null, 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+        before = kind(null)
+        status, out, err = launch_true("-o", null)
+        check("exit status, --output to a character device", status, 0)
+        check("the character device is left as it was", kind(null), before)
+        check("what was said", err, "")
+        # /dev/stdout: the final report comes out on standard output.
+        status, out, err = launch_true("-o", "/dev/stdout")
+        check("exit status, --output /dev/stdout", status, 0)
+        records = [parse_record(line) for line in out.splitlines()]
+        check("records on standard output", [r["type"] for r in records],
+              ["attached", "final"])
+        # A FIFO is written in place, for whoever reads it.
+        fifo = os.path.join(d, "fifo")
+        os.mkfifo(fifo, 0o600)
+        got = os.path.join(d, "from-fifo")
+        reader = Proc(["sh", "-c", f"exec cat {fifo} > {got}"])
+        readers.append(reader)
+        status, out, err = launch_true("-o", fifo)
+        check("exit status, --output to a FIFO being read", status, 0)
+        reader.wait()
+        with open(got) as f:
+            check("the report read from the FIFO", parse_record(f.read())["type"], "final")
+        check("the FIFO is still a FIFO", stat.S_ISFIFO(os.lstat(fifo).st_mode), True)
+        # A FIFO nobody reads: said, the session still runs to its end, exit status 1 (the
+        # final report could not be written), and heaptap never waits for a reader.
+        start = time.monotonic()
+        status, out, err = launch_true("-o", fifo)
+        check("exit status, --output to a FIFO nobody reads", status, 1)
+        check("what was said", err.strip(), f"heaptap: cannot write --output {fifo}: no process "
+              "has the FIFO open to read it")
+        check_true("no wait for a reader", time.monotonic() - start < 10)
+        # A symbolic link to a regular file: written through, the link left a link.
+        real = os.path.join(d, "real.json")
+        with open(real, "w") as f:
+            f.write("old")
+        link = os.path.join(d, "link.json")
+        os.symlink(real, link)
+        status, out, err = launch_true("-o", link)
+        check("exit status, --output through a symbolic link", status, 0)
+        check_true("the link is still a link", os.path.islink(link))
+        with open(real) as f:
+            check("the file it points to holds the report", parse_record(f.read())["type"],
+                  "final")
+        # Refused before anything is attached: a directory, a socket, a block device.
+        sock_path = os.path.join(d, "sock")
+        sock = socket.socket(socket.AF_UNIX)
+        sock.bind(sock_path)
+        blk = os.path.join(d, "blk")
+        os.mknod(blk, 0o600 | stat.S_IFBLK, os.makedev(7, 0))
+        for path, why in ((d, "is a directory"),
+                          (sock_path, "is a socket (heaptap writes files, FIFOs and character "
+                                      "devices)"),
+                          (blk, "is a block device: it is never written")):
+            before = kind(path)
+            status, out, err = launch_true("--folded", path)
+            check(f"exit status, --folded {path}", status, 1)
+            check(f"message, --folded {path}", err.strip(),
+                  f"heaptap: cannot write --folded {path}: {why}")
+            check(f"{path} left as it was", kind(path), before)
+        sock.close()
+        # Files heaptap makes, or replaces, are 0600 unless --file-mode says otherwise: a
+        # report may hold the target's memory.
+        made = os.path.join(d, "made.json")
+        old = os.path.join(d, "old.json")
+        with open(old, "w") as f:
+            f.write("old")
+        os.chmod(old, 0o644)
+        status, _, _ = launch_true("-o", made, "--pprof", old)
+        check("exit status", status, 0)
+        check("mode of a file heaptap made", stat.S_IMODE(os.stat(made).st_mode), 0o600)
+        check("mode of a file heaptap replaced", stat.S_IMODE(os.stat(old).st_mode), 0o600)
+        os.unlink(made)
+        status, _, _ = launch_true("-o", made, "--file-mode", "0640")
+        check("mode with --file-mode 0640", stat.S_IMODE(os.stat(made).st_mode), 0o640)
+        status, out, err = run_heaptap(["--file-mode", "999", "--", "/usr/bin/true"])
+        check("exit status for a bad --file-mode", status, 2)
+        check("message", err.strip(), "heaptap: invalid --file-mode '999': expected an octal "
+              "mode, like 0600 or 0640 (see heaptap --help)")
+        check("files left in the directory", sorted(os.listdir(d)),
+              ["blk", "fifo", "from-fifo", "link.json", "made.json", "null", "old.json",
+               "real.json", "sock"])
+    finally:
+        for r in readers:
+            r.end()
+        shutil.rmtree(d)
+
+
 @test
 def test_output_options_refused_before_attaching():
     target = Target("sizes")
     pid = str(target.target_pid)
     status, out, err = run_heaptap(["-p", pid, "--pprof", "/nonexistent/dir/heap.pb.gz"])
     check("exit status for an unwritable --pprof", status, 1)
-    check("message", err.strip(),
-          "heaptap: cannot write --pprof /nonexistent/dir/heap.pb.gz: No such file or directory")
+    check("message", err.strip(), "heaptap: cannot write --pprof /nonexistent/dir/heap.pb.gz: "
+          "no file can be made in /nonexistent/dir (No such file or directory)")
+    status, out, err = run_heaptap(["-p", pid, "--pprof", "/proc/version"])
+    check("exit status for a --pprof in /proc", status, 1)
+    check("message", err.strip(), "heaptap: cannot write --pprof /proc/version: no file can be "
+          "made in /proc (No such file or directory)")
     status, out, err = run_heaptap(["-p", pid, "--folded", "x", "--html", "x"])
     check("exit status for one file given twice", status, 2)
     check("message", err.strip(), "heaptap: --folded and --html both write x: give each its "

@@ -24,13 +24,12 @@
 #include "fixups.h"
 #include "history.h"
 #include "leakcheck.h"
-#include "metrics.h"
-#include "output.h"
 #include "overhead.h"
 #include "heaptap.skel.h"
 #include "options.h"
 #include "probes.h"
 #include "proc.h"
+#include "publish.h"
 #include "report.h"
 #include "stacks.h"
 #include "syms.h"
@@ -61,12 +60,10 @@ struct session {
 	bool attached;
 	uint64_t window_cpu_ns;			  /* the target's CPU time when the window began */
 	uint64_t window_calls[HEAPTAP_MAX_FUNCS]; /* fn_calls when the window began */
-	/* Outputs besides the report */
-	struct metrics *metrics;
+	struct publisher *publisher; /* where reports go */
 	struct timeline timeline;
 	bool calibrated;	/* costs measured: the slowdown can be estimated */
 	uint64_t report_cpu_ns; /* the target's CPU time at the previous report */
-	int file_errors[4];	/* of the last attempt at each file publish() writes */
 	struct alarms alarms;
 	bool alarm_exit; /* --exit-on-alert, and one fired */
 };
@@ -120,91 +117,6 @@ static int fill_sample_gaps(struct heaptap_bpf *skel, uint64_t bytes)
 			return -errno;
 	}
 	return 0;
-}
-
-static int write_text(FILE *f, void *r)
-{
-	report__text(f, r);
-	return ferror(f) ? -EIO : 0;
-}
-
-static int write_json(FILE *f, void *r)
-{
-	report__json(f, r);
-	return ferror(f) ? -EIO : 0;
-}
-
-static int write_folded(FILE *f, void *r)
-{
-	return report__folded(f, r);
-}
-
-static int write_pprof(FILE *f, void *r)
-{
-	return report__pprof(f, r);
-}
-
-static int write_html(FILE *f, void *r)
-{
-	return report__html(f, r);
-}
-
-/*
- * The report, to standard output or --output, and the files and metrics that go with it.
- * A file that cannot be written keeps its last good version and is tried again at the next
- * report: tracing goes on, the failure is said on stderr, and the exit status is 1 if the
- * final report cannot be written.
- */
-static int publish(struct session *s, struct report *r)
-{
-	bool final = !strcmp(r->type, "final");
-	const struct {
-		const char *option, *path;
-		int (*write)(FILE *f, void *r);
-	} files[] = {
-		{ "--output", s->opts.output, s->opts.json ? write_json : write_text },
-		{ "--folded", s->opts.folded, write_folded },
-		{ "--pprof", s->opts.pprof, write_pprof },
-		{ "--html", s->opts.html, write_html },
-	};
-	int err = 0, files_err = 0, e;
-	size_t i;
-
-	_Static_assert(sizeof(files) / sizeof(files[0]) ==
-			       sizeof(s->file_errors) / sizeof(s->file_errors[0]),
-		       "an error slot per file");
-
-	if (!s->opts.output) {
-		if (s->opts.json)
-			report__json(stdout, r);
-		else
-			report__text(stdout, r);
-		fflush(stdout);
-		if (ferror(stdout)) {
-			fprintf(stderr, "heaptap: cannot write the report: %s\n", strerror(errno));
-			err = -EIO;
-		}
-	}
-	for (i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
-		if (!files[i].path)
-			continue;
-		e = output__replace(files[i].path, files[i].write, r);
-		/* Said once, not at every report while the disk stays full. */
-		if (e && (e != s->file_errors[i] || final))
-			fprintf(stderr, "heaptap: cannot write %s %s: %s%s\n", files[i].option,
-				files[i].path, strerror(-e),
-				final ? "" : " (the previous one is kept)");
-		else if (!e && s->file_errors[i])
-			fprintf(stderr, "heaptap: %s %s written again\n", files[i].option,
-				files[i].path);
-		s->file_errors[i] = e;
-		files_err = files_err ?: e;
-	}
-	if (s->metrics && (e = metrics__update(s->metrics, r))) {
-		fprintf(stderr, "heaptap: cannot update the metrics: %s\n", strerror(-e));
-		files_err = files_err ?: e;
-	}
-	return err ?: final ? files_err : 0;
 }
 
 /* The target's time in probe hits since the previous report, over its CPU time meanwhile. */
@@ -383,35 +295,12 @@ static int report(struct session *s, const char *type, const struct leak_check *
 		alert(s, &r, &alerts[i]);
 	if (r.nalerts && s->opts.exit_on_alert)
 		s->alarm_exit = true;
-	err = publish(s, &r);
+	err = publish__report(s->publisher, &r);
 	if (s->have_prev)
 		snapshot__free(&s->prev);
 	s->prev = snap;
 	s->have_prev = true;
 	return err;
-}
-
-/* Every file of the options can be written: found out now, not at the first report. */
-static int check_outputs(const struct options *o)
-{
-	const char *const files[][2] = { { "--output", o->output },
-					 { "--folded", o->folded },
-					 { "--pprof", o->pprof },
-					 { "--html", o->html } };
-	size_t i;
-	int err;
-
-	for (i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
-		if (!files[i][1])
-			continue;
-		err = output__check(files[i][1]);
-		if (err) {
-			fprintf(stderr, "heaptap: cannot write %s %s: %s\n", files[i][0],
-				files[i][1], strerror(-err));
-			return err;
-		}
-	}
-	return 0;
 }
 
 static void announce(struct session *s)
@@ -767,9 +656,7 @@ int main(int argc, char **argv)
 	}
 
 	/* Outputs are checked, and metrics served, before the target is touched. */
-	err = check_outputs(&s.opts);
-	if (!err && s.opts.listen)
-		err = metrics__start(s.opts.listen, &s.metrics);
+	err = publish__start(&s.opts, &s.publisher);
 	if (err)
 		goto cleanup;
 
@@ -840,7 +727,7 @@ cleanup:
 		leak_check__free(&leak);
 	/* --on-alert commands get a moment to finish; they are never killed. */
 	alarms__reap(&s.alarms, 5000);
-	metrics__stop(s.metrics);
+	publish__stop(s.publisher);
 	probes__free(s.probes);
 	bpf_link__destroy(s.watch);
 	fixups__stop(s.fixups);

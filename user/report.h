@@ -133,8 +133,9 @@ const char *report__stack_mode(const struct report *r);
 /* The attach plan, once probes are in: the first line a script can wait for. */
 void report__attached_text(FILE *f, const struct report *r);
 void report__attached_json(FILE *f, const struct report *r);
-void report__text(FILE *f, const struct report *r);
-void report__json(FILE *f, const struct report *r);
+/* The report as text, and as one JSON line; negative errno when f failed. */
+int report__text(FILE *f, const struct report *r);
+int report__json(FILE *f, const struct report *r);
 /* An alarm's own JSON record ("type": "alert"). */
 void report__alert_json(FILE *f, const struct report *r, const struct alarm_event *ev);
 struct json_object;

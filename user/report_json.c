@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /* JSON lines: one object per record, schema version 1, documented in README.md. */
+#include <errno.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
@@ -581,7 +582,8 @@ json_object *report__json_object(const struct report *r)
 	return o;
 }
 
-void report__json(FILE *f, const struct report *r)
+int report__json(FILE *f, const struct report *r)
 {
 	emit(f, report__json_object(r));
+	return ferror(f) ? -EIO : 0;
 }

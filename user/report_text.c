@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0
+#include <errno.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
@@ -543,7 +544,7 @@ static void alerts(FILE *f, const struct report *r)
 			alarms__option(r->alerts[i].kind), r->alerts[i].threshold);
 }
 
-void report__text(FILE *f, const struct report *r)
+int report__text(FILE *f, const struct report *r)
 {
 	header(f, r);
 	alerts(f, r);
@@ -561,4 +562,5 @@ void report__text(FILE *f, const struct report *r)
 	else if (r->target_exited && r->exit_signal)
 		fprintf(f, "\ntarget was killed by signal %d\n", r->exit_signal);
 	fflush(f);
+	return ferror(f) ? -EIO : 0;
 }

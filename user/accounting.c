@@ -141,10 +141,19 @@ static void add_size(struct site *site, uint64_t size)
 	site->nsizes++;
 }
 
+/* The probability that a block of this size was sampled: p = 1 - exp(-s / interval); 1
+ * without sampling. A block of size 0 is never sampled (p = 0): it counts as it is. */
+static double sampled_p(uint64_t size, uint64_t sample_bytes)
+{
+	double p = sample_bytes ? -expm1(-(double)size / sample_bytes) : 1;
+
+	return p > 0 ? p : 1;
+}
+
 static int add_block(struct snapshot *s, struct idmap *index, size_t *cap, uint64_t addr,
 		     const struct heaptap_alloc *a, uint64_t stack_id, uint64_t sample_bytes)
 {
-	double p = sample_bytes ? -expm1(-(double)a->size / sample_bytes) : 1;
+	double p = sampled_p(a->size, sample_bytes);
 	uintptr_t slot = (uintptr_t)idmap__get(index, stack_id);
 	struct site *site;
 	int err;
@@ -164,15 +173,22 @@ static int add_block(struct snapshot *s, struct idmap *index, size_t *cap, uint6
 	add_example(site, addr, a);
 	site->live++;
 	site->live_bytes += a->size;
-	/* A block of size 0 is never sampled (p = 0): count it as it is. */
-	if (p <= 0)
-		p = 1;
 	site->est_blocks += 1 / p;
 	site->est_bytes += a->size / p;
 	site->est_var += (double)a->size * a->size * (1 - p) / (p * p);
 	if (a->time_ns < site->oldest_ns)
 		site->oldest_ns = a->time_ns;
 	return 0;
+}
+
+/* Every live block, young or not, in the snapshot's estimates. */
+static void add_estimate(struct snapshot *s, uint64_t size, uint64_t sample_bytes)
+{
+	double p = sampled_p(size, sample_bytes);
+
+	s->est_blocks += 1 / p;
+	s->est_bytes += size / p;
+	s->est_var += (double)size * size * (1 - p) / (p * p);
 }
 
 /* Hash maps are read bucket by bucket, so blocks freed meanwhile are simply not seen. */
@@ -224,6 +240,7 @@ static int read_sites(int fd, struct stacks *stacks, uint64_t min_age_ns, uint64
 			t->live++;
 			t->live_bytes += values[i].size;
 			add_age(s, &values[i]);
+			add_estimate(s, values[i].size, sample_bytes);
 			/* Allocated while this read runs: as young as can be. */
 			if (min_age_ns && (values[i].time_ns >= s->time_ns ||
 					   s->time_ns - values[i].time_ns < min_age_ns)) {
@@ -339,6 +356,16 @@ static int by_live_bytes(const void *a, const void *b)
 	return x->stack_id < y->stack_id ? -1 : x->stack_id > y->stack_id;
 }
 
+/* The BPF side's counters, with the stacks the loader stored or dropped for it (those it
+ * unwound from samples). */
+static void read_counters(struct heaptap_bpf *skel, struct stacks *stacks,
+			  struct heaptap_counters *c)
+{
+	*c = skel->bss->counters;
+	c->dropped_stacks += stacks__dropped(stacks);
+	c->new_stacks += stacks__stored(stacks);
+}
+
 int accounting__snapshot(struct heaptap_bpf *skel, struct stacks *stacks, uint64_t min_age_ns,
 			 uint64_t sample_bytes, int pid, struct snapshot *out)
 {
@@ -347,9 +374,10 @@ int accounting__snapshot(struct heaptap_bpf *skel, struct stacks *stacks, uint64
 
 	memset(out, 0, sizeof(*out));
 	out->time_ns = clock__now_ns();
-	out->counters = skel->bss->counters;
+	read_counters(skel, stacks, &out->counters);
 	peak_epoch = __atomic_load_n(&skel->bss->peak_epoch, __ATOMIC_ACQUIRE);
 	memcpy(out->fn_calls, skel->bss->fn_calls, sizeof(out->fn_calls));
+	memcpy(out->fn_stats, skel->bss->fn_stats, sizeof(out->fn_stats));
 	err = read_classes(bpf_map__fd(skel->maps.size_classes), out->classes);
 	if (!err)
 		err = read_sites(bpf_map__fd(skel->maps.allocs), stacks, min_age_ns, sample_bytes,
@@ -389,7 +417,7 @@ int accounting__watch_snapshot(struct heaptap_bpf *skel, struct stacks *stacks, 
 
 	memset(out, 0, sizeof(*out));
 	out->time_ns = clock__now_ns();
-	out->counters = skel->bss->counters;
+	read_counters(skel, stacks, &out->counters);
 	while (!err && !bpf_map_get_next_key(fd, prev, &next)) {
 		uint64_t id;
 		uintptr_t slot;

@@ -104,6 +104,37 @@ static int on_sample(void *ctx, void *data, size_t size)
 }
 
 /* Exponential gaps, mean `bytes`, for the BPF side's sampling (it has no logarithm). */
+/* The bytes a sampled block of size s stands for: s / (1 - exp(-s / interval)). */
+static double stands_for(double s, uint64_t interval)
+{
+	double p = -expm1(-s / interval);
+
+	return p > 0 ? s / p : s;
+}
+
+/* The BPF side's table of what sampled blocks stand for, per size class (heaptap_weight). */
+static int fill_sample_weights(struct heaptap_bpf *skel, uint64_t interval)
+{
+	int fd = bpf_map__fd(skel->maps.sample_weights);
+	__u32 i;
+
+	for (i = 0; interval && i < HEAPTAP_SIZE_CLASSES; i++) {
+		__u64 min = heaptap_size_class_min(i), next = heaptap_size_class_min(i + 1);
+		double lo = stands_for(min, interval), hi;
+		struct heaptap_weight w = { .base = llround(lo) };
+
+		if (next > min + 1 && next < (1ULL << 48)) {
+			hi = stands_for(next - 1, interval);
+			w.slope = llround((hi - lo) / (next - 1 - min) * (1 << HEAPTAP_WEIGHT_SHIFT));
+		} else if (next != min + 1) {
+			w.slope = 1 << HEAPTAP_WEIGHT_SHIFT; /* huge blocks stand for themselves */
+		}
+		if (bpf_map_update_elem(fd, &i, &w, BPF_ANY))
+			return -errno;
+	}
+	return 0;
+}
+
 static int fill_sample_gaps(struct heaptap_bpf *skel, uint64_t bytes)
 {
 	int fd = bpf_map__fd(skel->maps.sample_gaps);
@@ -282,7 +313,7 @@ static int report(struct session *s, const char *type, const struct leak_check *
 	timeline__add(&s->timeline,
 		      &(struct timeline_point){ .time_ns = snap.time_ns,
 						.live_bytes = llround(report__live(&r, NULL)),
-						.peak_bytes = snap.counters.peak_bytes,
+						.peak_bytes = llround(report__peak(&r)),
 						.rss = r.rss });
 	r.growth = recent_growth(&s->timeline);
 	read_dumps(s, &r, &snap);
@@ -585,8 +616,8 @@ int main(int argc, char **argv)
 	bpf_map__set_max_entries(s.skel->maps.site_totals, s.opts.max_stacks);
 	bpf_map__set_max_entries(s.skel->maps.threads, HEAPTAP_MAX_THREADS);
 	bpf_program__set_autoload(s.skel->progs.page_fault, s.opts.watch);
-	/* DWARF stacks: room for 64 samples, and a rule per return address of as many frames
-	 * as stacks may be stored. Frame-pointer stacks use neither: the smallest maps. */
+	/* DWARF stacks: room for 64 samples, and a rule per return address met, however few
+	 * stacks are stored. Frame-pointer stacks use neither: the smallest maps. */
 	for (ring = 1 << 20; ring < 64 * (s.opts.stack_bytes + sizeof(struct heaptap_sample) -
 					  HEAPTAP_MAX_STACK_BYTES);
 	     ring <<= 1)
@@ -594,7 +625,7 @@ int main(int argc, char **argv)
 	bpf_map__set_max_entries(s.skel->maps.samples,
 				 s.stack_mode == HEAPTAP_STACK_FP ? 4096 : ring);
 	bpf_map__set_max_entries(s.skel->maps.unwind_rules,
-				 s.stack_mode == HEAPTAP_STACK_FP ? 1 : s.opts.max_stacks);
+				 s.stack_mode == HEAPTAP_STACK_FP ? 1 : HEAPTAP_MAX_RULES);
 	bpf_map__set_max_entries(s.skel->maps.allocs, s.opts.max_allocs);
 	bpf_map__set_max_entries(s.skel->maps.stacks, s.opts.max_stacks);
 	probes__choose_programs(s.probes, s.skel);
@@ -625,7 +656,8 @@ int main(int argc, char **argv)
 				s.costs.emulated / 1e3, s.costs.stepped / 1e3, s.costs.ret / 1e3);
 		}
 	}
-	err = fill_sample_gaps(s.skel, s.opts.sample_bytes);
+	err = fill_sample_gaps(s.skel, s.opts.sample_bytes) ?:
+	      fill_sample_weights(s.skel, s.opts.sample_bytes);
 	if (err) {
 		fprintf(stderr, "heaptap: cannot set up sampling: %s\n", strerror(-err));
 		goto cleanup;

@@ -373,7 +373,7 @@ static int render(struct metrics *m, const struct report *r, char **text, size_t
 	       "--watch: new pages).",
 	       round(live));
 	single(f, "heaptap_peak_bytes", "gauge", "The highest live bytes since attach.",
-	       c->peak_bytes);
+	       round(report__peak(r)));
 	single(f, "heaptap_allocs_total", "counter",
 	       "Blocks recorded (all, or sampled) since attach.", c->allocs);
 	single(f, "heaptap_frees_total", "counter", "Recorded blocks freed since.", c->frees);

@@ -353,7 +353,8 @@ int probes__attach(struct probes *p, struct heaptap_bpf *skel, int pid)
 			p->links++;
 		}
 	}
-	__atomic_store_n(&skel->bss->tracing, 1, __ATOMIC_RELEASE);
+	/* Each attach its own number: a call entered in an earlier one is not missed. */
+	__atomic_store_n(&skel->bss->tracing, ++p->attaches, __ATOMIC_RELEASE);
 	return 0;
 }
 

@@ -37,6 +37,7 @@ struct probes {
 	enum fixup_mode fixup;	  /* how exceptions get out of operator new here */
 	bool unwinding;		  /* the unwinder is probed (with FIXUP_LOADER: serve fixups) */
 	struct heaptap_bpf *skel; /* of the last attach */
+	uint32_t attaches;	  /* attaches so far: the BPF side's `tracing` while traced */
 };
 
 /*

@@ -142,9 +142,25 @@ struct json_object;
 /* The JSON record of report__json, for formats that embed it. */
 struct json_object *report__json_object(const struct report *r);
 
-/* Live bytes (and blocks, when not NULL): what the sampled blocks stand for when sampled;
- * with --watch, the new pages. */
+/* Live bytes (and blocks, when not NULL): what the sampled blocks stand for when sampled
+ * (every live block, young ones included); with --watch, the new pages. */
 double report__live(const struct report *r, double *blocks);
+/* The 95% margin of report__live's bytes: 0 unless sampled. */
+double report__live_margin(const struct report *r);
+/* The highest live bytes since attach: estimated when sampled, as report__live; and when
+ * it was reached (CLOCK_MONOTONIC; 0 while nothing was allocated). */
+double report__peak(const struct report *r);
+uint64_t report__peak_ns(const struct report *r);
+
+/* The report's totals: allocations, frees and their bytes since attach, estimated where
+ * sampled (by size class). */
+struct totals {
+	uint64_t allocs;
+	uint64_t frees;
+	uint64_t alloc_bytes;
+	uint64_t free_bytes;
+};
+void report__totals(const struct report *r, struct totals *t);
 
 /* A site's live bytes, estimated when sampled. */
 uint64_t report__site_bytes(const struct report *r, const struct site *site);

@@ -164,7 +164,10 @@ static json_object *functions(const struct report *r)
 			continue;
 		e = json_object_new_object();
 		put(e, "function", json_object_new_string(r->probes->v[i].name));
-		put(e, "calls", u64(r->snap->fn_calls[i]));
+		put(e, "calls", u64(r->snap->fn_stats[i].calls));
+		put(e, "returned", u64(r->snap->fn_stats[i].returned));
+		put(e, "failed", u64(r->snap->fn_stats[i].failed));
+		put(e, "freed", u64(r->snap->fn_stats[i].freed));
 		json_object_array_add(a, e);
 	}
 	return a;
@@ -514,23 +517,32 @@ json_object *report__json_object(const struct report *r)
 	const struct heaptap_counters *p = r->prev ? &r->prev->counters : NULL;
 	json_object *o = record(r, r->type, r->snap->time_ns), *self = json_object_new_object();
 
+	double live, live_blocks;
+	uint64_t peak_ns = report__peak_ns(r);
+	struct totals t;
+
+	report__totals(r, &t);
+	live = report__live(r, &live_blocks);
 	put(o, "elapsed_s", seconds(r->snap->time_ns - r->attach_ns));
-	put(o, "live_bytes", u64(c->live_bytes));
-	put(o, "live_allocs", u64(c->allocs - c->frees));
-	put(o, "peak_bytes", u64(c->peak_bytes));
-	put(o, "peak_time", c->peak_ns ? timestamp(c->peak_ns) : NULL);
-	put(o, "peak_elapsed_s", c->peak_ns ? seconds(c->peak_ns - r->attach_ns) : NULL);
+	put(o, "live_bytes", u64(llround(live)));
+	put(o, "live_allocs", u64(llround(live_blocks)));
+	put(o, "live_bytes_margin", u64(llround(report__live_margin(r))));
+	put(o, "peak_bytes", u64(llround(report__peak(r))));
+	put(o, "peak_time", peak_ns ? timestamp(peak_ns) : NULL);
+	put(o, "peak_elapsed_s",
+	    peak_ns ? seconds(peak_ns > r->attach_ns ? peak_ns - r->attach_ns : 0) : NULL);
 	put(o, "alloc_calls", u64(c->alloc_calls));
 	put(o, "free_calls", u64(c->free_calls));
-	put(o, "allocs", u64(c->allocs));
-	put(o, "frees", u64(c->frees));
-	put(o, "alloc_bytes", u64(c->alloc_bytes));
-	put(o, "free_bytes", u64(c->free_bytes));
+	put(o, "allocs", u64(t.allocs));
+	put(o, "frees", u64(t.frees));
+	put(o, "alloc_bytes", u64(t.alloc_bytes));
+	put(o, "free_bytes", u64(t.free_bytes));
 	put(o, "failed_calls", u64(c->failed));
 	put(o, "unwound_calls", u64(c->unwound));
 	put(o, "fixup_failures", u64(c->fixup_failures));
 	put(o, "lost_events", u64(c->lost_events));
 	put(o, "own_frees", u64(c->own_frees));
+	put(o, "untracked_frees", u64(c->untracked_frees));
 	put(o, "stacks", stacks(r));
 	put(o, "mode",
 	    json_object_new_string(r->duty	    ? "live"

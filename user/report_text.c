@@ -106,8 +106,9 @@ static void header(FILE *f, const struct report *r)
 {
 	const struct heaptap_counters *c = &r->snap->counters;
 	char a[32], b[32], d[32], e[32], t[32];
-	uint64_t inexact = report__inexact(c);
+	uint64_t inexact = report__inexact(c), peak_ns = report__peak_ns(r);
 	const char *sep = ": ";
+	double live, blocks;
 	size_t i;
 
 	fprintf(f, "\n=== heaptap %s report  %s  PID %d (%s)  %s since attach%s\n", r->type,
@@ -115,12 +116,16 @@ static void header(FILE *f, const struct report *r)
 		duration(d, sizeof(d), r->snap->time_ns - r->attach_ns),
 		r->target_exited ? "  [target exited]" : "");
 	fprintf(f, "allocator  %s (%s)\n", r->allocator->file.path, r->allocator->reason);
-	fprintf(f, "live       %s in %s blocks", bytes(a, sizeof(a), c->live_bytes),
-		count(b, sizeof(b), c->allocs - c->frees));
-	if (c->peak_bytes)
-		fprintf(f, "   peak %s at %s (+%s)", bytes(e, sizeof(e), c->peak_bytes),
-			clock_time(t, sizeof(t), c->peak_ns),
-			duration(d, sizeof(d), c->peak_ns - r->attach_ns));
+	live = report__live(r, &blocks);
+	fprintf(f, "live       %s%s in %s blocks", r->opts->sample_bytes ? "~" : "",
+		bytes(a, sizeof(a), llround(live)), count(b, sizeof(b), llround(blocks)));
+	if (report__live_margin(r) > 0)
+		fprintf(f, " (+/- %s)", bytes(a, sizeof(a), llround(report__live_margin(r))));
+	if (peak_ns)
+		fprintf(f, "   peak %s%s at %s (+%s)", r->opts->sample_bytes ? "~" : "",
+			bytes(e, sizeof(e), llround(report__peak(r))),
+			clock_time(t, sizeof(t), peak_ns),
+			duration(d, sizeof(d), peak_ns > r->attach_ns ? peak_ns - r->attach_ns : 0));
 	fprintf(f, "\n");
 	fprintf(f, "calls      %.0f alloc/s  %.0f free/s   (%s alloc, ",
 		report__rate(r, c->alloc_calls, r->prev ? r->prev->counters.alloc_calls : 0),
@@ -148,9 +153,10 @@ static void header(FILE *f, const struct report *r)
 			count(a, sizeof(a), c->pages_touched));
 	if (r->opts->sample_bytes)
 		fprintf(f,
-			"sampling   1 block in ~%s allocated: sites' live bytes are estimates, "
-			"the size table counts sampled blocks\n",
-			bytes(a, sizeof(a), r->opts->sample_bytes));
+			"sampling   1 block in ~%s allocated: figures marked ~ and the size table "
+			"are estimates; %s frees of blocks not sampled\n",
+			bytes(a, sizeof(a), r->opts->sample_bytes),
+			count(b, sizeof(b), c->untracked_frees));
 	fprintf(f, "stacks     %s, %s distinct", report__stack_mode(r),
 		count(a, sizeof(a), c->new_stacks));
 	if (r->unwind && r->unwind->samples)

@@ -1,0 +1,60 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Many distinct stacks, built as distributions build (optimized, no frame pointers, so
+ * heaptap walks them by their CFI). "paths N R": R rounds of one 64-byte block leaked down
+ * each of N paths (N up to 64): path i goes through level5 ... level0, taking at each level
+ * the call site that bit k of i picks, so that every path has its own return addresses.
+ */
+// build: -O2 -fomit-frame-pointer
+#include <stdlib.h>
+
+#include "proto.h"
+
+#define NOINLINE __attribute__((noinline))
+
+static void *volatile leaked;
+static volatile int left, right;
+
+NOINLINE static void leaf(unsigned int path)
+{
+	leaked = malloc(64 + (path & 0));
+}
+
+/* Two calls of the next level, each followed by its own store, so neither is merged with
+ * the other nor made a tail call. */
+#define LEVEL(k, next)                                   \
+	NOINLINE static void level##k(unsigned int path) \
+	{                                                \
+		if (path & (1u << k)) {                  \
+			next(path);                      \
+			left++;                          \
+		} else {                                 \
+			next(path);                      \
+			right++;                         \
+		}                                        \
+	}
+
+LEVEL(0, leaf)
+LEVEL(1, level0)
+LEVEL(2, level1)
+LEVEL(3, level2)
+LEVEL(4, level3)
+LEVEL(5, level4)
+
+int main(void)
+{
+	char cmd[64];
+	unsigned int n, i, rounds, r;
+
+	ready();
+	while (next_command(cmd, sizeof(cmd))) {
+		if (sscanf(cmd, "paths %u %u", &n, &rounds) == 2)
+			for (r = 0; r < rounds; r++)
+				for (i = 0; i < n && i < 64; i++)
+					level5(i);
+		else if (!strcmp(cmd, "exit"))
+			break;
+		say("done %s", cmd);
+	}
+	return 0;
+}

@@ -12,6 +12,7 @@
 
 #include "accounting.h"
 #include "clock.h"
+#include "escape.h"
 #include "heaptap.skel.h"
 #include "idmap.h"
 #include "stacks.h"
@@ -281,8 +282,8 @@ static void name_threads(int fd, int pid, struct snapshot *s)
 		__u32 key = t->tid;
 
 		if (!bpf_map_lookup_elem(fd, &key, &th)) {
-			memcpy(t->comm, th.comm, sizeof(t->comm));
-			t->comm[sizeof(t->comm) - 1] = '\0';
+			th.comm[sizeof(th.comm) - 1] = '\0';
+			escape__into(th.comm, 0, t->comm, sizeof(t->comm));
 		}
 		/* A thread alive goes by its name now: it may have been renamed since. */
 		snprintf(path, sizeof(path), "/proc/%d/task/%u/comm", pid, t->tid);
@@ -295,8 +296,7 @@ static void name_threads(int fd, int pid, struct snapshot *s)
 		if (n > 0) {
 			name[n] = '\0';
 			name[strcspn(name, "\n")] = '\0';
-			memcpy(t->comm, name, sizeof(t->comm) - 1);
-			t->comm[sizeof(t->comm) - 1] = '\0';
+			escape__into(name, 0, t->comm, sizeof(t->comm));
 		}
 	}
 	qsort(s->threads, s->nthreads, sizeof(*s->threads), by_thread_bytes);

@@ -73,7 +73,8 @@ struct site_total {
 /* Live blocks by the thread that allocated them. */
 struct thread_live {
 	uint32_t tid;
-	char comm[16]; /* "" when it exited before heaptap could learn it */
+	char comm[4 * 16 + 1]; /* escaped (escape.h); "" when it exited before heaptap
+				* could learn it */
 	bool exited;
 	uint64_t live;
 	uint64_t live_bytes;

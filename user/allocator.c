@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "allocator.h"
+#include "escape.h"
 #include "proc.h"
 
 /* A loaded (or, for a command, loadable) object, its ELF read on first use. */
@@ -113,19 +114,21 @@ static int take(struct object *o, const char *reason, struct allocator **out)
 	if (!a)
 		return -ENOMEM;
 	a->file = (struct target_file){ .path = o->path,
+					.name = escape__dup(o->path),
 					.open_path = o->open_path,
 					.elf = o->elf,
 					.main_program = o->main_program };
-	a->reason = strdup(reason);
+	a->reason = escape__dup(reason);
 	o->path = o->open_path = NULL;
 	o->elf = NULL;
 	*out = a;
-	return a->reason ? 0 : -ENOMEM;
+	return a->reason && a->file.name ? 0 : -ENOMEM;
 }
 
 static void target_file__free(struct target_file *f)
 {
 	free(f->path);
+	free(f->name);
 	free(f->open_path);
 	elf_syms__free(f->elf);
 }
@@ -152,12 +155,15 @@ static int find_unwinders(struct objects *objs, struct allocator *a)
 			return -ENOMEM;
 		a->unwinders = grown;
 		grown[a->nunwinders] = (struct target_file){ .path = strdup(o->path),
+							     .name = escape__dup(o->path),
 							     .open_path = strdup(o->open_path),
 							     .elf = o->elf,
 							     .main_program = o->main_program };
 		o->elf = NULL;
 		o->tried = false;
-		if (!grown[a->nunwinders++].path || !grown[a->nunwinders - 1].open_path)
+		a->nunwinders++;
+		if (!grown[a->nunwinders - 1].path || !grown[a->nunwinders - 1].name ||
+		    !grown[a->nunwinders - 1].open_path)
 			return -ENOMEM;
 	}
 	return 0;

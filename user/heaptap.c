@@ -576,7 +576,7 @@ int main(int argc, char **argv)
 	if (err)
 		goto cleanup;
 	if (verbose)
-		fprintf(stderr, "heaptap: allocator %s, opened as %s\n", s.allocator->file.path,
+		fprintf(stderr, "heaptap: allocator %s, opened as %s\n", s.allocator->file.name,
 			s.allocator->file.open_path);
 
 	/* Stacks by frame pointers where every object keeps them, else by their CFI. */

@@ -357,7 +357,7 @@ static int render(struct metrics *m, const struct report *r, char **text, size_t
 	fputc(',', f);
 	label(f, "comm", r->comm);
 	fputc(',', f);
-	label(f, "allocator", r->allocator->file.path);
+	label(f, "allocator", r->allocator->file.name);
 	fputc(',', f);
 	label(f, "mode", r->duty ? "live" : r->opts->watch ? "watch" : "full");
 	fputs("} 1\n", f);

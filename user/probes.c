@@ -277,7 +277,7 @@ static struct bpf_link *attach_one(struct bpf_program *prog, int pid, const stru
 	if (!link) {
 		err = -errno;
 		fprintf(stderr, "heaptap: cannot attach a %s to %s in %s: %s\n",
-			retprobe ? "uretprobe" : "uprobe", pr->name, pr->file->path, strerror(-err));
+			retprobe ? "uretprobe" : "uprobe", pr->name, pr->file->name, strerror(-err));
 		errno = -err;
 	}
 	return link;

@@ -66,7 +66,7 @@ static json_object *record(const struct report *r, const char *type, uint64_t mo
 	put(o, "time", timestamp(mono_ns));
 	put(o, "pid", json_object_new_int(r->pid));
 	put(o, "comm", json_object_new_string(r->comm));
-	put(alloc, "path", json_object_new_string(r->allocator->file.path));
+	put(alloc, "path", json_object_new_string(r->allocator->file.name));
 	put(alloc, "reason", json_object_new_string(r->allocator->reason));
 	put(o, "allocator", alloc);
 	return o;
@@ -97,7 +97,7 @@ void report__attached_json(FILE *f, const struct report *r)
 			continue;
 		}
 		put(e, "kind", json_object_new_string(probes__kind_name(p->kind)));
-		put(e, "path", json_object_new_string(p->file->path));
+		put(e, "path", json_object_new_string(p->file->name));
 		put(e, "offset", u64(p->offset));
 		put(e, "entry_offset", u64(p->start));
 		put(e, "return", json_object_new_boolean(p->ret != NULL));

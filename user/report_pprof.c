@@ -476,7 +476,7 @@ int report__pprof(FILE *f, const struct report *r)
 		comments[0] = string_id(&b, comment);
 		free(comment);
 		comment = NULL;
-		if (asprintf(&comment, "allocator %s", r->allocator->file.path) < 0)
+		if (asprintf(&comment, "allocator %s", r->allocator->file.name) < 0)
 			err = -ENOMEM;
 		comments[1] = err ? -1 : string_id(&b, comment);
 		err = comments[0] < 0 || comments[1] < 0 ? -ENOMEM : 0;

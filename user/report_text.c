@@ -78,7 +78,7 @@ void report__attached_text(FILE *f, const struct report *r)
 		return;
 	}
 	fprintf(f, "heaptap: attached to PID %d (%s): %zu probes on %s\n", r->pid, r->comm,
-		r->probes->links, r->allocator->file.path);
+		r->probes->links, r->allocator->file.name);
 	fprintf(f, "heaptap: allocator chosen: %s\n", r->allocator->reason);
 	for (i = 0; i < r->probes->n; i++)
 		skipped += r->probes->v[i].skipped != NULL;
@@ -98,7 +98,7 @@ void report__attached_text(FILE *f, const struct report *r)
 			fprintf(f, "heaptap:   %-40s %s at 0x%" PRIx64 "%s in %s%s\n", p->name,
 				probes__kind_name(p->kind), p->offset,
 				p->offset != p->start ? " (past its test for NULL)" : "",
-				p->file->path, p->ret ? ", and its return" : "");
+				p->file->name, p->ret ? ", and its return" : "");
 	}
 }
 
@@ -115,7 +115,7 @@ static void header(FILE *f, const struct report *r)
 		clock_time(t, sizeof(t), r->snap->time_ns), r->pid, r->comm,
 		duration(d, sizeof(d), r->snap->time_ns - r->attach_ns),
 		r->target_exited ? "  [target exited]" : "");
-	fprintf(f, "allocator  %s (%s)\n", r->allocator->file.path, r->allocator->reason);
+	fprintf(f, "allocator  %s (%s)\n", r->allocator->file.name, r->allocator->reason);
 	live = report__live(r, &blocks);
 	fprintf(f, "live       %s%s in %s blocks", r->opts->sample_bytes ? "~" : "",
 		bytes(a, sizeof(a), llround(live)), count(b, sizeof(b), llround(blocks)));

@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "escape.h"
 #include "proc.h"
 #include "target.h"
 
@@ -162,8 +163,13 @@ int target__launch(struct target *t, const char *program, char *const argv[])
 	close(fds[0]);
 	t->pid = pid;
 	t->release_fd = fds[1];
-	snprintf(t->comm, sizeof(t->comm), "%.15s",
-		 strrchr(program, '/') ? strrchr(program, '/') + 1 : program);
+	{
+		char comm[16]; /* as the kernel will name it: its first 15 bytes */
+
+		snprintf(comm, sizeof(comm), "%s",
+			 strrchr(program, '/') ? strrchr(program, '/') + 1 : program);
+		escape__into(comm, 0, t->comm, sizeof(t->comm));
+	}
 	t->pidfd = open_pidfd(pid);
 	if (t->pidfd < 0) {
 		err = -errno;

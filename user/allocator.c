@@ -10,6 +10,8 @@
 
 #include "allocator.h"
 #include "escape.h"
+#include "loader.h"
+#include "log.h"
 #include "proc.h"
 
 /* A loaded (or, for a command, loadable) object, its ELF read on first use. */
@@ -59,6 +61,7 @@ static void objects__free(struct objects *objs)
 		elf_syms__free(objs->v[i].elf);
 	}
 	free(objs->v);
+	*objs = (struct objects){};
 }
 
 static struct elf_syms *object_elf(struct object *o)
@@ -392,9 +395,87 @@ static int decide(struct objects *objs, int pid, const char *where, const char *
 	return with_unwinders(err, *out, &found);
 }
 
+/* The arguments of process pid (its /proc cmdline): malloc'd vector and text, or -errno. */
+static int read_argv(int pid, char ***argv, int *argc, char **text)
+{
+	char path[64], *p;
+	size_t len, n = 0;
+	int err;
+
+	snprintf(path, sizeof(path), "/proc/%d/cmdline", pid);
+	err = proc__read_file(path, text, &len);
+	if (err)
+		return err;
+	for (p = *text; p < *text + len; p += strlen(p) + 1)
+		n++;
+	*argv = calloc(n + 1, sizeof(**argv));
+	if (!*argv) {
+		free(*text);
+		return -ENOMEM;
+	}
+	n = 0;
+	for (p = *text; p < *text + len; p += strlen(p) + 1)
+		(*argv)[n++] = p;
+	*argc = n;
+	return 0;
+}
+
+/*
+ * When the process's executable is the dynamic loader (`ld.so [OPTIONS] PROGRAM`), the
+ * program it runs goes first in objs, as the executable would; *preload gets the loader's
+ * --preload list (malloc'd) or NULL.
+ */
+static int program_of_loader(int pid, struct objects *objs, char **preload)
+{
+	char **argv = NULL, *text = NULL, *path = NULL;
+	struct loader_run run;
+	struct stat st;
+	int argc, err;
+	size_t i;
+
+	*preload = NULL;
+	if (!loader__is(object_elf(&objs->v[0])))
+		return 0;
+	err = read_argv(pid, &argv, &argc, &text);
+	if (!err && loader__parse(argc, argv, &run))
+		err = -ENOENT;
+	if (err) {
+		elog("PID %d runs the dynamic loader %s, and its command line names no program",
+		     pid, log__value(objs->v[0].path));
+		goto out;
+	}
+	/* The program as the loader opened it: from the process's root, or its directory. */
+	if (asprintf(&path, argv[run.program][0] == '/' ? "/proc/%d/root%s" : "/proc/%d/cwd/%s",
+		     pid, argv[run.program]) < 0) {
+		path = NULL;
+		err = -ENOMEM;
+		goto out;
+	}
+	err = stat(path, &st) ? -errno : -ENOENT;
+	for (i = 1; err == -ENOENT && !stat(path, &st) && i < objs->n; i++) {
+		struct object o = objs->v[i];
+
+		if (o.dev != st.st_dev || o.ino != st.st_ino)
+			continue;
+		memmove(&objs->v[1], &objs->v[0], i * sizeof(o));
+		objs->v[0] = o;
+		err = 0;
+	}
+	if (err)
+		elog("PID %d runs the dynamic loader, and the program it names (%s) is not mapped",
+		     pid, log__value(argv[run.program]));
+	if (!err && run.preload && !(*preload = strdup(run.preload)))
+		err = -ENOMEM;
+out:
+	free(path);
+	free(argv);
+	free(text);
+	return err;
+}
+
 int allocator__find(int pid, const char *override, struct allocator **out)
 {
-	char path[64], where[32], *preload = NULL, *preload_file = NULL;
+	char path[64], where[32], *preload = NULL, *preload_file = NULL, *loader_preload = NULL;
 	struct objects objs = {};
 	struct proc_maps maps;
 	struct stat exe_st;
@@ -440,7 +521,19 @@ int allocator__find(int pid, const char *override, struct allocator **out)
 		err = -ESRCH;
 		goto cleanup;
 	}
+	err = program_of_loader(pid, &objs, &loader_preload);
+	if (err)
+		goto cleanup;
 	preload = proc__getenv(pid, "LD_PRELOAD");
+	/* The loader's --preload comes after LD_PRELOAD, as the loader reads them. */
+	if (loader_preload) {
+		char *both = NULL;
+
+		if (asprintf(&both, "%s %s", preload ? preload : "", loader_preload) < 0)
+			both = NULL;
+		free(preload);
+		preload = both;
+	}
 	if (asprintf(&preload_file, "/proc/%d/root/etc/ld.so.preload", pid) < 0) {
 		preload_file = NULL;
 		err = -ENOMEM;
@@ -451,6 +544,7 @@ int allocator__find(int pid, const char *override, struct allocator **out)
 	err = decide(&objs, pid, where, override, preload, preload_file, out);
 cleanup:
 	free(preload);
+	free(loader_preload);
 	free(preload_file);
 	objects__free(&objs);
 	return err;
@@ -479,8 +573,10 @@ static char *script_interpreter(const char *program)
 	return *p ? strdup(p) : NULL;
 }
 
-/* Asks the program loader which objects the program would load, in load order. */
-static int list_objects(const char *interp, const char *program, struct objects *objs)
+/* Asks the program loader which objects the program would load, in load order, with the
+ * loader's own options when the command runs it explicitly (run may be NULL). */
+static int list_objects(const char *interp, const char *program, const struct loader_run *run,
+			struct objects *objs)
 {
 	char *out = NULL, *line, *save = NULL;
 	int pipefd[2], status, err;
@@ -501,7 +597,17 @@ static int list_objects(const char *interp, const char *program, struct objects 
 		dup2(pipefd[1], STDOUT_FILENO);
 		dup2(null, STDERR_FILENO);
 		dup2(null, STDIN_FILENO);
-		execl(interp, interp, "--list", program, (char *)NULL);
+		if (run && run->library_path && run->preload)
+			execl(interp, interp, "--library-path", run->library_path, "--preload",
+			      run->preload, "--list", program, (char *)NULL);
+		else if (run && run->library_path)
+			execl(interp, interp, "--library-path", run->library_path, "--list",
+			      program, (char *)NULL);
+		else if (run && run->preload)
+			execl(interp, interp, "--preload", run->preload, "--list", program,
+			      (char *)NULL);
+		else
+			execl(interp, interp, "--list", program, (char *)NULL);
 		_exit(127);
 	}
 	close(pipefd[1]);
@@ -526,9 +632,11 @@ static int list_objects(const char *interp, const char *program, struct objects 
 	return err;
 }
 
-int allocator__find_for_program(const char *path, const char *override, struct allocator **out)
+int allocator__find_for_program(const char *path, int argc, char *const *argv,
+				const char *override, struct allocator **out)
 {
-	char *program = script_interpreter(path);
+	char *program = script_interpreter(path), *loader = NULL, *preload = NULL;
+	struct loader_run run, *by_loader = NULL;
 	struct objects objs = {};
 	const char *interp;
 	int err;
@@ -552,9 +660,34 @@ int allocator__find_for_program(const char *path, const char *override, struct a
 		err = objs.v[0].elf_err;
 		goto cleanup;
 	}
-	interp = elf_syms__interp(objs.v[0].elf);
+	/* The loader run explicitly: the program it names is the one to look at. */
+	if (loader__is(objs.v[0].elf)) {
+		if (loader__parse(argc, argv, &run)) {
+			elog("%s is the dynamic loader, and the command names no program for it",
+			     log__value(program));
+			err = -ENOENT;
+			goto cleanup;
+		}
+		by_loader = &run;
+		loader = program;
+		program = strdup(argv[run.program]);
+		objects__free(&objs);
+		err = program ? objects__add(&objs, program, strdup(program), 0, 0) : -ENOMEM;
+		if (err) {
+			elog("out of memory");
+			goto cleanup;
+		}
+		objs.v[0].main_program = true;
+		if (!object_elf(&objs.v[0])) {
+			elog("%s: not an ELF program heaptap can read (%s)", log__value(program),
+			     strerror(-objs.v[0].elf_err));
+			err = objs.v[0].elf_err;
+			goto cleanup;
+		}
+	}
+	interp = loader ? loader : elf_syms__interp(objs.v[0].elf);
 	if (interp) {
-		err = list_objects(interp, program, &objs);
+		err = list_objects(interp, program, by_loader, &objs);
 		if (err) {
 			fprintf(stderr,
 				"heaptap: %s --list %s failed: cannot tell which libraries "
@@ -564,10 +697,20 @@ int allocator__find_for_program(const char *path, const char *override, struct a
 		}
 	}
 	/* The loader's list already puts preloads first; the preload list only names them. */
-	err = decide(&objs, 0, program, override, getenv("LD_PRELOAD"), "/etc/ld.so.preload", out);
+	/* The loader's --preload comes after LD_PRELOAD, as the loader reads them. */
+	if (asprintf(&preload, "%s %s", getenv("LD_PRELOAD") ?: "",
+		     by_loader && run.preload ? run.preload : "") < 0) {
+		preload = NULL;
+		err = -ENOMEM;
+		elog("out of memory");
+		goto cleanup;
+	}
+	err = decide(&objs, 0, program, override, preload, "/etc/ld.so.preload", out);
 cleanup:
 	objects__free(&objs);
 	free(program);
+	free(loader);
+	free(preload);
 	return err;
 }
 

@@ -569,7 +569,12 @@ int main(int argc, char **argv)
 			err = -ENOENT;
 			goto cleanup;
 		}
-		err = allocator__find_for_program(program, s.opts.allocator, &s.allocator);
+		int argc = 0;
+
+		while (s.opts.command[argc])
+			argc++;
+		err = allocator__find_for_program(program, argc, s.opts.command, s.opts.allocator,
+						  &s.allocator);
 		if (!err)
 			err = target__launch(&s.target, program, s.opts.command);
 	}

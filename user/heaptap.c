@@ -26,6 +26,7 @@
 #include "leakcheck.h"
 #include "overhead.h"
 #include "heaptap.skel.h"
+#include "log.h"
 #include "options.h"
 #include "probes.h"
 #include "proc.h"
@@ -359,7 +360,31 @@ static int add_fd(int epfd, int fd)
 	return epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev) ? -errno : 0;
 }
 
-/* Reports every interval until a signal, the duration, the target's exit or an error. */
+/*
+ * The plan's probes in, for the target only; stopped by a signal on stop_fd (-EINTR). A
+ * failure says why: most often the target exited meanwhile.
+ */
+static int attach_probes(struct session *s, int stop_fd)
+{
+	const struct probe *failed = NULL;
+	bool failed_return = false;
+	struct probes_attach_opts opts = {
+		.stop_fd = stop_fd, .failed = &failed, .failed_return = &failed_return
+	};
+	int err = probes__attach(s->probes, s->skel, s->target.pid, &opts);
+
+	if (!err || err == -EINTR)
+		return err;
+	if (proc__state(s->target.pid) != PROC_RUNNING)
+		elog("PID %d exited while heaptap was attaching: nothing was traced", s->target.pid);
+	else if (failed)
+		elog("cannot attach a %s to %s in %s: %s", failed_return ? "uretprobe" : "uprobe",
+		     failed->name, failed->file->name, strerror(-err));
+	else
+		elog("cannot attach: %s", strerror(-err));
+	return err;
+}
+
 /* A window begins: where counting starts for its slowdown. */
 static void begin_window(struct session *s, uint64_t *next)
 {
@@ -375,7 +400,7 @@ static int duty_turn(struct session *s, uint64_t *next)
 	int err;
 
 	if (!s->attached) {
-		err = probes__attach(s->probes, s->skel, s->target.pid);
+		err = attach_probes(s, -1);
 		if (err)
 			return err;
 		s->attached = true;
@@ -509,16 +534,32 @@ static int run(struct session *s, int sigfd, struct ring_buffer *rb)
 	return err;
 }
 
+/* The signals a session ends on (and SIGUSR1, a report now): read from a signalfd. */
+static void session_signals(sigset_t *set)
+{
+	sigemptyset(set);
+	sigaddset(set, SIGINT);
+	sigaddset(set, SIGTERM);
+	sigaddset(set, SIGHUP);
+	sigaddset(set, SIGUSR1);
+}
+
+/* As early as a program can, before main: a Ctrl-C from the first moment waits for heaptap to
+ * read it, rather than killing it half way through attaching. */
+__attribute__((constructor)) static void hold_signals(void)
+{
+	sigset_t set;
+
+	session_signals(&set);
+	sigprocmask(SIG_BLOCK, &set, NULL);
+}
+
 static int block_signals(void)
 {
 	sigset_t set;
 	int fd;
 
-	sigemptyset(&set);
-	sigaddset(&set, SIGINT);
-	sigaddset(&set, SIGTERM);
-	sigaddset(&set, SIGHUP);
-	sigaddset(&set, SIGUSR1);
+	session_signals(&set);
 	if (sigprocmask(SIG_BLOCK, &set, NULL))
 		return -errno;
 	fd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
@@ -537,6 +578,13 @@ int main(int argc, char **argv)
 	size_t ring;
 	uint64_t stage_ns;
 	int err, sigfd = -1;
+
+	/* Signals first: from here a Ctrl-C ends the session cleanly, whatever stage it is in. */
+	sigfd = block_signals();
+	if (sigfd < 0) {
+		fprintf(stderr, "heaptap: signalfd: %s\n", strerror(-sigfd));
+		return EXIT_FAIL;
+	}
 
 	/* Parse the command line. */
 	err = options__parse(&s.opts, argc, argv);
@@ -684,14 +732,6 @@ int main(int argc, char **argv)
 		goto cleanup;
 	}
 
-	/* From here a signal ends the session cleanly, through the poll loop. */
-	sigfd = block_signals();
-	if (sigfd < 0) {
-		err = sigfd;
-		fprintf(stderr, "heaptap: signalfd: %s\n", strerror(-err));
-		goto cleanup;
-	}
-
 	/* Outputs are checked, and metrics served, before the target is touched. */
 	err = publish__start(&s.opts, &s.publisher);
 	if (err)
@@ -715,7 +755,13 @@ int main(int argc, char **argv)
 		if (err)
 			fprintf(stderr, "heaptap: cannot watch page faults: %s\n", strerror(-err));
 	} else {
-		err = probes__attach(s.probes, s.skel, s.target.pid);
+		err = attach_probes(&s, sigfd);
+	}
+	if (err == -EINTR) {
+		/* Interrupted before tracing began: every probe is out again. */
+		elog("interrupted while attaching: no probe is left, nothing was traced");
+		err = 0;
+		goto cleanup;
 	}
 	if (err)
 		goto cleanup;

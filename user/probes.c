@@ -284,12 +284,6 @@ static bool interrupted(int fd)
 }
 
 /*
- * In an order where no call is ever seen half: the unwinder first (before any operator new
- * can have a return probe), then every return probe, then the entries (an entry seen
- * without its return would leave the thread's state waiting for a return that never
- * comes). Detaching goes the other way round.
- */
-/*
  * Attached in this order, detached in the reverse: the unwinder first, so that an exception
  * leaving operator new always finds its fixup; entries before returns, so that a call whose
  * return a probe hijacks always had its caller's return address noted at its entry.

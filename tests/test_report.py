@@ -102,8 +102,21 @@ def test_full_stack_map_with_dwarf_stacks():
     """40 paths, room for 10 stacks: 10 whole stacks, the other paths' blocks counted as
     dropped, and never lumped onto a short stack nor lost for want of unwind rules."""
     target = Target("paths")
-    _, final, _ = traced(target, "paths 40 20", "--stack", "dwarf", "--max-stacks", "10",
-                         "--top", "100")
+    ht = Heaptap(["-p", str(target.target_pid), "-i", "100ms", "--stack", "dwarf",
+                  "--max-stacks", "10", "--top", "100"])
+    ht.attached()
+    # A first round teaches heaptap the paths' unwind rules (a copy of each stack goes to it),
+    # so that the next rounds are walked by the BPF side: 40 copies fit the ring at once.
+    target.do("paths 40 1")
+    deadline = time.monotonic() + 30
+    rec = ht.record()
+    while rec["stacks"]["unwound"] + rec["stacks"]["lost_samples"] < 40:
+        check_true("the first round's copies are unwound", time.monotonic() < deadline, rec)
+        rec = ht.record()
+    check("copies of the first round lost", rec["stacks"]["lost_samples"], 0)
+    target.do("paths 40 19")
+    final, status = ht.finish()
+    check("heaptap exit status", status, 0)
     check("live blocks", final["live_allocs"], 800)
     check("blocks whose stack was dropped", final["inexact"]["dropped_stacks"], 30 * 20)
     check("stacks stored", final["stacks"]["distinct"], 10)

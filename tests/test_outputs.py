@@ -580,7 +580,7 @@ def hostile_report():
                         "stack": stack}],
         "leak_check": {"time": now, "paused_s": 0.0123, "scan_s": 0.01,
                        "scanned_bytes": 1048576, "unreadable_bytes": 0, "regions": 8,
-                       "threads": 2, "threads_not_stopped": 0,
+                       "threads": 2, "threads_not_stopped": 0, "skipped_regions": 0,
                        "complete": False, "incomplete_reasons": ["max_pause"],
                        "unsettled_blocks": 3,
                        "categories": cats},

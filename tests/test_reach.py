@@ -203,3 +203,42 @@ def test_leak_check_does_not_wait_for_a_thread_in_vfork():
     check("the final check stops every thread", final["leak_check"]["threads"], 3)
     check("the final check is complete", final["leak_check"]["complete"], True)
     check("no thread is traced after heaptap", set(tracers_of_threads(pid).values()), {0})
+
+
+@test
+def test_leak_check_skips_userfaultfd_memory():
+    """Memory registered with userfaultfd is served by a thread of the target, which the
+    check stops: a read of a page not filled yet would wait for it forever, heaptap and the
+    target with it. The check reads nothing there: it reports the mapping as not read, its
+    data as unreadable, and the blocks it could hold as unsettled; within its time limit."""
+    target = Target("uffd")
+    handler = int(target.do("handler"))
+    ht = Heaptap(["-p", str(target.target_pid), "-i", "1h", "--leak-check",
+                  "--leak-check-max-pause", "2s"])
+    ht.attached()
+    # One block held by a global, one only from the registered memory, one dropped.
+    target.do("make")
+    start = time.monotonic()
+    os.kill(ht.pid, signal.SIGUSR1)
+    rec = record_or_end(ht, 10)
+    check_true("the check ends within --leak-check-max-pause (2 s)",
+               time.monotonic() - start < 2.5, f"{time.monotonic() - start:.2f} s")
+    lc = rec["leak_check"]
+    check_true("a leak check in the report", lc is not None, rec)
+    check("threads stopped, the handler among them", lc["threads"], 2)
+    check("the registered mapping is not read", lc["skipped_regions"], 1)
+    # Its filled page, and the three empty write-protected ones: pagemap cannot tell them
+    # from pages swapped out.
+    check("its bytes that may hold data are unreadable", lc["unreadable_bytes"], 4 * 4096)
+    check("the check is incomplete", lc["complete"], False)
+    check("why", lc["incomplete_reasons"], ["memory_not_read"])
+    check("categories", categories(lc["categories"]), {"still_reachable": (1, 100)})
+    check("the block held from there and the dropped one are not called lost",
+          lc["unsettled_blocks"], 2)
+    check("the handler thread serves again", thread_state(target.target_pid, handler) != "t",
+          True)
+    check("the target reads a page the handler fills", target.do("touch"), "0")
+    final, status = ht.finish()
+    check("exit status", status, 0)
+    check("the final check skips it too", final["leak_check"]["skipped_regions"], 1)
+    check("the target answers after detach", target.do("touch"), "0")

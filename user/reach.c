@@ -87,6 +87,7 @@ const char *reach__reason_name(enum reach_reason r)
 	switch (r) {
 	case REACH_OUT_OF_TIME: return "max_pause";
 	case REACH_THREADS_LATE: return "threads_not_stopped";
+	case REACH_MEMORY_SKIPPED: return "memory_not_read";
 	default: return "unknown";
 	}
 }
@@ -737,6 +738,7 @@ struct scan {
 	bool no_pm_scan;
 	uint64_t deadline; /* 0: none */
 	bool late;	   /* the budget ran out */
+	bool skipped_data; /* memory that may hold pointers was left unread: it could wait */
 	struct reach_stats *st;
 };
 
@@ -1011,15 +1013,29 @@ static int batch_add(struct scan *s, uint64_t addr, uint64_t len, uint32_t id)
 	return 0;
 }
 
-static int add_root_range(struct scan *s, uint64_t a, uint64_t b)
+/*
+ * The bytes of [a, b) that may hold data, read as roots (read) or only counted as unreadable:
+ * a mapping skipped because reading it could wait holds data in these bytes all the same.
+ */
+static int data_range(struct scan *s, uint64_t a, uint64_t b, bool read)
 {
 	a &= ~7ULL;
 	b &= ~7ULL;
-	return b > a ? batch_add(s, a, b - a, ROOT) : 0;
+	if (b <= a)
+		return 0;
+	if (read)
+		return batch_add(s, a, b - a, ROOT);
+	s->st->unreadable_bytes += b - a;
+	s->skipped_data = true;
+	return 0;
 }
 
-/* Queues the pages of [a, b) that may hold data: present or swapped, not the zero page. */
-static int add_root(struct scan *s, uint64_t a, uint64_t b)
+/*
+ * Queues (or counts) the pages of [a, b) that may hold data: present or swapped, not the zero
+ * page. Neither PAGEMAP_SCAN nor /proc/PID/pagemap fault a page in: they never wait on the
+ * target.
+ */
+static int add_root(struct scan *s, uint64_t a, uint64_t b, bool read)
 {
 	struct reach_page_region vec[256];
 	struct reach_pm_scan_arg arg;
@@ -1027,7 +1043,7 @@ static int add_root(struct scan *s, uint64_t a, uint64_t b)
 	int err;
 
 	if (s->map_fd < 0)
-		return add_root_range(s, a, b);
+		return data_range(s, a, b, read);
 	/* PAGEMAP_SCAN passes over holes in the page tables, not page by page. */
 	for (uint64_t at = a & ~(PAGE - 1); !s->no_pm_scan && at < b && !s->late;) {
 		int r;
@@ -1051,8 +1067,8 @@ static int add_root(struct scan *s, uint64_t a, uint64_t b)
 			break;
 		}
 		for (int i = 0; i < r; i++) {
-			err = add_root_range(s, vec[i].start > a ? vec[i].start : a,
-					     vec[i].end < b ? vec[i].end : b);
+			err = data_range(s, vec[i].start > a ? vec[i].start : a,
+					 vec[i].end < b ? vec[i].end : b, read);
 			if (err)
 				return err;
 		}
@@ -1070,22 +1086,23 @@ static int add_root(struct scan *s, uint64_t a, uint64_t b)
 		uint64_t run = 0; /* first page of the current run of pages to read, or 0 */
 
 		if (got <= 0)
-			return add_root_range(s, page * PAGE > a ? page * PAGE : a, b);
+			return data_range(s, page * PAGE > a ? page * PAGE : a, b, read);
 		for (size_t i = 0; i < (size_t)got / 8; i++, page++) {
 			bool data = entries[i] & (PM_PRESENT | PM_SWAP);
 
 			if (data && !run)
 				run = page;
 			if (!data && run) {
-				err = add_root_range(s, run * PAGE > a ? run * PAGE : a, page * PAGE);
+				err = data_range(s, run * PAGE > a ? run * PAGE : a, page * PAGE,
+						 read);
 				if (err)
 					return err;
 				run = 0;
 			}
 		}
 		if (run) {
-			err = add_root_range(s, run * PAGE > a ? run * PAGE : a,
-					     page * PAGE < b ? page * PAGE : b);
+			err = data_range(s, run * PAGE > a ? run * PAGE : a,
+					 page * PAGE < b ? page * PAGE : b, read);
 			if (err)
 				return err;
 		}
@@ -1095,75 +1112,94 @@ static int add_root(struct scan *s, uint64_t a, uint64_t b)
 	return 0;
 }
 
-struct root_map {
+struct mapping {
 	uint64_t start, end;
 	bool heap;
+	bool root;   /* readable, writable, private: scanned for pointers */
+	bool unsafe; /* a read may wait without bound: never read */
 };
 
-/* The readable, writable, private mappings of pid, in address order. */
-static int read_root_maps(int pid, struct root_map **out, size_t *n)
+/*
+ * VmFlags (/proc/PID/smaps) of mappings a read may wait on without bound. Userfaultfd:
+ * missing (um), write-protect (uw, whose markers on empty pages show as swapped), minor (ui)
+ * and read-protect (ur, proposed): a fault there waits for the process's handler thread, which
+ * is stopped. Device memory: I/O (io), raw page frames (pf), driver-inserted pages (mm): a
+ * fault there runs the driver, which may wait on the device, and a read may have effects.
+ */
+static bool unsafe_flags(const char *flags)
 {
-	size_t cap = 0, len = 0, size = 65536;
-	char path[64], *buf = NULL, *line, *next;
-	struct root_map *maps = NULL;
-	int fd, err = 0;
+	static const char *const unsafe[] = { "um", "uw", "ui", "ur", "io", "pf", "mm" };
+	const char *at = flags;
+
+	for (;;) {
+		size_t len;
+
+		at += strspn(at, " \t\n");
+		len = strcspn(at, " \t\n");
+		if (!len)
+			return false;
+		for (size_t i = 0; len == 2 && i < sizeof(unsafe) / sizeof(unsafe[0]); i++)
+			if (!strncmp(at, unsafe[i], 2))
+				return true;
+		at += len;
+	}
+}
+
+/* Whether the mapping named name, with permissions perms, holds roots. */
+static bool root_mapping(const char *perms, const char *name)
+{
+	if (perms[0] != 'r' || perms[1] != 'w' || perms[3] != 'p')
+		return false;
+	/* Devices may not bear reading; [vvar] and the like are the kernel's. */
+	if (!strncmp(name, "/dev/", 5))
+		return false;
+	if (name[0] == '[' && strcmp(name, "[heap]") && strncmp(name, "[stack", 6) &&
+	    strncmp(name, "[anon:", 6))
+		return false;
+	return true;
+}
+
+/*
+ * The mappings of pid that matter, in address order: roots, and those never to be read. The
+ * flags that tell the latter are in /proc/PID/smaps only, read while the threads are stopped:
+ * a mapping may be registered with userfaultfd at any time before.
+ */
+static int read_maps(int pid, struct mapping **out, size_t *n)
+{
+	struct mapping *maps = NULL, *cur = NULL;
+	size_t cap = 0, size = 0;
+	char path[64], *line = NULL;
+	int err = 0;
+	FILE *f;
 
 	*out = NULL;
 	*n = 0;
-	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	snprintf(path, sizeof(path), "/proc/%d/smaps", pid);
+	f = fopen(path, "re");
+	if (!f)
 		return errno == ENOENT ? -ESRCH : -errno;
-	for (;;) {
-		ssize_t r;
-
-		if (!buf || len + 1 == size) {
-			char *grown = realloc(buf, buf ? size *= 2 : size);
-
-			if (!grown) {
-				err = -ENOMEM;
-				goto cleanup;
-			}
-			buf = grown;
-		}
-		r = read(fd, buf + len, size - len - 1);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0) {
-			err = -errno;
-			goto cleanup;
-		}
-		if (!r)
-			break;
-		len += r;
-	}
-	buf[len] = '\0';
-	for (line = buf; *line; line = next) {
-		struct root_map m = { 0 };
-		char perms[5], *name;
+	while (getline(&line, &size, f) > 0) {
+		struct mapping m = { 0 };
+		char perms[5], *name, *nl;
 		int pos = 0;
 
-		next = strchr(line, '\n');
-		if (next)
-			*next++ = '\0';
-		else
-			next = line + strlen(line);
+		if (!strncmp(line, "VmFlags:", 8)) {
+			if (cur)
+				cur->unsafe = unsafe_flags(line + 8);
+			continue;
+		}
 		if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %4s %*x %*x:%*x %*u %n", &m.start, &m.end,
 			   perms, &pos) < 3 ||
 		    !pos)
-			continue;
+			continue; /* a line of figures: "Rss:", "Size:"... */
 		name = line + pos;
-		if (perms[0] != 'r' || perms[1] != 'w' || perms[3] != 'p')
-			continue;
-		/* Devices may not bear reading; [vvar] and the like are the kernel's. */
-		if (!strncmp(name, "/dev/", 5))
-			continue;
-		if (name[0] == '[' && strcmp(name, "[heap]") && strncmp(name, "[stack", 6) &&
-		    strncmp(name, "[anon:", 6))
-			continue;
+		nl = strchr(name, '\n');
+		if (nl)
+			*nl = '\0';
+		m.root = root_mapping(perms, name);
 		m.heap = !strcmp(name, "[heap]");
 		if (*n == cap) {
-			struct root_map *grown;
+			struct mapping *grown;
 
 			cap = cap ? cap * 2 : 64;
 			grown = realloc(maps, cap * sizeof(*grown));
@@ -1173,14 +1209,22 @@ static int read_root_maps(int pid, struct root_map **out, size_t *n)
 			}
 			maps = grown;
 		}
-		maps[(*n)++] = m;
+		maps[*n] = m;
+		cur = &maps[(*n)++];
+	}
+	if (ferror(f))
+		err = -EIO;
+	else if (!*n)
+		err = -ESRCH; /* a process without mappings has exited */
+cleanup:
+	if (err) {
+		free(maps);
+		maps = NULL;
+		*n = 0;
 	}
 	*out = maps;
-	maps = NULL;
-cleanup:
-	free(maps);
-	free(buf);
-	close(fd);
+	free(line);
+	fclose(f);
 	return err;
 }
 
@@ -1204,11 +1248,12 @@ static void thread_roots(struct scan *s, const struct reach_thread *t, uint64_t 
 /*
  * Registers of every stopped thread (what is known of late ones), then every root mapping,
  * then the blocks outside them: every pointer from memory the process can reach, or from a
- * block.
+ * block. Nothing is read from a mapping a read may wait on: its bytes that may hold data are
+ * counted as unreadable, and the blocks it holds are not read.
  */
 static int read_memory(struct scan *s, struct reach_pause *p)
 {
-	struct root_map *maps = NULL;
+	struct mapping *maps = NULL;
 	uint64_t *sp = NULL;
 	size_t nmaps, nsp = 0, m = 0;
 	int err;
@@ -1224,12 +1269,24 @@ static int read_memory(struct scan *s, struct reach_pause *p)
 		if (t->state != THREAD_GONE)
 			thread_roots(s, t, sp, &nsp);
 	}
-	err = read_root_maps(s->pid, &maps, &nmaps);
+	err = read_maps(s->pid, &maps, &nmaps);
 	if (err)
 		goto cleanup;
+	/* smaps sums every mapping's pages: on a large process, that takes time too. */
+	if (s->deadline && clock__now_ns() > s->deadline)
+		s->late = true;
 	for (size_t i = 0; i < nmaps && !s->late; i++) {
 		uint64_t from = maps[i].start, lowest = UINT64_MAX;
 
+		if (!maps[i].root)
+			continue;
+		if (maps[i].unsafe) {
+			s->st->skipped_regions++;
+			err = add_root(s, maps[i].start, maps[i].end, false);
+			if (err)
+				goto cleanup;
+			continue;
+		}
 		/* A stack is live from its lowest stack pointer up; what lies below is stale. */
 		for (size_t t = 0; t < nsp && !maps[i].heap; t++)
 			if (sp[t] >= maps[i].start && sp[t] < maps[i].end && sp[t] < lowest)
@@ -1237,18 +1294,27 @@ static int read_memory(struct scan *s, struct reach_pause *p)
 		if (lowest != UINT64_MAX && lowest - maps[i].start > RED_ZONE)
 			from = lowest - RED_ZONE;
 		s->st->regions++;
-		err = add_root(s, from, maps[i].end);
+		err = add_root(s, from, maps[i].end, true);
 		if (err)
 			goto cleanup;
 	}
 	/* Blocks in root mappings were read with them (untouched pages hold only zeros). */
 	for (size_t j = 0; j < s->n && !s->late; j++) {
 		uint64_t a = (s->blk[j].start + 7) & ~7ULL, b = s->blk[j].end & ~7ULL;
+		bool unsafe = false;
 
 		while (m < nmaps && maps[m].end <= s->blk[j].start)
 			m++;
-		if (m < nmaps && maps[m].start <= s->blk[j].start)
+		if (m < nmaps && maps[m].start <= s->blk[j].start && maps[m].root && !maps[m].unsafe)
 			continue;
+		/* Blocks do not overlap mappings they do not start in, unless stale. */
+		for (size_t k = m; k < nmaps && maps[k].start < s->blk[j].end; k++)
+			unsafe |= maps[k].unsafe;
+		if (unsafe) {
+			s->st->unreadable_bytes += s->blk[j].end - s->blk[j].start;
+			s->skipped_data = true;
+			continue;
+		}
 		if (b > a) {
 			err = batch_add(s, a, b - a, j);
 			if (err)
@@ -1496,14 +1562,16 @@ int reach__classify(struct reach_pause *p, struct reach_block *blocks, size_t n,
 	if (err)
 		goto cleanup;
 	/*
-	 * Out of time, or with registers unread, what is known reachable still is; whether the
-	 * rest is lost, nobody can tell.
+	 * Out of time, or with registers or memory unread, what is known reachable still is;
+	 * whether the rest is lost, nobody can tell.
 	 */
 	follow_reachable(s);
 	if (s->late)
 		st->incomplete |= REACH_OUT_OF_TIME;
 	if (p->late)
 		st->incomplete |= REACH_THREADS_LATE;
+	if (s->skipped_data)
+		st->incomplete |= REACH_MEMORY_SKIPPED;
 	st->complete = !st->incomplete;
 	if (st->complete) {
 		leader = malloc(n * sizeof(*leader));

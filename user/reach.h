@@ -13,7 +13,10 @@
  * memory, and pages that hold nothing (never touched, or the zero page: PAGEMAP_SCAN, else
  * /proc/PID/pagemap, tells). Unreadable pages are counted, never fatal. Blocks missing from the
  * caller's list (allocated before heaptap attached) are ordinary memory, so they count as roots.
- * A thread that could not be stopped leaves the check incomplete: its registers are unknown.
+ * Never read, because a read could wait without bound on a stopped thread or a device:
+ * mappings registered with userfaultfd and device mappings (VmFlags um, uw, ui, ur, io, pf,
+ * mm in /proc/PID/smaps). Their pages that may hold data count as unreadable, and leave the
+ * check incomplete, as does a thread that could not be stopped (its registers are unknown).
  *
  * Blind spots, where memcheck knows the allocator's state and this module does not: free
  * chunks and the slack after blocks are roots too, so a stale pointer there hides a leak; and
@@ -46,20 +49,23 @@ struct reach_block {
 
 /* Why a check left blocks unsettled: the bits of reach_stats.incomplete. */
 enum reach_reason {
-	REACH_OUT_OF_TIME = 1 << 0,  /* the time budget ran out */
-	REACH_THREADS_LATE = 1 << 1, /* a thread did not stop: its registers are unknown */
+	REACH_OUT_OF_TIME = 1 << 0,    /* the time budget ran out */
+	REACH_THREADS_LATE = 1 << 1,   /* a thread did not stop: its registers are unknown */
+	REACH_MEMORY_SKIPPED = 1 << 2, /* memory that may hold pointers was not read */
 };
-#define REACH_REASONS 2
+#define REACH_REASONS 3
 
 struct reach_stats {
 	double pause_s;		   /* first thread stopped to last resumed (reach__resume) */
 	double scan_s;		   /* time in reach__classify */
 	uint64_t scanned_bytes;	   /* root and block bytes read */
-	uint64_t unreadable_bytes; /* root and block bytes that could not be read */
+	uint64_t unreadable_bytes; /* root and block bytes that could not be read, or were not */
 	unsigned int regions;	   /* root mappings scanned, stacks included */
 	unsigned int threads;	   /* threads stopped (their registers are roots) */
 	unsigned int late_threads; /* threads that did not stop in time */
-	unsigned int incomplete;   /* enum reach_reason bits; 0 when complete */
+	/* root mappings not read: a read could wait on a stopped thread or a device */
+	unsigned int skipped_regions;
+	unsigned int incomplete; /* enum reach_reason bits; 0 when complete */
 	/* false when incomplete: then a kind is either REACH_REACHABLE or REACH_KINDS */
 	bool complete;
 };
@@ -87,7 +93,7 @@ int reach__pause(int pid, uint64_t stop_wait_ns, struct reach_pause **out);
  * process: its root mappings are read once, in address order, the blocks in them with them.
  * Needs up to 60 bytes a block and 12 a pointer between blocks. budget_ns bounds the time spent
  * (0: no bound); checked after sorting the blocks and every MiB read. 0 on success, even when the
- * budget runs out or a thread was late: then st->complete is
+ * budget runs out, a thread was late or memory could not be read safely: then st->complete is
  * false, st->incomplete says why, blocks proven reachable by what was read are
  * REACH_REACHABLE and all others REACH_KINDS (unknown). On error (negative errno) every kind is
  * REACH_KINDS. st may be NULL.
@@ -106,7 +112,7 @@ void reach__resume(struct reach_pause *p, struct reach_stats *st);
 
 /* "definitely_lost", "indirectly_lost", "possibly_lost", "still_reachable"; "unknown". */
 const char *reach__kind_name(enum reach_kind k);
-/* "max_pause", "threads_not_stopped" for one reason bit. */
+/* "max_pause", "threads_not_stopped", "memory_not_read" for one reason bit. */
 const char *reach__reason_name(enum reach_reason r);
 /* What a negative errno from this module means to the user, and what to do about it. */
 const char *reach__strerror(int err);

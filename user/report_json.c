@@ -464,6 +464,7 @@ static json_object *leak_check(const struct report *r)
 	put(o, "regions", u64(lc->stats.regions));
 	put(o, "threads", u64(lc->stats.threads));
 	put(o, "threads_not_stopped", u64(lc->stats.late_threads));
+	put(o, "skipped_regions", u64(lc->stats.skipped_regions));
 	put(o, "complete", json_object_new_boolean(lc->stats.complete));
 	reasons = json_object_new_array();
 	for (int i = 0; i < REACH_REASONS; i++)

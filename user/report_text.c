@@ -524,7 +524,10 @@ static void incomplete_reasons(FILE *f, const struct reach_stats *st)
 	if (st->incomplete & REACH_THREADS_LATE) {
 		fprintf(f, "%s%u %s not stop in time (uninterruptible sleep, vfork?)", sep,
 			st->late_threads, st->late_threads == 1 ? "thread did" : "threads did");
+		sep = "; ";
 	}
+	if (st->incomplete & REACH_MEMORY_SKIPPED)
+		fprintf(f, "%smemory that could hold pointers not read", sep);
 	fprintf(f, ")");
 }
 
@@ -541,6 +544,13 @@ static void leak_check(FILE *f, const struct report *r)
 		lc->stats.scan_s * 1e3);
 	incomplete_reasons(f, &lc->stats);
 	fprintf(f, "\n");
+	if (lc->stats.skipped_regions)
+		fprintf(f,
+			"  %-16s %u %s (userfaultfd or device memory: a read could wait), "
+			"%s unreadable\n",
+			"not read", lc->stats.skipped_regions,
+			lc->stats.skipped_regions == 1 ? "mapping" : "mappings",
+			bytes(a, sizeof(a), lc->stats.unreadable_bytes));
 	if (lc->total.blocks[REACH_KINDS])
 		fprintf(f, "  %-16s %12s in %s blocks\n", "not settled",
 			bytes(a, sizeof(a), lc->total.bytes[REACH_KINDS]),

@@ -242,3 +242,58 @@ def test_leak_check_skips_userfaultfd_memory():
     check("exit status", status, 0)
     check("the final check skips it too", final["leak_check"]["skipped_regions"], 1)
     check("the target answers after detach", target.do("touch"), "0")
+
+
+@test
+def test_leak_check_on_a_stopped_target():
+    """A target stopped by SIGSTOP is checked all the same: its threads are seized from the
+    group stop and their registers and stacks scanned, so a block held only from a stack is
+    still reachable; the target is left stopped, and runs on after SIGCONT."""
+    target = Target("reach")
+    pid = target.target_pid
+    ht = Heaptap(["-p", str(pid), "-i", "1h", "--leak-check"])
+    ht.attached()
+    os.kill(pid, signal.SIGSTOP)
+    wait_for("the target stops", lambda: process_state(pid) == "T")
+    # Nothing tracked yet: no block to classify, but the thread was stopped and is counted.
+    os.kill(ht.pid, signal.SIGUSR1)
+    rec = record_or_end(ht, 10)
+    lc = rec["leak_check"]
+    check_true("a leak check of the stopped target", lc is not None, rec)
+    check("its thread was stopped (no block to classify)", lc["threads"], 1)
+    check("still stopped", process_state(pid), "T")
+    os.kill(pid, signal.SIGCONT)
+    # hold: 64 bytes whose only pointer is in a frame, while the target waits for "drop".
+    target.send("hold")
+    check("held", target.read_line(), "done hold")
+    os.kill(pid, signal.SIGSTOP)
+    wait_for("the target stops", lambda: process_state(pid) == "T")
+    os.kill(ht.pid, signal.SIGUSR1)
+    rec = record_or_end(ht, 10)
+    lc = rec["leak_check"]
+    check("the check is complete", lc["complete"], True)
+    check("registers and stack of the stopped thread scanned", lc["threads"], 1)
+    site = next((s for s in rec["sites"] if "hold_one" in functions(s)), None)
+    check_true("site hold_one listed", site is not None, rec["sites"])
+    check("the block held from the stack", categories(site["leak_check"]),
+          {"still_reachable": (1, 64)})
+    time.sleep(0.2)
+    check("left stopped, as found", process_state(pid), "T")
+    check("not traced", tracer_of(pid), 0)
+    os.kill(pid, signal.SIGCONT)
+    check("the target goes on after SIGCONT", target.do("drop"), "")
+    os.kill(ht.pid, signal.SIGUSR1)
+    rec = record_or_end(ht, 10)
+    site = next((s for s in rec["sites"] if "hold_one" in functions(s)), None)
+    check("the block once dropped", categories(site["leak_check"]), {"definitely_lost": (1, 64)})
+    # The final check on a stopped target leaves it stopped when heaptap is gone.
+    os.kill(pid, signal.SIGSTOP)
+    wait_for("the target stops", lambda: process_state(pid) == "T")
+    final, status = ht.finish()
+    check("exit status", status, 0)
+    check("the final check scanned the stopped thread", final["leak_check"]["threads"], 1)
+    time.sleep(0.2)
+    check("stopped after heaptap is gone", process_state(pid), "T")
+    check("not traced after heaptap", tracer_of(pid), 0)
+    os.kill(pid, signal.SIGCONT)
+    check("the target answers after SIGCONT", target.do("ping"), "")

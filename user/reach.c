@@ -1264,8 +1264,6 @@ static int read_memory(struct scan *s, struct reach_pause *p)
 	for (size_t i = 0; i < p->n; i++) {
 		const struct reach_thread *t = &p->threads[i];
 
-		if (t->state == THREAD_STOPPED && t->nwords == REG_WORDS)
-			s->st->threads++;
 		if (t->state != THREAD_GONE)
 			thread_roots(s, t, sp, &nsp);
 	}
@@ -1525,6 +1523,9 @@ int reach__classify(struct reach_pause *p, struct reach_block *blocks, size_t n,
 	}
 	if (!p)
 		return -EINVAL;
+	for (size_t i = 0; i < p->n; i++)
+		st->threads +=
+			p->threads[i].state == THREAD_STOPPED && p->threads[i].nwords == REG_WORDS;
 	st->late_threads = p->late;
 	if (n > MAX_BLOCKS)
 		return -E2BIG;

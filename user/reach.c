@@ -448,10 +448,14 @@ static int write_all(int fd, const void *buf, size_t len)
 	return 0;
 }
 
-/* The tracer process: stops the threads, answers, waits to be told, lets them go. */
+/*
+ * The tracer process: stops the threads for at most stop_wait_ns, answers, waits to be told,
+ * lets them go.
+ */
 static void __attribute__((noreturn))
-tracer_main(struct reach_pause *p, pid_t parent, uint64_t deadline)
+tracer_main(struct reach_pause *p, pid_t parent, uint64_t stop_wait_ns)
 {
+	uint64_t deadline = clock__now_ns() + stop_wait_ns;
 	struct tracer_answer a = { 0 };
 	unsigned int lo, hi;
 	char c;
@@ -570,7 +574,7 @@ static void free_pause(struct reach_pause *p)
 
 int reach__pause(int pid, uint64_t stop_wait_ns, struct reach_pause **out)
 {
-	uint64_t start = clock__now_ns(), deadline;
+	uint64_t deadline;
 	int answer[2], release[2];
 	struct tracer_answer a;
 	struct reach_pause *p;
@@ -604,7 +608,6 @@ int reach__pause(int pid, uint64_t stop_wait_ns, struct reach_pause **out)
 		goto cleanup;
 	}
 	p->release_fd = release[1];
-	deadline = start + stop_wait_ns;
 	self = getpid();
 	p->tracer = fork();
 	if (!p->tracer) {
@@ -613,7 +616,7 @@ int reach__pause(int pid, uint64_t stop_wait_ns, struct reach_pause **out)
 		p->answer_fd = answer[1];
 		p->release_fd = release[0];
 		/* It gives up on late threads a quarter early: its answer must come in time. */
-		tracer_main(p, self, start + stop_wait_ns / 4 * 3);
+		tracer_main(p, self, stop_wait_ns / 4 * 3);
 	}
 	err = p->tracer < 0 ? -errno : 0;
 	close(answer[1]);
@@ -622,6 +625,8 @@ int reach__pause(int pid, uint64_t stop_wait_ns, struct reach_pause **out)
 		p->tracer = 0;
 		goto cleanup;
 	}
+	/* From here, not from before the fork: a large heaptap takes a while to copy. */
+	deadline = clock__now_ns() + stop_wait_ns;
 	err = read_by(p->answer_fd, &a, sizeof(a), deadline);
 	if (!err && a.err)
 		err = a.err;

@@ -615,8 +615,7 @@ int reach__pause(int pid, uint64_t stop_wait_ns, struct reach_pause **out)
 		close(p->release_fd);
 		p->answer_fd = answer[1];
 		p->release_fd = release[0];
-		/* It gives up on late threads a quarter early: its answer must come in time. */
-		tracer_main(p, self, stop_wait_ns / 4 * 3);
+		tracer_main(p, self, stop_wait_ns);
 	}
 	err = p->tracer < 0 ? -errno : 0;
 	close(answer[1]);
@@ -625,8 +624,11 @@ int reach__pause(int pid, uint64_t stop_wait_ns, struct reach_pause **out)
 		p->tracer = 0;
 		goto cleanup;
 	}
-	/* From here, not from before the fork: a large heaptap takes a while to copy. */
-	deadline = clock__now_ns() + stop_wait_ns;
+	/*
+	 * From here, not from before the fork: a large heaptap takes a while to copy. A quarter
+	 * more than the threads get: the tracer's registers and answer come after.
+	 */
+	deadline = clock__now_ns() + stop_wait_ns + stop_wait_ns / 4;
 	err = read_by(p->answer_fd, &a, sizeof(a), deadline);
 	if (!err && a.err)
 		err = a.err;

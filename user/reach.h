@@ -83,7 +83,7 @@ struct reach_pause;
  * runs no code of the process's until resume, and makes the check incomplete. Negative errno,
  * reach__strerror() tells the user why: -EBUSY already traced (debugger, strace; checked
  * before anything is stopped), -EPERM not allowed, -ESRCH no such process, -ETIMEDOUT the
- * tracer did not answer within stop_wait_ns (a request stuck in the kernel). Returns at most
+ * tracer did not answer in time (a request stuck in the kernel). Returns at most 5/4 of
  * stop_wait_ns after the tracer starts, error or not, and on error no thread is left stopped
  * or traced.
  */

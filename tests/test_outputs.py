@@ -692,7 +692,9 @@ def hostile_report():
                         "stack": stack}],
         "leak_check": {"time": now, "paused_s": 0.0123, "scan_s": 0.01,
                        "scanned_bytes": 1048576, "unreadable_bytes": 0, "regions": 8,
-                       "threads": 2, "complete": False, "unsettled_blocks": 3,
+                       "threads": 2, "threads_not_stopped": 0, "skipped_regions": 0,
+                       "complete": False, "incomplete_reasons": ["max_pause"],
+                       "unsettled_blocks": 3,
                        "categories": cats},
         "alerts": [{"alert": "live", "option": "--alert-live", "value": 12582912,
                     "threshold": 10485760, "time": now}],
@@ -738,7 +740,8 @@ def test_html_report_keeps_target_strings_as_text():
           [hex_lines(rep["suspects"][0]["blocks"][0]["bytes"])])
 
     section = dom.one("section", id="leak-check")
-    check_true("an incomplete leak check says so", "3 blocks not settled" in section.text(),
+    check_true("an incomplete leak check says so and why",
+               "stopped at --leak-check-max-pause, 3 blocks not settled" in section.text(),
                section.text())
 
     site = dom.one("ol", id="sites").one("li", cls="site")

@@ -455,7 +455,7 @@ static json_object *peak_sites(const struct report *r)
 static json_object *leak_check(const struct report *r)
 {
 	const struct leak_check *lc = r->leak;
-	json_object *o;
+	json_object *o, *reasons;
 
 	if (!lc)
 		return NULL;
@@ -467,7 +467,15 @@ static json_object *leak_check(const struct report *r)
 	put(o, "unreadable_bytes", u64(lc->stats.unreadable_bytes));
 	put(o, "regions", u64(lc->stats.regions));
 	put(o, "threads", u64(lc->stats.threads));
+	put(o, "threads_not_stopped", u64(lc->stats.late_threads));
+	put(o, "skipped_regions", u64(lc->stats.skipped_regions));
 	put(o, "complete", json_object_new_boolean(lc->stats.complete));
+	reasons = json_object_new_array();
+	for (int i = 0; i < REACH_REASONS; i++)
+		if (lc->stats.incomplete & (1U << i))
+			json_object_array_add(reasons,
+					      json_object_new_string(reach__reason_name(1U << i)));
+	put(o, "incomplete_reasons", reasons);
 	put(o, "unsettled_blocks", u64(lc->total.blocks[REACH_KINDS]));
 	put(o, "categories", counts(lc->total.blocks, lc->total.bytes));
 	return o;

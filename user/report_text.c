@@ -517,6 +517,27 @@ static void at_peak(FILE *f, const struct report *r)
 	free(v);
 }
 
+/* Why a leak check left blocks unsettled, in words. */
+static void incomplete_reasons(FILE *f, const struct reach_stats *st)
+{
+	const char *sep = " (incomplete: ";
+
+	if (st->complete)
+		return;
+	if (st->incomplete & REACH_OUT_OF_TIME) {
+		fprintf(f, "%sstopped at --leak-check-max-pause", sep);
+		sep = "; ";
+	}
+	if (st->incomplete & REACH_THREADS_LATE) {
+		fprintf(f, "%s%u %s not stop in time (uninterruptible sleep, vfork?)", sep,
+			st->late_threads, st->late_threads == 1 ? "thread did" : "threads did");
+		sep = "; ";
+	}
+	if (st->incomplete & REACH_MEMORY_SKIPPED)
+		fprintf(f, "%smemory that could hold pointers not read", sep);
+	fprintf(f, ")");
+}
+
 static void leak_check(FILE *f, const struct report *r)
 {
 	const struct leak_check *lc = r->leak;
@@ -525,10 +546,18 @@ static void leak_check(FILE *f, const struct report *r)
 
 	if (!lc)
 		return;
-	fprintf(f, "\nLEAK CHECK target stopped %.1f ms, %s scanned in %.1f ms%s\n",
+	fprintf(f, "\nLEAK CHECK target stopped %.1f ms, %s scanned in %.1f ms",
 		lc->stats.pause_s * 1e3, bytes(a, sizeof(a), lc->stats.scanned_bytes),
-		lc->stats.scan_s * 1e3,
-		lc->stats.complete ? "" : " (stopped at --leak-check-max-pause: incomplete)");
+		lc->stats.scan_s * 1e3);
+	incomplete_reasons(f, &lc->stats);
+	fprintf(f, "\n");
+	if (lc->stats.skipped_regions)
+		fprintf(f,
+			"  %-16s %u %s (userfaultfd or device memory: a read could wait), "
+			"%s unreadable\n",
+			"not read", lc->stats.skipped_regions,
+			lc->stats.skipped_regions == 1 ? "mapping" : "mappings",
+			bytes(a, sizeof(a), lc->stats.unreadable_bytes));
 	if (lc->total.blocks[REACH_KINDS])
 		fprintf(f, "  %-16s %12s in %s blocks\n", "not settled",
 			bytes(a, sizeof(a), lc->total.bytes[REACH_KINDS]),

@@ -4,7 +4,8 @@
  * heaptap walks them by their CFI). "paths N R": R rounds of one 64-byte block leaked down
  * each of N paths (N up to 8192): path i goes through level12 ... level0, taking at each
  * level the call site that bit k of i picks, so that every path has its own return
- * addresses. "churn N R": the same, each block freed at once.
+ * addresses. "churn N R": the same, each block freed at once. A third number starts at that
+ * path rather than the first ("paths 40 1 80": paths 80 to 119).
  */
 // build: -O2 -fomit-frame-pointer
 #include <stdlib.h>
@@ -54,14 +55,15 @@ LEVEL(12, level11)
 int main(void)
 {
 	char cmd[64];
-	unsigned int n, i, rounds, r;
+	unsigned int n, i, rounds, r, first;
 
 	ready();
 	while (next_command(cmd, sizeof(cmd))) {
 		churn = !strncmp(cmd, "churn ", 6);
-		if (sscanf(cmd, "%*s %u %u", &n, &rounds) == 2)
+		first = 0;
+		if (sscanf(cmd, "%*s %u %u %u", &n, &rounds, &first) >= 2)
 			for (r = 0; r < rounds; r++)
-				for (i = 0; i < n && i < 8192; i++)
+				for (i = first; i < first + n && i < 8192; i++)
 					level12(i);
 		else if (!strcmp(cmd, "exit"))
 			break;

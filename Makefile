@@ -72,9 +72,10 @@ $(OUTPUT)/%.skel.h: $(OUTPUT)/bpf/%.bpf.o
 	$(call msg,GEN-SKEL,$@)
 	$(Q)$(BPFTOOL) gen skeleton $< > $@
 
-# Objects that include the skeleton depend on it explicitly.
-$(OUTPUT)/user/heaptap.o $(OUTPUT)/user/probes.o $(OUTPUT)/user/accounting.o \
-	$(OUTPUT)/user/fixups.o: $(OUTPUT)/heaptap.skel.h
+# Objects that include the skeleton depend on it explicitly, found by their includes (a
+# list kept by hand missed one, and a clean parallel build could compile it too early).
+SKEL_USERS := $(patsubst user/%.c,$(OUTPUT)/user/%.o,$(shell grep -l '"heaptap.skel.h"' user/*.c))
+$(SKEL_USERS): $(OUTPUT)/heaptap.skel.h
 
 # pprof's profile.proto, encoded by protobuf-c's generated code.
 $(OUTPUT)/proto/profile.pb-c.c $(OUTPUT)/proto/profile.pb-c.h &: user/proto/profile.proto | $(OUTPUT)/proto

@@ -17,6 +17,7 @@
 #include "idmap.h"
 #include "stacks.h"
 #include "proc.h"
+#include "sampling.h"
 
 #define BATCH 4096
 
@@ -142,19 +143,10 @@ static void add_size(struct site *site, uint64_t size)
 	site->nsizes++;
 }
 
-/* The probability that a block of this size was sampled: p = 1 - exp(-s / interval); 1
- * without sampling. A block of size 0 is never sampled (p = 0): it counts as it is. */
-static double sampled_p(uint64_t size, uint64_t sample_bytes)
-{
-	double p = sample_bytes ? -expm1(-(double)size / sample_bytes) : 1;
-
-	return p > 0 ? p : 1;
-}
-
 static int add_block(struct snapshot *s, struct idmap *index, size_t *cap, uint64_t addr,
 		     const struct heaptap_alloc *a, uint64_t stack_id, uint64_t sample_bytes)
 {
-	double p = sampled_p(a->size, sample_bytes);
+	double p = sampling__p(a->size, sample_bytes);
 	uintptr_t slot = (uintptr_t)idmap__get(index, stack_id);
 	struct site *site;
 	int err;
@@ -185,7 +177,7 @@ static int add_block(struct snapshot *s, struct idmap *index, size_t *cap, uint6
 /* Every live block, young or not, in the snapshot's estimates. */
 static void add_estimate(struct snapshot *s, uint64_t size, uint64_t sample_bytes)
 {
-	double p = sampled_p(size, sample_bytes);
+	double p = sampling__p(size, sample_bytes);
 
 	s->est_blocks += 1 / p;
 	s->est_bytes += size / p;

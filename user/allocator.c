@@ -435,6 +435,8 @@ static int program_of_loader(int pid, struct objects *objs, char **preload)
 	size_t i;
 
 	*preload = NULL;
+	/* Read as the executable it is (a static one has no .dynsym worth the name). */
+	objs->v[0].main_program = true;
 	if (!loader__is(object_elf(&objs->v[0])))
 		return 0;
 	err = read_argv(pid, &argv, &argc, &text);

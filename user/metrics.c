@@ -385,7 +385,7 @@ static int render(struct metrics *m, const struct report *r, char **text, size_t
 	       "Allocating calls that returned NULL or threw.", c->failed);
 	family(f, "heaptap_calls_total", "counter",
 	       "Outermost calls of each allocator function since attach.");
-	for (i = 0; i < r->probes->n && i < HEAPTAP_MAX_FUNCS; i++) {
+	for (i = 0; i < report__nprobes(r) && i < HEAPTAP_MAX_FUNCS; i++) {
 		if (r->probes->v[i].skipped || r->probes->v[i].kind == PROBE_UNWIND)
 			continue;
 		fputs("heaptap_calls_total{", f);

@@ -7,6 +7,7 @@
 
 #include "idmap.h"
 #include "report.h"
+#include "sampling.h"
 
 static uint64_t sort_value(const struct size_row *row, enum sort_key key)
 {
@@ -35,9 +36,7 @@ static void estimate(__u64 *count, __u64 *bytes, uint64_t sample_bytes)
 
 	if (!*count)
 		return;
-	p = -expm1(-((double)*bytes / *count) / sample_bytes);
-	if (p <= 0)
-		return;
+	p = sampling__p((double)*bytes / *count, sample_bytes);
 	*count = llround(*count / p);
 	*bytes = llround(*bytes / p);
 }
@@ -123,9 +122,7 @@ uint64_t report__inexact(const struct heaptap_counters *c)
 
 const char *report__site_function(const struct report *r, const struct site *site)
 {
-	if (site->fn >= r->probes->n)
-		return NULL;
-	return syms__demangle(r->syms, r->probes->v[site->fn].name);
+	return syms__demangle(r->syms, report__fn_name(r, site->fn));
 }
 
 /* Live bytes and blocks of a snapshot of this session. */

@@ -52,6 +52,18 @@ struct report {
 	double growth; /* live bytes per second over the latest reports; NAN: too few */
 };
 
+/* The attach plan's functions (none with --watch): how many, and the name of the one a
+ * block's fn field (the attach cookie) names, or NULL. */
+static inline size_t report__nprobes(const struct report *r)
+{
+	return r->probes ? r->probes->n : 0;
+}
+
+static inline const char *report__fn_name(const struct report *r, uint32_t fn)
+{
+	return fn < report__nprobes(r) ? r->probes->v[fn].name : NULL;
+}
+
 /* A site whose live bytes grew steadily: the likely leaks. */
 struct suspect {
 	size_t site; /* index into snap->sites */

@@ -86,7 +86,7 @@ void report__attached_json(FILE *f, const struct report *r)
 	json_object *settings = json_object_new_object();
 	size_t i;
 
-	for (i = 0; i < r->probes->n; i++) {
+	for (i = 0; i < report__nprobes(r); i++) {
 		const struct probe *p = &r->probes->v[i];
 		json_object *e = json_object_new_object();
 
@@ -157,7 +157,7 @@ static json_object *functions(const struct report *r)
 	json_object *a = json_object_new_array();
 	size_t i;
 
-	for (i = 0; i < r->probes->n && i < HEAPTAP_MAX_FUNCS; i++) {
+	for (i = 0; i < report__nprobes(r) && i < HEAPTAP_MAX_FUNCS; i++) {
 		json_object *e;
 
 		if (r->probes->v[i].skipped || r->probes->v[i].kind == PROBE_UNWIND)
@@ -320,7 +320,7 @@ static json_object *sites(const struct report *r)
 		put(e, "max_size", u64(site->max_size));
 		put(e, "oldest_age_s", seconds(snapshot__age(s, site->oldest_ns)));
 		put(e, "function",
-		    site->fn < r->probes->n ? json_object_new_string(r->probes->v[site->fn].name)
+		    report__fn_name(r, site->fn) ? json_object_new_string(report__fn_name(r, site->fn))
 					    : NULL);
 		put(e, "stack_id", hex(site->stack_id));
 		put(e, "stack", frames(r, site));
@@ -357,7 +357,7 @@ static json_object *suspects(const struct report *r)
 		put(e, "live", u64(site->live));
 		put(e, "est_bytes", json_object_new_double(site->est_bytes));
 		put(e, "function",
-		    site->fn < r->probes->n ? json_object_new_string(r->probes->v[site->fn].name)
+		    report__fn_name(r, site->fn) ? json_object_new_string(report__fn_name(r, site->fn))
 					    : NULL);
 		put(e, "stack_id", hex(site->stack_id));
 		put(e, "stack", frames(r, site));

@@ -80,7 +80,7 @@ void report__attached_text(FILE *f, const struct report *r)
 	fprintf(f, "heaptap: attached to PID %d (%s): %zu probes on %s\n", r->pid, r->comm,
 		r->probes->links, r->allocator->file.name);
 	fprintf(f, "heaptap: allocator chosen: %s\n", r->allocator->reason);
-	for (i = 0; i < r->probes->n; i++)
+	for (i = 0; i < report__nprobes(r); i++)
 		skipped += r->probes->v[i].skipped != NULL;
 	if (!r->opts->verbose) {
 		if (skipped)
@@ -89,7 +89,7 @@ void report__attached_text(FILE *f, const struct report *r)
 				skipped);
 		return;
 	}
-	for (i = 0; i < r->probes->n; i++) {
+	for (i = 0; i < report__nprobes(r); i++) {
 		const struct probe *p = &r->probes->v[i];
 
 		if (p->skipped)

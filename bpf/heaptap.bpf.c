@@ -19,7 +19,6 @@
 char LICENSE[] SEC("license") = "GPL";
 
 /* Settings, fixed at load. */
-const volatile __u32 target_tgid = 0;
 const volatile __u32 stack_depth = HEAPTAP_MAX_DEPTH; /* frames after the direct caller */
 const volatile __u32 stack_mode = HEAPTAP_STACK_FP;
 const volatile __u32 stack_bytes = 16384; /* a sample's stack, at most */
@@ -35,6 +34,16 @@ struct heaptap_counters counters = {};
 __u64 fn_calls[HEAPTAP_MAX_FUNCS] = {};
 /* What each function's calls did, counted as they end. */
 struct heaptap_fn_stats fn_stats[HEAPTAP_MAX_FUNCS] = {};
+
+/* The processes traced, by TGID (the value is unused): a set, so that a session may hold
+ * several. Probes are attached per process already; this keeps out what they do not filter
+ * (a child forked with the parent's breakpoints, the page-fault tracepoint). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, HEAPTAP_MAX_TARGETS);
+	__type(key, __u32);
+	__type(value, __u32);
+} targets SEC(".maps");
 
 /* Outstanding blocks by address; max_entries is set from --max-allocs. */
 struct {
@@ -197,7 +206,9 @@ __u32 tracing = 0;
 
 static __always_inline bool is_target(void)
 {
-	return (bpf_get_current_pid_tgid() >> 32) == target_tgid;
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+
+	return bpf_map_lookup_elem(&targets, &tgid) != NULL;
 }
 
 static __always_inline void count_fn(void *ctx)

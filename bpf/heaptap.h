@@ -19,6 +19,9 @@
 /* Exponential gaps (bytes) between sampled allocations, drawn by the loader (--sample). */
 #define HEAPTAP_SAMPLE_GAPS 4096
 
+/* Processes one session may trace at once. */
+#define HEAPTAP_MAX_TARGETS 4096
+
 /* Attach cookies index per-function call counters; the allocator table is far smaller. */
 #define HEAPTAP_MAX_FUNCS 64
 

@@ -89,7 +89,6 @@ static void configure(struct session *s)
 	struct heaptap_bpf *skel = s->skel;
 	size_t ring;
 
-	skel->rodata->target_tgid = s->target.pid;
 	skel->rodata->stack_depth = s->opts.stack_depth;
 	skel->rodata->stack_mode = s->stack_mode;
 	skel->rodata->stack_bytes = s->opts.stack_bytes;
@@ -157,6 +156,19 @@ static int on_sample(void *ctx, void *data, size_t size)
 	return 0;
 }
 
+/* A process into the BPF side's set of targets. */
+static int add_target(struct session *s, int pid)
+{
+	__u32 key = pid, one = 1;
+	int err;
+
+	if (!bpf_map_update_elem(bpf_map__fd(s->skel->maps.targets), &key, &one, BPF_ANY))
+		return 0;
+	err = -errno;
+	elog("cannot add PID %d to the processes traced: %s", pid, strerror(-err));
+	return err;
+}
+
 int session__load(struct session *s)
 {
 	int err;
@@ -177,6 +189,9 @@ int session__load(struct session *s)
 		     log__verbose() ? "" : " (-v shows the verifier's log)");
 		return err;
 	}
+	err = add_target(s, s->target.pid);
+	if (err)
+		return err;
 	calibrate(s);
 	err = sampling__fill(s->skel, s->opts.sample_bytes);
 	if (err) {

@@ -84,7 +84,7 @@ struct snapshot {
 	uint64_t time_ns; /* CLOCK_MONOTONIC */
 	struct heaptap_counters counters;
 	struct heaptap_size_class classes[HEAPTAP_SIZE_CLASSES];
-	uint64_t fn_calls[HEAPTAP_MAX_FUNCS];		    /* entries, for what probes cost */
+	uint64_t fn_calls[HEAPTAP_MAX_FUNCS];		     /* entries, for what probes cost */
 	struct heaptap_fn_stats fn_stats[HEAPTAP_MAX_FUNCS]; /* what the calls did */
 	/* Every live block, young ones included: what they stand for (as struct site's est_*:
 	 * with sampling, Horvitz-Thompson estimates; without, the exact figures). */

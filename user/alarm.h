@@ -56,9 +56,9 @@ int alarms__run(struct alarms *a, const char *cmd, char *const *env);
 struct alarm_context {
 	int pid;
 	const char *comm;
-	double live;	/* bytes */
-	uint64_t rss;	/* bytes */
-	double growth;	/* bytes per hour; NAN when not known */
+	double live;   /* bytes */
+	uint64_t rss;  /* bytes */
+	double growth; /* bytes per hour; NAN when not known */
 };
 
 /*

@@ -322,8 +322,8 @@ static int choose(struct objects *objs, const char *preload_env, const char *pre
 static int take_override(struct object *o, const char *given, struct allocator **out)
 {
 	if (!defines(o, "malloc")) {
-		fprintf(stderr, "heaptap: --allocator %s: %s\n", given,
-			o->elf ? "defines no malloc that callers bind to" : strerror(-o->elf_err));
+		elog("--allocator %s: %s", given,
+		     o->elf ? "defines no malloc that callers bind to" : strerror(-o->elf_err));
 		return -ENOENT;
 	}
 	return take(o, "chosen with --allocator", out);
@@ -366,10 +366,9 @@ static int decide(struct objects *objs, int pid, const char *where, const char *
 		if (o) {
 			err = take_override(o, override, out);
 		} else if (pid) {
-			fprintf(stderr,
-				"heaptap: --allocator %s is not mapped in PID %d (see "
-				"/proc/%d/maps)\n",
-				override, pid, pid);
+			elog("--allocator %s is not mapped in PID %d (see "
+			     "/proc/%d/maps)",
+			     override, pid, pid);
 			err = -ENOENT;
 		} else {
 			/* Not loaded at start: perhaps dlopen'ed later. */
@@ -380,17 +379,15 @@ static int decide(struct objects *objs, int pid, const char *where, const char *
 	} else if (!err) {
 		err = choose(objs, preload_env, preload_file, out);
 		if (err == -ESRCH)
-			fprintf(stderr,
-				"heaptap: no object in %s defines malloc (a static program "
-				"without a C allocator, or a runtime with its own, such as Go); "
-				"name one with --allocator PATH if it has one\n",
-				where);
+			elog("no object in %s defines malloc (a static program "
+			     "without a C allocator, or a runtime with its own, such as Go); "
+			     "name one with --allocator PATH if it has one",
+			     where);
 		else if (err)
-			fprintf(stderr, "heaptap: cannot read %s: %s\n", objs->v[0].path,
-				strerror(-err));
+			elog("cannot read %s: %s", objs->v[0].path, strerror(-err));
 	}
 	if (err == -ENOMEM)
-		fprintf(stderr, "heaptap: out of memory\n");
+		elog("out of memory");
 	if (!err)
 		(*out)->frame_pointers = frame_pointers(objs, *out);
 	return with_unwinders(err, *out, &found);
@@ -488,7 +485,7 @@ int allocator__find(int pid, const char *override, struct allocator **out)
 	*out = NULL;
 	err = proc_maps__read(pid, &maps);
 	if (err) {
-		fprintf(stderr, "heaptap: cannot read /proc/%d/maps: %s\n", pid, strerror(-err));
+		elog("cannot read /proc/%d/maps: %s", pid, strerror(-err));
 		return err;
 	}
 	snprintf(path, sizeof(path), "/proc/%d/exe", pid);
@@ -516,11 +513,11 @@ int allocator__find(int pid, const char *override, struct allocator **out)
 	}
 	proc_maps__free(&maps);
 	if (err) {
-		fprintf(stderr, "heaptap: out of memory\n");
+		elog("out of memory");
 		goto cleanup;
 	}
 	if (!objs.n || objs.v[0].dev != exe_st.st_dev || objs.v[0].ino != exe_st.st_ino) {
-		fprintf(stderr, "heaptap: PID %d has no executable mapped; nothing to trace\n", pid);
+		elog("PID %d has no executable mapped; nothing to trace", pid);
 		err = -ESRCH;
 		goto cleanup;
 	}
@@ -540,7 +537,7 @@ int allocator__find(int pid, const char *override, struct allocator **out)
 	if (asprintf(&preload_file, "/proc/%d/root/etc/ld.so.preload", pid) < 0) {
 		preload_file = NULL;
 		err = -ENOMEM;
-		fprintf(stderr, "heaptap: out of memory\n");
+		elog("out of memory");
 		goto cleanup;
 	}
 	snprintf(where, sizeof(where), "PID %d", pid);
@@ -640,8 +637,8 @@ static int list_objects(const char *interp, const char *program, const struct lo
 	return err;
 }
 
-int allocator__find_for_program(const char *path, int argc, char *const *argv,
-				const char *override, struct allocator **out)
+int allocator__find_for_program(const char *path, int argc, char *const *argv, const char *override,
+				struct allocator **out)
 {
 	char *program = script_interpreter(path), *loader = NULL, *preload = NULL;
 	struct loader_run run, *by_loader = NULL;
@@ -653,18 +650,18 @@ int allocator__find_for_program(const char *path, int argc, char *const *argv,
 	if (!program)
 		program = strdup(path);
 	if (!program) {
-		fprintf(stderr, "heaptap: out of memory\n");
+		elog("out of memory");
 		return -ENOMEM;
 	}
 	err = objects__add(&objs, program, strdup(program), 0, 0);
 	if (err) {
-		fprintf(stderr, "heaptap: out of memory\n");
+		elog("out of memory");
 		goto cleanup;
 	}
 	objs.v[0].main_program = true;
 	if (!object_elf(&objs.v[0])) {
-		fprintf(stderr, "heaptap: %s: not an ELF program heaptap can read (%s)\n", program,
-			strerror(-objs.v[0].elf_err));
+		elog("%s: not an ELF program heaptap can read (%s)", program,
+		     strerror(-objs.v[0].elf_err));
 		err = objs.v[0].elf_err;
 		goto cleanup;
 	}
@@ -697,10 +694,9 @@ int allocator__find_for_program(const char *path, int argc, char *const *argv,
 	if (interp) {
 		err = list_objects(interp, program, by_loader, &objs);
 		if (err) {
-			fprintf(stderr,
-				"heaptap: %s --list %s failed: cannot tell which libraries "
-				"it loads\n",
-				interp, program);
+			elog("%s --list %s failed: cannot tell which libraries "
+			     "it loads",
+			     interp, program);
 			goto cleanup;
 		}
 	}

@@ -36,8 +36,8 @@ int allocator__find(int pid, const char *override, struct allocator **out);
 /* For a program about to be launched (path, with argc/argv its command line), asking its
  * program loader what it would load. A command that runs the loader itself
  * (`ld.so --library-path DIR PROGRAM`) is taken for the program it names. */
-int allocator__find_for_program(const char *path, int argc, char *const *argv,
-				const char *override, struct allocator **out);
+int allocator__find_for_program(const char *path, int argc, char *const *argv, const char *override,
+				struct allocator **out);
 
 void allocator__free(struct allocator *a);
 

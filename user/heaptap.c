@@ -11,6 +11,7 @@
 #include <sys/signalfd.h>
 #include <unistd.h>
 
+#include "log.h"
 #include "options.h"
 #include "session.h"
 
@@ -55,7 +56,7 @@ int main(int argc, char **argv)
 	/* Signals first: from here a Ctrl-C ends the session cleanly, whatever stage it is in. */
 	sigfd = signal_fd();
 	if (sigfd < 0) {
-		fprintf(stderr, "heaptap: signalfd: %s\n", strerror(-sigfd));
+		elog("signalfd: %s", strerror(-sigfd));
 		return EXIT_FAIL;
 	}
 

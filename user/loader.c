@@ -17,8 +17,8 @@ bool loader__is(const struct elf_syms *elf)
 
 /* glibc's loader options that take a value (ld.so --help). */
 static const char *const with_value[] = {
-	"--library-path", "--inhibit-rpath",	    "--audit", "--preload",
-	"--argv0",	  "--glibc-hwcaps-prepend", "--glibc-hwcaps-mask",
+	"--library-path",	  "--inhibit-rpath",	 "--audit", "--preload", "--argv0",
+	"--glibc-hwcaps-prepend", "--glibc-hwcaps-mask",
 };
 
 int loader__parse(int argc, char *const *argv, struct loader_run *out)

@@ -49,7 +49,7 @@ struct options {
 	 * files[OUTPUT_REPORT], the report goes there instead of standard output */
 	const char *files[OUTPUTS_MAX];
 	unsigned int file_mode; /* of the files heaptap makes */
-	const char *listen; /* --listen [ADDR:]PORT as given, NULL: no metrics served */
+	const char *listen;	/* --listen [ADDR:]PORT as given, NULL: no metrics served */
 	/* Alarms: thresholds, 0 when not set */
 	uint64_t alert_live;	    /* live bytes */
 	uint64_t alert_growth;	    /* bytes per hour, over the latest reports */

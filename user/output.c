@@ -54,8 +54,7 @@ static int classify(const char *path, enum kind *kind, struct output_error *e)
 	case S_IFDIR: return fail(e, -EISDIR, "is a directory", false);
 	case S_IFSOCK:
 		return fail(e, -EINVAL,
-			    "is a socket (heaptap writes files, FIFOs and character devices)",
-			    false);
+			    "is a socket (heaptap writes files, FIFOs and character devices)", false);
 	case S_IFBLK: return fail(e, -EINVAL, "is a block device: it is never written", false);
 	}
 	return fail(e, -EINVAL, "is not a file heaptap can write", false);
@@ -182,8 +181,8 @@ static int stream(const char *path, enum kind kind, int (*write)(FILE *f, const 
 	fd = open(path, O_WRONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC |
 				(kind == KIND_LINKED ? O_TRUNC : 0));
 	if (fd < 0) {
-		err = fail(e, -errno, errno == ENXIO ? "no process has the FIFO open to read it" : NULL,
-			   false);
+		err = fail(e, -errno,
+			   errno == ENXIO ? "no process has the FIFO open to read it" : NULL, false);
 		free(buf);
 		return err;
 	}

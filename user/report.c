@@ -342,8 +342,8 @@ bool report__changes(const struct report *r, struct changes *c)
 	{
 		double now_blocks, then_blocks;
 
-		c->live_bytes = llround(snapshot_live(r, s, &now_blocks) -
-					snapshot_live(r, p, &then_blocks));
+		c->live_bytes =
+			llround(snapshot_live(r, s, &now_blocks) - snapshot_live(r, p, &then_blocks));
 		c->live = llround(now_blocks - then_blocks);
 	}
 	for (i = 0; ok && i < p->nsites; i++)

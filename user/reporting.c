@@ -100,11 +100,9 @@ static void judge(struct session *s, struct report *r, struct alarm_event *alert
 	struct alarm_figures fig = { .live = report__live(r, NULL),
 				     .growth = r->growth * 3600,
 				     .rss = r->rss ? r->rss : NAN };
-	struct alarm_context ctx = { .pid = r->pid,
-				     .comm = r->comm,
-				     .live = fig.live,
-				     .rss = r->rss,
-				     .growth = fig.growth };
+	struct alarm_context ctx = {
+		.pid = r->pid, .comm = r->comm, .live = fig.live, .rss = r->rss, .growth = fig.growth
+	};
 	size_t i;
 
 	r->alerts = alerts;

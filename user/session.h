@@ -60,24 +60,24 @@ struct session {
 	struct allocator *allocator;
 	int stack_mode; /* enum heaptap_stack_mode */
 	struct heaptap_bpf *skel;
-	struct probes *probes;	  /* the probe tracer's plan; NULL with --watch */
-	struct bpf_link *watch;	  /* the fault tracer's program */
-	struct fixups *fixups;	  /* exceptions' return addresses, written by heaptap */
+	struct probes *probes;	/* the probe tracer's plan; NULL with --watch */
+	struct bpf_link *watch; /* the fault tracer's program */
+	struct fixups *fixups;	/* exceptions' return addresses, written by heaptap */
 	struct stacks *stacks;
 	struct syms *syms;
 	struct unwinder *unwinder;
-	struct ring_buffer *rb;	  /* new stacks, samples to unwind */
+	struct ring_buffer *rb; /* new stacks, samples to unwind */
 	struct history *history;
 	struct publisher *publisher;
 	struct timeline timeline;
 	struct alarms alarms;
 	struct snapshot prev; /* the previous report's */
 	bool have_prev;
-	bool started;	      /* tracing began: a final report is due */
-	bool attached;	      /* probes in now (--live: within a window) */
-	bool layout_known;    /* the BPF side knows the trampoline and the allocator's code */
-	bool alarm_exit;      /* --exit-on-alert, and an alarm fired */
-	uint64_t attach_ns;   /* CLOCK_MONOTONIC when tracing began */
+	bool started;	    /* tracing began: a final report is due */
+	bool attached;	    /* probes in now (--live: within a window) */
+	bool layout_known;  /* the BPF side knows the trampoline and the allocator's code */
+	bool alarm_exit;    /* --exit-on-alert, and an alarm fired */
+	uint64_t attach_ns; /* CLOCK_MONOTONIC when tracing began */
 	/* What probes cost the target: measured for --live and --listen */
 	bool calibrated;
 	struct probe_costs costs;

@@ -15,8 +15,8 @@
 struct stacks {
 	int map_fd;
 	unsigned int depth;
-	uint64_t dropped; /* stacks unwound here that the full map had no room for */
-	uint64_t stored;  /* stacks unwound here and stored */
+	uint64_t dropped;     /* stacks unwound here that the full map had no room for */
+	uint64_t stored;      /* stacks unwound here and stored */
 	struct idmap cache;   /* id -> struct stack */
 	struct idmap samples; /* sample id -> (void *)stack id */
 };

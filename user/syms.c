@@ -30,7 +30,7 @@ struct module {
 	dev_t dev;
 	uint64_t inode;
 	char *path;
-	char *name; /* path as reports show it (escape.h) */
+	char *name;	 /* path as reports show it (escape.h) */
 	char *open_path; /* through /proc/PID/root: where .gnu_debuglink files are looked for */
 	int fd;
 	bool loaded;

@@ -38,9 +38,9 @@ static int attach(struct session *s, int stop_fd)
 {
 	const struct probe *failed = NULL;
 	bool failed_return = false;
-	struct probes_attach_opts opts = {
-		.stop_fd = stop_fd, .failed = &failed, .failed_return = &failed_return
-	};
+	struct probes_attach_opts opts = { .stop_fd = stop_fd,
+					   .failed = &failed,
+					   .failed_return = &failed_return };
 	int err;
 
 	/* Exceptions leaving operator new need their return addresses back: served first. */

@@ -9,8 +9,9 @@
 
 #include "accounting.h"
 #include "alarm.h"
-#include "leakcheck.h"
+#include "leak_check.h"
 #include "history.h"
+#include "duty.h"
 #include "overhead.h"
 #include "allocator.h"
 #include "options.h"

@@ -16,8 +16,9 @@
 
 #include "accounting.h"
 #include "alarm.h"
-#include "leakcheck.h"
+#include "leak_check.h"
 #include "options.h"
+#include "duty.h"
 #include "overhead.h"
 #include "target.h"
 #include "timeline.h"

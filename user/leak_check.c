@@ -6,7 +6,7 @@
 
 #include "accounting.h"
 #include "clock.h"
-#include "leakcheck.h"
+#include "leak_check.h"
 #include "log.h"
 
 /* At most this long, and half the pause allowed, for the threads to stop. */

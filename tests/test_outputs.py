@@ -16,8 +16,8 @@ import time
 import urllib.parse
 import urllib.request
 
-from lib import (BUILD, HEAPTAP, ROOT, Failure, Heaptap, Proc, Target, check, check_true,
-                 functions, parse_record, run_heaptap, test, uprobes_of)
+from lib import (BUILD, HEAPTAP, ROOT, TARGETS as TARGETS_DIR, Failure, Heaptap, Proc, Target,
+                 check, check_true, functions, parse_record, run_heaptap, test, uprobes_of)
 from test_accounting import check_mix, traced
 
 OUT = os.path.join(BUILD, "tests", "out")
@@ -763,3 +763,51 @@ def test_html_report_keeps_target_strings_as_text():
     rows = dom.one("table", id="threads").find("tbody")[0].find("tr")
     check("threads table", [[td.text() for td in tr.find("td")] for tr in rows],
           [["42", HOSTILE[:15], "59,872", "585", ""], ["43", "?", "0", "0", "exited"]])
+
+
+@test
+def test_a_new_output_is_one_file_and_one_row():
+    """The structure's promise: a new format is its formatter's file and a row of the table
+    in user/outputs.c. A toy format is added so to a copy of the tree, which is built and run:
+    the option, its help, the check before attaching and the publishing all follow."""
+    d = tempfile.mkdtemp(prefix="heaptap-toy-")
+    try:
+        tree = os.path.join(d, "tree")
+        shutil.copytree(ROOT, tree, ignore=shutil.ignore_patterns("build", ".git",
+                                                                  "__pycache__"))
+        with open(os.path.join(tree, "user", "report_toy.c"), "w") as f:
+            f.write('#include <inttypes.h>\n#include "report.h"\n\n'
+                    "int report__toy(FILE *f, const struct report *r)\n{\n"
+                    '\tfprintf(f, "toy %" PRIu64 "\\n", r->snap->counters.alloc_calls);\n'
+                    "\treturn ferror(f) ? -1 : 0;\n}\n")
+        with open(os.path.join(tree, "user", "outputs.c")) as f:
+            table = f.read()
+        row = ('\t{ "html", 0, "a self-contained HTML report (flame graph, timeline, sizes)", '
+               "report__html },\n")
+        check_true("the table's last row, as the toy expects it", row in table, table)
+        table = table.replace(row, row + '\t{ "toy", 0, "a toy format", report__toy },\n')
+        table = table.replace('#include "report.h"\n', '#include "report.h"\n\n'
+                              "int report__toy(FILE *f, const struct report *r);\n")
+        with open(os.path.join(tree, "user", "outputs.c"), "w") as f:
+            f.write(table)
+        build = subprocess.run(["make", "-s", "-C", tree, "build/heaptap"], capture_output=True,
+                               text=True, timeout=600)
+        check("the toy tree builds", build.returncode, 0)
+        toy = os.path.join(tree, "build", "heaptap")
+        help_text = subprocess.run([toy, "--help"], capture_output=True, text=True).stdout
+        check_true("--help lists the toy", "      --toy FILE         a toy format" in help_text,
+                   help_text)
+        out = os.path.join(d, "toy.txt")
+        run = subprocess.run([toy, "--json", "--toy", out, "--", os.path.join(TARGETS_DIR,
+                                                                           "launch")],
+                             input=b"", capture_output=True, timeout=60)
+        check("exit status of the toy", run.returncode, 0)
+        with open(out) as f:
+            check_true("the toy's file, written at the report", f.read().startswith("toy "))
+        run = subprocess.run([toy, "--toy", out, "--html", out, "--", "true"],
+                             capture_output=True, text=True, timeout=60)
+        check("the toy's file checked against the others", run.stderr.strip(),
+              f"heaptap: --html and --toy both write {out}: give each its own file "
+              "(see heaptap --help)")
+    finally:
+        shutil.rmtree(d)

@@ -11,6 +11,7 @@
 #include <bpf/libbpf.h>
 
 #include "accounting.h"
+#include "array.h"
 #include "clock.h"
 #include "escape.h"
 #include "heaptap.skel.h"
@@ -23,21 +24,6 @@
 
 const uint64_t accounting__age_limits_s[AGE_BUCKETS - 1] = { 1, 10, 60, 600, 3600, 86400 };
 
-/* Room for one more of n elements of size bytes in *array (doubled when full). */
-static int reserve(void *array, size_t *cap, size_t n, size_t size)
-{
-	void **v = array, *grown;
-	size_t want = *cap ? *cap * 2 : 64;
-
-	if (n < *cap)
-		return 0;
-	grown = realloc(*v, want * size);
-	if (!grown)
-		return -ENOMEM;
-	*v = grown;
-	*cap = want;
-	return 0;
-}
 
 /* Keeps the block among the site's examples if it is one of its oldest. */
 static void add_example(struct site *site, uint64_t addr, const struct heaptap_alloc *a)
@@ -76,7 +62,7 @@ static struct thread_live *thread_of(struct snapshot *s, struct idmap *index, si
 
 	if (slot)
 		return &s->threads[slot - 1];
-	if (reserve(&s->threads, cap, s->nthreads, sizeof(*s->threads)))
+	if (array__reserve(&s->threads, cap, s->nthreads, sizeof(*s->threads)))
 		return NULL;
 	s->threads[s->nthreads] = (struct thread_live){ .tid = tid };
 	if (idmap__put(index, tid, (void *)(uintptr_t)(s->nthreads + 1)))
@@ -152,7 +138,7 @@ static int add_block(struct snapshot *s, struct idmap *index, size_t *cap, uint6
 	int err;
 
 	if (!slot) {
-		if (reserve(&s->sites, cap, s->nsites, sizeof(*s->sites)))
+		if (array__reserve(&s->sites, cap, s->nsites, sizeof(*s->sites)))
 			return -ENOMEM;
 		s->sites[s->nsites] =
 			(struct site){ .stack_id = stack_id, .oldest_ns = a->time_ns, .fn = a->fn };
@@ -188,7 +174,7 @@ static void add_estimate(struct snapshot *s, uint64_t size, uint64_t sample_byte
 /* Lists the block, for a leak check. */
 static int list_block(struct snapshot *s, size_t *cap, uint64_t addr, uint64_t size, uint64_t stack_id)
 {
-	if (reserve(&s->blocks, cap, s->nblocks, sizeof(*s->blocks)))
+	if (array__reserve(&s->blocks, cap, s->nblocks, sizeof(*s->blocks)))
 		return -ENOMEM;
 	s->blocks[s->nblocks++] = (struct live_block){ addr, size, stack_id };
 	return 0;
@@ -314,7 +300,7 @@ static int read_totals(int fd, struct stacks *stacks, uint64_t peak_epoch, struc
 			continue;
 		slot = (uintptr_t)idmap__get(&index, id);
 		if (!slot) {
-			err = reserve(&s->totals, &cap, s->ntotals, sizeof(*s->totals));
+			err = array__reserve(&s->totals, &cap, s->ntotals, sizeof(*s->totals));
 			if (err)
 				break;
 			s->totals[s->ntotals] = (struct site_total){ .stack_id = id, .fn = value.fn };
@@ -423,7 +409,7 @@ int accounting__watch_snapshot(struct heaptap_bpf *skel, struct stacks *stacks, 
 		id = stacks__canonical(stacks, key);
 		slot = (uintptr_t)idmap__get(&index, id);
 		if (!slot) {
-			err = reserve(&out->sites, &cap, out->nsites, sizeof(*out->sites));
+			err = array__reserve(&out->sites, &cap, out->nsites, sizeof(*out->sites));
 			if (err)
 				break;
 			out->sites[out->nsites] = (struct site){ .stack_id = id,

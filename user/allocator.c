@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "allocator.h"
+#include "array.h"
 #include "escape.h"
 #include "loader.h"
 #include "log.h"
@@ -30,21 +31,19 @@ struct object {
 struct objects {
 	struct object *v;
 	size_t n;
+	size_t cap;
 };
 
 static int objects__add(struct objects *objs, const char *path, char *open_path, dev_t dev, ino_t ino)
 {
-	struct object *grown = realloc(objs->v, (objs->n + 1) * sizeof(*grown));
-
-	if (!grown) {
+	if (array__reserve(&objs->v, &objs->cap, objs->n, sizeof(*objs->v))) {
 		free(open_path);
 		return -ENOMEM;
 	}
-	objs->v = grown;
-	grown[objs->n] = (struct object){
+	objs->v[objs->n] = (struct object){
 		.path = strdup(path), .open_path = open_path, .dev = dev, .ino = ino
 	};
-	if (!grown[objs->n].path) {
+	if (!objs->v[objs->n].path) {
 		free(open_path);
 		return -ENOMEM;
 	}
@@ -144,7 +143,7 @@ static void target_file__free(struct target_file *f)
  */
 static int find_unwinders(struct objects *objs, struct allocator *a)
 {
-	size_t i;
+	size_t i, cap = 0;
 
 	for (i = 0; i < objs->n; i++) {
 		struct object *o = &objs->v[i];
@@ -154,10 +153,9 @@ static int find_unwinders(struct objects *objs, struct allocator *a)
 			a->unwinders_unknown |= !o->elf;
 			continue;
 		}
-		grown = realloc(a->unwinders, (a->nunwinders + 1) * sizeof(*grown));
-		if (!grown)
+		if (array__reserve(&a->unwinders, &cap, a->nunwinders, sizeof(*a->unwinders)))
 			return -ENOMEM;
-		a->unwinders = grown;
+		grown = a->unwinders;
 		grown[a->nunwinders] = (struct target_file){ .path = strdup(o->path),
 							     .name = escape__dup(o->path),
 							     .open_path = strdup(o->open_path),

@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "array.h"
 #include "reach.h"
 
 /* Beyond this many listings, threads are being created faster than they can be stopped. */
@@ -165,17 +166,7 @@ static struct reach_thread *find_thread(struct reach_pause *p, int tid)
 /* Room for one more thread, made before seizing it: no thread may be seized and forgotten. */
 static int reserve_thread(struct reach_pause *p)
 {
-	size_t cap = p->cap ? p->cap * 2 : 16;
-	struct reach_thread *grown;
-
-	if (p->n < p->cap)
-		return 0;
-	grown = realloc(p->threads, cap * sizeof(*grown));
-	if (!grown)
-		return -ENOMEM;
-	p->threads = grown;
-	p->cap = cap;
-	return 0;
+	return array__reserve(&p->threads, &p->cap, p->n, sizeof(*p->threads));
 }
 
 /* Seizes and interrupts one thread; 0 also when it vanished or is exiting. */
@@ -1205,16 +1196,9 @@ static int read_maps(int pid, struct mapping **out, size_t *n)
 			*nl = '\0';
 		m.root = root_mapping(perms, name);
 		m.heap = !strcmp(name, "[heap]");
-		if (*n == cap) {
-			struct mapping *grown;
-
-			cap = cap ? cap * 2 : 64;
-			grown = realloc(maps, cap * sizeof(*grown));
-			if (!grown) {
-				err = -ENOMEM;
-				goto cleanup;
-			}
-			maps = grown;
+		if (array__reserve(&maps, &cap, *n, sizeof(*maps))) {
+			err = -ENOMEM;
+			goto cleanup;
 		}
 		maps[*n] = m;
 		cur = &maps[(*n)++];

@@ -53,6 +53,7 @@ struct syms {
 	uint64_t read_ns; /* when maps were last read */
 	struct module **modules;
 	size_t nmodules;
+	size_t modules_cap;
 	struct idmap locations; /* address -> struct location */
 	struct idmap infos;	/* address (| 1 << 63 for return addresses) -> struct sym_info */
 	char *debuginfo_path;
@@ -229,17 +230,15 @@ const char *syms__demangle(struct syms *s, const char *name)
 
 static struct module *module_of(struct syms *s, const struct proc_map *m)
 {
-	struct module *mod, **grown;
+	struct module *mod;
 	size_t i;
 
 	for (i = 0; i < s->nmodules; i++)
 		if (s->modules[i]->dev == m->dev && s->modules[i]->inode == m->inode)
 			return s->modules[i];
 	mod = calloc(1, sizeof(*mod));
-	grown = realloc(s->modules, (s->nmodules + 1) * sizeof(*grown));
-	if (grown)
-		s->modules = grown;
-	if (!mod || !grown || !(mod->path = strdup(m->path)) || !(mod->name = escape__dup(m->path))) {
+	if (!mod || array__reserve(&s->modules, &s->modules_cap, s->nmodules, sizeof(*s->modules)) ||
+	    !(mod->path = strdup(m->path)) || !(mod->name = escape__dup(m->path))) {
 		if (mod)
 			free(mod->path);
 		free(mod);

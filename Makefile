@@ -61,14 +61,16 @@ endif
 BENCH_TARGETS := $(patsubst bench/targets/%.c,$(OUTPUT)/bench/%,$(wildcard bench/targets/*.c)) \
 	$(OUTPUT)/bench/probecost
 
-# libFuzzer targets, one per parser of the target's bytes, each with the modules it reaches.
+# libFuzzer targets, one per parser of the target's bytes, each with the modules it fuzzes
+# (and those it calls on the bytes) instrumented; whatever else they refer to comes
+# uninstrumented from heaptap's own objects (fuzz/heaptap.a: all but main).
 FUZZERS := elfsyms cfi unwind maps dump options
 FUZZ_USES_elfsyms := elfsyms
-FUZZ_USES_cfi := unwind syms stacks idmap proc
-FUZZ_USES_unwind := unwind syms stacks idmap proc
+FUZZ_USES_cfi := unwind
+FUZZ_USES_unwind := unwind stacks idmap
 FUZZ_USES_maps := proc
-FUZZ_USES_dump := dump syms idmap proc escape log
-FUZZ_USES_options := options listen
+FUZZ_USES_dump := dump escape log
+FUZZ_USES_options := options listen log escape
 FUZZ_BINS := $(patsubst %,$(OUTPUT)/fuzz/fuzz_%,$(FUZZERS))
 FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=all
 FUZZ_CFLAGS := -g -O1 -fsanitize=fuzzer-no-link $(FUZZ_SAN) $(WARNINGS) -std=gnu11 \
@@ -102,9 +104,10 @@ $(OUTPUT)/%.skel.h: $(OUTPUT)/bpf/%.bpf.o
 	$(call msg,GEN-SKEL,$@)
 	$(Q)$(BPFTOOL) gen skeleton $< > $@
 
-# Objects that include the skeleton depend on it explicitly.
-$(OUTPUT)/user/heaptap.o $(OUTPUT)/user/probes.o $(OUTPUT)/user/accounting.o \
-	$(OUTPUT)/user/fixups.o: $(OUTPUT)/heaptap.skel.h
+# Objects that include the skeleton depend on it explicitly, found by their includes (a
+# list kept by hand missed one, and a clean parallel build could compile it too early).
+SKEL_USERS := $(patsubst user/%.c,$(OUTPUT)/user/%.o,$(shell grep -l '"heaptap.skel.h"' user/*.c))
+$(SKEL_USERS): $(OUTPUT)/heaptap.skel.h
 
 # pprof's profile.proto, encoded by protobuf-c's generated code.
 $(OUTPUT)/proto/profile.pb-c.c $(OUTPUT)/proto/profile.pb-c.h &: user/proto/profile.proto | $(OUTPUT)/proto
@@ -195,8 +198,13 @@ $(OUTPUT)/fuzz/%.o: tests/fuzz/%.c | $(OUTPUT)/fuzz
 	$(call msg,CC-FUZZ,$@)
 	$(Q)$(CLANG) $(FUZZ_CFLAGS) -c $< -o $@
 
+$(OUTPUT)/fuzz/heaptap.a: $(filter-out $(OUTPUT)/user/heaptap.o,$(USER_OBJS)) | $(OUTPUT)/fuzz
+	$(call msg,AR,$@)
+	$(Q)rm -f $@ && ar rcs $@ $^
+
 define fuzzer_rule
-$(OUTPUT)/fuzz/fuzz_$(1): $(OUTPUT)/fuzz/fuzz_$(1).o $(patsubst %,$(OUTPUT)/fuzz/user/%.o,$(FUZZ_USES_$(1)))
+$(OUTPUT)/fuzz/fuzz_$(1): $(OUTPUT)/fuzz/fuzz_$(1).o $(patsubst %,$(OUTPUT)/fuzz/user/%.o,$(FUZZ_USES_$(1))) \
+		$(OUTPUT)/fuzz/heaptap.a
 	$$(call msg,LINK,$$@)
 	$$(Q)$$(CLANG) -fsanitize=fuzzer $$(FUZZ_SAN) $$^ $$(LIBS) -o $$@
 endef

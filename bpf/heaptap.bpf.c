@@ -19,7 +19,6 @@
 char LICENSE[] SEC("license") = "GPL";
 
 /* Settings, fixed at load. */
-const volatile __u32 target_tgid = 0;
 const volatile __u32 stack_depth = HEAPTAP_MAX_DEPTH; /* frames after the direct caller */
 const volatile __u32 stack_mode = HEAPTAP_STACK_FP;
 const volatile __u32 stack_bytes = 16384; /* a sample's stack, at most */
@@ -30,7 +29,21 @@ const volatile __u32 watch = 0;
 
 /* Counters userspace reads straight from the mmapped .bss. */
 struct heaptap_counters counters = {};
+/* Entries of each function (index: attach cookie), counted as they come: what the probes
+ * cost is in proportion. */
 __u64 fn_calls[HEAPTAP_MAX_FUNCS] = {};
+/* What each function's calls did, counted as they end. */
+struct heaptap_fn_stats fn_stats[HEAPTAP_MAX_FUNCS] = {};
+
+/* The processes traced, by TGID (the value is unused): a set, so that a session may hold
+ * several. Probes are attached per process already; this keeps out what they do not filter
+ * (a child forked with the parent's breakpoints, the page-fault tracepoint). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, HEAPTAP_MAX_TARGETS);
+	__type(key, __u32);
+	__type(value, __u32);
+} targets SEC(".maps");
 
 /* Outstanding blocks by address; max_entries is set from --max-allocs. */
 struct {
@@ -117,6 +130,14 @@ struct {
 	__type(value, __u64);
 } sample_gaps SEC(".maps");
 
+/* With sampling: what a sampled block stands for, by size class (struct heaptap_weight). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, HEAPTAP_SIZE_CLASSES);
+	__type(key, __u32);
+	__type(value, struct heaptap_weight);
+} sample_weights SEC(".maps");
+
 /* Unwind rules by return address (DWARF mode), learned by the loader from samples; sized
  * from the options. */
 struct {
@@ -159,6 +180,7 @@ struct call {
 	__s64 countdown; /* bytes until the next sampled allocation */
 	__u64 armed;	 /* countdown drawn */
 	__u64 fixup_only; /* entered while probes came or went: nothing to account */
+	__u64 attach;	  /* the attach it was entered in (tracing's value then) */
 	struct heaptap_alloc old;
 	struct heaptap_stack stack;
 };
@@ -173,16 +195,20 @@ struct {
 #define SIZE_OVERFLOW (~0ULL)
 
 /*
- * 1 while every probe is in. While probes are attached or detached, entries only note what
- * an exception leaving operator new needs (its caller's return address): returns are probed
- * whenever entries may have been missed, so that no call is ever hijacked by a return probe
- * without the address to put back, and calls half seen are neither counted nor called missed.
+ * Non-zero while every probe is in: the number of the attach (--live attaches once a
+ * window). While probes are attached or detached, it is 0 and accounting is frozen: entries
+ * only note what an exception leaving operator new needs (its caller's return address),
+ * returns and frees change nothing. Returns are probed whenever entries may have been
+ * missed, so that no call is ever hijacked by a return probe without the address to put
+ * back, and calls half seen are neither counted nor called missed.
  */
 __u32 tracing = 0;
 
 static __always_inline bool is_target(void)
 {
-	return (bpf_get_current_pid_tgid() >> 32) == target_tgid;
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+
+	return bpf_map_lookup_elem(&targets, &tgid) != NULL;
 }
 
 static __always_inline void count_fn(void *ctx)
@@ -193,11 +219,53 @@ static __always_inline void count_fn(void *ctx)
 		__sync_fetch_and_add(&fn_calls[fn], 1);
 }
 
+static __always_inline struct heaptap_fn_stats *fn_of(__u64 fn)
+{
+	if (fn >= HEAPTAP_MAX_FUNCS)
+		return NULL;
+	/* The mask restates the bound where the verifier sees it: clang would otherwise
+	 * compute the address before the test. */
+	barrier_var(fn);
+	return &fn_stats[fn & (HEAPTAP_MAX_FUNCS - 1)];
+}
+
 static __always_inline struct heaptap_size_class *size_class(__u64 size)
 {
 	__u32 key = heaptap_size_class(size);
 
 	return bpf_map_lookup_elem(&size_classes, &key);
+}
+
+/* With sampling, the bytes a sampled block of this size stands for (heaptap_weight). */
+static __always_inline __u64 weight(__u64 size)
+{
+	__u32 key = heaptap_size_class(size);
+	struct heaptap_weight *w = bpf_map_lookup_elem(&sample_weights, &key);
+	__u64 min = heaptap_size_class_min(key);
+
+	if (!w)
+		return size;
+	return w->base + (size > min ? ((size - min) * w->slope) >> HEAPTAP_WEIGHT_SHIFT : 0);
+}
+
+/* With sampling, the estimated live bytes and their peak follow each sampled block. */
+static __always_inline void weigh_alloc(__u64 size)
+{
+	__u64 live, peak;
+	int i;
+
+	if (!sample_interval)
+		return;
+	live = __sync_add_and_fetch(&counters.est_live_bytes, weight(size));
+	for (i = 0; i < 4; i++) {
+		peak = counters.est_peak_bytes;
+		if (live <= peak)
+			break;
+		if (__sync_val_compare_and_swap(&counters.est_peak_bytes, peak, live) == peak) {
+			counters.est_peak_ns = bpf_ktime_get_ns();
+			break;
+		}
+	}
 }
 
 static __always_inline bool account_alloc(__u64 size)
@@ -213,6 +281,7 @@ static __always_inline bool account_alloc(__u64 size)
 	}
 	__sync_fetch_and_add(&counters.allocs, 1);
 	__sync_fetch_and_add(&counters.alloc_bytes, size);
+	weigh_alloc(size);
 	live = __sync_add_and_fetch(&counters.live_bytes, size);
 	for (i = 0; i < 4; i++) {
 		peak = counters.peak_bytes;
@@ -261,6 +330,8 @@ static __always_inline void account_free(const struct heaptap_alloc *rec)
 	__sync_fetch_and_add(&counters.frees, 1);
 	__sync_fetch_and_add(&counters.free_bytes, size);
 	__sync_fetch_and_sub(&counters.live_bytes, size);
+	if (sample_interval)
+		__sync_fetch_and_sub(&counters.est_live_bytes, weight(size));
 }
 
 /* Remove ptr's record; true (and *rec filled) when it was ours to remove. */
@@ -299,8 +370,11 @@ static __always_inline void add_to_site(__u64 stack_id, __u32 fn, __u64 size, bo
 		/* Made here, or by another thread meanwhile. */
 		t = bpf_map_lookup_elem(&site_totals, &stack_id);
 	}
-	if (!t)
+	if (!t) {
+		/* The map is full: the block is tracked, its site's totals are not. */
+		__sync_fetch_and_add(&counters.dropped_sites, 1);
 		return;
+	}
 	__sync_fetch_and_add(&t->allocs, 1);
 	__sync_fetch_and_add(&t->bytes, size);
 	if (!peaked)
@@ -377,8 +451,10 @@ static __always_inline __u64 store_stack(struct call *c, __u32 words)
 			__sync_fetch_and_add(&counters.lost_events, 1);
 		}
 	} else if (!bpf_map_lookup_elem(&stacks, &id)) {
-		/* Not a race with another thread storing the same stack: the map is full. */
+		/* Not a race with another thread storing the same stack: the map is full. Its
+		 * blocks go with every other block whose stack could not be stored, as id 0. */
 		__sync_fetch_and_add(&counters.dropped_stacks, 1);
+		return 0;
 	}
 	return id;
 }
@@ -560,10 +636,11 @@ static __always_inline bool in_progress(struct call *c)
 	return area && slot >= area && slot < area + 4096;
 }
 
-/* Forgets a call whose return will never be seen, and says so. */
+/* Forgets a call whose return will never be seen, and says so if it was missed while
+ * tracing: one whose return probe came out with the others is not a miss. */
 static __always_inline void abandon(struct call *c)
 {
-	if (!c->fixup_only)
+	if (!c->fixup_only && tracing && c->attach == tracing)
 		__sync_fetch_and_add(&counters.missed_returns, 1);
 	c->sp = 0;
 }
@@ -614,6 +691,16 @@ static __always_inline bool sampled(struct call *c, __u64 size)
 	return true;
 }
 
+/* A free of a block heaptap holds no record of: with sampling, most likely one that was
+ * not sampled; without, one allocated before attach. */
+static __always_inline void untracked_free(void)
+{
+	if (sample_interval)
+		__sync_fetch_and_add(&counters.untracked_frees, 1);
+	else
+		__sync_fetch_and_add(&counters.unknown_frees, 1);
+}
+
 static __always_inline int enter(void *ctx, __u64 kind, __u64 ptr, __u64 size, __u64 memptr)
 {
 	__u64 sp = PT_REGS_SP((struct pt_regs *)ctx);
@@ -630,10 +717,10 @@ static __always_inline int enter(void *ctx, __u64 kind, __u64 ptr, __u64 size, _
 	 * probe's trampoline, and what in_progress() tells a returned call by. */
 	if (bpf_probe_read_user(&c->stack.ips[0], sizeof(__u64), (void *)sp))
 		c->stack.ips[0] = 0;
-	c->fixup_only = !tracing;
+	c->attach = tracing;
+	c->fixup_only = !c->attach;
 	if (c->fixup_only)
 		return 0;
-	__sync_fetch_and_add(&counters.alloc_calls, 1);
 	count_fn(ctx);
 	c->fn = bpf_get_attach_cookie(ctx);
 	c->ptr = ptr;
@@ -709,14 +796,23 @@ int BPF_KPROBE(free_enter, __u64 ptr)
 	__u64 sp = PT_REGS_SP(ctx), caller;
 	struct heaptap_alloc rec;
 
-	/* free(NULL) frees nothing, and a probe moved past the test for NULL never sees it. */
-	if (!is_target() || !ptr)
+	struct heaptap_fn_stats *st = fn_of(bpf_get_attach_cookie(ctx));
+
+	/* free(NULL) frees nothing, and a probe moved past the test for NULL never sees it.
+	 * Frozen (probes coming or going): nothing changes, so the report made after detaching
+	 * is the state when tracing ended, with no free of a block whose allocation the
+	 * departing return probes missed. */
+	if (!is_target() || !ptr || !tracing)
 		return 0;
 	/* No state is created here: a thread that only frees needs none. */
 	if (nested(thread_call(0), sp))
 		return 0;
 	__sync_fetch_and_add(&counters.free_calls, 1);
 	count_fn(ctx);
+	if (st) {
+		__sync_fetch_and_add(&st->calls, 1);
+		__sync_fetch_and_add(&st->freed, 1);
+	}
 	if (take_record(ptr, &rec)) {
 		account_free(&rec);
 		return 0;
@@ -726,7 +822,7 @@ int BPF_KPROBE(free_enter, __u64 ptr)
 	    caller >= allocator_lo && caller < allocator_hi)
 		__sync_fetch_and_add(&counters.own_frees, 1);
 	else
-		__sync_fetch_and_add(&counters.unknown_frees, 1);
+		untracked_free();
 	return 0;
 }
 
@@ -749,11 +845,31 @@ static __always_inline struct call *returning_call(void *ctx)
 		abandon(c);
 		return NULL;
 	}
-	if (c->fixup_only) {
+	/* Entered while probes came or went, or ending while they go (frozen): not counted. */
+	if (c->fixup_only || !tracing) {
 		c->sp = 0;
 		return NULL;
 	}
 	return c;
+}
+
+/* A call ended: counted, with what it did. */
+static __always_inline void count_end(struct call *c, bool failed, bool returned, bool freed)
+{
+	struct heaptap_fn_stats *st = fn_of(c->fn);
+
+	__sync_fetch_and_add(&counters.alloc_calls, 1);
+	if (failed)
+		__sync_fetch_and_add(&counters.failed, 1);
+	if (!st)
+		return;
+	__sync_fetch_and_add(&st->calls, 1);
+	if (failed)
+		__sync_fetch_and_add(&st->failed, 1);
+	if (returned)
+		__sync_fetch_and_add(&st->returned, 1);
+	if (freed)
+		__sync_fetch_and_add(&st->freed, 1);
 }
 
 static __always_inline void finish(struct call *c, __u64 ptr)
@@ -762,11 +878,10 @@ static __always_inline void finish(struct call *c, __u64 ptr)
 
 	c->sp = 0;
 	if (!resize || !c->ptr) {
-		if (!ptr)
-			__sync_fetch_and_add(&counters.failed, 1);
-		else if (c->sampled)
+		count_end(c, !ptr, ptr, false);
+		if (ptr && c->sampled)
 			record_block(c, ptr, c->size);
-		else
+		else if (ptr)
 			forget_reused(ptr);
 		return;
 	}
@@ -776,7 +891,7 @@ static __always_inline void finish(struct call *c, __u64 ptr)
 	 * is a failure that leaves old allocated.
 	 */
 	if (!ptr && c->size != 0) {
-		__sync_fetch_and_add(&counters.failed, 1);
+		count_end(c, true, false, false);
 		if (c->has_old && bpf_map_update_elem(&allocs, &c->ptr, &c->old, BPF_NOEXIST)) {
 			/* Untracked from now on, as when record_block finds the map full. */
 			__sync_fetch_and_add(&counters.dropped_allocs, 1);
@@ -784,10 +899,11 @@ static __always_inline void finish(struct call *c, __u64 ptr)
 		}
 		return;
 	}
+	count_end(c, false, ptr, true);
 	if (c->has_old)
 		account_free(&c->old);
 	else
-		__sync_fetch_and_add(&counters.unknown_frees, 1);
+		untracked_free();
 	if (ptr && c->sampled)
 		record_block(c, ptr, c->size);
 	else if (ptr)
@@ -900,10 +1016,10 @@ static __always_inline int unwind(struct pt_regs *ctx, bool write)
 	if (!done)
 		__sync_fetch_and_add(&counters.fixup_failures, 1);
 	c->sp = 0;
-	if (c->fixup_only)
+	if (c->fixup_only || !tracing)
 		return 0;
 	__sync_fetch_and_add(&counters.unwound, 1);
-	__sync_fetch_and_add(&counters.failed, 1);
+	count_end(c, true, false, false);
 	return 0;
 }
 

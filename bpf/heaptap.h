@@ -9,11 +9,18 @@
 /* The kernel refuses deeper user stacks (kernel.perf_event_max_stack defaults to 127). */
 #define HEAPTAP_MAX_DEPTH 127
 
+/* Unwind rules kept (one per return address met, DWARF stacks): enough for the largest
+ * programs; the map takes memory only for those learned. */
+#define HEAPTAP_MAX_RULES (1 << 18)
+
 /* Stack bytes a sample may copy for the loader to unwind (--stack-bytes). */
 #define HEAPTAP_MAX_STACK_BYTES 65536
 
 /* Exponential gaps (bytes) between sampled allocations, drawn by the loader (--sample). */
 #define HEAPTAP_SAMPLE_GAPS 4096
+
+/* Processes one session may trace at once. */
+#define HEAPTAP_MAX_TARGETS 4096
 
 /* Attach cookies index per-function call counters; the allocator table is far smaller. */
 #define HEAPTAP_MAX_FUNCS 64
@@ -168,7 +175,37 @@ struct heaptap_counters {
 	__u64 truncated_stacks; /* stacks cut short: unreadable memory, or --stack-depth */
 	__u64 pages_touched;	/* --watch: new anonymous pages written for the first time */
 	__u64 own_frees;	/* frees of unknown blocks by the allocator itself (its caches) */
+	__u64 untracked_frees;	/* with sampling: frees of blocks not sampled (or from before attach) */
+	__u64 dropped_sites;	/* blocks whose site totals were not kept: site_totals map full */
+	__u64 est_live_bytes;	/* with sampling: the live bytes the sampled blocks stand for */
+	__u64 est_peak_bytes;	/* with sampling: the highest est_live_bytes so far */
+	__u64 est_peak_ns;	/* CLOCK_MONOTONIC when est_peak_bytes was reached */
 };
+
+/*
+ * What each allocator function did (index: the attach cookie), counted when a call ends:
+ * a call left by a C++ exception is one that failed. calls = returned + failed, and for
+ * realloc(p, 0), which frees p and returns nothing, one call more.
+ */
+struct heaptap_fn_stats {
+	__u64 calls;	/* outermost calls that ended while tracing */
+	__u64 returned; /* blocks it handed out */
+	__u64 failed;	/* calls that asked for a block and got none */
+	__u64 freed;	/* blocks it freed: free, delete, realloc's old block */
+};
+
+/*
+ * With sampling, the bytes a sampled block of size s stands for, s / p(s), with p(s) = 1 -
+ * exp(-s / interval), for the BPF side to follow the estimated live bytes and their peak
+ * (it has no floating point): per size class, base + ((s - min) * slope >> 16), where min
+ * is the class's smallest size. The loader fits base and slope to s / p(s) at both ends of
+ * each class.
+ */
+struct heaptap_weight {
+	__u64 base;
+	__u64 slope; /* 2^-16 units */
+};
+#define HEAPTAP_WEIGHT_SHIFT 16
 
 /* Ring buffer record: a stack was stored for the first time. */
 struct heaptap_event {

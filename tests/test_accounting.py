@@ -102,10 +102,16 @@ def test_every_entry_point_and_realloc_case():
     check("free calls (neither free(NULL) nor realloc's inner free is one)",
           final["free_calls"], 0)
     check_exact(final)
-    calls = {f["function"]: f["calls"] for f in final["functions"]}
-    check("calls per function", calls,
-          {"malloc": 8, "calloc": 2, "realloc": 6, "reallocarray": 2, "free": 0,
-           "posix_memalign": 3, "aligned_alloc": 2, "valloc": 1, "pvalloc": 1})
+    # What the program called, function by function: realloc(NULL, n) is a realloc call;
+    # realloc(p, 0) frees p and returns nothing, neither a block nor a failure.
+    calls = {f["function"]: (f["calls"], f["returned"], f["failed"], f["freed"])
+             for f in final["functions"] if f["calls"]}
+    check("calls, blocks returned, failures and blocks freed per function", calls,
+          {"malloc": (8, 7, 1, 0), "calloc": (2, 1, 1, 0), "realloc": (6, 4, 1, 4),
+           "reallocarray": (2, 1, 1, 0), "posix_memalign": (3, 1, 2, 0),
+           "aligned_alloc": (2, 2, 0, 0), "valloc": (1, 1, 0, 0), "pvalloc": (1, 1, 0, 0)})
+    check("allocation calls: the allocating functions' calls",
+          final["alloc_calls"], sum(c[0] for c in calls.values()))
 
 
 @test

@@ -4,11 +4,14 @@ import os
 import shutil
 import tempfile
 
-from lib import Target, check, check_true, test
-from test_accounting import check_mix, traced
+import subprocess
+
+from lib import TARGETS, Heaptap, Target, check, check_true, functions, test
+from test_accounting import check_mix, check_row, traced
 
 TCMALLOC = "/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4"
 MIMALLOC = "/usr/lib/x86_64-linux-gnu/libmimalloc.so.2"
+LOADER = "/lib64/ld-linux-x86-64.so.2"
 
 
 @test
@@ -84,3 +87,31 @@ def test_process_in_its_own_mount_namespace():
         check_mix(final)
     finally:
         shutil.rmtree(libdir, ignore_errors=True)
+
+
+@test
+def test_program_run_by_the_loader_itself():
+    """Bundled applications start their program through the loader, with their own library
+    directory: the process's executable is ld.so, and the program it names is the one."""
+    d = tempfile.mkdtemp(prefix="heaptap-libs-")
+    try:
+        target = Target("sizes", wrapper=[LOADER, "--library-path", d])
+        attached, final, _ = traced(target, "mix")
+        check("allocator", os.path.basename(attached["allocator"]["path"]), "libc.so.6")
+        check_mix(final)
+        # Launched the same way, with a preload given to the loader: traced from the first
+        # malloc, in the library it preloads.
+        ht = Heaptap(["-i", "1h", "--", LOADER, "--library-path", d, "--preload", MIMALLOC,
+                      os.path.join(TARGETS, "launch")], stdin=subprocess.PIPE)
+        attached = ht.attached()
+        check("allocator of the launched program",
+              os.path.realpath(attached["allocator"]["path"]), os.path.realpath(MIMALLOC))
+        check("reason", attached["allocator"]["reason"], f"preloaded ({MIMALLOC})")
+        ht.popen.stdin.close()
+        final, status = ht.finish(sig=None)
+        check("heaptap exit status", status, 0)
+        check("the command's exit status", final["target_exit"]["exit_code"], 7)
+        check_row(final, 4242, 1, 0, 4242, 4242)
+        check_row(final, 17, 3, 0, 51, 51)
+    finally:
+        shutil.rmtree(d)

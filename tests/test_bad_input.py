@@ -1,7 +1,10 @@
 """Bad input: one clear line, the documented exit status, and the target untouched."""
 import os
+import signal
+import time
 
-from lib import TARGETS, Proc, Target, check, check_true, run_heaptap, test
+from lib import (HEAPTAP, TARGETS, Proc, Target, check, check_true, run_heaptap, test,
+                 uprobes_of)
 from test_accounting import check_mix, traced
 
 PRIVS = ("heaptap: not enough privileges: run it as root (sudo heaptap ...), or give it "
@@ -54,6 +57,13 @@ def test_bad_input_is_refused_and_harms_nothing():
     refused(["-p", "twelve"], 2,
             "heaptap: invalid PID 'twelve': expected a process ID (see heaptap --help)")
     refused(["--bogus", "-p", pid], 2, "heaptap: unknown option '--bogus' (see heaptap --help)")
+    # A value is echoed cut to 64 characters, and escaped: one short, printable line.
+    refused(["--listen", "x" * 100000, "-p", pid], 2,
+            f"heaptap: invalid --listen '{'x' * 64}...': expected [ADDR:]PORT, like 9464, "
+            "127.0.0.1:9464 or [::1]:9464 (see heaptap --help)")
+    refused(["--sort", "\x1b[2Jnew\udcff", "-p", pid], 2,
+            "heaptap: invalid --sort '\\x1b[2Jnew\\xff': expected size, live, calls or "
+            "bytes (see heaptap --help)")
     refused(["-p"], 2, "heaptap: option '-p' needs a value (see heaptap --help)")
     refused([], 2, "heaptap: nothing to trace: give -p PID or -- COMMAND (see heaptap --help)")
     refused(["-p", pid, "--", "true"], 2,
@@ -86,3 +96,43 @@ def test_bad_input_is_refused_and_harms_nothing():
     check_true("target still running", target.alive())
     _, final, _ = traced(target, "mix")
     check_mix(final)
+
+
+@test
+def test_ctrl_c_at_any_moment_harms_nothing():
+    """SIGINT from the first moments on (while heaptap loads its programs, calibrates,
+    attaches) ends the session with status 0 and every probe out again. Only a signal within
+    the few milliseconds the program loader takes to load heaptap's own libraries, before any
+    of heaptap's code runs, can end it by the signal, before it touched anything."""
+    target = Target("sizes")
+    for delay in (0.01, 0.03, 0.06, 0.1, 0.15, 0.2, 0.3):
+        ht = Proc([HEAPTAP, "-p", str(target.target_pid), "-i", "1h", "--json"])
+        time.sleep(delay)
+        os.kill(ht.pid, signal.SIGINT)
+        check(f"exit status after SIGINT at {delay * 1000:.0f} ms", ht.wait(), 0)
+        check(f"uprobes left after SIGINT at {delay * 1000:.0f} ms", uprobes_of(ht.pid), [])
+        err = ht.stderr_text().strip()
+        check_true("said when nothing was traced",
+                   err in ("", "heaptap: interrupted while attaching: no probe is left, nothing "
+                           "was traced"), err)
+    _, final, _ = traced(target, "mix")
+    check_mix(final)
+
+
+@test
+def test_target_exiting_while_heaptap_attaches():
+    target = Target("sizes")
+    pid = target.target_pid
+    ht = Proc([HEAPTAP, "-v", "-p", str(pid), "-i", "1h", "--json"])
+    # The allocator is found, the programs are still to be loaded: hold heaptap there while
+    # the target goes.
+    while b"heaptap: allocator " not in ht.popen.stderr.readline():
+        pass
+    os.kill(ht.pid, signal.SIGSTOP)
+    target.end()
+    os.kill(ht.pid, signal.SIGCONT)
+    check("exit status", ht.wait(), 1)
+    err = ht.stderr_text()
+    check_true("the target's exit is said", f"heaptap: PID {pid} exited while heaptap was "
+               "attaching: nothing was traced\n" in err, err)
+    check("uprobes left", uprobes_of(ht.pid), [])

@@ -46,3 +46,34 @@ def test_clean_detach_on_sigterm():
 @test
 def test_clean_detach_on_sigkill():
     detach_by(signal.SIGKILL)
+
+
+@test
+def test_final_report_is_the_state_when_tracing_ended():
+    """Probes come out over a grace period: accounting freezes before the first does, so an
+    allocation whose return probe is already gone is never followed by a free of a block
+    heaptap "never saw", and the final report is the state when tracing ended."""
+    target = Target("storm")
+    ht = Heaptap(["-p", str(target.target_pid), "-i", "1h"])
+    ht.attached()
+    target.send("work 200000")
+    line = target.read_line()
+    check_true("target busy under tracing", line.startswith("progress"), line)
+    final, status = ht.finish(signal.SIGINT)
+    check("heaptap exit status", status, 0)
+    check("frees of blocks heaptap never saw allocated", final["inexact"]["unknown_frees"], 0)
+    check("returns missed", final["inexact"]["missed_returns"], 0)
+    check("inexact", final["inexact"]["total"], 0)
+    check("live blocks: allocated less freed", final["live_allocs"],
+          final["allocs"] - final["frees"])
+    check("live bytes: allocated less freed", final["live_bytes"],
+          final["alloc_bytes"] - final["free_bytes"])
+    calls = {f["function"]: f for f in final["functions"]}
+    check("allocating calls: blocks returned and failures",
+          final["alloc_calls"], sum(f["returned"] + f["failed"] for f in calls.values()
+                                    if f["function"] not in ("free",))
+          + calls["realloc"]["calls"] - calls["realloc"]["returned"]
+          - calls["realloc"]["failed"])
+    check_true("the storm was traced", final["allocs"] > 1000, final["allocs"])
+    while not line.startswith("done"):
+        line = target.read_line()

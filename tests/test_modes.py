@@ -34,6 +34,49 @@ def test_sampled_estimates_hold_the_truth():
 
 
 @test
+def test_sampled_figures_have_one_meaning_everywhere():
+    """With sampling, every figure of the report is an estimate of what all blocks do, with
+    its margin; a free of a block that was not sampled is expected, not inexact."""
+    target = Target("growth")
+    ht = Heaptap(["-p", str(target.target_pid), "-i", "1h", "--sample", "16k"])
+    ht.attached()
+    target.do("leak 20000 256")
+    target.do("churn 20000 128")       # 2.56 MB live at once on top of the leak, then freed
+    final, status = ht.finish()
+    check("heaptap exit status", status, 0)
+    check("frees said to be of blocks from before attach", final["inexact"]["unknown_frees"], 0)
+    check("inexact", final["inexact"]["total"], 0)
+    check_true("frees of blocks not sampled, counted apart",
+               15000 < final["untracked_frees"] < 20001, final["untracked_frees"])
+    true_live, true_peak = 20000 * 256, 20000 * 256 + 20000 * 128
+    margin = final["live_bytes_margin"]
+    check_true("a margin with the estimate", 0 < margin < 0.5 * true_live, margin)
+    check_true("live bytes: the estimate, within twice its margin of the truth",
+               abs(final["live_bytes"] - true_live) <= 2 * margin,
+               f"{final['live_bytes']} +- {margin}, truth {true_live}")
+    check_true("live blocks: the estimate",
+               abs(final["live_allocs"] - 20000) <= 2 * margin / 256, final["live_allocs"])
+    check("live bytes: the sum of the sites' estimates",
+          final["live_bytes"], round(sum(s["est_bytes"] for s in final["sites"])))
+    check_true("peak: the estimate of the true peak (within 25%)",
+               abs(final["peak_bytes"] - true_peak) < 0.25 * true_peak,
+               f"{final['peak_bytes']}, truth {true_peak}")
+    check_true("peak at least live", final["peak_bytes"] >= final["live_bytes"])
+    row = [r for r in final["sizes"] if r["min"] == 256][0]
+    check_true("size table: allocations of 256 bytes, estimated",
+               abs(row["allocs"] - 20000) < 3000, row)
+    row = [r for r in final["sizes"] if r["min"] == 128][0]
+    check_true("size table: 128-byte blocks allocated and freed, estimated",
+               abs(row["allocs"] - 20000) < 4000 and row["frees"] == row["allocs"], row)
+    check_true("total allocations, estimated", abs(final["allocs"] - 40000) < 6000,
+               final["allocs"])
+    calls = {f["function"]: f for f in final["functions"]}
+    check("malloc calls: every call, sampled or not", calls["malloc"]["calls"], 40000)
+    check("calloc calls (churn's array)", calls["calloc"]["calls"], 1)
+    check("free calls: every call", calls["free"]["calls"], 20001)
+
+
+@test
 def test_live_mode_takes_its_probes_out_between_windows():
     target = Target("storm")
     # A 1% budget against a target that does nothing but allocate: short windows, long pauses.

@@ -9,14 +9,15 @@ import re
 import shutil
 import signal
 import socket
+import stat
 import subprocess
 import tempfile
 import time
 import urllib.parse
 import urllib.request
 
-from lib import (BUILD, HEAPTAP, ROOT, Failure, Heaptap, Proc, Target, check, check_true,
-                 functions, parse_record, run_heaptap, test, uprobes_of)
+from lib import (BUILD, HEAPTAP, ROOT, TARGETS as TARGETS_DIR, Failure, Heaptap, Proc, Target,
+                 check, check_true, functions, parse_record, run_heaptap, test, uprobes_of)
 from test_accounting import check_mix, traced
 
 OUT = os.path.join(BUILD, "tests", "out")
@@ -179,14 +180,125 @@ def test_output_file_replaced_whole_and_kept_on_failure():
         os.rmdir(d)
 
 
+def launch_true(*args, wrapper=()):
+    """heaptap --json ARGS -- /usr/bin/true: a whole session, launch to exit."""
+    return run_heaptap(["--json", "-i", "1h"] + list(args) + ["--", "/usr/bin/true"], wrapper)
+
+
+def kind(path):
+    st = os.lstat(path)
+    return stat.S_IFMT(st.st_mode), st.st_rdev, st.st_ino
+
+
+@test
+def test_output_files_never_replace_what_heaptap_did_not_make():
+    d = tempfile.mkdtemp(prefix="heaptap-kinds-")
+    os.chmod(d, 0o755)
+    readers = []
+    try:
+        # A character device (this one is /dev/null's twin) is written in place, never
+        # replaced by a regular file.
+        null = os.path.join(d, "null")
+        os.mknod(null, 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+        before = kind(null)
+        status, out, err = launch_true("-o", null)
+        check("exit status, --output to a character device", status, 0)
+        check("the character device is left as it was", kind(null), before)
+        check("what was said", err, "")
+        # /dev/stdout: the final report comes out on standard output.
+        status, out, err = launch_true("-o", "/dev/stdout")
+        check("exit status, --output /dev/stdout", status, 0)
+        records = [parse_record(line) for line in out.splitlines()]
+        check("records on standard output", [r["type"] for r in records],
+              ["attached", "final"])
+        # A FIFO is written in place, for whoever reads it.
+        fifo = os.path.join(d, "fifo")
+        os.mkfifo(fifo, 0o600)
+        got = os.path.join(d, "from-fifo")
+        reader = Proc(["sh", "-c", f"exec cat {fifo} > {got}"])
+        readers.append(reader)
+        status, out, err = launch_true("-o", fifo)
+        check("exit status, --output to a FIFO being read", status, 0)
+        reader.wait()
+        with open(got) as f:
+            check("the report read from the FIFO", parse_record(f.read())["type"], "final")
+        check("the FIFO is still a FIFO", stat.S_ISFIFO(os.lstat(fifo).st_mode), True)
+        # A FIFO nobody reads: said, the session still runs to its end, exit status 1 (the
+        # final report could not be written), and heaptap never waits for a reader.
+        start = time.monotonic()
+        status, out, err = launch_true("-o", fifo)
+        check("exit status, --output to a FIFO nobody reads", status, 1)
+        check("what was said", err.strip(), f"heaptap: cannot write --output {fifo}: no process "
+              "has the FIFO open to read it")
+        check_true("no wait for a reader", time.monotonic() - start < 10)
+        # A symbolic link to a regular file: written through, the link left a link.
+        real = os.path.join(d, "real.json")
+        with open(real, "w") as f:
+            f.write("old")
+        link = os.path.join(d, "link.json")
+        os.symlink(real, link)
+        status, out, err = launch_true("-o", link)
+        check("exit status, --output through a symbolic link", status, 0)
+        check_true("the link is still a link", os.path.islink(link))
+        with open(real) as f:
+            check("the file it points to holds the report", parse_record(f.read())["type"],
+                  "final")
+        # Refused before anything is attached: a directory, a socket, a block device.
+        sock_path = os.path.join(d, "sock")
+        sock = socket.socket(socket.AF_UNIX)
+        sock.bind(sock_path)
+        blk = os.path.join(d, "blk")
+        os.mknod(blk, 0o600 | stat.S_IFBLK, os.makedev(7, 0))
+        for path, why in ((d, "is a directory"),
+                          (sock_path, "is a socket (heaptap writes files, FIFOs and character "
+                                      "devices)"),
+                          (blk, "is a block device: it is never written")):
+            before = kind(path)
+            status, out, err = launch_true("--folded", path)
+            check(f"exit status, --folded {path}", status, 1)
+            check(f"message, --folded {path}", err.strip(),
+                  f"heaptap: cannot write --folded {path}: {why}")
+            check(f"{path} left as it was", kind(path), before)
+        sock.close()
+        # Files heaptap makes, or replaces, are 0600 unless --file-mode says otherwise: a
+        # report may hold the target's memory.
+        made = os.path.join(d, "made.json")
+        old = os.path.join(d, "old.json")
+        with open(old, "w") as f:
+            f.write("old")
+        os.chmod(old, 0o644)
+        status, _, _ = launch_true("-o", made, "--pprof", old)
+        check("exit status", status, 0)
+        check("mode of a file heaptap made", stat.S_IMODE(os.stat(made).st_mode), 0o600)
+        check("mode of a file heaptap replaced", stat.S_IMODE(os.stat(old).st_mode), 0o600)
+        os.unlink(made)
+        status, _, _ = launch_true("-o", made, "--file-mode", "0640")
+        check("mode with --file-mode 0640", stat.S_IMODE(os.stat(made).st_mode), 0o640)
+        status, out, err = run_heaptap(["--file-mode", "999", "--", "/usr/bin/true"])
+        check("exit status for a bad --file-mode", status, 2)
+        check("message", err.strip(), "heaptap: invalid --file-mode '999': expected an octal "
+              "mode, like 0600 or 0640 (see heaptap --help)")
+        check("files left in the directory", sorted(os.listdir(d)),
+              ["blk", "fifo", "from-fifo", "link.json", "made.json", "null", "old.json",
+               "real.json", "sock"])
+    finally:
+        for r in readers:
+            r.end()
+        shutil.rmtree(d)
+
+
 @test
 def test_output_options_refused_before_attaching():
     target = Target("sizes")
     pid = str(target.target_pid)
     status, out, err = run_heaptap(["-p", pid, "--pprof", "/nonexistent/dir/heap.pb.gz"])
     check("exit status for an unwritable --pprof", status, 1)
-    check("message", err.strip(),
-          "heaptap: cannot write --pprof /nonexistent/dir/heap.pb.gz: No such file or directory")
+    check("message", err.strip(), "heaptap: cannot write --pprof /nonexistent/dir/heap.pb.gz: "
+          "no file can be made in /nonexistent/dir (No such file or directory)")
+    status, out, err = run_heaptap(["-p", pid, "--pprof", "/proc/version"])
+    check("exit status for a --pprof in /proc", status, 1)
+    check("message", err.strip(), "heaptap: cannot write --pprof /proc/version: no file can be "
+          "made in /proc (No such file or directory)")
     status, out, err = run_heaptap(["-p", pid, "--folded", "x", "--html", "x"])
     check("exit status for one file given twice", status, 2)
     check("message", err.strip(), "heaptap: --folded and --html both write x: give each its "
@@ -580,7 +692,9 @@ def hostile_report():
                         "stack": stack}],
         "leak_check": {"time": now, "paused_s": 0.0123, "scan_s": 0.01,
                        "scanned_bytes": 1048576, "unreadable_bytes": 0, "regions": 8,
-                       "threads": 2, "complete": False, "unsettled_blocks": 3,
+                       "threads": 2, "threads_not_stopped": 0, "skipped_regions": 0,
+                       "complete": False, "incomplete_reasons": ["max_pause"],
+                       "unsettled_blocks": 3,
                        "categories": cats},
         "alerts": [{"alert": "live", "option": "--alert-live", "value": 12582912,
                     "threshold": 10485760, "time": now}],
@@ -626,7 +740,8 @@ def test_html_report_keeps_target_strings_as_text():
           [hex_lines(rep["suspects"][0]["blocks"][0]["bytes"])])
 
     section = dom.one("section", id="leak-check")
-    check_true("an incomplete leak check says so", "3 blocks not settled" in section.text(),
+    check_true("an incomplete leak check says so and why",
+               "stopped at --leak-check-max-pause, 3 blocks not settled" in section.text(),
                section.text())
 
     site = dom.one("ol", id="sites").one("li", cls="site")
@@ -648,3 +763,51 @@ def test_html_report_keeps_target_strings_as_text():
     rows = dom.one("table", id="threads").find("tbody")[0].find("tr")
     check("threads table", [[td.text() for td in tr.find("td")] for tr in rows],
           [["42", HOSTILE[:15], "59,872", "585", ""], ["43", "?", "0", "0", "exited"]])
+
+
+@test
+def test_a_new_output_is_one_file_and_one_row():
+    """The structure's promise: a new format is its formatter's file and a row of the table
+    in user/outputs.c. A toy format is added so to a copy of the tree, which is built and run:
+    the option, its help, the check before attaching and the publishing all follow."""
+    d = tempfile.mkdtemp(prefix="heaptap-toy-")
+    try:
+        tree = os.path.join(d, "tree")
+        shutil.copytree(ROOT, tree, ignore=shutil.ignore_patterns("build", ".git",
+                                                                  "__pycache__"))
+        with open(os.path.join(tree, "user", "report_toy.c"), "w") as f:
+            f.write('#include <inttypes.h>\n#include "report.h"\n\n'
+                    "int report__toy(FILE *f, const struct report *r)\n{\n"
+                    '\tfprintf(f, "toy %" PRIu64 "\\n", r->snap->counters.alloc_calls);\n'
+                    "\treturn ferror(f) ? -1 : 0;\n}\n")
+        with open(os.path.join(tree, "user", "outputs.c")) as f:
+            table = f.read()
+        row = ('\t{ "html", 0, "a self-contained HTML report (flame graph, timeline, sizes)", '
+               "report__html },\n")
+        check_true("the table's last row, as the toy expects it", row in table, table)
+        table = table.replace(row, row + '\t{ "toy", 0, "a toy format", report__toy },\n')
+        table = table.replace('#include "report.h"\n', '#include "report.h"\n\n'
+                              "int report__toy(FILE *f, const struct report *r);\n")
+        with open(os.path.join(tree, "user", "outputs.c"), "w") as f:
+            f.write(table)
+        build = subprocess.run(["make", "-s", "-C", tree, "build/heaptap"], capture_output=True,
+                               text=True, timeout=600)
+        check("the toy tree builds", build.returncode, 0)
+        toy = os.path.join(tree, "build", "heaptap")
+        help_text = subprocess.run([toy, "--help"], capture_output=True, text=True).stdout
+        check_true("--help lists the toy", "      --toy FILE         a toy format" in help_text,
+                   help_text)
+        out = os.path.join(d, "toy.txt")
+        run = subprocess.run([toy, "--json", "--toy", out, "--", os.path.join(TARGETS_DIR,
+                                                                           "launch")],
+                             input=b"", capture_output=True, timeout=60)
+        check("exit status of the toy", run.returncode, 0)
+        with open(out) as f:
+            check_true("the toy's file, written at the report", f.read().startswith("toy "))
+        run = subprocess.run([toy, "--toy", out, "--html", out, "--", "true"],
+                             capture_output=True, text=True, timeout=60)
+        check("the toy's file checked against the others", run.stderr.strip(),
+              f"heaptap: --html and --toy both write {out}: give each its own file "
+              "(see heaptap --help)")
+    finally:
+        shutil.rmtree(d)

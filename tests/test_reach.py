@@ -4,7 +4,7 @@ import os
 import signal
 import time
 
-from lib import Heaptap, Target, check, check_true, functions, test
+from lib import Failure, Heaptap, Target, check, check_true, functions, test
 
 PTRACE_DETACH = 17
 PTRACE_SEIZE = 0x4206
@@ -113,3 +113,187 @@ def test_heaptap_killed_during_a_leak_check():
     check_true("running again", process_state(target.target_pid) in ("S", "R"),
                process_state(target.target_pid))
     check("the target answers", target.do("ping"), "")
+
+
+def thread_state(pid, tid):
+    with open(f"/proc/{pid}/task/{tid}/stat") as f:
+        return f.read().rsplit(")", 1)[1].split()[0]
+
+
+def tracers_of_threads(pid):
+    """TracerPid of every thread of pid."""
+    out = {}
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{tid}/status") as f:
+                out[int(tid)] = next(int(l.split()[1]) for l in f if l.startswith("TracerPid:"))
+        except (OSError, StopIteration):
+            pass
+    return out
+
+
+def wait_for(what, cond, timeout=10):
+    deadline = time.monotonic() + timeout
+    while not cond():
+        if time.monotonic() > deadline:
+            raise Failure(f"{what}: not within {timeout}s")
+        time.sleep(0.005)
+
+
+def record_or_end(ht, timeout):
+    """The next record; if it does not come in time, heaptap is ended first (by PID), so that
+    a heaptap stuck with the target stopped lets it go before the target is ended."""
+    try:
+        return ht.record(timeout=timeout)
+    except Failure:
+        ht.end()
+        raise
+
+
+@test
+def test_leak_check_does_not_wait_for_a_thread_in_vfork():
+    """A thread in an uninterruptible sleep (a vfork parent waiting for its child) cannot be
+    stopped. The other threads are stopped no longer than --leak-check-max-pause allows, the
+    check says it is incomplete and why, and the late thread is let go without waiting for it:
+    once its child exits it runs on, untraced, and heaptap goes on and ends normally."""
+    target = Target("vforker")
+    pid = target.target_pid
+    others = [int(t) for t in target.do("threads").split()]
+    ht = Heaptap(["-p", str(pid), "-i", "1h", "--leak-check", "--leak-check-max-pause", "1s"])
+    ht.attached()
+    target.do("make")
+    target.send("vfork 8000")
+    wait_for("the main thread waits for its vfork child", lambda: thread_state(pid, pid) == "D")
+    start = time.monotonic()
+    os.kill(ht.pid, signal.SIGUSR1)
+    stopped_seen = False
+    while time.monotonic() - start < 20:
+        states = [thread_state(pid, t) for t in others]
+        if "t" in states:
+            stopped_seen = True
+        elif stopped_seen:
+            break
+        time.sleep(0.002)
+    resumed_s = time.monotonic() - start
+    check_true("the other threads were stopped for the check", stopped_seen)
+    check_true("the other threads run again within --leak-check-max-pause (1 s) and 0.3 s",
+               resumed_s < 1.3, f"{resumed_s:.2f} s")
+    rec = record_or_end(ht, 5)
+    check("the vforking thread is still waiting: heaptap did not wait for it",
+          thread_state(pid, pid), "D")
+    lc = rec["leak_check"]
+    check_true("a leak check in the report", lc is not None, rec)
+    check("the check is incomplete", lc["complete"], False)
+    check("why", lc["incomplete_reasons"], ["threads_not_stopped"])
+    check("threads not stopped", lc["threads_not_stopped"], 1)
+    check("threads stopped and scanned", lc["threads"], 2)
+    check_true("the pause reported within the limit", lc["paused_s"] < 1.0, lc)
+    # The block a global holds is found; whether the dropped one is lost, nobody can tell.
+    check("categories", categories(lc["categories"]), {"still_reachable": (1, 100)})
+    check("unsettled blocks", lc["unsettled_blocks"], 1)
+    # The child exits after 8 s: the main thread wakes and runs on, untraced.
+    line = target.read_line(timeout=15)
+    check("the vfork returns", line, "done vfork 8000")
+    check("no thread is traced any more", set(tracers_of_threads(pid).values()), {0})
+    check_true("the main thread runs", thread_state(pid, pid) in ("S", "R"),
+               thread_state(pid, pid))
+    check("the target answers", target.do("threads"), " ".join(map(str, others)))
+    final, status = ht.finish()
+    check("exit status", status, 0)
+    check("the final check stops every thread", final["leak_check"]["threads"], 3)
+    check("the final check is complete", final["leak_check"]["complete"], True)
+    check("no thread is traced after heaptap", set(tracers_of_threads(pid).values()), {0})
+
+
+@test
+def test_leak_check_skips_userfaultfd_memory():
+    """Memory registered with userfaultfd is served by a thread of the target, which the
+    check stops: a read of a page not filled yet would wait for it forever, heaptap and the
+    target with it. The check reads nothing there: it reports the mapping as not read, its
+    data as unreadable, and the blocks it could hold as unsettled; within its time limit."""
+    target = Target("uffd")
+    handler = int(target.do("handler"))
+    ht = Heaptap(["-p", str(target.target_pid), "-i", "1h", "--leak-check",
+                  "--leak-check-max-pause", "2s"])
+    ht.attached()
+    # One block held by a global, one only from the registered memory, one dropped.
+    target.do("make")
+    start = time.monotonic()
+    os.kill(ht.pid, signal.SIGUSR1)
+    rec = record_or_end(ht, 10)
+    check_true("the check ends within --leak-check-max-pause (2 s)",
+               time.monotonic() - start < 2.5, f"{time.monotonic() - start:.2f} s")
+    lc = rec["leak_check"]
+    check_true("a leak check in the report", lc is not None, rec)
+    check("threads stopped, the handler among them", lc["threads"], 2)
+    check("the registered mapping is not read", lc["skipped_regions"], 1)
+    # Its filled page, and the three empty write-protected ones: pagemap cannot tell them
+    # from pages swapped out.
+    check("its bytes that may hold data are unreadable", lc["unreadable_bytes"], 4 * 4096)
+    check("the check is incomplete", lc["complete"], False)
+    check("why", lc["incomplete_reasons"], ["memory_not_read"])
+    check("categories", categories(lc["categories"]), {"still_reachable": (1, 100)})
+    check("the block held from there and the dropped one are not called lost",
+          lc["unsettled_blocks"], 2)
+    check("the handler thread serves again", thread_state(target.target_pid, handler) != "t",
+          True)
+    check("the target reads a page the handler fills", target.do("touch"), "0")
+    final, status = ht.finish()
+    check("exit status", status, 0)
+    check("the final check skips it too", final["leak_check"]["skipped_regions"], 1)
+    check("the target answers after detach", target.do("touch"), "0")
+
+
+@test
+def test_leak_check_on_a_stopped_target():
+    """A target stopped by SIGSTOP is checked all the same: its threads are seized from the
+    group stop and their registers and stacks scanned, so a block held only from a stack is
+    still reachable; the target is left stopped, and runs on after SIGCONT."""
+    target = Target("reach")
+    pid = target.target_pid
+    ht = Heaptap(["-p", str(pid), "-i", "1h", "--leak-check"])
+    ht.attached()
+    os.kill(pid, signal.SIGSTOP)
+    wait_for("the target stops", lambda: process_state(pid) == "T")
+    # Nothing tracked yet: no block to classify, but the thread was stopped and is counted.
+    os.kill(ht.pid, signal.SIGUSR1)
+    rec = record_or_end(ht, 10)
+    lc = rec["leak_check"]
+    check_true("a leak check of the stopped target", lc is not None, rec)
+    check("its thread was stopped (no block to classify)", lc["threads"], 1)
+    check("still stopped", process_state(pid), "T")
+    os.kill(pid, signal.SIGCONT)
+    # hold: 64 bytes whose only pointer is in a frame, while the target waits for "drop".
+    target.send("hold")
+    check("held", target.read_line(), "done hold")
+    os.kill(pid, signal.SIGSTOP)
+    wait_for("the target stops", lambda: process_state(pid) == "T")
+    os.kill(ht.pid, signal.SIGUSR1)
+    rec = record_or_end(ht, 10)
+    lc = rec["leak_check"]
+    check("the check is complete", lc["complete"], True)
+    check("registers and stack of the stopped thread scanned", lc["threads"], 1)
+    site = next((s for s in rec["sites"] if "hold_one" in functions(s)), None)
+    check_true("site hold_one listed", site is not None, rec["sites"])
+    check("the block held from the stack", categories(site["leak_check"]),
+          {"still_reachable": (1, 64)})
+    time.sleep(0.2)
+    check("left stopped, as found", process_state(pid), "T")
+    check("not traced", tracer_of(pid), 0)
+    os.kill(pid, signal.SIGCONT)
+    check("the target goes on after SIGCONT", target.do("drop"), "")
+    os.kill(ht.pid, signal.SIGUSR1)
+    rec = record_or_end(ht, 10)
+    site = next((s for s in rec["sites"] if "hold_one" in functions(s)), None)
+    check("the block once dropped", categories(site["leak_check"]), {"definitely_lost": (1, 64)})
+    # The final check on a stopped target leaves it stopped when heaptap is gone.
+    os.kill(pid, signal.SIGSTOP)
+    wait_for("the target stops", lambda: process_state(pid) == "T")
+    final, status = ht.finish()
+    check("exit status", status, 0)
+    check("the final check scanned the stopped thread", final["leak_check"]["threads"], 1)
+    time.sleep(0.2)
+    check("stopped after heaptap is gone", process_state(pid), "T")
+    check("not traced after heaptap", tracer_of(pid), 0)
+    os.kill(pid, signal.SIGCONT)
+    check("the target answers after SIGCONT", target.do("ping"), "")

@@ -91,6 +91,45 @@ def test_full_maps_are_counted_and_named():
     check("accounting unaffected", final["live_bytes"], 13160)
     unnamed = [s for s in final["sites"] if s["stack"] is None]
     check_true("sites without a stored stack say so", len(unnamed) >= 1, final["sites"])
+    # The map of site totals has room for as many sites as stacks: one. The blocks of the
+    # stored stack have it; those of the dropped stacks (id 0) find it full.
+    check("blocks whose site totals found the site map full", final["inexact"]["dropped_sites"],
+          10)
+
+
+@test
+def test_full_stack_map_with_dwarf_stacks():
+    """40 paths, room for 10 stacks: 10 whole stacks, the other paths' blocks counted as
+    dropped, and never lumped onto a short stack nor lost for want of unwind rules."""
+    target = Target("paths")
+    ht = Heaptap(["-p", str(target.target_pid), "-i", "100ms", "--stack", "dwarf",
+                  "--max-stacks", "10", "--top", "100"])
+    ht.attached()
+    # A first round teaches heaptap the paths' unwind rules (a copy of each stack goes to it),
+    # so that the next rounds are walked by the BPF side: 40 copies fit the ring at once.
+    target.do("paths 40 1")
+    deadline = time.monotonic() + 30
+    rec = ht.record()
+    while rec["stacks"]["unwound"] + rec["stacks"]["lost_samples"] < 40:
+        check_true("the first round's copies are unwound", time.monotonic() < deadline, rec)
+        rec = ht.record()
+    check("copies of the first round lost", rec["stacks"]["lost_samples"], 0)
+    target.do("paths 40 19")
+    final, status = ht.finish()
+    check("heaptap exit status", status, 0)
+    check("live blocks", final["live_allocs"], 800)
+    check("blocks whose stack was dropped", final["inexact"]["dropped_stacks"], 30 * 20)
+    check("stacks stored", final["stacks"]["distinct"], 10)
+    check("stack copies lost", final["stacks"]["lost_samples"], 0)
+    check("stacks cut short", final["stacks"]["truncated"], 0)
+    whole = [s for s in final["sites"] if s["stack"]]
+    check("sites with a stack", len(whole), 10)
+    for s in whole:
+        check("a stored stack, whole", functions(s)[:8],
+              ["malloc", "leaf", "level0", "level1", "level2", "level3", "level4", "level5"])
+        check("its blocks, one a round", s["live"], 20)
+    check("the blocks of the dropped stacks, together",
+          [s["live"] for s in final["sites"] if s["stack"] is None], [600])
 
 
 @test

@@ -11,31 +11,19 @@
 #include <bpf/libbpf.h>
 
 #include "accounting.h"
+#include "array.h"
 #include "clock.h"
+#include "escape.h"
 #include "heaptap.skel.h"
 #include "idmap.h"
 #include "stacks.h"
 #include "proc.h"
+#include "sampling.h"
 
 #define BATCH 4096
 
 const uint64_t accounting__age_limits_s[AGE_BUCKETS - 1] = { 1, 10, 60, 600, 3600, 86400 };
 
-/* Room for one more of n elements of size bytes in *array (doubled when full). */
-static int reserve(void *array, size_t *cap, size_t n, size_t size)
-{
-	void **v = array, *grown;
-	size_t want = *cap ? *cap * 2 : 64;
-
-	if (n < *cap)
-		return 0;
-	grown = realloc(*v, want * size);
-	if (!grown)
-		return -ENOMEM;
-	*v = grown;
-	*cap = want;
-	return 0;
-}
 
 /* qsort's array must not be NULL even when it is empty, and an empty snapshot's arrays are
  * NULL (no allocation since attach, no thread seen). */
@@ -82,7 +70,7 @@ static struct thread_live *thread_of(struct snapshot *s, struct idmap *index, si
 
 	if (slot)
 		return &s->threads[slot - 1];
-	if (reserve(&s->threads, cap, s->nthreads, sizeof(*s->threads)))
+	if (array__reserve(&s->threads, cap, s->nthreads, sizeof(*s->threads)))
 		return NULL;
 	s->threads[s->nthreads] = (struct thread_live){ .tid = tid };
 	if (idmap__put(index, tid, (void *)(uintptr_t)(s->nthreads + 1)))
@@ -152,13 +140,13 @@ static void add_size(struct site *site, uint64_t size)
 static int add_block(struct snapshot *s, struct idmap *index, size_t *cap, uint64_t addr,
 		     const struct heaptap_alloc *a, uint64_t stack_id, uint64_t sample_bytes)
 {
-	double p = sample_bytes ? -expm1(-(double)a->size / sample_bytes) : 1;
+	double p = sampling__p(a->size, sample_bytes);
 	uintptr_t slot = (uintptr_t)idmap__get(index, stack_id);
 	struct site *site;
 	int err;
 
 	if (!slot) {
-		if (reserve(&s->sites, cap, s->nsites, sizeof(*s->sites)))
+		if (array__reserve(&s->sites, cap, s->nsites, sizeof(*s->sites)))
 			return -ENOMEM;
 		s->sites[s->nsites] =
 			(struct site){ .stack_id = stack_id, .oldest_ns = a->time_ns, .fn = a->fn };
@@ -172,9 +160,6 @@ static int add_block(struct snapshot *s, struct idmap *index, size_t *cap, uint6
 	add_example(site, addr, a);
 	site->live++;
 	site->live_bytes += a->size;
-	/* A block of size 0 is never sampled (p = 0): count it as it is. */
-	if (p <= 0)
-		p = 1;
 	site->est_blocks += 1 / p;
 	site->est_bytes += a->size / p;
 	site->est_var += (double)a->size * a->size * (1 - p) / (p * p);
@@ -183,11 +168,21 @@ static int add_block(struct snapshot *s, struct idmap *index, size_t *cap, uint6
 	return 0;
 }
 
+/* Every live block, young or not, in the snapshot's estimates. */
+static void add_estimate(struct snapshot *s, uint64_t size, uint64_t sample_bytes)
+{
+	double p = sampling__p(size, sample_bytes);
+
+	s->est_blocks += 1 / p;
+	s->est_bytes += size / p;
+	s->est_var += (double)size * size * (1 - p) / (p * p);
+}
+
 /* Hash maps are read bucket by bucket, so blocks freed meanwhile are simply not seen. */
 /* Lists the block, for a leak check. */
 static int list_block(struct snapshot *s, size_t *cap, uint64_t addr, uint64_t size, uint64_t stack_id)
 {
-	if (reserve(&s->blocks, cap, s->nblocks, sizeof(*s->blocks)))
+	if (array__reserve(&s->blocks, cap, s->nblocks, sizeof(*s->blocks)))
 		return -ENOMEM;
 	s->blocks[s->nblocks++] = (struct live_block){ addr, size, stack_id };
 	return 0;
@@ -232,6 +227,7 @@ static int read_sites(int fd, struct stacks *stacks, uint64_t min_age_ns, uint64
 			t->live++;
 			t->live_bytes += values[i].size;
 			add_age(s, &values[i]);
+			add_estimate(s, values[i].size, sample_bytes);
 			/* Allocated while this read runs: as young as can be. */
 			if (min_age_ns && (values[i].time_ns >= s->time_ns ||
 					   s->time_ns - values[i].time_ns < min_age_ns)) {
@@ -272,8 +268,8 @@ static void name_threads(int fd, int pid, struct snapshot *s)
 		__u32 key = t->tid;
 
 		if (!bpf_map_lookup_elem(fd, &key, &th)) {
-			memcpy(t->comm, th.comm, sizeof(t->comm));
-			t->comm[sizeof(t->comm) - 1] = '\0';
+			th.comm[sizeof(th.comm) - 1] = '\0';
+			escape__into(th.comm, 0, t->comm, sizeof(t->comm));
 		}
 		/* A thread alive goes by its name now: it may have been renamed since. */
 		snprintf(path, sizeof(path), "/proc/%d/task/%u/comm", pid, t->tid);
@@ -286,8 +282,7 @@ static void name_threads(int fd, int pid, struct snapshot *s)
 		if (n > 0) {
 			name[n] = '\0';
 			name[strcspn(name, "\n")] = '\0';
-			memcpy(t->comm, name, sizeof(t->comm) - 1);
-			t->comm[sizeof(t->comm) - 1] = '\0';
+			escape__into(name, 0, t->comm, sizeof(t->comm));
 		}
 	}
 	sort_array(s->threads, s->nthreads, sizeof(*s->threads), by_thread_bytes);
@@ -313,7 +308,7 @@ static int read_totals(int fd, struct stacks *stacks, uint64_t peak_epoch, struc
 			continue;
 		slot = (uintptr_t)idmap__get(&index, id);
 		if (!slot) {
-			err = reserve(&s->totals, &cap, s->ntotals, sizeof(*s->totals));
+			err = array__reserve(&s->totals, &cap, s->ntotals, sizeof(*s->totals));
 			if (err)
 				break;
 			s->totals[s->ntotals] = (struct site_total){ .stack_id = id, .fn = value.fn };
@@ -347,6 +342,16 @@ static int by_live_bytes(const void *a, const void *b)
 	return x->stack_id < y->stack_id ? -1 : x->stack_id > y->stack_id;
 }
 
+/* The BPF side's counters, with the stacks the loader stored or dropped for it (those it
+ * unwound from samples). */
+static void read_counters(struct heaptap_bpf *skel, struct stacks *stacks,
+			  struct heaptap_counters *c)
+{
+	*c = skel->bss->counters;
+	c->dropped_stacks += stacks__dropped(stacks);
+	c->new_stacks += stacks__stored(stacks);
+}
+
 int accounting__snapshot(struct heaptap_bpf *skel, struct stacks *stacks, uint64_t min_age_ns,
 			 uint64_t sample_bytes, int pid, struct snapshot *out)
 {
@@ -355,9 +360,10 @@ int accounting__snapshot(struct heaptap_bpf *skel, struct stacks *stacks, uint64
 
 	memset(out, 0, sizeof(*out));
 	out->time_ns = clock__now_ns();
-	out->counters = skel->bss->counters;
+	read_counters(skel, stacks, &out->counters);
 	peak_epoch = __atomic_load_n(&skel->bss->peak_epoch, __ATOMIC_ACQUIRE);
 	memcpy(out->fn_calls, skel->bss->fn_calls, sizeof(out->fn_calls));
+	memcpy(out->fn_stats, skel->bss->fn_stats, sizeof(out->fn_stats));
 	err = read_classes(bpf_map__fd(skel->maps.size_classes), out->classes);
 	if (!err)
 		err = read_sites(bpf_map__fd(skel->maps.allocs), stacks, min_age_ns, sample_bytes,
@@ -397,7 +403,7 @@ int accounting__watch_snapshot(struct heaptap_bpf *skel, struct stacks *stacks, 
 
 	memset(out, 0, sizeof(*out));
 	out->time_ns = clock__now_ns();
-	out->counters = skel->bss->counters;
+	read_counters(skel, stacks, &out->counters);
 	while (!err && !bpf_map_get_next_key(fd, prev, &next)) {
 		uint64_t id;
 		uintptr_t slot;
@@ -411,7 +417,7 @@ int accounting__watch_snapshot(struct heaptap_bpf *skel, struct stacks *stacks, 
 		id = stacks__canonical(stacks, key);
 		slot = (uintptr_t)idmap__get(&index, id);
 		if (!slot) {
-			err = reserve(&out->sites, &cap, out->nsites, sizeof(*out->sites));
+			err = array__reserve(&out->sites, &cap, out->nsites, sizeof(*out->sites));
 			if (err)
 				break;
 			out->sites[out->nsites] = (struct site){ .stack_id = id,

@@ -73,7 +73,8 @@ struct site_total {
 /* Live blocks by the thread that allocated them. */
 struct thread_live {
 	uint32_t tid;
-	char comm[16]; /* "" when it exited before heaptap could learn it */
+	char comm[4 * 16 + 1]; /* escaped (escape.h); "" when it exited before heaptap
+				* could learn it */
 	bool exited;
 	uint64_t live;
 	uint64_t live_bytes;
@@ -83,7 +84,13 @@ struct snapshot {
 	uint64_t time_ns; /* CLOCK_MONOTONIC */
 	struct heaptap_counters counters;
 	struct heaptap_size_class classes[HEAPTAP_SIZE_CLASSES];
-	uint64_t fn_calls[HEAPTAP_MAX_FUNCS];
+	uint64_t fn_calls[HEAPTAP_MAX_FUNCS];		     /* entries, for what probes cost */
+	struct heaptap_fn_stats fn_stats[HEAPTAP_MAX_FUNCS]; /* what the calls did */
+	/* Every live block, young ones included: what they stand for (as struct site's est_*:
+	 * with sampling, Horvitz-Thompson estimates; without, the exact figures). */
+	double est_bytes;
+	double est_blocks;
+	double est_var;
 	struct site *sites; /* by live bytes, most first */
 	size_t nsites;
 	uint64_t young;		   /* blocks hidden by --min-age */

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 #include <errno.h>
+#include <inttypes.h>
 #include <math.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -9,6 +11,7 @@
 #include <unistd.h>
 
 #include "alarm.h"
+#include "log.h"
 
 static const char *const names[ALARMS] = { "live", "growth", "rss" };
 static const char *const options[ALARMS] = { "--alert-live", "--alert-growth", "--alert-rss" };
@@ -103,4 +106,36 @@ void alarms__reap(struct alarms *a, unsigned int wait_ms)
 		nanosleep(&tick, NULL);
 		waited += 10;
 	} while (true);
+}
+
+void alarms__fire(struct alarms *a, const struct alarm_event *ev, const struct alarm_context *ctx,
+		  const char *cmd)
+{
+	char env[8][96], *envp[9];
+	size_t i;
+	int err;
+
+	elog("ALERT %s: %s is %.0f%s, at or above %s %" PRIu64 " (PID %d, %s)", names[ev->kind],
+	     ev->kind == ALARM_LIVE	? "live heap"
+	     : ev->kind == ALARM_GROWTH ? "heap growth"
+					: "the target's RSS",
+	     ev->value, ev->kind == ALARM_GROWTH ? " bytes/h" : " bytes", options[ev->kind],
+	     ev->threshold, ctx->pid, ctx->comm);
+	if (!cmd)
+		return;
+	snprintf(env[0], sizeof(env[0]), "HEAPTAP_ALERT=%s", names[ev->kind]);
+	snprintf(env[1], sizeof(env[1]), "HEAPTAP_VALUE=%.0f", ev->value);
+	snprintf(env[2], sizeof(env[2]), "HEAPTAP_THRESHOLD=%" PRIu64, ev->threshold);
+	snprintf(env[3], sizeof(env[3]), "HEAPTAP_PID=%d", ctx->pid);
+	snprintf(env[4], sizeof(env[4]), "HEAPTAP_COMM=%s", ctx->comm);
+	snprintf(env[5], sizeof(env[5]), "HEAPTAP_LIVE_BYTES=%.0f", ctx->live);
+	snprintf(env[6], sizeof(env[6]), "HEAPTAP_RSS_BYTES=%" PRIu64, ctx->rss);
+	snprintf(env[7], sizeof(env[7]), "HEAPTAP_GROWTH_BYTES_PER_HOUR=%.0f",
+		 isnan(ctx->growth) ? 0 : ctx->growth);
+	for (i = 0; i < 8; i++)
+		envp[i] = env[i];
+	envp[8] = NULL;
+	err = alarms__run(a, cmd, envp);
+	if (err)
+		elog("cannot run --on-alert: %s", strerror(-err));
 }

@@ -52,6 +52,23 @@ const char *alarms__option(enum alarm_kind kind);
  */
 int alarms__run(struct alarms *a, const char *cmd, char *const *env);
 
+/* What an alarm's message and command say of the target at the report that fired it. */
+struct alarm_context {
+	int pid;
+	const char *comm;
+	double live;   /* bytes */
+	uint64_t rss;  /* bytes */
+	double growth; /* bytes per hour; NAN when not known */
+};
+
+/*
+ * An alarm fired: said on stderr, and cmd (--on-alert; NULL: none) run with the figures in
+ * its environment (HEAPTAP_ALERT, HEAPTAP_VALUE, HEAPTAP_THRESHOLD, HEAPTAP_PID,
+ * HEAPTAP_COMM, HEAPTAP_LIVE_BYTES, HEAPTAP_RSS_BYTES, HEAPTAP_GROWTH_BYTES_PER_HOUR).
+ */
+void alarms__fire(struct alarms *a, const struct alarm_event *ev, const struct alarm_context *ctx,
+		  const char *cmd);
+
 /* Collects commands that have ended; with wait_ms, waits that long for the others. */
 void alarms__reap(struct alarms *a, unsigned int wait_ms);
 

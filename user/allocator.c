@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,6 +10,10 @@
 #include <unistd.h>
 
 #include "allocator.h"
+#include "array.h"
+#include "escape.h"
+#include "loader.h"
+#include "log.h"
 #include "proc.h"
 
 /* A loaded (or, for a command, loadable) object, its ELF read on first use. */
@@ -26,21 +31,19 @@ struct object {
 struct objects {
 	struct object *v;
 	size_t n;
+	size_t cap;
 };
 
 static int objects__add(struct objects *objs, const char *path, char *open_path, dev_t dev, ino_t ino)
 {
-	struct object *grown = realloc(objs->v, (objs->n + 1) * sizeof(*grown));
-
-	if (!grown) {
+	if (array__reserve(&objs->v, &objs->cap, objs->n, sizeof(*objs->v))) {
 		free(open_path);
 		return -ENOMEM;
 	}
-	objs->v = grown;
-	grown[objs->n] = (struct object){
+	objs->v[objs->n] = (struct object){
 		.path = strdup(path), .open_path = open_path, .dev = dev, .ino = ino
 	};
-	if (!grown[objs->n].path) {
+	if (!objs->v[objs->n].path) {
 		free(open_path);
 		return -ENOMEM;
 	}
@@ -58,6 +61,7 @@ static void objects__free(struct objects *objs)
 		elf_syms__free(objs->v[i].elf);
 	}
 	free(objs->v);
+	*objs = (struct objects){};
 }
 
 static struct elf_syms *object_elf(struct object *o)
@@ -113,19 +117,21 @@ static int take(struct object *o, const char *reason, struct allocator **out)
 	if (!a)
 		return -ENOMEM;
 	a->file = (struct target_file){ .path = o->path,
+					.name = escape__dup(o->path),
 					.open_path = o->open_path,
 					.elf = o->elf,
 					.main_program = o->main_program };
-	a->reason = strdup(reason);
+	a->reason = escape__dup(reason);
 	o->path = o->open_path = NULL;
 	o->elf = NULL;
 	*out = a;
-	return a->reason ? 0 : -ENOMEM;
+	return a->reason && a->file.name ? 0 : -ENOMEM;
 }
 
 static void target_file__free(struct target_file *f)
 {
 	free(f->path);
+	free(f->name);
 	free(f->open_path);
 	elf_syms__free(f->elf);
 }
@@ -137,7 +143,7 @@ static void target_file__free(struct target_file *f)
  */
 static int find_unwinders(struct objects *objs, struct allocator *a)
 {
-	size_t i;
+	size_t i, cap = 0;
 
 	for (i = 0; i < objs->n; i++) {
 		struct object *o = &objs->v[i];
@@ -147,17 +153,19 @@ static int find_unwinders(struct objects *objs, struct allocator *a)
 			a->unwinders_unknown |= !o->elf;
 			continue;
 		}
-		grown = realloc(a->unwinders, (a->nunwinders + 1) * sizeof(*grown));
-		if (!grown)
+		if (array__reserve(&a->unwinders, &cap, a->nunwinders, sizeof(*a->unwinders)))
 			return -ENOMEM;
-		a->unwinders = grown;
+		grown = a->unwinders;
 		grown[a->nunwinders] = (struct target_file){ .path = strdup(o->path),
+							     .name = escape__dup(o->path),
 							     .open_path = strdup(o->open_path),
 							     .elf = o->elf,
 							     .main_program = o->main_program };
 		o->elf = NULL;
 		o->tried = false;
-		if (!grown[a->nunwinders++].path || !grown[a->nunwinders - 1].open_path)
+		a->nunwinders++;
+		if (!grown[a->nunwinders - 1].path || !grown[a->nunwinders - 1].name ||
+		    !grown[a->nunwinders - 1].open_path)
 			return -ENOMEM;
 	}
 	return 0;
@@ -312,8 +320,8 @@ static int choose(struct objects *objs, const char *preload_env, const char *pre
 static int take_override(struct object *o, const char *given, struct allocator **out)
 {
 	if (!defines(o, "malloc")) {
-		fprintf(stderr, "heaptap: --allocator %s: %s\n", given,
-			o->elf ? "defines no malloc that callers bind to" : strerror(-o->elf_err));
+		elog("--allocator %s: %s", given,
+		     o->elf ? "defines no malloc that callers bind to" : strerror(-o->elf_err));
 		return -ENOENT;
 	}
 	return take(o, "chosen with --allocator", out);
@@ -356,10 +364,9 @@ static int decide(struct objects *objs, int pid, const char *where, const char *
 		if (o) {
 			err = take_override(o, override, out);
 		} else if (pid) {
-			fprintf(stderr,
-				"heaptap: --allocator %s is not mapped in PID %d (see "
-				"/proc/%d/maps)\n",
-				override, pid, pid);
+			elog("--allocator %s is not mapped in PID %d (see "
+			     "/proc/%d/maps)",
+			     override, pid, pid);
 			err = -ENOENT;
 		} else {
 			/* Not loaded at start: perhaps dlopen'ed later. */
@@ -370,25 +377,103 @@ static int decide(struct objects *objs, int pid, const char *where, const char *
 	} else if (!err) {
 		err = choose(objs, preload_env, preload_file, out);
 		if (err == -ESRCH)
-			fprintf(stderr,
-				"heaptap: no object in %s defines malloc (a static program "
-				"without a C allocator, or a runtime with its own, such as Go); "
-				"name one with --allocator PATH if it has one\n",
-				where);
+			elog("no object in %s defines malloc (a static program "
+			     "without a C allocator, or a runtime with its own, such as Go); "
+			     "name one with --allocator PATH if it has one",
+			     where);
 		else if (err)
-			fprintf(stderr, "heaptap: cannot read %s: %s\n", objs->v[0].path,
-				strerror(-err));
+			elog("cannot read %s: %s", objs->v[0].path, strerror(-err));
 	}
 	if (err == -ENOMEM)
-		fprintf(stderr, "heaptap: out of memory\n");
+		elog("out of memory");
 	if (!err)
 		(*out)->frame_pointers = frame_pointers(objs, *out);
 	return with_unwinders(err, *out, &found);
 }
 
+/* The arguments of process pid (its /proc cmdline): malloc'd vector and text, or -errno. */
+static int read_argv(int pid, char ***argv, int *argc, char **text)
+{
+	char path[64], *p;
+	size_t len, n = 0;
+	int err;
+
+	snprintf(path, sizeof(path), "/proc/%d/cmdline", pid);
+	err = proc__read_file(path, text, &len);
+	if (err)
+		return err;
+	for (p = *text; p < *text + len; p += strlen(p) + 1)
+		n++;
+	*argv = calloc(n + 1, sizeof(**argv));
+	if (!*argv) {
+		free(*text);
+		return -ENOMEM;
+	}
+	n = 0;
+	for (p = *text; p < *text + len; p += strlen(p) + 1)
+		(*argv)[n++] = p;
+	*argc = n;
+	return 0;
+}
+
+/*
+ * When the process's executable is the dynamic loader (`ld.so [OPTIONS] PROGRAM`), the
+ * program it runs goes first in objs, as the executable would; *preload gets the loader's
+ * --preload list (malloc'd) or NULL.
+ */
+static int program_of_loader(int pid, struct objects *objs, char **preload)
+{
+	char **argv = NULL, *text = NULL, *path = NULL;
+	struct loader_run run;
+	struct stat st;
+	int argc, err;
+	size_t i;
+
+	*preload = NULL;
+	/* Read as the executable it is (a static one has no .dynsym worth the name). */
+	objs->v[0].main_program = true;
+	if (!loader__is(object_elf(&objs->v[0])))
+		return 0;
+	err = read_argv(pid, &argv, &argc, &text);
+	if (!err && loader__parse(argc, argv, &run))
+		err = -ENOENT;
+	if (err) {
+		elog("PID %d runs the dynamic loader %s, and its command line names no program",
+		     pid, log__value(objs->v[0].path));
+		goto out;
+	}
+	/* The program as the loader opened it: from the process's root, or its directory. */
+	if (asprintf(&path, argv[run.program][0] == '/' ? "/proc/%d/root%s" : "/proc/%d/cwd/%s",
+		     pid, argv[run.program]) < 0) {
+		path = NULL;
+		err = -ENOMEM;
+		goto out;
+	}
+	err = stat(path, &st) ? -errno : -ENOENT;
+	for (i = 1; err == -ENOENT && !stat(path, &st) && i < objs->n; i++) {
+		struct object o = objs->v[i];
+
+		if (o.dev != st.st_dev || o.ino != st.st_ino)
+			continue;
+		memmove(&objs->v[1], &objs->v[0], i * sizeof(o));
+		objs->v[0] = o;
+		err = 0;
+	}
+	if (err)
+		elog("PID %d runs the dynamic loader, and the program it names (%s) is not mapped",
+		     pid, log__value(argv[run.program]));
+	if (!err && run.preload && !(*preload = strdup(run.preload)))
+		err = -ENOMEM;
+out:
+	free(path);
+	free(argv);
+	free(text);
+	return err;
+}
+
 int allocator__find(int pid, const char *override, struct allocator **out)
 {
-	char path[64], where[32], *preload = NULL, *preload_file = NULL;
+	char path[64], where[32], *preload = NULL, *preload_file = NULL, *loader_preload = NULL;
 	struct objects objs = {};
 	struct proc_maps maps;
 	struct stat exe_st;
@@ -398,7 +483,7 @@ int allocator__find(int pid, const char *override, struct allocator **out)
 	*out = NULL;
 	err = proc_maps__read(pid, &maps);
 	if (err) {
-		fprintf(stderr, "heaptap: cannot read /proc/%d/maps: %s\n", pid, strerror(-err));
+		elog("cannot read /proc/%d/maps: %s", pid, strerror(-err));
 		return err;
 	}
 	snprintf(path, sizeof(path), "/proc/%d/exe", pid);
@@ -426,25 +511,38 @@ int allocator__find(int pid, const char *override, struct allocator **out)
 	}
 	proc_maps__free(&maps);
 	if (err) {
-		fprintf(stderr, "heaptap: out of memory\n");
+		elog("out of memory");
 		goto cleanup;
 	}
 	if (!objs.n || objs.v[0].dev != exe_st.st_dev || objs.v[0].ino != exe_st.st_ino) {
-		fprintf(stderr, "heaptap: PID %d has no executable mapped; nothing to trace\n", pid);
+		elog("PID %d has no executable mapped; nothing to trace", pid);
 		err = -ESRCH;
 		goto cleanup;
 	}
+	err = program_of_loader(pid, &objs, &loader_preload);
+	if (err)
+		goto cleanup;
 	preload = proc__getenv(pid, "LD_PRELOAD");
+	/* The loader's --preload comes after LD_PRELOAD, as the loader reads them. */
+	if (loader_preload) {
+		char *both = NULL;
+
+		if (asprintf(&both, "%s %s", preload ? preload : "", loader_preload) < 0)
+			both = NULL;
+		free(preload);
+		preload = both;
+	}
 	if (asprintf(&preload_file, "/proc/%d/root/etc/ld.so.preload", pid) < 0) {
 		preload_file = NULL;
 		err = -ENOMEM;
-		fprintf(stderr, "heaptap: out of memory\n");
+		elog("out of memory");
 		goto cleanup;
 	}
 	snprintf(where, sizeof(where), "PID %d", pid);
 	err = decide(&objs, pid, where, override, preload, preload_file, out);
 cleanup:
 	free(preload);
+	free(loader_preload);
 	free(preload_file);
 	objects__free(&objs);
 	return err;
@@ -473,8 +571,10 @@ static char *script_interpreter(const char *program)
 	return *p ? strdup(p) : NULL;
 }
 
-/* Asks the program loader which objects the program would load, in load order. */
-static int list_objects(const char *interp, const char *program, struct objects *objs)
+/* Asks the program loader which objects the program would load, in load order, with the
+ * loader's own options when the command runs it explicitly (run may be NULL). */
+static int list_objects(const char *interp, const char *program, const struct loader_run *run,
+			struct objects *objs)
 {
 	char *out = NULL, *line, *save = NULL;
 	int pipefd[2], status, err;
@@ -491,11 +591,26 @@ static int list_objects(const char *interp, const char *program, struct objects 
 	}
 	if (child == 0) {
 		int null = open("/dev/null", O_RDWR);
+		sigset_t none;
+
+		/* heaptap blocks the signals it ends on; the loader need not. */
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL);
 
 		dup2(pipefd[1], STDOUT_FILENO);
 		dup2(null, STDERR_FILENO);
 		dup2(null, STDIN_FILENO);
-		execl(interp, interp, "--list", program, (char *)NULL);
+		if (run && run->library_path && run->preload)
+			execl(interp, interp, "--library-path", run->library_path, "--preload",
+			      run->preload, "--list", program, (char *)NULL);
+		else if (run && run->library_path)
+			execl(interp, interp, "--library-path", run->library_path, "--list",
+			      program, (char *)NULL);
+		else if (run && run->preload)
+			execl(interp, interp, "--preload", run->preload, "--list", program,
+			      (char *)NULL);
+		else
+			execl(interp, interp, "--list", program, (char *)NULL);
 		_exit(127);
 	}
 	close(pipefd[1]);
@@ -520,9 +635,11 @@ static int list_objects(const char *interp, const char *program, struct objects 
 	return err;
 }
 
-int allocator__find_for_program(const char *path, const char *override, struct allocator **out)
+int allocator__find_for_program(const char *path, int argc, char *const *argv, const char *override,
+				struct allocator **out)
 {
-	char *program = script_interpreter(path);
+	char *program = script_interpreter(path), *loader = NULL, *preload = NULL;
+	struct loader_run run, *by_loader = NULL;
 	struct objects objs = {};
 	const char *interp;
 	int err;
@@ -531,37 +648,71 @@ int allocator__find_for_program(const char *path, const char *override, struct a
 	if (!program)
 		program = strdup(path);
 	if (!program) {
-		fprintf(stderr, "heaptap: out of memory\n");
+		elog("out of memory");
 		return -ENOMEM;
 	}
 	err = objects__add(&objs, program, strdup(program), 0, 0);
 	if (err) {
-		fprintf(stderr, "heaptap: out of memory\n");
+		elog("out of memory");
 		goto cleanup;
 	}
 	objs.v[0].main_program = true;
 	if (!object_elf(&objs.v[0])) {
-		fprintf(stderr, "heaptap: %s: not an ELF program heaptap can read (%s)\n", program,
-			strerror(-objs.v[0].elf_err));
+		elog("%s: not an ELF program heaptap can read (%s)", program,
+		     strerror(-objs.v[0].elf_err));
 		err = objs.v[0].elf_err;
 		goto cleanup;
 	}
-	interp = elf_syms__interp(objs.v[0].elf);
-	if (interp) {
-		err = list_objects(interp, program, &objs);
+	/* The loader run explicitly: the program it names is the one to look at. */
+	if (loader__is(objs.v[0].elf)) {
+		if (loader__parse(argc, argv, &run)) {
+			elog("%s is the dynamic loader, and the command names no program for it",
+			     log__value(program));
+			err = -ENOENT;
+			goto cleanup;
+		}
+		by_loader = &run;
+		loader = program;
+		program = strdup(argv[run.program]);
+		objects__free(&objs);
+		err = program ? objects__add(&objs, program, strdup(program), 0, 0) : -ENOMEM;
 		if (err) {
-			fprintf(stderr,
-				"heaptap: %s --list %s failed: cannot tell which libraries "
-				"it loads\n",
-				interp, program);
+			elog("out of memory");
+			goto cleanup;
+		}
+		objs.v[0].main_program = true;
+		if (!object_elf(&objs.v[0])) {
+			elog("%s: not an ELF program heaptap can read (%s)", log__value(program),
+			     strerror(-objs.v[0].elf_err));
+			err = objs.v[0].elf_err;
+			goto cleanup;
+		}
+	}
+	interp = loader ? loader : elf_syms__interp(objs.v[0].elf);
+	if (interp) {
+		err = list_objects(interp, program, by_loader, &objs);
+		if (err) {
+			elog("%s --list %s failed: cannot tell which libraries "
+			     "it loads",
+			     interp, program);
 			goto cleanup;
 		}
 	}
 	/* The loader's list already puts preloads first; the preload list only names them. */
-	err = decide(&objs, 0, program, override, getenv("LD_PRELOAD"), "/etc/ld.so.preload", out);
+	/* The loader's --preload comes after LD_PRELOAD, as the loader reads them. */
+	if (asprintf(&preload, "%s %s", getenv("LD_PRELOAD") ?: "",
+		     by_loader && run.preload ? run.preload : "") < 0) {
+		preload = NULL;
+		err = -ENOMEM;
+		elog("out of memory");
+		goto cleanup;
+	}
+	err = decide(&objs, 0, program, override, preload, "/etc/ld.so.preload", out);
 cleanup:
 	objects__free(&objs);
 	free(program);
+	free(loader);
+	free(preload);
 	return err;
 }
 

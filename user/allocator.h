@@ -11,6 +11,7 @@
 /* A file the target maps, and how heaptap reaches it. */
 struct target_file {
 	char *path;	      /* as the target sees it */
+	char *name;	      /* path as reports and messages show it (escape.h) */
 	char *open_path;      /* where heaptap (and the kernel, for uprobes) opens it */
 	struct elf_syms *elf; /* .dynsym only, but for the main program */
 	bool main_program;    /* the executable itself */
@@ -18,7 +19,8 @@ struct target_file {
 
 struct allocator {
 	struct target_file file;
-	char *reason;		       /* why this object, in a phrase */
+	char *reason;		       /* why this object, in a phrase (escaped: it may quote the
+					* target's environment) */
 	struct target_file *unwinders; /* objects with the C++ unwinder (_Unwind_RaiseException) */
 	size_t nunwinders;
 	bool unwinders_unknown; /* some mapped object could not be read */
@@ -31,8 +33,11 @@ struct allocator {
  */
 int allocator__find(int pid, const char *override, struct allocator **out);
 
-/* For a program about to be launched, asking its program loader what it would load. */
-int allocator__find_for_program(const char *path, const char *override, struct allocator **out);
+/* For a program about to be launched (path, with argc/argv its command line), asking its
+ * program loader what it would load. A command that runs the loader itself
+ * (`ld.so --library-path DIR PROGRAM`) is taken for the program it names. */
+int allocator__find_for_program(const char *path, int argc, char *const *argv, const char *override,
+				struct allocator **out);
 
 void allocator__free(struct allocator *a);
 

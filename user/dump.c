@@ -5,6 +5,7 @@
 #include <string.h>
 #include <sys/uio.h>
 
+#include "accounting.h"
 #include "dump.h"
 #include "syms.h"
 
@@ -130,4 +131,16 @@ void dump__hex(const struct dump *d, char *buf)
 		buf[2 * i + 1] = digits[d->bytes[i] & 15];
 	}
 	buf[2 * d->n] = '\0';
+}
+
+void dump__site(int pid, struct syms *syms, unsigned int max, struct site *site)
+{
+	unsigned int want = site->nexamples < DUMP_BLOCKS ? site->nexamples : DUMP_BLOCKS, k;
+
+	if (site->dumps || !want || !(site->dumps = calloc(want, sizeof(*site->dumps))))
+		return;
+	for (k = 0; k < want; k++)
+		if (!dump__read(pid, syms, site->examples[k].addr, site->examples[k].size,
+				site->examples[k].time_ns, max, &site->dumps[site->ndumps]))
+			site->ndumps++;
 }

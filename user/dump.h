@@ -41,6 +41,15 @@ void dump__free(struct dump *d);
  * Negative errno when out of memory, d then freed. */
 int dump__parse(struct dump *d, struct syms *syms);
 
+struct site;
+
+/* Blocks dumped a site: its oldest. */
+#define DUMP_BLOCKS 3
+
+/* The first bytes of a site's oldest live blocks (at most DUMP_BLOCKS), read from process
+ * pid now, into site->dumps; nothing if it has them already. */
+void dump__site(int pid, struct syms *syms, unsigned int max, struct site *site);
+
 /* 16 bytes a line: offset, hex, ASCII; each line prefixed with indent. */
 void dump__text(FILE *f, const struct dump *d, const char *indent);
 

@@ -53,4 +53,3 @@ bool listen__valid(const char *listen)
 	free(port);
 	return true;
 }
-

@@ -357,7 +357,7 @@ static int render(struct metrics *m, const struct report *r, char **text, size_t
 	fputc(',', f);
 	label(f, "comm", r->comm);
 	fputc(',', f);
-	label(f, "allocator", r->allocator->file.path);
+	label(f, "allocator", r->allocator->file.name);
 	fputc(',', f);
 	label(f, "mode", r->duty ? "live" : r->opts->watch ? "watch" : "full");
 	fputs("} 1\n", f);
@@ -373,7 +373,7 @@ static int render(struct metrics *m, const struct report *r, char **text, size_t
 	       "--watch: new pages).",
 	       round(live));
 	single(f, "heaptap_peak_bytes", "gauge", "The highest live bytes since attach.",
-	       c->peak_bytes);
+	       round(report__peak(r)));
 	single(f, "heaptap_allocs_total", "counter",
 	       "Blocks recorded (all, or sampled) since attach.", c->allocs);
 	single(f, "heaptap_frees_total", "counter", "Recorded blocks freed since.", c->frees);
@@ -385,7 +385,7 @@ static int render(struct metrics *m, const struct report *r, char **text, size_t
 	       "Allocating calls that returned NULL or threw.", c->failed);
 	family(f, "heaptap_calls_total", "counter",
 	       "Outermost calls of each allocator function since attach.");
-	for (i = 0; i < r->probes->n && i < HEAPTAP_MAX_FUNCS; i++) {
+	for (i = 0; i < report__nprobes(r) && i < HEAPTAP_MAX_FUNCS; i++) {
 		if (r->probes->v[i].skipped || r->probes->v[i].kind == PROBE_UNWIND)
 			continue;
 		fputs("heaptap_calls_total{", f);

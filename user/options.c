@@ -11,12 +11,15 @@
 
 #include "heaptap.h"
 #include "listen.h"
+#include "log.h"
+#include "output.h"
 #include "options.h"
 
 /* --dump-bytes: at most a page of each block. */
 #define HEAPTAP_MAX_DUMP 4096
 
-static const char usage_text[] =
+/* --help, around the lines of the output files (outputs.c). */
+static const char usage_head[] =
 	"Usage: heaptap [options] -p PID\n"
 	"       heaptap [options] -- COMMAND [ARGS...]\n"
 	"Trace every allocation of a running process (or of COMMAND from its first malloc) and\n"
@@ -28,13 +31,11 @@ static const char usage_text[] =
 	"      --top N            show the N sites with the most live bytes (default 10)\n"
 	"      --min-age TIME     hide allocations younger than TIME from the sites\n"
 	"      --sort KEY         size table order: size (default), live, calls, bytes\n"
-	"      --json             one JSON object per report instead of text\n"
-	"  -o, --output FILE      the latest report in FILE (replaced whole at each report)\n"
-	"                         instead of standard output\n"
-	"      --folded FILE      live bytes per stack, folded (flamegraph.pl, inferno,\n"
-	"                         speedscope), rewritten at each report\n"
-	"      --pprof FILE       a gzip'd pprof heap profile, rewritten at each report\n"
-	"      --html FILE        a self-contained HTML report (flame graph, timeline, sizes)\n"
+	"      --json             one JSON object per report instead of text\n";
+
+static const char usage_tail[] =
+	"      --file-mode MODE   mode of the files heaptap makes (octal; default 0600: reports\n"
+	"                         may hold the target's memory)\n"
 	"      --listen [ADDR:]PORT  serve Prometheus metrics at http://ADDR:PORT/metrics\n"
 	"                         (ADDR 127.0.0.1 when not given)\n"
 	"      --allocator PATH   trace the allocator in PATH instead of discovering it\n"
@@ -91,9 +92,7 @@ enum {
 	OPT_SAMPLE,
 	OPT_WINDOW,
 	OPT_MAX_OVERHEAD,
-	OPT_FOLDED,
-	OPT_PPROF,
-	OPT_HTML,
+	OPT_FILE_MODE,
 	OPT_LISTEN,
 	OPT_ALERT_LIVE,
 	OPT_ALERT_GROWTH,
@@ -103,9 +102,11 @@ enum {
 	OPT_DUMP_BYTES,
 	OPT_LEAK_CHECK,
 	OPT_LEAK_CHECK_MAX_PAUSE,
+	OPT_OUTPUT_FILE, /* + the row of outputs[] */
 };
 
-static const struct option long_options[] = {
+/* Then one per row of outputs[], added at parse time. */
+static const struct option base_options[] = {
 	{ "pid", required_argument, NULL, 'p' },
 	{ "interval", required_argument, NULL, 'i' },
 	{ "duration", required_argument, NULL, 'd' },
@@ -124,10 +125,7 @@ static const struct option long_options[] = {
 	{ "sample", required_argument, NULL, OPT_SAMPLE },
 	{ "window", required_argument, NULL, OPT_WINDOW },
 	{ "max-overhead", required_argument, NULL, OPT_MAX_OVERHEAD },
-	{ "output", required_argument, NULL, 'o' },
-	{ "folded", required_argument, NULL, OPT_FOLDED },
-	{ "pprof", required_argument, NULL, OPT_PPROF },
-	{ "html", required_argument, NULL, OPT_HTML },
+	{ "file-mode", required_argument, NULL, OPT_FILE_MODE },
 	{ "listen", required_argument, NULL, OPT_LISTEN },
 	{ "alert-live", required_argument, NULL, OPT_ALERT_LIVE },
 	{ "alert-growth", required_argument, NULL, OPT_ALERT_GROWTH },
@@ -142,6 +140,26 @@ static const struct option long_options[] = {
 	{ "version", no_argument, NULL, 'V' },
 	{},
 };
+
+static void usage(void)
+{
+	size_t i;
+
+	fputs(usage_head, stdout);
+	for (i = 0; i < noutputs; i++) {
+		const char *line = outputs[i].help, *nl;
+		int col;
+
+		if (outputs[i].short_option)
+			col = printf("  -%c, --%s FILE", outputs[i].short_option, outputs[i].option);
+		else
+			col = printf("      --%s FILE", outputs[i].option);
+		for (; (nl = strchr(line, '\n')); line = nl + 1, col = 0)
+			printf("%*s%.*s\n", col < 25 ? 25 - col : 1, "", (int)(nl - line), line);
+		printf("%*s%s\n", col < 25 ? 25 - col : 1, "", line);
+	}
+	printf(usage_tail, HEAPTAP_MAX_DEPTH);
+}
 
 static const char *const sort_names[] = {
 	[SORT_SIZE] = "size",
@@ -180,8 +198,7 @@ static int pick(const char *arg, const char *const *names, int n)
 
 static int bad(const char *what, const char *arg, const char *expected)
 {
-	fprintf(stderr, "heaptap: invalid %s '%s': expected %s (see heaptap --help)\n", what, arg,
-		expected);
+	elog("invalid %s '%s': expected %s (see heaptap --help)", what, log__value(arg), expected);
 	return -EINVAL;
 }
 
@@ -259,24 +276,64 @@ static int parse_uint(const char *arg, unsigned long min, unsigned long max, uns
 /* Two outputs to one file would overwrite each other at every report. */
 static bool same_file_twice(const struct options *opts)
 {
-	const char *const files[] = { opts->output, opts->folded, opts->pprof, opts->html };
-	const char *const names[] = { "--output", "--folded", "--pprof", "--html" };
 	size_t i, k;
 
-	for (i = 0; i < 4; i++)
-		for (k = i + 1; k < 4; k++)
-			if (files[i] && files[k] && !strcmp(files[i], files[k])) {
-				fprintf(stderr,
-					"heaptap: %s and %s both write %s: give each its own file "
-					"(see heaptap --help)\n",
-					names[i], names[k], files[i]);
+	for (i = 0; i < noutputs; i++)
+		for (k = i + 1; k < noutputs; k++)
+			if (opts->files[i] && opts->files[k] && !strcmp(opts->files[i], opts->files[k])) {
+				elog("--%s and --%s both write %s: give each its own file "
+				     "(see heaptap --help)",
+				     outputs[i].option, outputs[k].option, log__value(opts->files[i]));
 				return true;
 			}
 	return false;
 }
 
+/*
+ * getopt_long's tables: the base options, then one per output file. On the stack of the
+ * caller: optstring holds "+:" the base letters, a letter per output that has one.
+ */
+struct option_tables {
+	struct option longs[sizeof(base_options) / sizeof(base_options[0]) + OUTPUTS_MAX];
+	char shorts[32 + 2 * OUTPUTS_MAX];
+};
+
+static void build_tables(struct option_tables *t)
+{
+	size_t n = sizeof(base_options) / sizeof(base_options[0]) - 1, i;
+	char *p;
+
+	memcpy(t->longs, base_options, n * sizeof(base_options[0]));
+	strcpy(t->shorts, "+:p:i:d:vhV");
+	p = t->shorts + strlen(t->shorts);
+	for (i = 0; i < noutputs; i++) {
+		t->longs[n++] = (struct option){ outputs[i].option, required_argument, NULL,
+						 OPT_OUTPUT_FILE + (int)i };
+		if (outputs[i].short_option) {
+			*p++ = outputs[i].short_option;
+			*p++ = ':';
+		}
+	}
+	*p = 0;
+	t->longs[n] = (struct option){};
+}
+
+/* The row of outputs[] a getopt result names, or -1. */
+static int output_of(int c)
+{
+	size_t i;
+
+	if (c >= OPT_OUTPUT_FILE && c < OPT_OUTPUT_FILE + (int)noutputs)
+		return c - OPT_OUTPUT_FILE;
+	for (i = 0; i < noutputs; i++)
+		if (c && c == outputs[i].short_option)
+			return i;
+	return -1;
+}
+
 int options__parse(struct options *opts, int argc, char **argv)
 {
+	struct option_tables tables;
 	unsigned long v;
 	uint64_t ms;
 	int c, i;
@@ -293,11 +350,17 @@ int options__parse(struct options *opts, int argc, char **argv)
 		.max_overhead = 0.05,
 		.dump_bytes = 64,
 		.leak_check_max_ms = 5000,
+		.file_mode = OUTPUT_MODE,
 	};
+	build_tables(&tables);
 	/* '+': stop at the first non-option, so COMMAND's own options stay its own; ':' and
 	 * opterr = 0: every message about the command line is heaptap's own, on one line. */
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+:p:i:d:o:vhV", long_options, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, tables.shorts, tables.longs, NULL)) != -1) {
+		if ((i = output_of(c)) >= 0) {
+			opts->files[i] = optarg;
+			continue;
+		}
 		switch (c) {
 		case 'p':
 			if (parse_uint(optarg, 1, INT_MAX, &v))
@@ -379,10 +442,16 @@ int options__parse(struct options *opts, int argc, char **argv)
 					   "a percentage above 0, up to 100");
 			break;
 		}
-		case 'o': opts->output = optarg; break;
-		case OPT_FOLDED: opts->folded = optarg; break;
-		case OPT_PPROF: opts->pprof = optarg; break;
-		case OPT_HTML: opts->html = optarg; break;
+		case OPT_FILE_MODE: {
+			char *end;
+
+			errno = 0;
+			v = strtoul(optarg, &end, 8);
+			if (errno || *end || !*optarg || *optarg == '-' || v > 0777)
+				return bad("--file-mode", optarg, "an octal mode, like 0600 or 0640");
+			opts->file_mode = v;
+			break;
+		}
 		case OPT_LISTEN:
 			if (!listen__valid(optarg))
 				return bad("--listen", optarg,
@@ -417,46 +486,42 @@ int options__parse(struct options *opts, int argc, char **argv)
 					   "a time of at least 1ms, like 2s or 500ms");
 			break;
 		case 'v': opts->verbose = true; break;
-		case 'h': printf(usage_text, HEAPTAP_MAX_DEPTH); return 1;
+		case 'h': usage(); return 1;
 		case 'V': printf("heaptap %s\n", HEAPTAP_VERSION); return 1;
 		case ':':
-			fprintf(stderr, "heaptap: option '%s' needs a value (see heaptap --help)\n",
-				argv[optind - 1]);
+			elog("option '%s' needs a value (see heaptap --help)",
+			     log__value(argv[optind - 1]));
 			return -EINVAL;
 		default:
-			fprintf(stderr, "heaptap: unknown option '%s' (see heaptap --help)\n",
-				argv[optind - 1]);
+			elog("unknown option '%s' (see heaptap --help)", log__value(argv[optind - 1]));
 			return -EINVAL;
 		}
 	}
 	if (optind < argc)
 		opts->command = &argv[optind];
 	if (opts->live && opts->watch) {
-		fprintf(stderr, "heaptap: --live and --watch are two different modes: choose one "
-				"(see heaptap --help)\n");
+		elog("--live and --watch are two different modes: choose one (see heaptap --help)");
 		return -EINVAL;
 	}
 	if (same_file_twice(opts))
 		return -EINVAL;
 	if ((opts->on_alert || opts->exit_on_alert) &&
 	    !(opts->alert_live || opts->alert_growth || opts->alert_rss)) {
-		fprintf(stderr,
-			"heaptap: %s needs an alarm: --alert-live, --alert-growth or "
-			"--alert-rss (see heaptap --help)\n",
-			opts->on_alert ? "--on-alert" : "--exit-on-alert");
+		elog("%s needs an alarm: --alert-live, --alert-growth or --alert-rss "
+		     "(see heaptap --help)",
+		     opts->on_alert ? "--on-alert" : "--exit-on-alert");
 		return -EINVAL;
 	}
 	if (opts->leak_check && opts->watch) {
-		fprintf(stderr, "heaptap: --leak-check needs the blocks that --watch does not "
-				"track: choose one (see heaptap --help)\n");
+		elog("--leak-check needs the blocks that --watch does not track: choose one "
+		     "(see heaptap --help)");
 		return -EINVAL;
 	}
 	if (opts->live && !opts->sample_bytes)
 		opts->sample_bytes = 512 << 10;
 	if (!opts->pid == !opts->command) {
-		fprintf(stderr, "heaptap: %s (see heaptap --help)\n",
-			opts->pid ? "give either -p PID or a COMMAND, not both"
-				  : "nothing to trace: give -p PID or -- COMMAND");
+		elog("%s (see heaptap --help)", opts->pid ? "give either -p PID or a COMMAND, not both"
+							  : "nothing to trace: give -p PID or -- COMMAND");
 		return -EINVAL;
 	}
 	return 0;

@@ -6,6 +6,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "outputs.h"
+
 #define HEAPTAP_VERSION "0.1.0"
 
 enum sort_key {
@@ -43,12 +45,11 @@ struct options {
 	uint64_t sample_bytes; /* mean bytes between sampled allocations; 0: all */
 	uint64_t window_ms;    /* live: how long each tracing window lasts */
 	double max_overhead;   /* live: the slowdown allowed, as a fraction */
-	/* Files rewritten at each report (NULL: not written) */
-	const char *output; /* the report itself, instead of standard output */
-	const char *folded;
-	const char *pprof;
-	const char *html;
-	const char *listen; /* --listen [ADDR:]PORT as given, NULL: no metrics served */
+	/* Files rewritten at each report, by row of outputs[] (NULL: not written); with
+	 * files[OUTPUT_REPORT], the report goes there instead of standard output */
+	const char *files[OUTPUTS_MAX];
+	unsigned int file_mode; /* of the files heaptap makes */
+	const char *listen;	/* --listen [ADDR:]PORT as given, NULL: no metrics served */
 	/* Alarms: thresholds, 0 when not set */
 	uint64_t alert_live;	    /* live bytes */
 	uint64_t alert_growth;	    /* bytes per hour, over the latest reports */

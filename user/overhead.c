@@ -177,19 +177,3 @@ double overhead__trap_ns(const struct probes *p, const struct probe_costs *costs
 	}
 	return ns;
 }
-
-uint64_t duty__pause_ns(struct duty_cycle *d, double trap_ns, uint64_t cpu_ns)
-{
-	double pause;
-
-	d->windows++;
-	/* An idle target has nothing to lose: its slowdown counts for nothing. */
-	d->window_slowdown = cpu_ns ? trap_ns / cpu_ns : 0;
-	if (d->window_slowdown > 1)
-		d->window_slowdown = 1;
-	pause = d->window_slowdown > d->budget ? d->window_ns * (d->window_slowdown / d->budget - 1)
-					       : 0;
-	d->traced = d->window_ns / (d->window_ns + pause);
-	d->slowdown = d->window_slowdown * d->traced;
-	return pause;
-}

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 #include <errno.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -270,25 +271,18 @@ static struct bpf_link *attach_one(struct bpf_program *prog, int pid, const stru
 				   size_t cookie, bool retprobe)
 {
 	LIBBPF_OPTS(bpf_uprobe_opts, opts, .retprobe = retprobe, .bpf_cookie = cookie);
-	struct bpf_link *link;
-	int err;
 
-	link = bpf_program__attach_uprobe_opts(prog, pid, pr->file->open_path, pr->offset, &opts);
-	if (!link) {
-		err = -errno;
-		fprintf(stderr, "heaptap: cannot attach a %s to %s in %s: %s\n",
-			retprobe ? "uretprobe" : "uprobe", pr->name, pr->file->path, strerror(-err));
-		errno = -err;
-	}
-	return link;
+	return bpf_program__attach_uprobe_opts(prog, pid, pr->file->open_path, pr->offset, &opts);
 }
 
-/*
- * In an order where no call is ever seen half: the unwinder first (before any operator new
- * can have a return probe), then every return probe, then the entries (an entry seen
- * without its return would leave the thread's state waiting for a return that never
- * comes). Detaching goes the other way round.
- */
+/* Whether fd (the signals heaptap ends on) has one pending; it is left to be read. */
+static bool interrupted(int fd)
+{
+	struct pollfd pfd = { .fd = fd, .events = POLLIN };
+
+	return fd >= 0 && poll(&pfd, 1, 0) == 1;
+}
+
 /*
  * Attached in this order, detached in the reverse: the unwinder first, so that an exception
  * leaving operator new always finds its fixup; entries before returns, so that a call whose
@@ -320,11 +314,15 @@ void probes__choose_programs(const struct probes *p, struct heaptap_bpf *skel)
 	bpf_program__set_autoload(skel->progs.unwind_wait, p->unwinding && p->fixup == FIXUP_LOADER);
 }
 
-int probes__attach(struct probes *p, struct heaptap_bpf *skel, int pid)
+int probes__attach(struct probes *p, struct heaptap_bpf *skel, int pid,
+		   const struct probes_attach_opts *opts)
 {
+	int stop_fd = opts ? opts->stop_fd : -1;
 	enum phase phase;
 	size_t i;
 
+	if (opts && opts->failed)
+		*opts->failed = NULL;
 	/* Entries note, and count nothing, until every probe is in. */
 	p->skel = skel;
 	skel->bss->tracing = 0;
@@ -341,19 +339,29 @@ int probes__attach(struct probes *p, struct heaptap_bpf *skel, int pid)
 			programs_for(p, skel, pr->kind, &entry, &ret);
 			if (phase == PHASE_RETURNS && !ret)
 				continue;
+			/* Ctrl-C while attaching: what is in comes out again. */
+			if (interrupted(stop_fd)) {
+				probes__detach(p);
+				return -EINTR;
+			}
 			link = phase == PHASE_RETURNS ? &pr->ret : &pr->entry;
 			*link = attach_one(phase == PHASE_RETURNS ? ret : entry, pid, pr, i,
 					   phase == PHASE_RETURNS);
 			if (!*link) {
 				int err = -errno;
 
+				if (opts && opts->failed) {
+					*opts->failed = pr;
+					*opts->failed_return = phase == PHASE_RETURNS;
+				}
 				probes__detach(p);
 				return err;
 			}
 			p->links++;
 		}
 	}
-	__atomic_store_n(&skel->bss->tracing, 1, __ATOMIC_RELEASE);
+	/* Each attach its own number: a call entered in an earlier one is not missed. */
+	__atomic_store_n(&skel->bss->tracing, ++p->attaches, __ATOMIC_RELEASE);
 	return 0;
 }
 

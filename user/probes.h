@@ -37,6 +37,7 @@ struct probes {
 	enum fixup_mode fixup;	  /* how exceptions get out of operator new here */
 	bool unwinding;		  /* the unwinder is probed (with FIXUP_LOADER: serve fixups) */
 	struct heaptap_bpf *skel; /* of the last attach */
+	uint32_t attaches;	  /* attaches so far: the BPF side's `tracing` while traced */
 };
 
 /*
@@ -55,9 +56,17 @@ void probes__retire_unused(struct probes *p, const uint64_t *calls);
 /* Before load: loads only the programs the plan uses (of the unwinder's, one or none). */
 void probes__choose_programs(const struct probes *p, struct heaptap_bpf *skel);
 
-/* Attaches the plan, for process pid only. On failure prints why, detaches what was
- * attached and returns negative errno. */
-int probes__attach(struct probes *p, struct heaptap_bpf *skel, int pid);
+struct probes_attach_opts {
+	int stop_fd; /* readable: stop, detach what is in, return -EINTR; -1: none */
+	/* On failure, the probe that could not be attached, and whether it was its return */
+	const struct probe **failed;
+	bool *failed_return;
+};
+
+/* Attaches the plan, for process pid only; opts may be NULL. On failure detaches what was
+ * attached and returns negative errno (the caller says why: the target may have exited). */
+int probes__attach(struct probes *p, struct heaptap_bpf *skel, int pid,
+		   const struct probes_attach_opts *opts);
 
 /* Detaches every probe, in parallel: each detach waits for a grace period. The plan stays. */
 void probes__detach(struct probes *p);

@@ -9,6 +9,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include "escape.h"
 #include "proc.h"
 
 #define PF_KTHREAD 0x00200000 /* include/linux/sched.h */
@@ -93,7 +94,8 @@ void proc__comm(int pid, char *buf, size_t size)
 	}
 	if (n && comm[n - 1] == '\n')
 		comm[n - 1] = '\0';
-	snprintf(buf, size, "%s", comm);
+	/* The process names itself: its bytes are escaped before heaptap shows them. */
+	escape__into(comm, 0, buf, size);
 	free(comm);
 }
 

@@ -32,7 +32,8 @@ enum proc_state {
 };
 
 enum proc_state proc__state(int pid);
-/* The command name (comm); "?" when it cannot be read. */
+/* The command name (comm), escaped (escape.h): size 64 holds any; "?" when it cannot be
+ * read. */
 void proc__comm(int pid, char *buf, size_t size);
 /* The process a thread belongs to (a TID is accepted where a PID is); 0 if unknown. */
 int proc__tgid(int pid);

@@ -12,10 +12,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/prctl.h>
 #include <sys/ptrace.h>
 #include <sys/uio.h>
 #include <sys/user.h>
@@ -23,16 +26,20 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "array.h"
 #include "reach.h"
 
-#define STOP_TIMEOUT_NS (2ULL * 1000000000)
 /* Beyond this many listings, threads are being created faster than they can be stopped. */
 #define MAX_ROUNDS 1000
+/* What the tracer may take to let the threads go once asked: PTRACE_DETACH takes microseconds. */
+#define RESUME_WAIT_MS 200
 #define RED_ZONE 128 /* x86-64 ABI: leaf functions may keep data below the stack pointer */
 #define PAGE 4096ULL
 #define BUF_SIZE (1U << 20)
 #define BATCH 1024 /* UIO_MAXIOV: iovecs one process_vm_readv accepts */
+#define REG_WORDS (sizeof(struct user_regs_struct) / 8)
 
+/* RUNNING once the tracer has given up waiting: a late thread, seized and never stopped. */
 enum thread_state { THREAD_RUNNING, THREAD_STOPPED, THREAD_GONE };
 
 struct reach_thread {
@@ -40,13 +47,29 @@ struct reach_thread {
 	int sig; /* a signal that arrived meanwhile: delivered at detach */
 	enum thread_state state;
 	bool zombie; /* exiting when found: ptrace refuses it, and it runs no more code */
+	bool has_sp; /* sp and words[0..nwords) are known */
+	unsigned int nwords;
+	uint64_t sp;
+	/* a stopped thread's registers; a late one's system call arguments, if it is in one */
+	uint64_t words[REG_WORDS];
+};
+
+/* What the tracer process sends: this, then n struct reach_thread. */
+struct tracer_answer {
+	int err;
+	uint32_t n;
+	uint64_t stop_ns;
 };
 
 struct reach_pause {
 	int pid;
+	pid_t tracer;	/* the process holding the threads, 0 once it has ended */
+	int answer_fd;	/* from the tracer: its answer, then end of file when it exits */
+	int release_fd; /* to the tracer: a byte, or end of file, and it lets the threads go */
 	struct reach_thread *threads;
 	size_t n, cap;
-	uint64_t stop_ns; /* first PTRACE_INTERRUPT */
+	unsigned int late; /* threads seized that did not stop in time */
+	uint64_t stop_ns;  /* first PTRACE_INTERRUPT */
 };
 
 const char *reach__kind_name(enum reach_kind k)
@@ -60,6 +83,16 @@ const char *reach__kind_name(enum reach_kind k)
 	}
 }
 
+const char *reach__reason_name(enum reach_reason r)
+{
+	switch (r) {
+	case REACH_OUT_OF_TIME: return "max_pause";
+	case REACH_THREADS_LATE: return "threads_not_stopped";
+	case REACH_MEMORY_SKIPPED: return "memory_not_read";
+	default: return "unknown";
+	}
+}
+
 const char *reach__strerror(int err)
 {
 	switch (-err) {
@@ -69,8 +102,8 @@ const char *reach__strerror(int err)
 		       "(Yama's ptrace_scope may forbid it even then)";
 	case ESRCH: return "the process exited";
 	case ETIMEDOUT:
-		return "a thread did not stop within 2 s (uninterruptible sleep, vfork?): try "
-		       "again";
+		return "stopping the threads took longer than the time allowed (a ptrace request "
+		       "waited in the kernel): try again";
 	case EAGAIN: return "the process kept creating threads faster than they could be stopped";
 	case EINVAL: return "invalid arguments: the process itself, or blocks with equal addresses";
 	case E2BIG: return "too many blocks, or pointers between blocks, to classify";
@@ -78,6 +111,20 @@ const char *reach__strerror(int err)
 	default: return strerror(-err);
 	}
 }
+
+/* ---- stopping and resuming ---- */
+
+/*
+ * The threads are seized by a process of heaptap's own, the tracer, and never by heaptap: a
+ * thread in an uninterruptible sleep (a vfork parent, a hung NFS read) cannot be stopped, nor
+ * detached, which takes a stopped thread, and only the end of its tracer lets it go without
+ * waiting for it: the kernel then drops the trap PTRACE_INTERRUPT left pending (ptrace's
+ * unlink clears every pending trap), so the thread runs on, untraced, when it wakes, and a
+ * thread the tracer found group-stopped (SIGSTOP) goes back to that stop. So the tracer
+ * detaches the threads that stopped, and exits; heaptap bounds every wait for it, and kills it
+ * if a request hangs in the kernel (exec in progress holds cred_guard_mutex, which
+ * PTRACE_SEIZE takes): that lets every thread go too, as does heaptap's own end.
+ */
 
 /* The value after "key:" in /proc/PID/task/TID/status (/proc/PID/status if tid is 0). */
 static const char *status_value(int pid, int tid, const char *key, char *buf, size_t size)
@@ -116,20 +163,10 @@ static struct reach_thread *find_thread(struct reach_pause *p, int tid)
 	return NULL;
 }
 
-/* Room for one more thread, made before seizing it: a running tracee cannot be detached. */
+/* Room for one more thread, made before seizing it: no thread may be seized and forgotten. */
 static int reserve_thread(struct reach_pause *p)
 {
-	size_t cap = p->cap ? p->cap * 2 : 16;
-	struct reach_thread *grown;
-
-	if (p->n < p->cap)
-		return 0;
-	grown = realloc(p->threads, cap * sizeof(*grown));
-	if (!grown)
-		return -ENOMEM;
-	p->threads = grown;
-	p->cap = cap;
-	return 0;
+	return array__reserve(&p->threads, &p->cap, p->n, sizeof(*p->threads));
 }
 
 /* Seizes and interrupts one thread; 0 also when it vanished or is exiting. */
@@ -145,6 +182,10 @@ static int stop_thread(struct reach_pause *p, int tid)
 		return err;
 	t = &p->threads[p->n];
 	*t = (struct reach_thread){ .tid = tid, .state = THREAD_RUNNING };
+	/*
+	 * A thread group-stopped (SIGSTOP) is seized all the same: the kernel moves it to a
+	 * ptrace stop at once, and back to the group stop when it is let go.
+	 */
 	if (ptrace(PTRACE_SEIZE, tid, NULL, NULL)) {
 		err = -errno;
 		if (err == -ESRCH) {
@@ -173,47 +214,53 @@ static int stop_thread(struct reach_pause *p, int tid)
 	return 0;
 }
 
-/* Takes one wait status of a traced thread. */
-static void note_status(struct reach_thread *t, int status)
+/*
+ * Takes what the seized threads have to report, without waiting, and without consuming it
+ * (WNOWAIT): a signal-delivery stop keeps its signal then, so that the kernel still delivers it
+ * if the tracer is killed before it detaches the thread. Exited threads are left unreaped for
+ * the same reason: the tracer's exit releases them.
+ */
+static bool poll_stops(struct reach_pause *p, bool *progress)
 {
-	if (!WIFSTOPPED(status)) {
-		t->state = THREAD_GONE; /* exited, and now reaped */
-		return;
-	}
-	t->state = THREAD_STOPPED;
-	/* A signal-delivery stop (no event) swallowed a signal the thread must still get. */
-	if (!(status >> 16))
-		t->sig = WSTOPSIG(status);
-}
+	bool waiting = false;
 
-/* Waits until every seized thread has stopped or exited; polls, so a deadline can apply. */
-static int wait_stops(struct reach_pause *p)
-{
-	uint64_t deadline = clock__now_ns() + STOP_TIMEOUT_NS;
-	unsigned int nap_us = 5;
+	for (size_t i = 0; i < p->n; i++) {
+		struct reach_thread *t = &p->threads[i];
+		siginfo_t info = { 0 };
 
-	for (;;) {
-		bool waiting = false, progress = false;
-
-		for (size_t i = 0; i < p->n; i++) {
-			struct reach_thread *t = &p->threads[i];
-			int status;
-			pid_t r;
-
-			if (t->state != THREAD_RUNNING)
-				continue;
-			r = waitpid(t->tid, &status, __WALL | WNOHANG);
-			if (r == 0 || (r < 0 && errno == EINTR)) {
+		if (t->state != THREAD_RUNNING)
+			continue;
+		if (waitid(P_PID, t->tid, &info, WSTOPPED | WEXITED | WNOHANG | WNOWAIT | __WALL)) {
+			if (errno == EINTR) {
 				waiting = true;
 				continue;
 			}
-			progress = true;
-			if (r < 0)
-				t->state = THREAD_GONE;
-			else
-				note_status(t, status);
+			t->state = THREAD_GONE;
+		} else if (!info.si_pid) {
+			waiting = true;
+			continue;
+		} else if (info.si_code == CLD_TRAPPED || info.si_code == CLD_STOPPED) {
+			t->state = THREAD_STOPPED;
+			/* A signal-delivery stop (no event): the signal, to deliver at detach. */
+			if (!(info.si_status >> 8))
+				t->sig = info.si_status;
+		} else {
+			t->state = THREAD_GONE;
 		}
-		if (!waiting)
+		*progress = true;
+	}
+	return waiting;
+}
+
+/* Waits until every seized thread has stopped or exited: -ETIMEDOUT past the deadline. */
+static int wait_stops(struct reach_pause *p, uint64_t deadline)
+{
+	unsigned int nap_us = 5;
+
+	for (;;) {
+		bool progress = false;
+
+		if (!poll_stops(p, &progress))
 			return 0;
 		if (clock__now_ns() > deadline)
 			return -ETIMEDOUT;
@@ -266,12 +313,266 @@ static bool all_counted(struct reach_pause *p)
 	return (size_t)atol(v) <= held;
 }
 
-int reach__pause(int pid, struct reach_pause **out)
+/*
+ * Stops every thread it can before the deadline. A stopped thread creates no thread, and a
+ * clone in progress when its parent stops is listed by then: list until a listing adds
+ * nobody. /proc's count catches a thread that readdir skipped while others exited. Threads
+ * still running at the deadline are late: seized, and in the kernel (a thread running user
+ * code stops within microseconds), where they stay until they are let go.
+ */
+static int stop_all(struct reach_pause *p, uint64_t deadline)
 {
-	struct reach_pause *p = NULL;
+	int err, added, round;
+
+	for (round = 0;; round++) {
+		if (round == MAX_ROUNDS)
+			return -EAGAIN;
+		err = stop_listed(p, &added);
+		if (err)
+			return err;
+		if (wait_stops(p, deadline))
+			break;
+		if (!added && (all_counted(p) || round > 10))
+			break;
+	}
+	for (size_t i = 0; i < p->n; i++)
+		if (p->threads[i].state != THREAD_GONE)
+			return 0;
+	return -ESRCH;
+}
+
+/*
+ * Where a late thread is: /proc/PID/task/TID/syscall gives the system call it waits in, its
+ * six arguments (the registers that carried them) and its stack pointer; only the stack
+ * pointer and the instruction pointer when it waits outside a system call (a page fault).
+ */
+static void late_thread_words(int pid, struct reach_thread *t)
+{
+	char path[64], buf[512], *at, *end;
+	uint64_t v[9];
+	ssize_t len;
+	int fd, k;
+	long nr;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/syscall", pid, t->tid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	len = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (len <= 0)
+		return;
+	buf[len] = '\0';
+	errno = 0;
+	nr = strtol(buf, &end, 10);
+	if (end == buf || errno) /* "running" */
+		return;
+	for (k = 0, at = end; k < 9; k++, at = end) {
+		v[k] = strtoull(at, &end, 16);
+		if (end == at)
+			break;
+	}
+	if (nr >= 0 && k == 9) {
+		memcpy(t->words, v, 6 * sizeof(v[0]));
+		t->nwords = 6;
+		t->sp = v[6];
+		t->has_sp = true;
+	} else if (nr < 0 && k >= 2) {
+		t->sp = v[0];
+		t->has_sp = true;
+	}
+}
+
+/* Registers of the stopped threads; what can be known of the late ones. */
+static void take_registers(struct reach_pause *p)
+{
+	bool progress;
+
+	/* A late thread that stopped since counts as stopped. */
+	poll_stops(p, &progress);
+	for (size_t i = 0; i < p->n; i++) {
+		struct reach_thread *t = &p->threads[i];
+		struct user_regs_struct regs;
+
+		if (t->state == THREAD_RUNNING) {
+			late_thread_words(p->pid, t);
+			continue;
+		}
+		if (t->state != THREAD_STOPPED || ptrace(PTRACE_GETREGS, t->tid, NULL, &regs))
+			continue;
+		memcpy(t->words, &regs, sizeof(regs));
+		t->nwords = REG_WORDS;
+		t->sp = regs.rsp;
+		t->has_sp = true;
+	}
+}
+
+/* The stopped threads detached; the late ones are let go by the tracer's exit. */
+static void detach_stopped(struct reach_pause *p)
+{
+	bool progress;
+
+	poll_stops(p, &progress);
+	for (size_t i = 0; i < p->n; i++) {
+		struct reach_thread *t = &p->threads[i];
+
+		/* On failure the thread was killed: its end is the kernel's and its parent's. */
+		if (t->state == THREAD_STOPPED)
+			ptrace(PTRACE_DETACH, t->tid, NULL, (void *)(long)t->sig);
+	}
+}
+
+static int write_all(int fd, const void *buf, size_t len)
+{
+	const char *at = buf;
+
+	while (len) {
+		ssize_t w = write(fd, at, len);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return w < 0 ? -errno : -EPIPE;
+		at += w;
+		len -= w;
+	}
+	return 0;
+}
+
+/*
+ * The tracer process: stops the threads for at most stop_wait_ns, answers, waits to be told,
+ * lets them go.
+ */
+static void __attribute__((noreturn))
+tracer_main(struct reach_pause *p, pid_t parent, uint64_t stop_wait_ns)
+{
+	uint64_t deadline = clock__now_ns() + stop_wait_ns;
+	struct tracer_answer a = { 0 };
+	unsigned int lo, hi;
+	char c;
+
+	/* heaptap's end, however it comes, ends the tracer, and so lets the threads go. */
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (getppid() != parent)
+		_exit(1);
+	/*
+	 * Nothing of heaptap's but the two pipes: an exit closes files before it lets tracees go,
+	 * and the last close of heaptap's probes (were heaptap gone first) takes a second.
+	 */
+	lo = p->answer_fd < p->release_fd ? p->answer_fd : p->release_fd;
+	hi = p->answer_fd < p->release_fd ? p->release_fd : p->answer_fd;
+	if (lo > 0)
+		close_range(0, lo - 1, 0);
+	if (hi > lo + 1)
+		close_range(lo + 1, hi - 1, 0);
+	close_range(hi + 1, ~0U, 0);
+	a.err = stop_all(p, deadline);
+	if (!a.err)
+		take_registers(p);
+	a.n = a.err ? 0 : p->n;
+	a.stop_ns = p->stop_ns;
+	if (!write_all(p->answer_fd, &a, sizeof(a)) && !a.err &&
+	    !write_all(p->answer_fd, p->threads, p->n * sizeof(*p->threads)))
+		while (read(p->release_fd, &c, 1) < 0 && errno == EINTR)
+			;
+	detach_stopped(p);
+	_exit(0);
+}
+
+/* Reads len bytes from fd before the deadline: -ETIMEDOUT after it, -EPIPE at end of file. */
+static int read_by(int fd, void *buf, size_t len, uint64_t deadline)
+{
+	char *at = buf;
+
+	while (len) {
+		uint64_t now = clock__now_ns();
+		struct pollfd pfd = { .fd = fd, .events = POLLIN };
+		ssize_t r;
+		int ready;
+
+		if (now >= deadline)
+			return -ETIMEDOUT;
+		ready = poll(&pfd, 1, (deadline - now + 999999) / 1000000);
+		if (ready < 0 && errno == EINTR)
+			continue;
+		if (ready < 0)
+			return -errno;
+		if (!ready)
+			continue;
+		r = read(fd, at, len);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return r < 0 ? -errno : -EPIPE;
+		at += r;
+		len -= r;
+	}
+	return 0;
+}
+
+/*
+ * Asks the tracer to let the threads go and reaps it; if it does not exit within wait_ms,
+ * kills it, which lets them go too. Its exit closes the answer pipe first, so that end of file
+ * says it is exiting; the reaping that follows waits for the end of its exit, where the
+ * kernel lets its threads go.
+ */
+static void end_tracer(struct reach_pause *p, int wait_ms)
+{
+	struct pollfd pfd = { .fd = p->answer_fd, .events = POLLIN };
+	uint64_t deadline = clock__now_ns() + wait_ms * 1000000ULL;
+	char buf[4096];
+	int status;
+
+	if (!p->tracer)
+		return;
+	if (p->release_fd >= 0)
+		close(p->release_fd);
+	p->release_fd = -1;
+	for (;;) {
+		uint64_t now = clock__now_ns();
+		int ready;
+
+		if (now >= deadline) {
+			kill(p->tracer, SIGKILL);
+			break;
+		}
+		ready = poll(&pfd, 1, (deadline - now + 999999) / 1000000);
+		if (ready < 0 && errno != EINTR) {
+			kill(p->tracer, SIGKILL);
+			break;
+		}
+		if (ready > 0) {
+			ssize_t r = read(p->answer_fd, buf, sizeof(buf));
+
+			if (!r || (r < 0 && errno != EINTR))
+				break;
+		}
+	}
+	while (waitpid(p->tracer, &status, 0) < 0 && errno == EINTR)
+		;
+	p->tracer = 0;
+}
+
+static void free_pause(struct reach_pause *p)
+{
+	if (p->answer_fd >= 0)
+		close(p->answer_fd);
+	if (p->release_fd >= 0)
+		close(p->release_fd);
+	free(p->threads);
+	free(p);
+}
+
+int reach__pause(int pid, uint64_t stop_wait_ns, struct reach_pause **out)
+{
+	uint64_t deadline;
+	int answer[2], release[2];
+	struct tracer_answer a;
+	struct reach_pause *p;
+	pid_t self;
 	const char *v;
 	char buf[4096];
-	int err, added, round;
+	int err;
 
 	*out = NULL;
 	if (pid <= 0 || pid == getpid())
@@ -286,33 +587,67 @@ int reach__pause(int pid, struct reach_pause **out)
 	if (!p)
 		return -ENOMEM;
 	p->pid = pid;
-	/*
-	 * A stopped thread creates no thread, and a clone in progress when its parent stops is
-	 * listed by then: list until a listing adds nobody. /proc's count catches a thread that
-	 * readdir skipped while others exited.
-	 */
-	for (round = 0;; round++) {
-		if (round == MAX_ROUNDS) {
-			err = -EAGAIN;
-			goto cleanup;
-		}
-		err = stop_listed(p, &added);
-		if (err)
-			goto cleanup;
-		err = wait_stops(p);
-		if (err)
-			goto cleanup;
-		if (!added && (all_counted(p) || round > 10))
-			break;
+	p->answer_fd = p->release_fd = -1;
+	if (pipe2(answer, O_CLOEXEC)) {
+		err = -errno;
+		goto cleanup;
 	}
+	p->answer_fd = answer[0];
+	if (pipe2(release, O_CLOEXEC)) {
+		err = -errno;
+		close(answer[1]);
+		goto cleanup;
+	}
+	p->release_fd = release[1];
+	self = getpid();
+	p->tracer = fork();
+	if (!p->tracer) {
+		close(p->answer_fd);
+		close(p->release_fd);
+		p->answer_fd = answer[1];
+		p->release_fd = release[0];
+		tracer_main(p, self, stop_wait_ns);
+	}
+	err = p->tracer < 0 ? -errno : 0;
+	close(answer[1]);
+	close(release[0]);
+	if (err) {
+		p->tracer = 0;
+		goto cleanup;
+	}
+	/*
+	 * From here, not from before the fork: a large heaptap takes a while to copy. A quarter
+	 * more than the threads get: the tracer's registers and answer come after.
+	 */
+	deadline = clock__now_ns() + stop_wait_ns + stop_wait_ns / 4;
+	err = read_by(p->answer_fd, &a, sizeof(a), deadline);
+	if (!err && a.err)
+		err = a.err;
+	if (!err && a.n) {
+		p->threads = malloc(a.n * sizeof(*p->threads));
+		err = p->threads ? 0 : -ENOMEM;
+	}
+	if (!err) {
+		p->n = p->cap = a.n;
+		p->stop_ns = a.stop_ns;
+		err = read_by(p->answer_fd, p->threads, a.n * sizeof(*p->threads), deadline);
+	}
+	/* A tracer that ended without a word was killed: nothing of it is left. */
+	if (err == -EPIPE)
+		err = -ESRCH;
+	if (err)
+		goto cleanup;
 	for (size_t i = 0; i < p->n; i++)
-		if (p->threads[i].state == THREAD_STOPPED) {
-			*out = p;
-			return 0;
-		}
-	err = -ESRCH;
+		p->late += p->threads[i].state == THREAD_RUNNING;
+	*out = p;
+	return 0;
 cleanup:
-	reach__resume(p, NULL);
+	/*
+	 * Killed at once: one that has not answered in time is stuck in a request, and its end
+	 * lets the threads go as a detach would, signals included (see poll_stops).
+	 */
+	end_tracer(p, 0);
+	free_pause(p);
 	return err;
 }
 
@@ -320,32 +655,10 @@ void reach__resume(struct reach_pause *p, struct reach_stats *st)
 {
 	if (!p)
 		return;
-	for (size_t i = 0; i < p->n; i++) {
-		struct reach_thread *t = &p->threads[i];
-		int status;
-
-		/* Only a stopped thread can be detached: wait for a late one, however long. */
-		while (t->state == THREAD_RUNNING) {
-			pid_t r = waitpid(t->tid, &status, __WALL);
-
-			if (r < 0 && errno == EINTR)
-				continue;
-			if (r < 0)
-				t->state = THREAD_GONE;
-			else
-				note_status(t, status);
-		}
-		if (t->state != THREAD_STOPPED)
-			continue;
-		if (ptrace(PTRACE_DETACH, t->tid, NULL, (void *)(long)t->sig))
-			/* Killed while stopped: reap what is left of it. */
-			while (waitpid(t->tid, &status, __WALL) < 0 && errno == EINTR)
-				;
-	}
+	end_tracer(p, RESUME_WAIT_MS);
 	if (st)
 		st->pause_s = p->stop_ns ? (clock__now_ns() - p->stop_ns) / 1e9 : 0;
-	free(p->threads);
-	free(p);
+	free_pause(p);
 }
 
 /* ---- classification ---- */
@@ -423,6 +736,7 @@ struct scan {
 	bool no_pm_scan;
 	uint64_t deadline; /* 0: none */
 	bool late;	   /* the budget ran out */
+	bool skipped_data; /* memory that may hold pointers was left unread: it could wait */
 	struct reach_stats *st;
 };
 
@@ -697,15 +1011,29 @@ static int batch_add(struct scan *s, uint64_t addr, uint64_t len, uint32_t id)
 	return 0;
 }
 
-static int add_root_range(struct scan *s, uint64_t a, uint64_t b)
+/*
+ * The bytes of [a, b) that may hold data, read as roots (read) or only counted as unreadable:
+ * a mapping skipped because reading it could wait holds data in these bytes all the same.
+ */
+static int data_range(struct scan *s, uint64_t a, uint64_t b, bool read)
 {
 	a &= ~7ULL;
 	b &= ~7ULL;
-	return b > a ? batch_add(s, a, b - a, ROOT) : 0;
+	if (b <= a)
+		return 0;
+	if (read)
+		return batch_add(s, a, b - a, ROOT);
+	s->st->unreadable_bytes += b - a;
+	s->skipped_data = true;
+	return 0;
 }
 
-/* Queues the pages of [a, b) that may hold data: present or swapped, not the zero page. */
-static int add_root(struct scan *s, uint64_t a, uint64_t b)
+/*
+ * Queues (or counts) the pages of [a, b) that may hold data: present or swapped, not the zero
+ * page. Neither PAGEMAP_SCAN nor /proc/PID/pagemap fault a page in: they never wait on the
+ * target.
+ */
+static int add_root(struct scan *s, uint64_t a, uint64_t b, bool read)
 {
 	struct reach_page_region vec[256];
 	struct reach_pm_scan_arg arg;
@@ -713,7 +1041,7 @@ static int add_root(struct scan *s, uint64_t a, uint64_t b)
 	int err;
 
 	if (s->map_fd < 0)
-		return add_root_range(s, a, b);
+		return data_range(s, a, b, read);
 	/* PAGEMAP_SCAN passes over holes in the page tables, not page by page. */
 	for (uint64_t at = a & ~(PAGE - 1); !s->no_pm_scan && at < b && !s->late;) {
 		int r;
@@ -737,8 +1065,8 @@ static int add_root(struct scan *s, uint64_t a, uint64_t b)
 			break;
 		}
 		for (int i = 0; i < r; i++) {
-			err = add_root_range(s, vec[i].start > a ? vec[i].start : a,
-					     vec[i].end < b ? vec[i].end : b);
+			err = data_range(s, vec[i].start > a ? vec[i].start : a,
+					 vec[i].end < b ? vec[i].end : b, read);
 			if (err)
 				return err;
 		}
@@ -756,22 +1084,23 @@ static int add_root(struct scan *s, uint64_t a, uint64_t b)
 		uint64_t run = 0; /* first page of the current run of pages to read, or 0 */
 
 		if (got <= 0)
-			return add_root_range(s, page * PAGE > a ? page * PAGE : a, b);
+			return data_range(s, page * PAGE > a ? page * PAGE : a, b, read);
 		for (size_t i = 0; i < (size_t)got / 8; i++, page++) {
 			bool data = entries[i] & (PM_PRESENT | PM_SWAP);
 
 			if (data && !run)
 				run = page;
 			if (!data && run) {
-				err = add_root_range(s, run * PAGE > a ? run * PAGE : a, page * PAGE);
+				err = data_range(s, run * PAGE > a ? run * PAGE : a, page * PAGE,
+						 read);
 				if (err)
 					return err;
 				run = 0;
 			}
 		}
 		if (run) {
-			err = add_root_range(s, run * PAGE > a ? run * PAGE : a,
-					     page * PAGE < b ? page * PAGE : b);
+			err = data_range(s, run * PAGE > a ? run * PAGE : a,
+					 page * PAGE < b ? page * PAGE : b, read);
 			if (err)
 				return err;
 		}
@@ -781,102 +1110,141 @@ static int add_root(struct scan *s, uint64_t a, uint64_t b)
 	return 0;
 }
 
-struct root_map {
+struct mapping {
 	uint64_t start, end;
 	bool heap;
+	bool root;   /* readable, writable, private: scanned for pointers */
+	bool unsafe; /* a read may wait without bound: never read */
 };
 
-/* The readable, writable, private mappings of pid, in address order. */
-static int read_root_maps(int pid, struct root_map **out, size_t *n)
+/*
+ * VmFlags (/proc/PID/smaps) of mappings a read may wait on without bound. Userfaultfd:
+ * missing (um), write-protect (uw, whose markers on empty pages show as swapped), minor (ui)
+ * and read-protect (ur, proposed): a fault there waits for the process's handler thread, which
+ * is stopped. Device memory: I/O (io), raw page frames (pf), driver-inserted pages (mm): a
+ * fault there runs the driver, which may wait on the device, and a read may have effects.
+ */
+static bool unsafe_flags(const char *flags)
 {
-	size_t cap = 0, len = 0, size = 65536;
-	char path[64], *buf = NULL, *line, *next;
-	struct root_map *maps = NULL;
-	int fd, err = 0;
+	static const char *const unsafe[] = { "um", "uw", "ui", "ur", "io", "pf", "mm" };
+	const char *at = flags;
 
-	*out = NULL;
-	*n = 0;
-	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return errno == ENOENT ? -ESRCH : -errno;
 	for (;;) {
-		ssize_t r;
+		size_t len;
 
-		if (!buf || len + 1 == size) {
-			char *grown = realloc(buf, buf ? size *= 2 : size);
-
-			if (!grown) {
-				err = -ENOMEM;
-				goto cleanup;
-			}
-			buf = grown;
-		}
-		r = read(fd, buf + len, size - len - 1);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0) {
-			err = -errno;
-			goto cleanup;
-		}
-		if (!r)
-			break;
-		len += r;
+		at += strspn(at, " \t\n");
+		len = strcspn(at, " \t\n");
+		if (!len)
+			return false;
+		for (size_t i = 0; len == 2 && i < sizeof(unsafe) / sizeof(unsafe[0]); i++)
+			if (!strncmp(at, unsafe[i], 2))
+				return true;
+		at += len;
 	}
-	buf[len] = '\0';
-	for (line = buf; *line; line = next) {
-		struct root_map m = { 0 };
-		char perms[5], *name;
-		int pos = 0;
+}
 
-		next = strchr(line, '\n');
-		if (next)
-			*next++ = '\0';
-		else
-			next = line + strlen(line);
-		if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %4s %*x %*x:%*x %*u %n", &m.start, &m.end,
-			   perms, &pos) < 3 ||
-		    !pos)
-			continue;
-		name = line + pos;
-		if (perms[0] != 'r' || perms[1] != 'w' || perms[3] != 'p')
-			continue;
-		/* Devices may not bear reading; [vvar] and the like are the kernel's. */
-		if (!strncmp(name, "/dev/", 5))
-			continue;
-		if (name[0] == '[' && strcmp(name, "[heap]") && strncmp(name, "[stack", 6) &&
-		    strncmp(name, "[anon:", 6))
-			continue;
-		m.heap = !strcmp(name, "[heap]");
-		if (*n == cap) {
-			struct root_map *grown;
-
-			cap = cap ? cap * 2 : 64;
-			grown = realloc(maps, cap * sizeof(*grown));
-			if (!grown) {
-				err = -ENOMEM;
-				goto cleanup;
-			}
-			maps = grown;
-		}
-		maps[(*n)++] = m;
-	}
-	*out = maps;
-	maps = NULL;
-cleanup:
-	free(maps);
-	free(buf);
-	close(fd);
-	return err;
+/* Whether the mapping named name, with permissions perms, holds roots. */
+static bool root_mapping(const char *perms, const char *name)
+{
+	if (perms[0] != 'r' || perms[1] != 'w' || perms[3] != 'p')
+		return false;
+	/* Devices may not bear reading; [vvar] and the like are the kernel's. */
+	if (!strncmp(name, "/dev/", 5))
+		return false;
+	if (name[0] == '[' && strcmp(name, "[heap]") && strncmp(name, "[stack", 6) &&
+	    strncmp(name, "[anon:", 6))
+		return false;
+	return true;
 }
 
 /*
- * Registers of every stopped thread, then every root mapping, then the blocks outside
- * them: every pointer from memory the process can reach, or from a block.
+ * The mappings of pid that matter, in address order: roots, and those never to be read. The
+ * flags that tell the latter are in /proc/PID/smaps only, read while the threads are stopped:
+ * a mapping may be registered with userfaultfd at any time before.
+ */
+static int read_maps(int pid, struct mapping **out, size_t *n)
+{
+	struct mapping *maps = NULL, *cur = NULL;
+	size_t cap = 0, size = 0;
+	char path[64], *line = NULL;
+	int err = 0;
+	FILE *f;
+
+	*out = NULL;
+	*n = 0;
+	snprintf(path, sizeof(path), "/proc/%d/smaps", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return errno == ENOENT ? -ESRCH : -errno;
+	while (getline(&line, &size, f) > 0) {
+		struct mapping m = { 0 };
+		char perms[5], *name, *nl;
+		int pos = 0;
+
+		if (!strncmp(line, "VmFlags:", 8)) {
+			if (cur)
+				cur->unsafe = unsafe_flags(line + 8);
+			continue;
+		}
+		if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %4s %*x %*x:%*x %*u %n", &m.start, &m.end,
+			   perms, &pos) < 3 ||
+		    !pos)
+			continue; /* a line of figures: "Rss:", "Size:"... */
+		name = line + pos;
+		nl = strchr(name, '\n');
+		if (nl)
+			*nl = '\0';
+		m.root = root_mapping(perms, name);
+		m.heap = !strcmp(name, "[heap]");
+		if (array__reserve(&maps, &cap, *n, sizeof(*maps))) {
+			err = -ENOMEM;
+			goto cleanup;
+		}
+		maps[*n] = m;
+		cur = &maps[(*n)++];
+	}
+	if (ferror(f))
+		err = -EIO;
+	else if (!*n)
+		err = -ESRCH; /* a process without mappings has exited */
+cleanup:
+	if (err) {
+		free(maps);
+		maps = NULL;
+		*n = 0;
+	}
+	*out = maps;
+	free(line);
+	fclose(f);
+	return err;
+}
+
+/* A thread's words (registers) as roots; its stack pointer into sp[] unless it is on a block. */
+static void thread_roots(struct scan *s, const struct reach_thread *t, uint64_t *sp, size_t *nsp)
+{
+	long b;
+
+	s->st->scanned_bytes += t->nwords * 8;
+	scan_root_words(s, t->words, t->nwords);
+	if (!t->has_sp)
+		return;
+	/* A thread running on a tracked block (a coroutine's stack) keeps it alive. */
+	b = t->sp - s->lo < s->span ? find_block(s, t->sp) : -1;
+	if (b >= 0)
+		mark(s, b, true);
+	else
+		sp[(*nsp)++] = t->sp;
+}
+
+/*
+ * Registers of every stopped thread (what is known of late ones), then every root mapping,
+ * then the blocks outside them: every pointer from memory the process can reach, or from a
+ * block. Nothing is read from a mapping a read may wait on: its bytes that may hold data are
+ * counted as unreadable, and the blocks it holds are not read.
  */
 static int read_memory(struct scan *s, struct reach_pause *p)
 {
-	struct root_map *maps = NULL;
+	struct mapping *maps = NULL;
 	uint64_t *sp = NULL;
 	size_t nmaps, nsp = 0, m = 0;
 	int err;
@@ -885,30 +1253,29 @@ static int read_memory(struct scan *s, struct reach_pause *p)
 	if (!sp)
 		return -ENOMEM;
 	for (size_t i = 0; i < p->n; i++) {
-		struct user_regs_struct regs;
-		uint64_t words[sizeof(regs) / 8];
-		long b;
+		const struct reach_thread *t = &p->threads[i];
 
-		if (p->threads[i].state != THREAD_STOPPED ||
-		    ptrace(PTRACE_GETREGS, p->threads[i].tid, NULL, &regs))
-			continue;
-		s->st->threads++;
-		s->st->scanned_bytes += sizeof(regs);
-		memcpy(words, &regs, sizeof(regs));
-		scan_root_words(s, words, sizeof(words) / 8);
-		/* A thread running on a tracked block (a coroutine's stack) keeps it alive. */
-		b = regs.rsp - s->lo < s->span ? find_block(s, regs.rsp) : -1;
-		if (b >= 0)
-			mark(s, b, true);
-		else
-			sp[nsp++] = regs.rsp;
+		if (t->state != THREAD_GONE)
+			thread_roots(s, t, sp, &nsp);
 	}
-	err = read_root_maps(s->pid, &maps, &nmaps);
+	err = read_maps(s->pid, &maps, &nmaps);
 	if (err)
 		goto cleanup;
+	/* smaps sums every mapping's pages: on a large process, that takes time too. */
+	if (s->deadline && clock__now_ns() > s->deadline)
+		s->late = true;
 	for (size_t i = 0; i < nmaps && !s->late; i++) {
 		uint64_t from = maps[i].start, lowest = UINT64_MAX;
 
+		if (!maps[i].root)
+			continue;
+		if (maps[i].unsafe) {
+			s->st->skipped_regions++;
+			err = add_root(s, maps[i].start, maps[i].end, false);
+			if (err)
+				goto cleanup;
+			continue;
+		}
 		/* A stack is live from its lowest stack pointer up; what lies below is stale. */
 		for (size_t t = 0; t < nsp && !maps[i].heap; t++)
 			if (sp[t] >= maps[i].start && sp[t] < maps[i].end && sp[t] < lowest)
@@ -916,18 +1283,27 @@ static int read_memory(struct scan *s, struct reach_pause *p)
 		if (lowest != UINT64_MAX && lowest - maps[i].start > RED_ZONE)
 			from = lowest - RED_ZONE;
 		s->st->regions++;
-		err = add_root(s, from, maps[i].end);
+		err = add_root(s, from, maps[i].end, true);
 		if (err)
 			goto cleanup;
 	}
 	/* Blocks in root mappings were read with them (untouched pages hold only zeros). */
 	for (size_t j = 0; j < s->n && !s->late; j++) {
 		uint64_t a = (s->blk[j].start + 7) & ~7ULL, b = s->blk[j].end & ~7ULL;
+		bool unsafe = false;
 
 		while (m < nmaps && maps[m].end <= s->blk[j].start)
 			m++;
-		if (m < nmaps && maps[m].start <= s->blk[j].start)
+		if (m < nmaps && maps[m].start <= s->blk[j].start && maps[m].root && !maps[m].unsafe)
 			continue;
+		/* Blocks do not overlap mappings they do not start in, unless stale. */
+		for (size_t k = m; k < nmaps && maps[k].start < s->blk[j].end; k++)
+			unsafe |= maps[k].unsafe;
+		if (unsafe) {
+			s->st->unreadable_bytes += s->blk[j].end - s->blk[j].start;
+			s->skipped_data = true;
+			continue;
+		}
 		if (b > a) {
 			err = batch_add(s, a, b - a, j);
 			if (err)
@@ -1138,6 +1514,10 @@ int reach__classify(struct reach_pause *p, struct reach_block *blocks, size_t n,
 	}
 	if (!p)
 		return -EINVAL;
+	for (size_t i = 0; i < p->n; i++)
+		st->threads +=
+			p->threads[i].state == THREAD_STOPPED && p->threads[i].nwords == REG_WORDS;
+	st->late_threads = p->late;
 	if (n > MAX_BLOCKS)
 		return -E2BIG;
 	s = calloc(1, sizeof(*s));
@@ -1173,9 +1553,18 @@ int reach__classify(struct reach_pause *p, struct reach_block *blocks, size_t n,
 		err = index_pointers(s);
 	if (err)
 		goto cleanup;
-	/* Out of time, what is known reachable still is. */
+	/*
+	 * Out of time, or with registers or memory unread, what is known reachable still is;
+	 * whether the rest is lost, nobody can tell.
+	 */
 	follow_reachable(s);
-	st->complete = !s->late;
+	if (s->late)
+		st->incomplete |= REACH_OUT_OF_TIME;
+	if (p->late)
+		st->incomplete |= REACH_THREADS_LATE;
+	if (s->skipped_data)
+		st->incomplete |= REACH_MEMORY_SKIPPED;
+	st->complete = !st->incomplete;
 	if (st->complete) {
 		leader = malloc(n * sizeof(*leader));
 		if (!leader) {

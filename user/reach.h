@@ -13,6 +13,10 @@
  * memory, and pages that hold nothing (never touched, or the zero page: PAGEMAP_SCAN, else
  * /proc/PID/pagemap, tells). Unreadable pages are counted, never fatal. Blocks missing from the
  * caller's list (allocated before heaptap attached) are ordinary memory, so they count as roots.
+ * Never read, because a read could wait without bound on a stopped thread or a device:
+ * mappings registered with userfaultfd and device mappings (VmFlags um, uw, ui, ur, io, pf,
+ * mm in /proc/PID/smaps). Their pages that may hold data count as unreadable, and leave the
+ * check incomplete, as does a thread that could not be stopped (its registers are unknown).
  *
  * Blind spots, where memcheck knows the allocator's state and this module does not: free
  * chunks and the slack after blocks are roots too, so a stale pointer there hides a leak; and
@@ -43,37 +47,55 @@ struct reach_block {
 	uint32_t leader;
 };
 
+/* Why a check left blocks unsettled: the bits of reach_stats.incomplete. */
+enum reach_reason {
+	REACH_OUT_OF_TIME = 1 << 0,    /* the time budget ran out */
+	REACH_THREADS_LATE = 1 << 1,   /* a thread did not stop: its registers are unknown */
+	REACH_MEMORY_SKIPPED = 1 << 2, /* memory that may hold pointers was not read */
+};
+#define REACH_REASONS 3
+
 struct reach_stats {
 	double pause_s;		   /* first thread stopped to last resumed (reach__resume) */
 	double scan_s;		   /* time in reach__classify */
 	uint64_t scanned_bytes;	   /* root and block bytes read */
-	uint64_t unreadable_bytes; /* root and block bytes that could not be read */
+	uint64_t unreadable_bytes; /* root and block bytes that could not be read, or were not */
 	unsigned int regions;	   /* root mappings scanned, stacks included */
 	unsigned int threads;	   /* threads stopped (their registers are roots) */
-	/* false when the time budget ran out: then a kind is either final or REACH_KINDS */
+	unsigned int late_threads; /* threads that did not stop in time */
+	/* root mappings not read: a read could wait on a stopped thread or a device */
+	unsigned int skipped_regions;
+	unsigned int incomplete; /* enum reach_reason bits; 0 when complete */
+	/* false when incomplete: then a kind is either REACH_REACHABLE or REACH_KINDS */
 	bool complete;
 };
 
 struct reach_pause;
 
 /*
- * Stops every thread of pid: PTRACE_SEIZE and PTRACE_INTERRUPT each task of /proc/PID/task,
- * listing it again until no new thread appears and /proc's thread count agrees (threads created
- * meanwhile are stopped in turn; stopped ones create none), so the caller can read heaptap's
- * block map while nothing allocates. Blocked system calls restart on resume, as under a
- * debugger. Negative errno, reach__strerror() tells the user why: -EBUSY already traced
- * (debugger, strace; checked before anything is stopped), -EPERM not allowed, -ESRCH no such
- * process, -ETIMEDOUT a thread did not stop within 2 s. On error no thread is left stopped or
- * traced (one that has yet to stop is waited for).
+ * Stops every thread of pid: a tracer process of heaptap's own PTRACE_SEIZEs and
+ * PTRACE_INTERRUPTs each task of /proc/PID/task, listing it again until no new thread appears
+ * and /proc's thread count agrees (threads created meanwhile are stopped in turn; stopped ones
+ * create none), so the caller can read heaptap's block map while nothing allocates. A thread
+ * found group-stopped (SIGSTOP) is seized and stopped all the same. Blocked system calls
+ * restart on resume, as under a debugger. Threads get stop_wait_ns to stop; one that has not
+ * by then (an uninterruptible sleep: vfork, a hung NFS read) is late: it stays seized, so it
+ * runs no code of the process's until resume, and makes the check incomplete. Negative errno,
+ * reach__strerror() tells the user why: -EBUSY already traced (debugger, strace; checked
+ * before anything is stopped), -EPERM not allowed, -ESRCH no such process, -ETIMEDOUT the
+ * tracer did not answer in time (a request stuck in the kernel). Returns at most 5/4 of
+ * stop_wait_ns after the tracer starts, error or not, and on error no thread is left stopped
+ * or traced.
  */
-int reach__pause(int pid, struct reach_pause **out);
+int reach__pause(int pid, uint64_t stop_wait_ns, struct reach_pause **out);
 
 /*
  * Classifies blocks[0..n) (any order; addresses distinct, else -EINVAL) by scanning the stopped
  * process: its root mappings are read once, in address order, the blocks in them with them.
  * Needs up to 60 bytes a block and 12 a pointer between blocks. budget_ns bounds the time spent
  * (0: no bound); checked after sorting the blocks and every MiB read. 0 on success, even when the
- * budget runs out: then st->complete is false, blocks proven reachable by what was read are
+ * budget runs out, a thread was late or memory could not be read safely: then st->complete is
+ * false, st->incomplete says why, blocks proven reachable by what was read are
  * REACH_REACHABLE and all others REACH_KINDS (unknown). On error (negative errno) every kind is
  * REACH_KINDS. st may be NULL.
  */
@@ -81,13 +103,18 @@ int reach__classify(struct reach_pause *p, struct reach_block *blocks, size_t n,
 		    struct reach_stats *st);
 
 /*
- * Resumes every thread (PTRACE_DETACH, re-delivering any signal that arrived meanwhile) and
- * frees p; accepts NULL. Fills st->pause_s when st is not NULL.
+ * Resumes every thread (PTRACE_DETACH, re-delivering any signal that arrived meanwhile; a
+ * group-stopped thread goes back to its stop) and frees p; accepts NULL. Late threads are let
+ * go by the tracer's exit, untraced, without waiting for them: each runs on when it wakes.
+ * Waits for the tracer at most 200 ms, then kills it, which lets every thread go as well.
+ * Fills st->pause_s when st is not NULL.
  */
 void reach__resume(struct reach_pause *p, struct reach_stats *st);
 
 /* "definitely_lost", "indirectly_lost", "possibly_lost", "still_reachable"; "unknown". */
 const char *reach__kind_name(enum reach_kind k);
+/* "max_pause", "threads_not_stopped", "memory_not_read" for one reason bit. */
+const char *reach__reason_name(enum reach_reason r);
 /* What a negative errno from this module means to the user, and what to do about it. */
 const char *reach__strerror(int err);
 

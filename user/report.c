@@ -1,12 +1,16 @@
 // SPDX-License-Identifier: GPL-2.0
+#include <errno.h>
+#include <inttypes.h>
 #include <math.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "idmap.h"
 #include "report.h"
+#include "sampling.h"
 
 static uint64_t sort_value(const struct size_row *row, enum sort_key key)
 {
@@ -28,6 +32,31 @@ static int cmp_rows(const void *a, const void *b, void *key)
 	return x->min < y->min ? -1 : x->min > y->min;
 }
 
+/* One count and its bytes scaled by what a block of their mean size stands for. */
+static void estimate(__u64 *count, __u64 *bytes, uint64_t sample_bytes)
+{
+	double p;
+
+	if (!*count)
+		return;
+	p = sampling__p((double)*bytes / *count, sample_bytes);
+	*count = llround(*count / p);
+	*bytes = llround(*bytes / p);
+}
+
+/* With sampling, a size class's calls and bytes as estimates: in a class, block sizes are
+ * within 12.5% of each other, so the class's mean size stands for each. */
+static void estimate_row(struct heaptap_size_class *c, uint64_t sample_bytes)
+{
+	estimate(&c->allocs, &c->alloc_bytes, sample_bytes);
+	estimate(&c->frees, &c->free_bytes, sample_bytes);
+	/* Never more freed than allocated, whatever the rounding. */
+	if (c->frees > c->allocs)
+		c->frees = c->allocs;
+	if (c->free_bytes > c->alloc_bytes)
+		c->free_bytes = c->alloc_bytes;
+}
+
 size_t report__size_rows(const struct report *r, struct size_row *rows)
 {
 	size_t n = 0;
@@ -42,6 +71,8 @@ size_t report__size_rows(const struct report *r, struct size_row *rows)
 		rows[n].min = heaptap_size_class_min(i);
 		rows[n].max = next ? next - 1 : UINT64_MAX;
 		rows[n].c = *c;
+		if (r->opts->sample_bytes)
+			estimate_row(&rows[n].c, r->opts->sample_bytes);
 		n++;
 	}
 	qsort_r(rows, n, sizeof(*rows), cmp_rows, (void *)&r->opts->sort);
@@ -71,6 +102,7 @@ const struct inexact_cause report__inexact_causes[] = {
 	CAUSE(missed_returns, "returns missed"),
 	CAUSE(lost_threads, "calls untraced: no thread state"),
 	CAUSE(reused_addresses, "frees missed (address handed out again)"),
+	CAUSE(dropped_sites, "blocks without site totals: site map full, raise --max-stacks"),
 };
 
 const size_t report__ninexact_causes =
@@ -93,31 +125,80 @@ uint64_t report__inexact(const struct heaptap_counters *c)
 
 const char *report__site_function(const struct report *r, const struct site *site)
 {
-	if (site->fn >= r->probes->n)
-		return NULL;
-	return syms__demangle(r->syms, r->probes->v[site->fn].name);
+	return syms__demangle(r->syms, report__fn_name(r, site->fn));
 }
 
-double report__live(const struct report *r, double *blocks)
+/* Live bytes and blocks of a snapshot of this session. */
+static double snapshot_live(const struct report *r, const struct snapshot *snap, double *blocks)
 {
-	const struct heaptap_counters *c = &r->snap->counters;
+	const struct heaptap_counters *c = &snap->counters;
 	double bytes = c->live_bytes, n = c->allocs - c->frees;
-	size_t i;
 
 	if (r->opts->watch) {
 		bytes = (double)c->pages_touched * sysconf(_SC_PAGESIZE);
 		n = c->pages_touched;
 	} else if (r->opts->sample_bytes) {
-		/* What the sampled blocks stand for, as the sites show. */
-		bytes = n = 0;
-		for (i = 0; i < r->snap->nsites; i++) {
-			bytes += r->snap->sites[i].est_bytes;
-			n += r->snap->sites[i].est_blocks;
-		}
+		/* What the sampled blocks stand for, young ones included. */
+		bytes = snap->est_bytes;
+		n = snap->est_blocks;
 	}
 	if (blocks)
 		*blocks = n;
 	return bytes;
+}
+
+double report__live(const struct report *r, double *blocks)
+{
+	return snapshot_live(r, r->snap, blocks);
+}
+
+double report__live_margin(const struct report *r)
+{
+	return r->opts->sample_bytes && !r->opts->watch ? 1.96 * sqrt(r->snap->est_var) : 0;
+}
+
+double report__peak(const struct report *r)
+{
+	const struct heaptap_counters *c = &r->snap->counters;
+	double live = report__live(r, NULL);
+
+	if (!r->opts->sample_bytes || r->opts->watch)
+		return c->peak_bytes;
+	/* The BPF side's running estimate weighs blocks by size class; the report's live
+	 * figure weighs each by its own size: the peak is never below it. */
+	return (double)c->est_peak_bytes > live ? (double)c->est_peak_bytes : live;
+}
+
+uint64_t report__peak_ns(const struct report *r)
+{
+	const struct heaptap_counters *c = &r->snap->counters;
+
+	if (!r->opts->sample_bytes || r->opts->watch)
+		return c->peak_ns;
+	/* Live now at least as high as the running estimate's peak: the peak is now. */
+	if ((double)c->est_peak_bytes < report__live(r, NULL))
+		return r->snap->time_ns;
+	return c->est_peak_ns;
+}
+
+void report__totals(const struct report *r, struct totals *t)
+{
+	const struct heaptap_counters *c = &r->snap->counters;
+	__u32 i;
+
+	*t = (struct totals){ c->allocs, c->frees, c->alloc_bytes, c->free_bytes };
+	if (!r->opts->sample_bytes || r->opts->watch)
+		return;
+	*t = (struct totals){};
+	for (i = 0; i < HEAPTAP_SIZE_CLASSES; i++) {
+		struct heaptap_size_class sc = r->snap->classes[i];
+
+		estimate_row(&sc, r->opts->sample_bytes);
+		t->allocs += sc.allocs;
+		t->frees += sc.frees;
+		t->alloc_bytes += sc.alloc_bytes;
+		t->free_bytes += sc.free_bytes;
+	}
 }
 
 const char *report__stack_mode(const struct report *r)
@@ -261,9 +342,13 @@ bool report__changes(const struct report *r, struct changes *c)
 	if (!p || r->opts->watch)
 		return false;
 	c->since_s = (s->time_ns - p->time_ns) / 1e9;
-	c->live_bytes = (int64_t)s->counters.live_bytes - (int64_t)p->counters.live_bytes;
-	c->live = (int64_t)(s->counters.allocs - s->counters.frees) -
-		  (int64_t)(p->counters.allocs - p->counters.frees);
+	{
+		double now_blocks, then_blocks;
+
+		c->live_bytes =
+			llround(snapshot_live(r, s, &now_blocks) - snapshot_live(r, p, &then_blocks));
+		c->live = llround(now_blocks - then_blocks);
+	}
 	for (i = 0; ok && i < p->nsites; i++)
 		ok = !idmap__put(&before, p->sites[i].stack_id, (void *)&p->sites[i]);
 	for (i = 0; ok && i < s->nsites; i++) {
@@ -324,4 +409,52 @@ size_t report__peak_sites(const struct report *r, const struct site_total ***out
 		n = r->opts->top;
 	*out = v;
 	return n;
+}
+
+uint64_t report__site_bytes(const struct report *r, const struct site *site)
+{
+	return r->opts->sample_bytes ? (uint64_t)llround(site->est_bytes) : site->live_bytes;
+}
+
+static int frame_name(const struct report *r, const struct sym_info *si, const struct sym_frame *fr,
+		      uint64_t addr, int (*frame)(const char *name, void *ctx), void *ctx)
+{
+	const char *base = si->module ? strrchr(si->module, '/') : NULL;
+	char *name;
+	int err;
+
+	if (fr->function)
+		return frame(fr->function, ctx);
+	if (si->module) {
+		if (asprintf(&name, "%s+0x%" PRIx64, base ? base + 1 : si->module,
+			     si->module_offset) < 0)
+			return -ENOMEM;
+	} else if (asprintf(&name, "0x%" PRIx64, addr) < 0) {
+		return -ENOMEM;
+	}
+	err = frame(name, ctx);
+	free(name);
+	return err;
+}
+
+int report__stack_names(const struct report *r, const struct site *site,
+			int (*frame)(const char *name, void *ctx), void *ctx)
+{
+	const struct stack *st = stacks__get(r->stacks, site->stack_id);
+	const char *alias = report__site_function(r, site);
+	size_t k, j;
+	int err = 0;
+
+	if (!st)
+		return frame("[stack not stored]", ctx);
+	for (k = st->n; !err && k-- > 0;) {
+		const struct sym_info *si = syms__find(r->syms, st->ips[k], k > 0);
+
+		/* The allocator function goes by the name it was called by, not an alias. */
+		for (j = si->nframes; !err && j-- > 0;)
+			err = !k && j + 1 == si->nframes && alias
+				      ? frame(alias, ctx)
+				      : frame_name(r, si, &si->frames[j], st->ips[k], frame, ctx);
+	}
+	return err;
 }

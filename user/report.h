@@ -9,8 +9,9 @@
 
 #include "accounting.h"
 #include "alarm.h"
-#include "leakcheck.h"
+#include "leak_check.h"
 #include "history.h"
+#include "duty.h"
 #include "overhead.h"
 #include "allocator.h"
 #include "options.h"
@@ -51,6 +52,18 @@ struct report {
 	size_t nalerts;
 	double growth; /* live bytes per second over the latest reports; NAN: too few */
 };
+
+/* The attach plan's functions (none with --watch): how many, and the name of the one a
+ * block's fn field (the attach cookie) names, or NULL. */
+static inline size_t report__nprobes(const struct report *r)
+{
+	return r->probes ? r->probes->n : 0;
+}
+
+static inline const char *report__fn_name(const struct report *r, uint32_t fn)
+{
+	return fn < report__nprobes(r) ? r->probes->v[fn].name : NULL;
+}
 
 /* A site whose live bytes grew steadily: the likely leaks. */
 struct suspect {
@@ -133,17 +146,34 @@ const char *report__stack_mode(const struct report *r);
 /* The attach plan, once probes are in: the first line a script can wait for. */
 void report__attached_text(FILE *f, const struct report *r);
 void report__attached_json(FILE *f, const struct report *r);
-void report__text(FILE *f, const struct report *r);
-void report__json(FILE *f, const struct report *r);
+/* The report as text, and as one JSON line; negative errno when f failed. */
+int report__text(FILE *f, const struct report *r);
+int report__json(FILE *f, const struct report *r);
 /* An alarm's own JSON record ("type": "alert"). */
 void report__alert_json(FILE *f, const struct report *r, const struct alarm_event *ev);
 struct json_object;
 /* The JSON record of report__json, for formats that embed it. */
 struct json_object *report__json_object(const struct report *r);
 
-/* Live bytes (and blocks, when not NULL): what the sampled blocks stand for when sampled;
- * with --watch, the new pages. */
+/* Live bytes (and blocks, when not NULL): what the sampled blocks stand for when sampled
+ * (every live block, young ones included); with --watch, the new pages. */
 double report__live(const struct report *r, double *blocks);
+/* The 95% margin of report__live's bytes: 0 unless sampled. */
+double report__live_margin(const struct report *r);
+/* The highest live bytes since attach: estimated when sampled, as report__live; and when
+ * it was reached (CLOCK_MONOTONIC; 0 while nothing was allocated). */
+double report__peak(const struct report *r);
+uint64_t report__peak_ns(const struct report *r);
+
+/* The report's totals: allocations, frees and their bytes since attach, estimated where
+ * sampled (by size class). */
+struct totals {
+	uint64_t allocs;
+	uint64_t frees;
+	uint64_t alloc_bytes;
+	uint64_t free_bytes;
+};
+void report__totals(const struct report *r, struct totals *t);
 
 /* A site's live bytes, estimated when sampled. */
 uint64_t report__site_bytes(const struct report *r, const struct site *site);

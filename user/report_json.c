@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /* JSON lines: one object per record, schema version 1, documented in README.md. */
+#include <errno.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
@@ -65,7 +66,7 @@ static json_object *record(const struct report *r, const char *type, uint64_t mo
 	put(o, "time", timestamp(mono_ns));
 	put(o, "pid", json_object_new_int(r->pid));
 	put(o, "comm", json_object_new_string(r->comm));
-	put(alloc, "path", json_object_new_string(r->allocator->file.path));
+	put(alloc, "path", json_object_new_string(r->allocator->file.name));
 	put(alloc, "reason", json_object_new_string(r->allocator->reason));
 	put(o, "allocator", alloc);
 	return o;
@@ -85,7 +86,7 @@ void report__attached_json(FILE *f, const struct report *r)
 	json_object *settings = json_object_new_object();
 	size_t i;
 
-	for (i = 0; i < r->probes->n; i++) {
+	for (i = 0; i < report__nprobes(r); i++) {
 		const struct probe *p = &r->probes->v[i];
 		json_object *e = json_object_new_object();
 
@@ -96,7 +97,7 @@ void report__attached_json(FILE *f, const struct report *r)
 			continue;
 		}
 		put(e, "kind", json_object_new_string(probes__kind_name(p->kind)));
-		put(e, "path", json_object_new_string(p->file->path));
+		put(e, "path", json_object_new_string(p->file->name));
 		put(e, "offset", u64(p->offset));
 		put(e, "entry_offset", u64(p->start));
 		put(e, "return", json_object_new_boolean(p->ret != NULL));
@@ -156,14 +157,17 @@ static json_object *functions(const struct report *r)
 	json_object *a = json_object_new_array();
 	size_t i;
 
-	for (i = 0; i < r->probes->n && i < HEAPTAP_MAX_FUNCS; i++) {
+	for (i = 0; i < report__nprobes(r) && i < HEAPTAP_MAX_FUNCS; i++) {
 		json_object *e;
 
 		if (r->probes->v[i].skipped || r->probes->v[i].kind == PROBE_UNWIND)
 			continue;
 		e = json_object_new_object();
 		put(e, "function", json_object_new_string(r->probes->v[i].name));
-		put(e, "calls", u64(r->snap->fn_calls[i]));
+		put(e, "calls", u64(r->snap->fn_stats[i].calls));
+		put(e, "returned", u64(r->snap->fn_stats[i].returned));
+		put(e, "failed", u64(r->snap->fn_stats[i].failed));
+		put(e, "freed", u64(r->snap->fn_stats[i].freed));
 		json_object_array_add(a, e);
 	}
 	return a;
@@ -316,7 +320,7 @@ static json_object *sites(const struct report *r)
 		put(e, "max_size", u64(site->max_size));
 		put(e, "oldest_age_s", seconds(snapshot__age(s, site->oldest_ns)));
 		put(e, "function",
-		    site->fn < r->probes->n ? json_object_new_string(r->probes->v[site->fn].name)
+		    report__fn_name(r, site->fn) ? json_object_new_string(report__fn_name(r, site->fn))
 					    : NULL);
 		put(e, "stack_id", hex(site->stack_id));
 		put(e, "stack", frames(r, site));
@@ -353,7 +357,7 @@ static json_object *suspects(const struct report *r)
 		put(e, "live", u64(site->live));
 		put(e, "est_bytes", json_object_new_double(site->est_bytes));
 		put(e, "function",
-		    site->fn < r->probes->n ? json_object_new_string(r->probes->v[site->fn].name)
+		    report__fn_name(r, site->fn) ? json_object_new_string(report__fn_name(r, site->fn))
 					    : NULL);
 		put(e, "stack_id", hex(site->stack_id));
 		put(e, "stack", frames(r, site));
@@ -451,7 +455,7 @@ static json_object *peak_sites(const struct report *r)
 static json_object *leak_check(const struct report *r)
 {
 	const struct leak_check *lc = r->leak;
-	json_object *o;
+	json_object *o, *reasons;
 
 	if (!lc)
 		return NULL;
@@ -463,7 +467,15 @@ static json_object *leak_check(const struct report *r)
 	put(o, "unreadable_bytes", u64(lc->stats.unreadable_bytes));
 	put(o, "regions", u64(lc->stats.regions));
 	put(o, "threads", u64(lc->stats.threads));
+	put(o, "threads_not_stopped", u64(lc->stats.late_threads));
+	put(o, "skipped_regions", u64(lc->stats.skipped_regions));
 	put(o, "complete", json_object_new_boolean(lc->stats.complete));
+	reasons = json_object_new_array();
+	for (int i = 0; i < REACH_REASONS; i++)
+		if (lc->stats.incomplete & (1U << i))
+			json_object_array_add(reasons,
+					      json_object_new_string(reach__reason_name(1U << i)));
+	put(o, "incomplete_reasons", reasons);
 	put(o, "unsettled_blocks", u64(lc->total.blocks[REACH_KINDS]));
 	put(o, "categories", counts(lc->total.blocks, lc->total.bytes));
 	return o;
@@ -513,23 +525,32 @@ json_object *report__json_object(const struct report *r)
 	const struct heaptap_counters *p = r->prev ? &r->prev->counters : NULL;
 	json_object *o = record(r, r->type, r->snap->time_ns), *self = json_object_new_object();
 
+	double live, live_blocks;
+	uint64_t peak_ns = report__peak_ns(r);
+	struct totals t;
+
+	report__totals(r, &t);
+	live = report__live(r, &live_blocks);
 	put(o, "elapsed_s", seconds(r->snap->time_ns - r->attach_ns));
-	put(o, "live_bytes", u64(c->live_bytes));
-	put(o, "live_allocs", u64(c->allocs - c->frees));
-	put(o, "peak_bytes", u64(c->peak_bytes));
-	put(o, "peak_time", c->peak_ns ? timestamp(c->peak_ns) : NULL);
-	put(o, "peak_elapsed_s", c->peak_ns ? seconds(c->peak_ns - r->attach_ns) : NULL);
+	put(o, "live_bytes", u64(llround(live)));
+	put(o, "live_allocs", u64(llround(live_blocks)));
+	put(o, "live_bytes_margin", u64(llround(report__live_margin(r))));
+	put(o, "peak_bytes", u64(llround(report__peak(r))));
+	put(o, "peak_time", peak_ns ? timestamp(peak_ns) : NULL);
+	put(o, "peak_elapsed_s",
+	    peak_ns ? seconds(peak_ns > r->attach_ns ? peak_ns - r->attach_ns : 0) : NULL);
 	put(o, "alloc_calls", u64(c->alloc_calls));
 	put(o, "free_calls", u64(c->free_calls));
-	put(o, "allocs", u64(c->allocs));
-	put(o, "frees", u64(c->frees));
-	put(o, "alloc_bytes", u64(c->alloc_bytes));
-	put(o, "free_bytes", u64(c->free_bytes));
+	put(o, "allocs", u64(t.allocs));
+	put(o, "frees", u64(t.frees));
+	put(o, "alloc_bytes", u64(t.alloc_bytes));
+	put(o, "free_bytes", u64(t.free_bytes));
 	put(o, "failed_calls", u64(c->failed));
 	put(o, "unwound_calls", u64(c->unwound));
 	put(o, "fixup_failures", u64(c->fixup_failures));
 	put(o, "lost_events", u64(c->lost_events));
 	put(o, "own_frees", u64(c->own_frees));
+	put(o, "untracked_frees", u64(c->untracked_frees));
 	put(o, "stacks", stacks(r));
 	put(o, "mode",
 	    json_object_new_string(r->duty	    ? "live"
@@ -581,7 +602,8 @@ json_object *report__json_object(const struct report *r)
 	return o;
 }
 
-void report__json(FILE *f, const struct report *r)
+int report__json(FILE *f, const struct report *r)
 {
 	emit(f, report__json_object(r));
+	return ferror(f) ? -EIO : 0;
 }

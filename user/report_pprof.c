@@ -277,8 +277,8 @@ static Sample *sample_of(struct builder *b, uint64_t stack_id, uint32_t fn)
 	 * first address is the instruction that wrote the page, a frame like any other. */
 	if (st && st->n > 1 && !b->r->opts->watch)
 		first = 1;
-	if (st && !first && fn < b->r->probes->n)
-		alias = syms__demangle(b->r->syms, b->r->probes->v[fn].name);
+	if (st && !first && report__fn_name(b->r, fn))
+		alias = syms__demangle(b->r->syms, report__fn_name(b->r, fn));
 	for (k = first; st && k < st->n; k++) {
 		uint64_t id = location_id(b, st->ips[k], k > 0, k ? NULL : alias);
 
@@ -476,7 +476,7 @@ int report__pprof(FILE *f, const struct report *r)
 		comments[0] = string_id(&b, comment);
 		free(comment);
 		comment = NULL;
-		if (asprintf(&comment, "allocator %s", r->allocator->file.path) < 0)
+		if (asprintf(&comment, "allocator %s", r->allocator->file.name) < 0)
 			err = -ENOMEM;
 		comments[1] = err ? -1 : string_id(&b, comment);
 		err = comments[0] < 0 || comments[1] < 0 ? -ENOMEM : 0;

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0
+#include <errno.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
@@ -77,9 +78,9 @@ void report__attached_text(FILE *f, const struct report *r)
 		return;
 	}
 	fprintf(f, "heaptap: attached to PID %d (%s): %zu probes on %s\n", r->pid, r->comm,
-		r->probes->links, r->allocator->file.path);
+		r->probes->links, r->allocator->file.name);
 	fprintf(f, "heaptap: allocator chosen: %s\n", r->allocator->reason);
-	for (i = 0; i < r->probes->n; i++)
+	for (i = 0; i < report__nprobes(r); i++)
 		skipped += r->probes->v[i].skipped != NULL;
 	if (!r->opts->verbose) {
 		if (skipped)
@@ -88,7 +89,7 @@ void report__attached_text(FILE *f, const struct report *r)
 				skipped);
 		return;
 	}
-	for (i = 0; i < r->probes->n; i++) {
+	for (i = 0; i < report__nprobes(r); i++) {
 		const struct probe *p = &r->probes->v[i];
 
 		if (p->skipped)
@@ -97,7 +98,7 @@ void report__attached_text(FILE *f, const struct report *r)
 			fprintf(f, "heaptap:   %-40s %s at 0x%" PRIx64 "%s in %s%s\n", p->name,
 				probes__kind_name(p->kind), p->offset,
 				p->offset != p->start ? " (past its test for NULL)" : "",
-				p->file->path, p->ret ? ", and its return" : "");
+				p->file->name, p->ret ? ", and its return" : "");
 	}
 }
 
@@ -105,21 +106,26 @@ static void header(FILE *f, const struct report *r)
 {
 	const struct heaptap_counters *c = &r->snap->counters;
 	char a[32], b[32], d[32], e[32], t[32];
-	uint64_t inexact = report__inexact(c);
+	uint64_t inexact = report__inexact(c), peak_ns = report__peak_ns(r);
 	const char *sep = ": ";
+	double live, blocks;
 	size_t i;
 
 	fprintf(f, "\n=== heaptap %s report  %s  PID %d (%s)  %s since attach%s\n", r->type,
 		clock_time(t, sizeof(t), r->snap->time_ns), r->pid, r->comm,
 		duration(d, sizeof(d), r->snap->time_ns - r->attach_ns),
 		r->target_exited ? "  [target exited]" : "");
-	fprintf(f, "allocator  %s (%s)\n", r->allocator->file.path, r->allocator->reason);
-	fprintf(f, "live       %s in %s blocks", bytes(a, sizeof(a), c->live_bytes),
-		count(b, sizeof(b), c->allocs - c->frees));
-	if (c->peak_bytes)
-		fprintf(f, "   peak %s at %s (+%s)", bytes(e, sizeof(e), c->peak_bytes),
-			clock_time(t, sizeof(t), c->peak_ns),
-			duration(d, sizeof(d), c->peak_ns - r->attach_ns));
+	fprintf(f, "allocator  %s (%s)\n", r->allocator->file.name, r->allocator->reason);
+	live = report__live(r, &blocks);
+	fprintf(f, "live       %s%s in %s blocks", r->opts->sample_bytes ? "~" : "",
+		bytes(a, sizeof(a), llround(live)), count(b, sizeof(b), llround(blocks)));
+	if (report__live_margin(r) > 0)
+		fprintf(f, " (+/- %s)", bytes(a, sizeof(a), llround(report__live_margin(r))));
+	if (peak_ns)
+		fprintf(f, "   peak %s%s at %s (+%s)", r->opts->sample_bytes ? "~" : "",
+			bytes(e, sizeof(e), llround(report__peak(r))),
+			clock_time(t, sizeof(t), peak_ns),
+			duration(d, sizeof(d), peak_ns > r->attach_ns ? peak_ns - r->attach_ns : 0));
 	fprintf(f, "\n");
 	fprintf(f, "calls      %.0f alloc/s  %.0f free/s   (%s alloc, ",
 		report__rate(r, c->alloc_calls, r->prev ? r->prev->counters.alloc_calls : 0),
@@ -147,9 +153,10 @@ static void header(FILE *f, const struct report *r)
 			count(a, sizeof(a), c->pages_touched));
 	if (r->opts->sample_bytes)
 		fprintf(f,
-			"sampling   1 block in ~%s allocated: sites' live bytes are estimates, "
-			"the size table counts sampled blocks\n",
-			bytes(a, sizeof(a), r->opts->sample_bytes));
+			"sampling   1 block in ~%s allocated: figures marked ~ and the size table "
+			"are estimates; %s frees of blocks not sampled\n",
+			bytes(a, sizeof(a), r->opts->sample_bytes),
+			count(b, sizeof(b), c->untracked_frees));
 	fprintf(f, "stacks     %s, %s distinct", report__stack_mode(r),
 		count(a, sizeof(a), c->new_stacks));
 	if (r->unwind && r->unwind->samples)
@@ -510,6 +517,27 @@ static void at_peak(FILE *f, const struct report *r)
 	free(v);
 }
 
+/* Why a leak check left blocks unsettled, in words. */
+static void incomplete_reasons(FILE *f, const struct reach_stats *st)
+{
+	const char *sep = " (incomplete: ";
+
+	if (st->complete)
+		return;
+	if (st->incomplete & REACH_OUT_OF_TIME) {
+		fprintf(f, "%sstopped at --leak-check-max-pause", sep);
+		sep = "; ";
+	}
+	if (st->incomplete & REACH_THREADS_LATE) {
+		fprintf(f, "%s%u %s not stop in time (uninterruptible sleep, vfork?)", sep,
+			st->late_threads, st->late_threads == 1 ? "thread did" : "threads did");
+		sep = "; ";
+	}
+	if (st->incomplete & REACH_MEMORY_SKIPPED)
+		fprintf(f, "%smemory that could hold pointers not read", sep);
+	fprintf(f, ")");
+}
+
 static void leak_check(FILE *f, const struct report *r)
 {
 	const struct leak_check *lc = r->leak;
@@ -518,10 +546,18 @@ static void leak_check(FILE *f, const struct report *r)
 
 	if (!lc)
 		return;
-	fprintf(f, "\nLEAK CHECK target stopped %.1f ms, %s scanned in %.1f ms%s\n",
+	fprintf(f, "\nLEAK CHECK target stopped %.1f ms, %s scanned in %.1f ms",
 		lc->stats.pause_s * 1e3, bytes(a, sizeof(a), lc->stats.scanned_bytes),
-		lc->stats.scan_s * 1e3,
-		lc->stats.complete ? "" : " (stopped at --leak-check-max-pause: incomplete)");
+		lc->stats.scan_s * 1e3);
+	incomplete_reasons(f, &lc->stats);
+	fprintf(f, "\n");
+	if (lc->stats.skipped_regions)
+		fprintf(f,
+			"  %-16s %u %s (userfaultfd or device memory: a read could wait), "
+			"%s unreadable\n",
+			"not read", lc->stats.skipped_regions,
+			lc->stats.skipped_regions == 1 ? "mapping" : "mappings",
+			bytes(a, sizeof(a), lc->stats.unreadable_bytes));
 	if (lc->total.blocks[REACH_KINDS])
 		fprintf(f, "  %-16s %12s in %s blocks\n", "not settled",
 			bytes(a, sizeof(a), lc->total.bytes[REACH_KINDS]),
@@ -543,7 +579,7 @@ static void alerts(FILE *f, const struct report *r)
 			alarms__option(r->alerts[i].kind), r->alerts[i].threshold);
 }
 
-void report__text(FILE *f, const struct report *r)
+int report__text(FILE *f, const struct report *r)
 {
 	header(f, r);
 	alerts(f, r);
@@ -561,4 +597,5 @@ void report__text(FILE *f, const struct report *r)
 	else if (r->target_exited && r->exit_signal)
 		fprintf(f, "\ntarget was killed by signal %d\n", r->exit_signal);
 	fflush(f);
+	return ferror(f) ? -EIO : 0;
 }

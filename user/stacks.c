@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <bpf/bpf.h>
 
@@ -14,6 +15,8 @@
 struct stacks {
 	int map_fd;
 	unsigned int depth;
+	uint64_t dropped;     /* stacks unwound here that the full map had no room for */
+	uint64_t stored;      /* stacks unwound here and stored */
 	struct idmap cache;   /* id -> struct stack */
 	struct idmap samples; /* sample id -> (void *)stack id */
 };
@@ -74,16 +77,46 @@ static int cache(struct stacks *s, struct stack *st)
 	return err;
 }
 
+/* The id blocks of a dropped sample's stack carry: no stack has it (hashes end non-zero and
+ * without the sample bit, HEAPTAP_SAMPLE_ID set alone is no sample's id). */
+#define NOT_STORED HEAPTAP_SAMPLE_ID
+
+/* A stack into the BPF side's map, in its layout: 0 stored, 1 there already, -E2BIG when
+ * the map is full. */
+static int store(struct stacks *s, uint64_t id, const uint64_t *raw, size_t words)
+{
+	struct heaptap_stack stack = {};
+
+	if (words > HEAPTAP_MAX_DEPTH + 1)
+		words = HEAPTAP_MAX_DEPTH + 1;
+	memcpy(stack.ips, raw, words * sizeof(raw[0]));
+	if (!bpf_map_update_elem(s->map_fd, &id, &stack, BPF_NOEXIST))
+		return 0;
+	/* The BPF side stored it meanwhile: its own count has it. */
+	return errno == EEXIST ? 1 : -errno;
+}
+
 int stacks__add(struct stacks *s, uint64_t sample_id, const uint64_t *raw, size_t words)
 {
 	uint64_t h = HEAPTAP_HASH_SEED, id;
 	struct stack *st;
 	size_t i;
+	int err;
 
 	for (i = 0; i < words; i++)
 		h = heaptap_hash_step(h, raw[i]);
 	id = heaptap_hash_end(h);
 	if (!idmap__get(&s->cache, id)) {
+		/* Stored in the map too, as if the BPF side had walked it: the same --max-stacks
+		 * bounds every stack, and the next walk down this path finds it there. */
+		err = store(s, id, raw, words);
+		if (err == -E2BIG) {
+			/* Full: the sample's blocks go with the other blocks whose stack was not
+			 * stored. */
+			s->dropped++;
+			return idmap__put(&s->samples, sample_id, (void *)(uintptr_t)NOT_STORED);
+		}
+		s->stored += !err;
 		st = normalize(id, raw, words);
 		if (!st || cache(s, st))
 			return -ENOMEM;
@@ -91,11 +124,25 @@ int stacks__add(struct stacks *s, uint64_t sample_id, const uint64_t *raw, size_
 	return idmap__put(&s->samples, sample_id, (void *)(uintptr_t)id);
 }
 
+uint64_t stacks__dropped(const struct stacks *s)
+{
+	return s->dropped;
+}
+
+uint64_t stacks__stored(const struct stacks *s)
+{
+	return s->stored;
+}
+
 uint64_t stacks__canonical(const struct stacks *s, uint64_t id)
 {
+	uint64_t canonical;
+
 	if (!(id & HEAPTAP_SAMPLE_ID))
 		return id;
-	return (uintptr_t)idmap__get(&s->samples, id);
+	canonical = (uintptr_t)idmap__get(&s->samples, id);
+	/* A stack not stored is no stack: its blocks go together, as with id 0. */
+	return canonical == NOT_STORED ? 0 : canonical;
 }
 
 const struct stack *stacks__get(struct stacks *s, uint64_t id)

@@ -24,8 +24,14 @@ void stacks__free(struct stacks *s);
 const struct stack *stacks__get(struct stacks *s, uint64_t id);
 
 /* Files a stack the loader unwound, in the BPF side's layout ([word at sp, probed address,
- * callers...]), under the id the BPF side gives the same stack; sample_id names it too. */
+ * callers...]), under the id the BPF side gives the same stack, in the stacks map too;
+ * sample_id names it. When the map is full the stack is dropped (stacks__dropped()) and
+ * sample_id stands for no stack. */
 int stacks__add(struct stacks *s, uint64_t sample_id, const uint64_t *raw, size_t words);
+
+/* Stacks unwound from samples that --max-stacks left no room for, and those stored. */
+uint64_t stacks__dropped(const struct stacks *s);
+uint64_t stacks__stored(const struct stacks *s);
 
 /* What a block's stack id stands for: itself, or for a sample, the id of its unwound stack
  * (0 while the sample is not unwound). */

@@ -11,6 +11,8 @@
 #include <elfutils/libdw.h>
 
 #include "clock.h"
+#include "array.h"
+#include "escape.h"
 #include "idmap.h"
 #include "proc.h"
 #include "syms.h"
@@ -28,6 +30,7 @@ struct module {
 	dev_t dev;
 	uint64_t inode;
 	char *path;
+	char *name;	 /* path as reports show it (escape.h) */
 	char *open_path; /* through /proc/PID/root: where .gnu_debuglink files are looked for */
 	int fd;
 	bool loaded;
@@ -50,12 +53,22 @@ struct syms {
 	uint64_t read_ns; /* when maps were last read */
 	struct module **modules;
 	size_t nmodules;
+	size_t modules_cap;
 	struct idmap locations; /* address -> struct location */
 	struct idmap infos;	/* address (| 1 << 63 for return addresses) -> struct sym_info */
 	char *debuginfo_path;
 	Dwfl_Callbacks callbacks;
 	char **strings; /* names and files the infos point to */
 	size_t nstrings;
+	size_t strings_cap;
+	struct idmap demangled; /* hash of a name -> struct demangled chain */
+};
+
+/* A name demangled once: syms__demangle() is called at every report for many sites. */
+struct demangled {
+	char *name;
+	const char *out;
+	struct demangled *next;
 };
 
 /*
@@ -123,9 +136,17 @@ void syms__free(struct syms *s)
 		if (mod->fd >= 0)
 			close(mod->fd);
 		free(mod->path);
+		free(mod->name);
 		free(mod->open_path);
 		free(mod);
 	}
+	idmap__for_each(&s->demangled, i)
+		for (struct demangled *d = s->demangled.values[i], *next; d; d = next) {
+			next = d->next;
+			free(d->name);
+			free(d);
+		}
+	idmap__free(&s->demangled);
 	for (i = 0; i < s->nstrings; i++)
 		free(s->strings[i]);
 	free(s->strings);
@@ -135,30 +156,42 @@ void syms__free(struct syms *s)
 	free(s);
 }
 
-/* A copy owned by s, or NULL for NULL (or no memory). */
+/* A copy owned by s, escaped for reports (escape.h), or NULL for NULL (or no memory). */
 static const char *keep(struct syms *s, char *owned)
 {
-	char **grown;
+	char *escaped;
 
 	if (!owned)
 		return NULL;
-	grown = realloc(s->strings, (s->nstrings + 1) * sizeof(*grown));
-	if (!grown) {
+	if (escape__needed(owned)) {
+		escaped = escape__dup(owned);
+		free(owned);
+		owned = escaped;
+		if (!owned)
+			return NULL;
+	}
+	if (array__reserve(&s->strings, &s->strings_cap, s->nstrings, sizeof(*s->strings))) {
 		free(owned);
 		return NULL;
 	}
-	s->strings = grown;
 	s->strings[s->nstrings++] = owned;
 	return owned;
 }
 
-const char *syms__demangle(struct syms *s, const char *name)
+static uint64_t hash_name(const char *name)
+{
+	uint64_t h = 0xcbf29ce484222325ULL; /* FNV-1a */
+
+	for (; *name; name++)
+		h = (h ^ (unsigned char)*name) * 0x100000001b3ULL;
+	return h;
+}
+
+static const char *demangle(struct syms *s, const char *name)
 {
 	char *plain, *d;
 	int status;
 
-	if (!name)
-		return NULL;
 	/* Without its symbol version (__libc_start_main@@GLIBC_2.34). */
 	plain = strndup(name, strcspn(name, "@"));
 	if (!plain)
@@ -171,19 +204,43 @@ const char *syms__demangle(struct syms *s, const char *name)
 	return keep(s, plain);
 }
 
+const char *syms__demangle(struct syms *s, const char *name)
+{
+	uint64_t h;
+	struct demangled *d, *head;
+
+	if (!name)
+		return NULL;
+	h = hash_name(name);
+	head = idmap__get(&s->demangled, h);
+	for (d = head; d; d = d->next)
+		if (!strcmp(d->name, name))
+			return d->out;
+	d = calloc(1, sizeof(*d));
+	if (!d || !(d->name = strdup(name)) || !(d->out = demangle(s, name)) ||
+	    idmap__put(&s->demangled, h, d)) {
+		if (d)
+			free(d->name);
+		free(d);
+		return NULL;
+	}
+	d->next = head;
+	return d->out;
+}
+
 static struct module *module_of(struct syms *s, const struct proc_map *m)
 {
-	struct module *mod, **grown;
+	struct module *mod;
 	size_t i;
 
 	for (i = 0; i < s->nmodules; i++)
 		if (s->modules[i]->dev == m->dev && s->modules[i]->inode == m->inode)
 			return s->modules[i];
 	mod = calloc(1, sizeof(*mod));
-	grown = realloc(s->modules, (s->nmodules + 1) * sizeof(*grown));
-	if (grown)
-		s->modules = grown;
-	if (!mod || !grown || !(mod->path = strdup(m->path))) {
+	if (!mod || array__reserve(&s->modules, &s->modules_cap, s->nmodules, sizeof(*s->modules)) ||
+	    !(mod->path = strdup(m->path)) || !(mod->name = escape__dup(m->path))) {
+		if (mod)
+			free(mod->path);
 		free(mod);
 		return NULL;
 	}
@@ -439,7 +496,7 @@ const struct sym_info *syms__find(struct syms *s, uint64_t addr, bool return_add
 	info = calloc(1, sizeof(*info));
 	if (!info)
 		return &unknown;
-	info->module = loc->module->path;
+	info->module = loc->module->name;
 	info->module_offset = loc->offset;
 	resolve(s, loc, return_address, info);
 	if (!info->nframes || idmap__put(&s->infos, key, info)) {

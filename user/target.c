@@ -11,6 +11,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "escape.h"
+#include "log.h"
 #include "proc.h"
 #include "target.h"
 
@@ -37,6 +39,7 @@ int target__check_privileges(void)
 {
 	struct __user_cap_data_struct data[2] = {};
 	const char *missing[3];
+	char list[64]; /* " CAP_BPF CAP_PERFMON CAP_SYS_PTRACE" at most */
 	int n = 0, i;
 
 	if (!read_caps(data))
@@ -50,11 +53,13 @@ int target__check_privileges(void)
 		missing[n++] = "CAP_SYS_PTRACE";
 	if (!n)
 		return 0;
-	fprintf(stderr, "heaptap: not enough privileges: run it as root (sudo heaptap ...), or "
-			"give it CAP_BPF + CAP_PERFMON + CAP_SYS_PTRACE (missing:");
-	for (i = 0; i < n; i++)
-		fprintf(stderr, " %s", missing[i]);
-	fprintf(stderr, ")\n");
+	for (i = 0, list[0] = 0; i < n; i++) {
+		strcat(list, " ");
+		strcat(list, missing[i]);
+	}
+	elog("not enough privileges: run it as root (sudo heaptap ...), or give it CAP_BPF + "
+	     "CAP_PERFMON + CAP_SYS_PTRACE (missing:%s)",
+	     list);
 	return -EPERM;
 }
 
@@ -69,35 +74,31 @@ int target__attach(struct target *t, int pid)
 
 	*t = (struct target){ .pid = pid, .release_fd = -1, .pidfd = -1, .exit_code = -1 };
 	switch (proc__state(pid)) {
-	case PROC_MISSING: fprintf(stderr, "heaptap: no process with PID %d\n", pid); return -ESRCH;
+	case PROC_MISSING: elog("no process with PID %d", pid); return -ESRCH;
 	case PROC_KERNEL_THREAD:
 		proc__comm(pid, t->comm, sizeof(t->comm));
-		fprintf(stderr,
-			"heaptap: PID %d (%s) is a kernel thread: it has no user-space "
-			"allocator to trace\n",
-			pid, t->comm);
+		elog("PID %d (%s) is a kernel thread: it has no user-space "
+		     "allocator to trace",
+		     pid, t->comm);
 		return -EINVAL;
 	case PROC_ZOMBIE:
-		fprintf(stderr, "heaptap: PID %d has exited (a zombie): nothing left to trace\n",
-			pid);
+		elog("PID %d has exited (a zombie): nothing left to trace", pid);
 		return -ESRCH;
 	case PROC_RUNNING: break;
 	}
 	tgid = proc__tgid(pid);
 	if (tgid && tgid != pid) {
-		fprintf(stderr, "heaptap: %d is a thread of PID %d: tracing the whole process\n",
-			pid, tgid);
+		elog("%d is a thread of PID %d: tracing the whole process", pid, tgid);
 		t->pid = pid = tgid;
 	}
 	if (pid == getpid()) {
-		fprintf(stderr, "heaptap: PID %d is heaptap itself, which cannot trace itself\n",
-			pid);
+		elog("PID %d is heaptap itself, which cannot trace itself", pid);
 		return -EINVAL;
 	}
 	proc__comm(pid, t->comm, sizeof(t->comm));
 	t->pidfd = open_pidfd(pid);
 	if (t->pidfd < 0) {
-		fprintf(stderr, "heaptap: PID %d: %s\n", pid, strerror(errno));
+		elog("PID %d: %s", pid, strerror(errno));
 		return -errno;
 	}
 	return 0;
@@ -134,7 +135,7 @@ int target__launch(struct target *t, const char *program, char *const argv[])
 	*t = (struct target){ .release_fd = -1, .pidfd = -1, .exit_code = -1, .launched = true };
 	if (pipe2(fds, O_CLOEXEC)) {
 		err = -errno;
-		fprintf(stderr, "heaptap: cannot start %s: %s\n", program, strerror(-err));
+		elog("cannot start %s: %s", program, strerror(-err));
 		return err;
 	}
 	pid = fork();
@@ -142,7 +143,7 @@ int target__launch(struct target *t, const char *program, char *const argv[])
 		err = -errno;
 		close(fds[0]);
 		close(fds[1]);
-		fprintf(stderr, "heaptap: cannot start %s: %s\n", program, strerror(-err));
+		elog("cannot start %s: %s", program, strerror(-err));
 		return err;
 	}
 	if (pid == 0) {
@@ -162,12 +163,17 @@ int target__launch(struct target *t, const char *program, char *const argv[])
 	close(fds[0]);
 	t->pid = pid;
 	t->release_fd = fds[1];
-	snprintf(t->comm, sizeof(t->comm), "%.15s",
-		 strrchr(program, '/') ? strrchr(program, '/') + 1 : program);
+	{
+		char comm[16]; /* as the kernel will name it: its first 15 bytes */
+
+		snprintf(comm, sizeof(comm), "%s",
+			 strrchr(program, '/') ? strrchr(program, '/') + 1 : program);
+		escape__into(comm, 0, t->comm, sizeof(t->comm));
+	}
 	t->pidfd = open_pidfd(pid);
 	if (t->pidfd < 0) {
 		err = -errno;
-		fprintf(stderr, "heaptap: pidfd_open: %s\n", strerror(-err));
+		elog("pidfd_open: %s", strerror(-err));
 		return err;
 	}
 	return 0;

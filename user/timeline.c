@@ -1,4 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
+#include <math.h>
+
+#include "history.h"
 #include "timeline.h"
 
 void timeline__add(struct timeline *t, const struct timeline_point *p)
@@ -12,4 +15,20 @@ void timeline__add(struct timeline *t, const struct timeline_point *p)
 		t->n = TIMELINE_POINTS / 2;
 	}
 	t->points[t->n++] = *p;
+}
+
+double timeline__growth(const struct timeline *t)
+{
+	double x[20], y[20], slope, fit;
+	size_t n = t->n < 20 ? t->n : 20, i;
+
+	if (n < 5)
+		return NAN;
+	for (i = 0; i < n; i++) {
+		const struct timeline_point *p = &t->points[t->n - n + i];
+
+		x[i] = p->time_ns / 1e9;
+		y[i] = p->live_bytes;
+	}
+	return history__fit(x, y, n, &slope, &fit) ? slope : NAN;
 }

@@ -25,4 +25,8 @@ struct timeline {
 
 void timeline__add(struct timeline *t, const struct timeline_point *p);
 
+/* Live bytes per second over the latest points (at most 20): the least-squares slope; NAN
+ * with fewer than 5. */
+double timeline__growth(const struct timeline *t);
+
 #endif

@@ -8,6 +8,9 @@
  * that no stale copy of a dropped pointer is left for a scan to find.
  * "big N": N MiB of 4 KiB blocks: half on a list a global holds, half on a list dropped; each
  * block holds pointers to the one before it in its list (at its start and inside) and numbers.
+ * "hold": hold_one allocates 64 bytes, answers, and keeps the only pointer to them in its
+ * frame while it waits for the next command ("drop" is the one expected): then it returns,
+ * and the stack and registers are scrubbed, so that the block is lost.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -135,6 +138,23 @@ NOINLINE static void big(long mib)
 	scrub_registers();
 }
 
+/* Waits for the next command with the block's only pointer in this frame. */
+NOINLINE static void hold_one(char *cmd, size_t size)
+{
+	void *volatile held = malloc(64);
+
+	say("done hold");
+	next_command(cmd, size);
+	use(held);
+}
+
+NOINLINE static void hold(char *cmd, size_t size)
+{
+	hold_one(cmd, size);
+	scrub_stack();
+	scrub_registers();
+}
+
 int main(void)
 {
 	char cmd[64];
@@ -145,6 +165,8 @@ int main(void)
 			make();
 		else if (!strncmp(cmd, "big ", 4))
 			big(strtol(cmd + 4, NULL, 10));
+		else if (!strcmp(cmd, "hold"))
+			hold(cmd, sizeof(cmd)); /* answers, then takes the next command */
 		else if (!strcmp(cmd, "exit"))
 			break;
 		say("done %s", cmd);

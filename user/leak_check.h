@@ -3,8 +3,8 @@
  * --leak-check: the target stopped, its live blocks listed from the BPF map, its memory
  * scanned for pointers to them (reach.h), and resumed; the categories summed per stack.
  */
-#ifndef HEAPTAP_LEAKCHECK_H
-#define HEAPTAP_LEAKCHECK_H
+#ifndef HEAPTAP_LEAK_CHECK_H
+#define HEAPTAP_LEAK_CHECK_H
 
 #include <stdbool.h>
 #include <stdint.h>

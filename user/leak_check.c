@@ -6,7 +6,11 @@
 
 #include "accounting.h"
 #include "clock.h"
-#include "leakcheck.h"
+#include "leak_check.h"
+#include "log.h"
+
+/* At most this long, and half the pause allowed, for the threads to stop. */
+#define STOP_WAIT_NS (2ULL * 1000000000)
 
 static int count(struct leak_check *lc, const struct live_block *b, const struct reach_block *r)
 {
@@ -30,33 +34,37 @@ static int count(struct leak_check *lc, const struct live_block *b, const struct
 int leak_check__run(struct heaptap_bpf *skel, struct stacks *stacks, int pid, uint64_t max_pause_ns,
 		    struct leak_check *out)
 {
+	uint64_t start = clock__now_ns(), stop_wait, elapsed;
 	struct reach_pause *pause = NULL;
 	struct reach_block *rb = NULL;
 	struct live_block *blocks = NULL;
-	uint64_t listed;
 	size_t i, n = 0;
 	int err;
 
 	memset(out, 0, sizeof(*out));
-	/* Stopped first: then nothing allocates or frees while the blocks are listed. */
-	err = reach__pause(pid, &pause);
+	/*
+	 * Stopped first: then nothing allocates or frees while the blocks are listed. The whole
+	 * pause, waiting for threads included, is bounded by max_pause_ns: a thread that has not
+	 * stopped in half of it (a thread in an uninterruptible sleep) is left out, and the rest
+	 * is scanned in the time left.
+	 */
+	stop_wait = max_pause_ns / 2 < STOP_WAIT_NS ? max_pause_ns / 2 : STOP_WAIT_NS;
+	err = reach__pause(pid, stop_wait, &pause);
 	if (err) {
-		fprintf(stderr, "heaptap: leak check not done: %s\n", reach__strerror(err));
+		elog("leak check not done: %s", reach__strerror(err));
 		return err;
 	}
 	out->time_ns = clock__now_ns();
 	err = accounting__blocks(skel, stacks, &blocks, &n);
-	listed = clock__now_ns();
-	out->listed_ns = listed - out->time_ns;
+	out->listed_ns = clock__now_ns() - out->time_ns;
 	if (!err && n && !(rb = calloc(n, sizeof(*rb))))
 		err = -ENOMEM;
 	for (i = 0; !err && i < n; i++)
 		rb[i] = (struct reach_block){ .addr = blocks[i].addr, .size = blocks[i].size };
+	elapsed = clock__now_ns() - start;
 	if (!err)
 		err = reach__classify(pause, rb, n,
-				      max_pause_ns > listed - out->time_ns
-					      ? max_pause_ns - (listed - out->time_ns)
-					      : 1,
+				      max_pause_ns > elapsed ? max_pause_ns - elapsed : 1,
 				      &out->stats);
 	reach__resume(pause, &out->stats);
 	for (i = 0; !err && i < n; i++)
@@ -64,10 +72,15 @@ int leak_check__run(struct heaptap_bpf *skel, struct stacks *stacks, int pid, ui
 	free(rb);
 	free(blocks);
 	if (err) {
-		fprintf(stderr, "heaptap: leak check failed: %s\n", reach__strerror(err));
+		elog("leak check failed: %s", reach__strerror(err));
 		leak_check__free(out);
+		return err;
 	}
-	return err;
+	if (out->stats.late_threads)
+		vlog("leak check: %u thread(s) of PID %d did not stop within %.0f ms; they run on "
+		     "once they wake",
+		     out->stats.late_threads, pid, stop_wait / 1e6);
+	return 0;
 }
 
 const struct leak_counts *leak_check__site(const struct leak_check *lc, uint64_t stack_id)

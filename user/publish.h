@@ -1,0 +1,27 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Where each report goes: standard output (or --output), the other files of outputs[], and
+ * the metrics served with --listen. A file that cannot be written keeps its last good
+ * version and is tried again at the next report: tracing goes on, the failure is said once
+ * on stderr, and only the final report's failures count in the exit status.
+ */
+#ifndef HEAPTAP_PUBLISH_H
+#define HEAPTAP_PUBLISH_H
+
+#include "options.h"
+
+struct report;
+struct publisher;
+
+/* Checks that every file can be written and starts serving metrics, before the target is
+ * touched; says why not and returns negative errno. */
+int publish__start(const struct options *opts, struct publisher **out);
+
+/* Publishes r everywhere; negative errno when standard output failed, or when a file of the
+ * final report (r->type "final") could not be written. */
+int publish__report(struct publisher *p, const struct report *r);
+
+/* Stops serving; NULL is fine. */
+void publish__stop(struct publisher *p);
+
+#endif

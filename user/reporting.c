@@ -1,0 +1,157 @@
+// SPDX-License-Identifier: GPL-2.0
+/* A report of the session: the accounting read, judged (trends, alarms), and published. */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <bpf/libbpf.h>
+
+#include "dump.h"
+#include "history.h"
+#include "log.h"
+#include "proc.h"
+#include "publish.h"
+#include "report.h"
+#include "session.h"
+#include "unwind.h"
+
+/* Sites whose blocks are dumped: the first of the report, and the first suspects. */
+#define DUMP_SITES 5
+
+/* The report's frame: what the session is, before any figure is read. */
+static struct report build_report(struct session *s, const char *type)
+{
+	return (struct report){
+		.type = type,
+		.pid = s->target.pid,
+		.comm = s->target.comm,
+		.opts = &s->opts,
+		.allocator = s->allocator,
+		.probes = s->probes,
+		.prev = s->have_prev ? &s->prev : NULL,
+		.attach_ns = s->attach_ns,
+		.stacks = s->stacks,
+		.syms = s->syms,
+		.target_exited = s->target.exited,
+		.exit_code = s->target.exit_code,
+		.exit_signal = s->target.exit_signal,
+		.stack_mode = s->stack_mode,
+		.unwind = s->unwinder ? unwinder__stats(s->unwinder) : NULL,
+		.history = s->history,
+		.duty = s->mode == MODE_LIVE ? &s->duty : NULL,
+		.traced_now = s->attached,
+		.timeline = &s->timeline,
+		.alarms = &s->alarms,
+	};
+}
+
+void session__announce(struct session *s)
+{
+	struct report r = build_report(s, NULL);
+
+	if (s->opts.json)
+		report__attached_json(stdout, &r);
+	else
+		report__attached_text(stderr, &r);
+}
+
+/* The target's time in probe hits since the previous report, over its CPU time meanwhile. */
+static double slowdown(struct session *s, const struct snapshot *snap)
+{
+	static const uint64_t none[HEAPTAP_MAX_FUNCS];
+	uint64_t cpu = overhead__target_cpu_ns(s->target.pid);
+	double trap;
+
+	if (s->mode == MODE_LIVE)
+		return s->duty.slowdown;
+	if (!s->calibrated || !cpu || cpu <= s->report_cpu_ns)
+		return NAN;
+	trap = overhead__trap_ns(s->probes, &s->costs, s->have_prev ? s->prev.fn_calls : none,
+				 snap->fn_calls);
+	trap /= cpu - s->report_cpu_ns;
+	s->report_cpu_ns = cpu;
+	return trap;
+}
+
+/* What the blocks of the sites a report shows first, and of the suspects, hold. */
+static void read_dumps(struct session *s, struct report *r, struct snapshot *snap)
+{
+	struct suspect *sus;
+	double *growth;
+	size_t i, n, nsus, *order;
+
+	if (!s->opts.dump_bytes || s->mode == MODE_WATCH || s->target.exited)
+		return;
+	order = report__site_order(r, &growth, &n);
+	for (i = 0; i < n && i < DUMP_SITES; i++)
+		dump__site(s->target.pid, s->syms, s->opts.dump_bytes, &snap->sites[order[i]]);
+	nsus = report__suspects(r, &sus);
+	for (i = 0; i < nsus && i < DUMP_SITES; i++)
+		dump__site(s->target.pid, s->syms, s->opts.dump_bytes, &snap->sites[sus[i].site]);
+	free(order);
+	free(growth);
+	free(sus);
+}
+
+/* The alarms this report's figures fire: said, recorded, their commands run. */
+static void judge(struct session *s, struct report *r, struct alarm_event *alerts)
+{
+	struct alarm_figures fig = { .live = report__live(r, NULL),
+				     .growth = r->growth * 3600,
+				     .rss = r->rss ? r->rss : NAN };
+	struct alarm_context ctx = {
+		.pid = r->pid, .comm = r->comm, .live = fig.live, .rss = r->rss, .growth = fig.growth
+	};
+	size_t i;
+
+	r->alerts = alerts;
+	r->nalerts = alarms__check(&s->alarms, &fig, r->snap->time_ns, alerts);
+	for (i = 0; i < r->nalerts; i++) {
+		alarms__fire(&s->alarms, &alerts[i], &ctx, s->opts.on_alert);
+		if (s->opts.json) {
+			report__alert_json(stdout, r, &alerts[i]);
+			fflush(stdout);
+		}
+	}
+	if (r->nalerts && s->opts.exit_on_alert)
+		s->alarm_exit = true;
+}
+
+int session__report(struct session *s, const char *type, const struct leak_check *leak)
+{
+	struct report r = build_report(s, type);
+	struct alarm_event alerts[ALARMS];
+	struct snapshot snap;
+	int err;
+
+	/* Every sample sent so far is unwound, so that its blocks have their stack. */
+	ring_buffer__consume(s->rb);
+	err = s->tracer->snapshot(s, &snap);
+	if (!err)
+		err = history__add(s->history, &snap);
+	if (err) {
+		elog("cannot read the BPF maps: %s", strerror(-err));
+		return err;
+	}
+	r.snap = &snap;
+	r.leak = leak;
+	r.rss = s->target.exited ? 0 : proc__rss(s->target.pid);
+	r.self_rss = proc__rss(0);
+	r.self_maps = accounting__map_bytes(s->skel);
+	r.slowdown = s->target.exited ? NAN : slowdown(s, &snap);
+	timeline__add(&s->timeline,
+		      &(struct timeline_point){ .time_ns = snap.time_ns,
+						.live_bytes = llround(report__live(&r, NULL)),
+						.peak_bytes = llround(report__peak(&r)),
+						.rss = r.rss });
+	r.growth = timeline__growth(&s->timeline);
+	read_dumps(s, &r, &snap);
+	judge(s, &r, alerts);
+	err = publish__report(s->publisher, &r);
+	if (s->have_prev)
+		snapshot__free(&s->prev);
+	s->prev = snap;
+	s->have_prev = true;
+	return err;
+}

@@ -1,0 +1,304 @@
+// SPDX-License-Identifier: GPL-2.0
+/* A session's stages but the loop (loop.c) and the reports (reporting.c). */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "allocator.h"
+#include "clock.h"
+#include "heaptap.h"
+#include "heaptap.skel.h"
+#include "history.h"
+#include "log.h"
+#include "probes.h"
+#include "publish.h"
+#include "sampling.h"
+#include "session.h"
+#include "stacks.h"
+#include "syms.h"
+#include "unwind.h"
+
+static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list args)
+{
+	/* heaptap reports failures itself; libbpf's own account is detail for -v. */
+	if (!log__verbose() || level == LIBBPF_DEBUG)
+		return 0;
+	return vfprintf(stderr, fmt, args);
+}
+
+/* The target: a running process, or a command held before exec; and its allocator. */
+static int find_target(struct session *s)
+{
+	int err, argc = 0;
+
+	if (s->opts.pid) {
+		err = target__attach(&s->target, s->opts.pid);
+		return err ?: allocator__find(s->target.pid, s->opts.allocator, &s->allocator);
+	}
+	s->program = target__find_program(s->opts.command[0]);
+	if (!s->program) {
+		elog("%s: command not found or not executable", log__value(s->opts.command[0]));
+		return -ENOENT;
+	}
+	while (s->opts.command[argc])
+		argc++;
+	err = allocator__find_for_program(s->program, argc, s->opts.command, s->opts.allocator,
+					  &s->allocator);
+	return err ?: target__launch(&s->target, s->program, s->opts.command);
+}
+
+int session__open(struct session *s, const struct options *opts)
+{
+	int err;
+
+	*s = (struct session){ .opts = *opts, .target = { .release_fd = -1, .pidfd = -1 } };
+	s->mode = opts->watch ? MODE_WATCH : opts->live ? MODE_LIVE : MODE_FULL;
+	s->tracer = s->mode == MODE_WATCH ? &fault_tracer : &probe_tracer;
+	s->alarms.threshold[ALARM_LIVE] = opts->alert_live;
+	s->alarms.threshold[ALARM_GROWTH] = opts->alert_growth;
+	s->alarms.threshold[ALARM_RSS] = opts->alert_rss;
+	log__set_verbose(opts->verbose);
+	libbpf_set_print(libbpf_print);
+	/* No network lookups for debug information: only what is on this machine. */
+	unsetenv("DEBUGINFOD_URLS");
+	signal(SIGPIPE, SIG_IGN);
+
+	/* Nothing is touched without the privileges to finish the job. */
+	err = target__check_privileges() ?: find_target(s);
+	if (err)
+		return err;
+	vlog("allocator %s, opened as %s", s->allocator->file.name,
+	     log__value(s->allocator->file.open_path));
+
+	/* Stacks by frame pointers where every object keeps them, else by their CFI. */
+	if (opts->stack == STACK_FP || (opts->stack == STACK_AUTO && s->allocator->frame_pointers))
+		s->stack_mode = HEAPTAP_STACK_FP;
+	else
+		s->stack_mode = opts->stack == STACK_COPY ? HEAPTAP_STACK_COPY : HEAPTAP_STACK_DWARF;
+	return s->tracer->plan(s);
+}
+
+/* The BPF object's settings and map sizes, from the options. */
+static void configure(struct session *s)
+{
+	struct heaptap_bpf *skel = s->skel;
+	size_t ring;
+
+	skel->rodata->stack_depth = s->opts.stack_depth;
+	skel->rodata->stack_mode = s->stack_mode;
+	skel->rodata->stack_bytes = s->opts.stack_bytes;
+	skel->rodata->sample_interval = s->opts.sample_bytes;
+	skel->rodata->watch = s->mode == MODE_WATCH;
+	bpf_map__set_max_entries(skel->maps.site_totals, s->opts.max_stacks);
+	bpf_map__set_max_entries(skel->maps.threads, HEAPTAP_MAX_THREADS);
+	/* DWARF stacks: room for 64 samples, and a rule per return address met, however few
+	 * stacks are stored. Frame-pointer stacks use neither: the smallest maps. */
+	for (ring = 1 << 20; ring < 64 * (s->opts.stack_bytes + sizeof(struct heaptap_sample) -
+					  HEAPTAP_MAX_STACK_BYTES);
+	     ring <<= 1)
+		;
+	bpf_map__set_max_entries(skel->maps.samples, s->stack_mode == HEAPTAP_STACK_FP ? 4096 : ring);
+	bpf_map__set_max_entries(skel->maps.unwind_rules,
+				 s->stack_mode == HEAPTAP_STACK_FP ? 1 : HEAPTAP_MAX_RULES);
+	bpf_map__set_max_entries(skel->maps.allocs, s->opts.max_allocs);
+	bpf_map__set_max_entries(skel->maps.stacks, s->opts.max_stacks);
+	s->tracer->configure(s);
+}
+
+/* What a probe hit costs here: --live keeps its duty cycle within budget with it, --listen
+ * serves the slowdown estimated from it. */
+static void calibrate(struct session *s)
+{
+	if (s->mode == MODE_LIVE)
+		s->duty = (struct duty_cycle){ .window_ns = s->opts.window_ms * 1000000ULL,
+					       .budget = s->opts.max_overhead,
+					       .traced = 1 };
+	if (s->mode != MODE_LIVE && !(s->opts.listen && s->mode == MODE_FULL))
+		return;
+	s->calibrated = true;
+	if (overhead__calibrate(s->skel, &s->costs)) {
+		s->costs = (struct probe_costs){ 5000, 20000, 5000 };
+		elog("could not measure what a probe costs here; assuming 5 us emulated, 20 us "
+		     "single-stepped");
+		return;
+	}
+	vlog("a probe hit costs %.1f us emulated, %.1f us single-stepped, a return %.1f us",
+	     s->costs.emulated / 1e3, s->costs.stepped / 1e3, s->costs.ret / 1e3);
+}
+
+/* A new stack: hold open every object it passes through, while they are still mapped. */
+static int on_new_stack(void *ctx, void *data, size_t size)
+{
+	const struct heaptap_event *e = data;
+	struct session *s = ctx;
+	const struct stack *st;
+	size_t i;
+
+	if (size < sizeof(*e))
+		return 0;
+	st = stacks__get(s->stacks, e->stack_id);
+	for (i = 0; st && i < st->n; i++)
+		syms__note(s->syms, st->ips[i]);
+	return 0;
+}
+
+/* A stack the BPF side could not walk: unwind it here, teaching it the rules met. */
+static int on_sample(void *ctx, void *data, size_t size)
+{
+	struct session *s = ctx;
+
+	unwinder__sample(s->unwinder, data, size);
+	return 0;
+}
+
+/* A process into the BPF side's set of targets. */
+static int add_target(struct session *s, int pid)
+{
+	__u32 key = pid, one = 1;
+	int err;
+
+	if (!bpf_map_update_elem(bpf_map__fd(s->skel->maps.targets), &key, &one, BPF_ANY))
+		return 0;
+	err = -errno;
+	elog("cannot add PID %d to the processes traced: %s", pid, strerror(-err));
+	return err;
+}
+
+int session__load(struct session *s)
+{
+	int err;
+
+	/* Open the BPF object; settings and map sizes come from the options. */
+	s->skel = heaptap_bpf__open();
+	if (!s->skel) {
+		err = -errno;
+		elog("cannot open the BPF object: %s", strerror(-err));
+		return err;
+	}
+	configure(s);
+
+	/* Load: the verifier checks every program before anything is attached. */
+	err = heaptap_bpf__load(s->skel);
+	if (err) {
+		elog("the kernel refused heaptap's BPF programs: %s%s", strerror(-err),
+		     log__verbose() ? "" : " (-v shows the verifier's log)");
+		return err;
+	}
+	err = add_target(s, s->target.pid);
+	if (err)
+		return err;
+	calibrate(s);
+	err = sampling__fill(s->skel, s->opts.sample_bytes);
+	if (err) {
+		elog("cannot set up sampling: %s", strerror(-err));
+		return err;
+	}
+
+	/* What reports are made of: stacks, their symbols, the sites' course. */
+	s->history = history__new();
+	s->stacks = stacks__new(bpf_map__fd(s->skel->maps.stacks), s->opts.stack_depth);
+	s->syms = syms__new(s->target.pid);
+	s->unwinder = unwinder__new(s->syms, s->stacks, bpf_map__fd(s->skel->maps.unwind_rules),
+				    s->opts.stack_depth);
+	s->rb = ring_buffer__new(bpf_map__fd(s->skel->maps.events), on_new_stack, s, NULL);
+	if (s->rb && ring_buffer__add(s->rb, bpf_map__fd(s->skel->maps.samples), on_sample, s)) {
+		ring_buffer__free(s->rb);
+		s->rb = NULL;
+	}
+	if (!s->stacks || !s->syms || !s->unwinder || !s->rb || !s->history) {
+		elog("out of memory");
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+int session__start(struct session *s, int sigfd)
+{
+	uint64_t stage_ns;
+	int err;
+
+	/* Outputs are checked, and metrics served, before the target is touched. */
+	err = publish__start(&s->opts, &s->publisher);
+	if (err)
+		return err;
+
+	/* Attach, for this process only; a Ctrl-C meanwhile takes everything out again. */
+	stage_ns = clock__now_ns();
+	err = s->tracer->attach(s, sigfd);
+	if (err == -EINTR) {
+		elog("interrupted while attaching: no probe is left, nothing was traced");
+		return 0;
+	}
+	if (err)
+		return err;
+	s->attached = s->started = true;
+	s->attach_ns = clock__now_ns();
+	s->report_cpu_ns = overhead__target_cpu_ns(s->target.pid);
+	vlog("%zu probes attached in %.1f ms", s->probes ? s->probes->links : 0,
+	     (s->attach_ns - stage_ns) / 1e6);
+	/* A running target's objects are held open now, should it exit before any report. */
+	if (!s->target.launched)
+		syms__refresh(s->syms);
+
+	/* Release the launched command: it runs from here, every allocation seen. */
+	err = target__release(&s->target);
+	if (err) {
+		elog("cannot release the command: %s", strerror(-err));
+		return err;
+	}
+	session__announce(s);
+	return 0;
+}
+
+int session__finish(struct session *s, int err)
+{
+	struct leak_check leak;
+	bool have_leak = false;
+	uint64_t stage_ns;
+
+	if (!s->started)
+		return err;
+	/* --leak-check: while every block is still accounted for. */
+	if (s->opts.leak_check && !s->target.exited && !err) {
+		ring_buffer__consume(s->rb);
+		have_leak = !leak_check__run(s->skel, s->stacks, s->target.pid,
+					     s->opts.leak_check_max_ms * 1000000ULL, &leak);
+	}
+
+	/* Detach first, so the target runs untraced again at once; then the final report. */
+	stage_ns = clock__now_ns();
+	s->tracer->detach(s);
+	s->attached = false;
+	vlog("detached from PID %d in %.0f ms", s->target.pid, (clock__now_ns() - stage_ns) / 1e6);
+	ring_buffer__consume(s->rb);
+	err = session__report(s, "final", have_leak ? &leak : NULL) ?: err;
+	if (have_leak)
+		leak_check__free(&leak);
+	return err;
+}
+
+int session__close(struct session *s, int err)
+{
+	/* --on-alert commands get a moment to finish; they are never killed. */
+	alarms__reap(&s->alarms, 5000);
+	publish__stop(s->publisher);
+	if (s->tracer)
+		s->tracer->free(s);
+	ring_buffer__free(s->rb);
+	heaptap_bpf__destroy(s->skel);
+	if (s->have_prev)
+		snapshot__free(&s->prev);
+	unwinder__free(s->unwinder);
+	history__free(s->history);
+	stacks__free(s->stacks);
+	syms__free(s->syms);
+	allocator__free(s->allocator);
+	target__close(&s->target);
+	free(s->program);
+	return err ? EXIT_FAIL : s->alarm_exit ? EXIT_ALERT : EXIT_OK;
+}

@@ -1,0 +1,109 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * One tracing session, stage by stage, as main() drives it: open (the target, its allocator,
+ * the plan), load (the BPF object, sized from the options), start (outputs, probes in, the
+ * launched command released), run (a report every interval until a signal, the duration or
+ * the target's exit), finish (leak check, detach, final report), close.
+ *
+ * What is traced is a tracer's business (struct tracer_ops): the allocator's probes (full and
+ * --live modes) or the page-fault watcher (--watch). The rest of the session is the same.
+ */
+#ifndef HEAPTAP_SESSION_H
+#define HEAPTAP_SESSION_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "accounting.h"
+#include "alarm.h"
+#include "leak_check.h"
+#include "options.h"
+#include "duty.h"
+#include "overhead.h"
+#include "target.h"
+#include "timeline.h"
+
+enum mode {
+	MODE_FULL,  /* every call traced */
+	MODE_LIVE,  /* windows of sampled tracing within an overhead budget */
+	MODE_WATCH, /* no allocator probes: new pages, by the stack that writes them */
+};
+
+struct session;
+
+/* What a session traces, and how: the allocator's probes, or page faults. */
+struct tracer_ops {
+	const char *name;
+	/* Before the BPF object is opened: what to attach, where. */
+	int (*plan)(struct session *s);
+	/* On the opened object, before it is loaded: the programs to load, map sizes. */
+	void (*configure)(struct session *s);
+	/* Everything in, for the target only; -EINTR when stop_fd (-1: none) turned readable,
+	 * with nothing left in. Says why it failed. */
+	int (*attach)(struct session *s, int stop_fd);
+	/* The accounting as it stands. */
+	int (*snapshot)(struct session *s, struct snapshot *out);
+	/* Everything out (nothing attached is fine). */
+	void (*detach)(struct session *s);
+	/* Frees the plan. */
+	void (*free)(struct session *s);
+};
+
+extern const struct tracer_ops probe_tracer;
+extern const struct tracer_ops fault_tracer;
+
+struct session {
+	struct options opts;
+	enum mode mode;
+	const struct tracer_ops *tracer;
+	struct target target;
+	char *program; /* launched: the program file the command runs */
+	struct allocator *allocator;
+	int stack_mode; /* enum heaptap_stack_mode */
+	struct heaptap_bpf *skel;
+	struct probes *probes;	/* the probe tracer's plan; NULL with --watch */
+	struct bpf_link *watch; /* the fault tracer's program */
+	struct fixups *fixups;	/* exceptions' return addresses, written by heaptap */
+	struct stacks *stacks;
+	struct syms *syms;
+	struct unwinder *unwinder;
+	struct ring_buffer *rb; /* new stacks, samples to unwind */
+	struct history *history;
+	struct publisher *publisher;
+	struct timeline timeline;
+	struct alarms alarms;
+	struct snapshot prev; /* the previous report's */
+	bool have_prev;
+	bool started;	    /* tracing began: a final report is due */
+	bool attached;	    /* probes in now (--live: within a window) */
+	bool layout_known;  /* the BPF side knows the trampoline and the allocator's code */
+	bool alarm_exit;    /* --exit-on-alert, and an alarm fired */
+	uint64_t attach_ns; /* CLOCK_MONOTONIC when tracing began */
+	/* What probes cost the target: measured for --live and --listen */
+	bool calibrated;
+	struct probe_costs costs;
+	uint64_t report_cpu_ns;			  /* the target's CPU time at the last report */
+	struct duty_cycle duty;			  /* --live */
+	uint64_t window_cpu_ns;			  /* the target's CPU time when the window began */
+	uint64_t window_calls[HEAPTAP_MAX_FUNCS]; /* fn_calls when the window began */
+};
+
+/* Stages, in order; each says why it failed. session__close is always called. */
+int session__open(struct session *s, const struct options *opts);
+int session__load(struct session *s);
+int session__start(struct session *s, int sigfd);
+int session__run(struct session *s, int sigfd);
+int session__finish(struct session *s, int err);
+/* Frees everything; returns the exit status for err. */
+int session__close(struct session *s, int err);
+
+/* One report ("interval" or "final"), with the leak check made for it (or NULL): read,
+ * judged (alarms), published. */
+int session__report(struct session *s, const char *type, const struct leak_check *leak);
+/* The attached record or line: the first thing a script can wait for. */
+void session__announce(struct session *s);
+
+/* --live's duty cycle: a window begins, and its turns (loop.c). */
+void session__begin_window(struct session *s, uint64_t *next);
+
+#endif

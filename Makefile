@@ -70,7 +70,7 @@ FUZZ_USES_cfi := unwind
 FUZZ_USES_unwind := unwind stacks idmap
 FUZZ_USES_maps := proc
 FUZZ_USES_dump := dump escape log
-FUZZ_USES_options := options listen log escape
+FUZZ_USES_options := options loader listen log escape
 FUZZ_BINS := $(patsubst %,$(OUTPUT)/fuzz/fuzz_%,$(FUZZERS))
 FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=all
 FUZZ_CFLAGS := -g -O1 -fsanitize=fuzzer-no-link $(FUZZ_SAN) $(WARNINGS) -std=gnu11 \

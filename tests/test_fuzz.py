@@ -48,5 +48,5 @@ def test_fuzz_block_dumps_strings_and_escaping():
 
 
 @test
-def test_fuzz_command_line():
+def test_fuzz_command_lines():
     fuzzed("options")

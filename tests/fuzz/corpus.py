@@ -181,7 +181,8 @@ def dump_seeds(build, out):
 
 
 def options_seeds(out):
-    """Each command line of the README's option table, its arguments NUL-separated."""
+    """Each heaptap command line of the README, its arguments NUL-separated as in
+    /proc/PID/cmdline; this process's own; a loader's, as bundled applications start."""
     with open(os.path.join(ROOT, "README.md")) as f:
         lines = [m.group(1) for m in re.finditer(r"`heaptap ([^`]*)`", f.read())]
     for i, line in enumerate(lines):
@@ -190,6 +191,11 @@ def options_seeds(out):
         except ValueError:
             continue
         write(out, f"readme-{i:02d}", b"\0".join(a.encode() for a in args))
+    with open("/proc/self/cmdline", "rb") as f:
+        write(out, "self-cmdline", f.read().rstrip(b"\0"))
+    write(out, "loader", b"\0".join([b"--library-path", b"/opt/app/lib:/opt/app/lib64",
+                                     b"--preload", b"libhook.so", b"--argv0", b"app",
+                                     b"/opt/app/bin/app", b"--port", b"80"]))
 
 
 def main(build, corpus):

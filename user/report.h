@@ -51,6 +51,7 @@ struct report {
 	const struct alarms *alarms;	  /* thresholds and counts of the session */
 	size_t nalerts;
 	double growth; /* live bytes per second over the latest reports; NAN: too few */
+	uint64_t number; /* of the report in the session, from 1 */
 };
 
 /* The attach plan's functions (none with --watch): how many, and the name of the one a
@@ -189,5 +190,7 @@ int report__stack_names(const struct report *r, const struct site *site,
 int report__folded(FILE *f, const struct report *r);
 int report__pprof(FILE *f, const struct report *r);
 int report__html(FILE *f, const struct report *r);
+/* The metrics --listen serves: Prometheus' text exposition format. */
+int report__prometheus(FILE *f, const struct report *r);
 
 #endif

@@ -1,0 +1,115 @@
+// SPDX-License-Identifier: GPL-2.0
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "http.h"
+#include "report.h"
+#include "serve.h"
+
+#define TEXT_TYPE "text/plain; charset=utf-8"
+#define METRICS_TYPE "text/plain; version=0.0.4; charset=utf-8"
+
+static const char index_text[] =
+	"heaptap serves, refreshed at each report:\n"
+	"  /metrics             Prometheus metrics\n";
+static const char pending_text[] = "no report yet: this comes with heaptap's first report\n";
+
+struct serve {
+	struct http_server *http;
+};
+
+/* What write() wrote, in a buffer of its own; NULL on failure, with *err set if unset. */
+static struct http_buffer *render(int (*write)(FILE *f, const void *ctx), const void *ctx,
+				  int *err)
+{
+	struct http_buffer *b;
+	char *data = NULL, *fit;
+	size_t size = 0;
+	FILE *f = open_memstream(&data, &size);
+	int e;
+
+	if (!f) {
+		*err = *err ?: -errno;
+		return NULL;
+	}
+	e = write(f, ctx);
+	if (fclose(f) && !e)
+		e = -errno;
+	if (e) {
+		free(data);
+		*err = *err ?: e;
+		return NULL;
+	}
+	/* A stream grows by steps: what is kept until the next report is the text's size. */
+	fit = realloc(data, size + 1);
+	b = http__buffer(fit ?: data, size, free);
+	if (!b)
+		*err = *err ?: -ENOMEM;
+	return b;
+}
+
+static int write_metrics(FILE *f, const void *r)
+{
+	return report__prometheus(f, r);
+}
+
+static struct http_buffer *fixed(const char *text)
+{
+	return http__buffer((void *)text, strlen(text), NULL);
+}
+
+int serve__start(const char *where, struct serve **out)
+{
+	static const char *const paths[] = { "/metrics" };
+	struct serve *s = calloc(1, sizeof(*s));
+	struct http_buffer *index, *pending;
+	int err = 0;
+	size_t i;
+
+	*out = NULL;
+	if (!s)
+		return -ENOMEM;
+	err = http__start(where, &s->http);
+	if (err) {
+		free(s);
+		return err;
+	}
+	index = fixed(index_text);
+	pending = fixed(pending_text);
+	if (!index || !pending)
+		err = -ENOMEM;
+	if (!err)
+		err = http__publish(s->http, "/", 200, TEXT_TYPE, &index, 1);
+	for (i = 0; !err && i < sizeof(paths) / sizeof(paths[0]); i++)
+		err = http__publish(s->http, paths[i], 503, TEXT_TYPE, &pending, 1);
+	http__buffer_put(index);
+	http__buffer_put(pending);
+	if (err) {
+		serve__stop(s);
+		return err;
+	}
+	*out = s;
+	return 0;
+}
+
+int serve__report(struct serve *s, const struct report *r)
+{
+	struct http_buffer *metrics;
+	int err = 0;
+
+	metrics = render(write_metrics, r, &err);
+	if (metrics)
+		err = http__publish(s->http, "/metrics", 200, METRICS_TYPE, &metrics, 1);
+	http__buffer_put(metrics);
+	return err;
+}
+
+void serve__stop(struct serve *s)
+{
+	if (!s)
+		return;
+	http__stop(s->http);
+	free(s);
+}

@@ -10,14 +10,21 @@
 
 #define TEXT_TYPE "text/plain; charset=utf-8"
 #define METRICS_TYPE "text/plain; version=0.0.4; charset=utf-8"
+/* What Go's net/http/pprof answers with. */
+#define PROFILE_TYPE "application/octet-stream"
 
 static const char index_text[] =
 	"heaptap serves, refreshed at each report:\n"
-	"  /metrics             Prometheus metrics\n";
+	"  /metrics             Prometheus metrics\n"
+	"  /debug/pprof/heap    the heap profile (pprof, gzip'd; inuse_space by default)\n"
+	"  /debug/pprof/allocs  the same profile, alloc_space by default\n";
 static const char pending_text[] = "no report yet: this comes with heaptap's first report\n";
 
 struct serve {
 	struct http_server *http;
+	/* The few bytes after the profile that pick its default sample type: the same at
+	 * every report. */
+	struct http_buffer *inuse, *alloc;
 };
 
 /* What write() wrote, in a buffer of its own; NULL on failure, with *err set if unset. */
@@ -55,6 +62,16 @@ static int write_metrics(FILE *f, const void *r)
 	return report__prometheus(f, r);
 }
 
+static int write_profile(FILE *f, const void *r)
+{
+	return report__pprof_body(f, r);
+}
+
+static int write_default(FILE *f, const void *type)
+{
+	return report__pprof_default(f, *(const enum pprof_type *)type);
+}
+
 static struct http_buffer *fixed(const char *text)
 {
 	return http__buffer((void *)text, strlen(text), NULL);
@@ -62,7 +79,9 @@ static struct http_buffer *fixed(const char *text)
 
 int serve__start(const char *where, struct serve **out)
 {
-	static const char *const paths[] = { "/metrics" };
+	static const char *const paths[] = { "/metrics", "/debug/pprof/heap",
+					     "/debug/pprof/allocs" };
+	static const enum pprof_type inuse = PPROF_INUSE_SPACE, alloc = PPROF_ALLOC_SPACE;
 	struct serve *s = calloc(1, sizeof(*s));
 	struct http_buffer *index, *pending;
 	int err = 0;
@@ -76,12 +95,15 @@ int serve__start(const char *where, struct serve **out)
 		free(s);
 		return err;
 	}
+	s->inuse = render(write_default, &inuse, &err);
+	s->alloc = render(write_default, &alloc, &err);
 	index = fixed(index_text);
 	pending = fixed(pending_text);
-	if (!index || !pending)
+	if (!err && (!index || !pending))
 		err = -ENOMEM;
 	if (!err)
-		err = http__publish(s->http, "/", 200, TEXT_TYPE, &index, 1);
+		err = http__publish(s->http, "/", 200, TEXT_TYPE, &index, 1) ?:
+		      http__publish(s->http, "/debug/pprof/", 200, TEXT_TYPE, &index, 1);
 	for (i = 0; !err && i < sizeof(paths) / sizeof(paths[0]); i++)
 		err = http__publish(s->http, paths[i], 503, TEXT_TYPE, &pending, 1);
 	http__buffer_put(index);
@@ -96,13 +118,23 @@ int serve__start(const char *where, struct serve **out)
 
 int serve__report(struct serve *s, const struct report *r)
 {
-	struct http_buffer *metrics;
+	struct http_buffer *metrics, *profile;
 	int err = 0;
 
 	metrics = render(write_metrics, r, &err);
 	if (metrics)
 		err = http__publish(s->http, "/metrics", 200, METRICS_TYPE, &metrics, 1);
 	http__buffer_put(metrics);
+	/* One copy of the profile, behind either default sample type. */
+	profile = render(write_profile, r, &err);
+	if (profile) {
+		struct http_buffer *heap[] = { profile, s->inuse }, *allocs[] = { profile, s->alloc };
+
+		err = http__publish(s->http, "/debug/pprof/heap", 200, PROFILE_TYPE, heap, 2) ?: err;
+		err = http__publish(s->http, "/debug/pprof/allocs", 200, PROFILE_TYPE, allocs, 2) ?:
+		      err;
+	}
+	http__buffer_put(profile);
 	return err;
 }
 
@@ -111,5 +143,7 @@ void serve__stop(struct serve *s)
 	if (!s)
 		return;
 	http__stop(s->http);
+	http__buffer_put(s->inuse);
+	http__buffer_put(s->alloc);
 	free(s);
 }

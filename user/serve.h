@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * What --listen serves, rendered at each report: Prometheus metrics at /metrics. Requests are
- * answered from what the latest report rendered: none touches a report.
+ * What --listen serves, rendered at each report: Prometheus metrics at /metrics, and the heap
+ * profile where Go programs serve theirs, /debug/pprof/heap (inuse_space by default) and
+ * /debug/pprof/allocs (alloc_space), which continuous profilers scrape and
+ * `go tool pprof http://HOST:PORT/debug/pprof/heap` reads. Requests are answered from what
+ * the latest report rendered: none touches a report.
  */
 #ifndef HEAPTAP_SERVE_H
 #define HEAPTAP_SERVE_H

@@ -3,7 +3,9 @@
  * A pprof heap profile: profile.proto (user/proto, encoded by protobuf-c), gzip'd. Four values
  * per stack, as pprof's heap profiles have them: live blocks and bytes (inuse_*), and blocks
  * and bytes allocated since attach (alloc_*); inuse_space by default. A stack starts at the
- * allocator's caller: the allocator function itself would be every stack's leaf.
+ * allocator's caller: the allocator function itself would be every stack's leaf. Every
+ * string goes through escape.h here, whatever was done where it entered heaptap (escaping is
+ * idempotent): protobuf's strings are UTF-8, and its readers may refuse others.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -14,6 +16,7 @@
 
 #include <zlib.h>
 
+#include "escape.h"
 #include "idmap.h"
 #include "profile.pb-c.h"
 #include "report.h"
@@ -72,27 +75,43 @@ static uint64_t hash_bytes(uint64_t h, const char *s)
 	return h;
 }
 
-/* The string-table index of s, added if new; -1 on failure. A hash collision moves on to
- * the next key. */
-static int64_t string_id(struct builder *b, const char *s)
+/* The string-table index of s (escaped), added if new; -1 on failure. A hash collision
+ * moves on to the next key. */
+static int64_t string_id(struct builder *b, const char *raw)
 {
-	uint64_t key = hash_bytes(0xcbf29ce484222325ULL, s ? s : "");
+	char *escaped = NULL;
+	const char *s = raw ? raw : "";
+	uint64_t key;
 	uintptr_t slot;
+	int64_t id = -1;
 
-	if (!s)
-		s = "";
+	if (escape__needed(s)) {
+		escaped = escape__dup(s);
+		if (!escaped)
+			return -1;
+		s = escaped;
+	}
+	key = hash_bytes(0xcbf29ce484222325ULL, s);
 	while ((slot = (uintptr_t)idmap__get(&b->string_index, key))) {
-		if (!strcmp(b->strings[slot - 1], s))
+		if (!strcmp(b->strings[slot - 1], s)) {
+			free(escaped);
 			return slot - 1;
+		}
 		key++;
 	}
 	if (GROW(b, strings))
-		return -1;
-	b->strings[b->nstrings] = strdup(s);
-	if (!b->strings[b->nstrings] ||
-	    idmap__put(&b->string_index, key, (void *)(uintptr_t)(b->nstrings + 1)))
-		return -1;
-	return b->nstrings++;
+		goto out;
+	b->strings[b->nstrings] = escaped ?: strdup(s);
+	escaped = NULL;
+	if (!b->strings[b->nstrings])
+		goto out;
+	/* Counted before the index is put, so that the builder frees it either way. */
+	b->nstrings++;
+	if (!idmap__put(&b->string_index, key, (void *)(uintptr_t)b->nstrings))
+		id = b->nstrings - 1;
+out:
+	free(escaped);
+	return id;
 }
 
 static uint64_t function_id(struct builder *b, int64_t name, int64_t file)

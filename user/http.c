@@ -302,8 +302,10 @@ static void *serve_loop(void *arg)
 
 		if (MHD_get_timeout(s->daemon, &ms) == MHD_YES && ms < HTTP_TICK_MS)
 			timeout = ms;
-		if (poll(fds, 2, timeout) < 0 && errno != EINTR)
+		if (poll(fds, 2, timeout) < 0 && errno != EINTR) {
+			elog("--listen: stopped serving: poll: %s", strerror(errno));
 			break;
+		}
 		if (fds[1].revents)
 			break;
 		MHD_run(s->daemon);
@@ -353,11 +355,12 @@ static unsigned int connection_limit(void)
 
 static struct MHD_Response *fixed_answer(const char *text, const char *allow)
 {
-	struct MHD_Response *resp = MHD_create_response_from_buffer(
-		strlen(text), (void *)text, MHD_RESPMEM_PERSISTENT);
+	struct MHD_Response *resp =
+		MHD_create_response_from_buffer(strlen(text), (void *)text, MHD_RESPMEM_PERSISTENT);
 
-	if (resp && (!add_headers(resp, "text/plain; charset=utf-8") ||
-		     (allow && MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, allow) != MHD_YES))) {
+	if (resp &&
+	    (!add_headers(resp, "text/plain; charset=utf-8") ||
+	     (allow && MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, allow) != MHD_YES))) {
 		MHD_destroy_response(resp);
 		resp = NULL;
 	}

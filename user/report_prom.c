@@ -48,8 +48,7 @@ static void family(struct prom *p, const char *name, const char *type, const cha
 	fprintf(p->f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
-static void single(struct prom *p, const char *name, const char *type, const char *help,
-		   double v)
+static void single(struct prom *p, const char *name, const char *type, const char *help, double v)
 {
 	family(p, name, type, help);
 	fprintf(p->f, "%s %.17g\n", name, v);
@@ -242,8 +241,7 @@ static void health(struct prom *p, const struct report *r)
 	       "Stacks heaptap should have unwound but had no room for.", c->lost_samples);
 	single(p, "heaptap_target_rss_bytes", "gauge", "The target's resident memory.", r->rss);
 	single(p, "heaptap_rss_bytes", "gauge", "heaptap's own resident memory.", r->self_rss);
-	single(p, "heaptap_map_bytes", "gauge", "Kernel memory of heaptap's BPF maps.",
-	       r->self_maps);
+	single(p, "heaptap_map_bytes", "gauge", "Kernel memory of heaptap's BPF maps.", r->self_maps);
 	if (!isnan(r->slowdown))
 		single(p, "heaptap_slowdown_ratio", "gauge",
 		       "The target's time spent in heaptap's probes, as a fraction of its CPU time "

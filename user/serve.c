@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "http.h"
+#include "log.h"
 #include "report.h"
 #include "serve.h"
 
@@ -27,9 +28,15 @@ struct serve {
 	struct http_buffer *inuse, *alloc;
 };
 
+/* The first failure is the one said. */
+static void note(int *err, int e)
+{
+	if (!*err)
+		*err = e;
+}
+
 /* What write() wrote, in a buffer of its own; NULL on failure, with *err set if unset. */
-static struct http_buffer *render(int (*write)(FILE *f, const void *ctx), const void *ctx,
-				  int *err)
+static struct http_buffer *render(int (*write)(FILE *f, const void *ctx), const void *ctx, int *err)
 {
 	struct http_buffer *b;
 	char *data = NULL, *fit;
@@ -38,7 +45,7 @@ static struct http_buffer *render(int (*write)(FILE *f, const void *ctx), const 
 	int e;
 
 	if (!f) {
-		*err = *err ?: -errno;
+		note(err, -errno);
 		return NULL;
 	}
 	e = write(f, ctx);
@@ -46,14 +53,14 @@ static struct http_buffer *render(int (*write)(FILE *f, const void *ctx), const 
 		e = -errno;
 	if (e) {
 		free(data);
-		*err = *err ?: e;
+		note(err, e);
 		return NULL;
 	}
 	/* A stream grows by steps: what is kept until the next report is the text's size. */
 	fit = realloc(data, size + 1);
 	b = http__buffer(fit ?: data, size, free);
 	if (!b)
-		*err = *err ?: -ENOMEM;
+		note(err, -ENOMEM);
 	return b;
 }
 
@@ -79,8 +86,7 @@ static struct http_buffer *fixed(const char *text)
 
 int serve__start(const char *where, struct serve **out)
 {
-	static const char *const paths[] = { "/metrics", "/debug/pprof/heap",
-					     "/debug/pprof/allocs" };
+	static const char *const paths[] = { "/metrics", "/debug/pprof/heap", "/debug/pprof/allocs" };
 	static const enum pprof_type inuse = PPROF_INUSE_SPACE, alloc = PPROF_ALLOC_SPACE;
 	struct serve *s = calloc(1, sizeof(*s));
 	struct http_buffer *index, *pending;
@@ -99,16 +105,18 @@ int serve__start(const char *where, struct serve **out)
 	s->alloc = render(write_default, &alloc, &err);
 	index = fixed(index_text);
 	pending = fixed(pending_text);
-	if (!err && (!index || !pending))
-		err = -ENOMEM;
+	if (!index || !pending)
+		note(&err, -ENOMEM);
 	if (!err)
-		err = http__publish(s->http, "/", 200, TEXT_TYPE, &index, 1) ?:
-		      http__publish(s->http, "/debug/pprof/", 200, TEXT_TYPE, &index, 1);
+		note(&err, http__publish(s->http, "/", 200, TEXT_TYPE, &index, 1));
+	if (!err)
+		note(&err, http__publish(s->http, "/debug/pprof/", 200, TEXT_TYPE, &index, 1));
 	for (i = 0; !err && i < sizeof(paths) / sizeof(paths[0]); i++)
-		err = http__publish(s->http, paths[i], 503, TEXT_TYPE, &pending, 1);
+		note(&err, http__publish(s->http, paths[i], 503, TEXT_TYPE, &pending, 1));
 	http__buffer_put(index);
 	http__buffer_put(pending);
 	if (err) {
+		elog("cannot serve --listen %s: %s", log__value(where), strerror(-err));
 		serve__stop(s);
 		return err;
 	}
@@ -123,16 +131,16 @@ int serve__report(struct serve *s, const struct report *r)
 
 	metrics = render(write_metrics, r, &err);
 	if (metrics)
-		err = http__publish(s->http, "/metrics", 200, METRICS_TYPE, &metrics, 1);
+		note(&err, http__publish(s->http, "/metrics", 200, METRICS_TYPE, &metrics, 1));
 	http__buffer_put(metrics);
 	/* One copy of the profile, behind either default sample type. */
 	profile = render(write_profile, r, &err);
 	if (profile) {
 		struct http_buffer *heap[] = { profile, s->inuse }, *allocs[] = { profile, s->alloc };
 
-		err = http__publish(s->http, "/debug/pprof/heap", 200, PROFILE_TYPE, heap, 2) ?: err;
-		err = http__publish(s->http, "/debug/pprof/allocs", 200, PROFILE_TYPE, allocs, 2) ?:
-		      err;
+		note(&err, http__publish(s->http, "/debug/pprof/heap", 200, PROFILE_TYPE, heap, 2));
+		note(&err,
+		     http__publish(s->http, "/debug/pprof/allocs", 200, PROFILE_TYPE, allocs, 2));
 	}
 	http__buffer_put(profile);
 	return err;

@@ -389,8 +389,11 @@ static int listen_on(const char *where, int *family)
 	}
 	*family = ai->ai_family;
 	fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	/* The longest queue the kernel allows (net.core.somaxconn): a burst of connections
+	 * waits there while the thread accepts, where a short one would drop their SYNs and
+	 * make each client wait a second to try again. */
 	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
-	    bind(fd, ai->ai_addr, ai->ai_addrlen) || listen(fd, 128)) {
+	    bind(fd, ai->ai_addr, ai->ai_addrlen) || listen(fd, SOMAXCONN)) {
 		err = -errno;
 		elog("cannot listen on %s: %s", log__value(where), strerror(-err));
 		if (fd >= 0)

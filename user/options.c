@@ -36,7 +36,8 @@ static const char usage_head[] =
 static const char usage_tail[] =
 	"      --file-mode MODE   mode of the files heaptap makes (octal; default 0600: reports\n"
 	"                         may hold the target's memory)\n"
-	"      --listen [ADDR:]PORT  serve Prometheus metrics at http://ADDR:PORT/metrics\n"
+	"      --listen [ADDR:]PORT  serve Prometheus metrics at http://ADDR:PORT/metrics and\n"
+	"                         the heap profile at /debug/pprof/heap and /debug/pprof/allocs\n"
 	"                         (ADDR 127.0.0.1 when not given)\n"
 	"      --allocator PATH   trace the allocator in PATH instead of discovering it\n"
 	"      --max-allocs N     outstanding blocks tracked (default 1048576)\n"

@@ -24,7 +24,6 @@
 
 const uint64_t accounting__age_limits_s[AGE_BUCKETS - 1] = { 1, 10, 60, 600, 3600, 86400 };
 
-
 /* qsort's array must not be NULL even when it is empty, and an empty snapshot's arrays are
  * NULL (no allocation since attach, no thread seen). */
 static void sort_array(void *v, size_t n, size_t size, int (*cmp)(const void *, const void *))

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /* A report of the session: the accounting read, judged (trends, alarms), and published. */
 #include <errno.h>
+#include <malloc.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -154,5 +155,8 @@ int session__report(struct session *s, const char *type, const struct leak_check
 		snapshot__free(&s->prev);
 	s->prev = snap;
 	s->have_prev = true;
+	/* A report allocates and frees megabytes (snapshots, formats): what is free goes back
+	 * to the system, so that heaptap's RSS stays flat over days of reports. */
+	malloc_trim(0);
 	return err;
 }

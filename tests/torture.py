@@ -234,7 +234,36 @@ class Orphans:
 
 # ---- targets: one interface, a class each ----
 
-class Storm:
+class TortureTarget:
+    """What the torture does with a target: start() it (with its untraced baseline); begin() a
+    cycle as heaptap starts; signalled() once heaptap has its signal; pump() its output while
+    waiting (watch_fds() to wait on); settle() once heaptap is gone; processes() to check;
+    after() the generic checks, the target's own. A failure goes to fails, or raises Failure."""
+    name = None
+
+    def begin(self):
+        pass
+
+    def signalled(self):
+        pass
+
+    def pump(self, tracing=True):
+        pass
+
+    def watch_fds(self):
+        return []
+
+    def settle(self, fails):
+        pass
+
+    def processes(self):
+        return [self.pid]
+
+    def after(self, fails):
+        pass
+
+
+class Storm(TortureTarget):
     """tests/targets/storm with 8 threads: runs back to back while heaptap lives."""
     name = "storm"
 
@@ -284,16 +313,11 @@ class Storm:
         self.stats["storm runs checked"] += len(self.runs)
         self.note = f"{len(self.runs)} runs"
 
-    def processes(self):
-        return [self.pid]
-
     def after(self, fails):
-        with_checks(fails, lambda: check("storm run after heaptap",
-                                         self.proc.do(self.command, timeout=120),
-                                         self.untraced))
+        check("storm run after heaptap", self.proc.do(self.command, timeout=120), self.untraced)
 
 
-class Forker:
+class Forker(TortureTarget):
     """tests/targets/forker: children forked all along; those alive after heaptap are held."""
     name = "forker"
 
@@ -306,15 +330,6 @@ class Forker:
     def begin(self):
         self.heaptap_from = boottime()
         self.held = []
-
-    def signalled(self):
-        pass
-
-    def pump(self, tracing=True):
-        pass
-
-    def watch_fds(self):
-        return []
 
     def settle(self, fails):
         until = boottime()
@@ -329,17 +344,14 @@ class Forker:
         return [self.pid] + self.held
 
     def after(self, fails):
-        def released():
-            check("forker release", self.proc.do("release"), "")
-            status = self.proc.do("status")
-            fields = dict(f.split("=", 1) for f in status.split()[:2])
-            self.stats["forker children reaped"] += int(fields["reaped"])
-            check("children of the forker that did not exit 0 (status: reaped, bad, first)",
-                  fields["bad"], "0")
-        with_checks(fails, released)
+        check("forker release", self.proc.do("release"), "")
+        status = self.proc.do("status")
+        fields = dict(f.split("=", 1) for f in status.split()[:2])
+        self.stats["forker children reaped"] += int(fields["reaped"])
+        check(f"children of the forker that did not exit 0 ({status})", fields["bad"], "0")
 
 
-class Threads1k:
+class Threads1k(TortureTarget):
     """tests/targets/threads1k: 1,000 threads, now and then an allocation each."""
     name = "threads1k"
     THREADS = 1000
@@ -349,28 +361,9 @@ class Threads1k:
                                preexec_fn=die_with_parent)
         self.pid = self.proc.target_pid
 
-    def begin(self):
-        pass
-
-    def signalled(self):
-        pass
-
-    def pump(self, tracing=True):
-        pass
-
-    def watch_fds(self):
-        return []
-
-    def settle(self, fails):
-        self.note = ""
-
-    def processes(self):
-        return [self.pid]
-
     def after(self, fails):
-        with_checks(fails, lambda: check("threads1k threads making progress after heaptap",
-                                         self.proc.do("progress 5000", timeout=30),
-                                         f"{self.THREADS}/{self.THREADS}"))
+        check("threads1k threads making progress after heaptap",
+              self.proc.do("progress 5000", timeout=30), f"{self.THREADS}/{self.THREADS}")
 
 
 TARGETS = {t.name: t for t in (Storm, Forker, Threads1k)}

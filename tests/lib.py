@@ -187,9 +187,9 @@ class Proc:
 class Target(Proc):
     """A test target speaking tests/targets/proto.h: "ready PID", then commands."""
 
-    def __init__(self, name, env=None, wrapper=(), args=()):
+    def __init__(self, name, env=None, wrapper=(), args=(), preexec_fn=None):
         path = name if os.path.isabs(name) else os.path.join(TARGETS, name)
-        super().__init__(list(wrapper) + [path] + list(args), env=env)
+        super().__init__(list(wrapper) + [path] + list(args), env=env, preexec_fn=preexec_fn)
         line = self.read_line()
         if not line or not line.startswith("ready "):
             raise Failure(f"{name}: expected 'ready PID', got {line!r}: {self.stderr_text()}")

@@ -1,8 +1,11 @@
 """Clean detach: however heaptap ends, no breakpoint stays in the target, no probe stays
 attached, and the target computes what it computes untraced."""
+import os
 import signal
+import time
 
-from lib import Heaptap, Target, check, check_true, probed_text_intact, uprobes_of, test
+from lib import (Failure, Heaptap, Target, check, check_true, probed_text_intact, uprobes_of,
+                 test)
 
 ROUNDS = 20000
 
@@ -77,3 +80,45 @@ def test_final_report_is_the_state_when_tracing_ended():
     check_true("the storm was traced", final["allocs"] > 1000, final["allocs"])
     while not line.startswith("done"):
         line = target.read_line()
+
+
+def open_links(pid):
+    """BPF links heaptap holds open: its probes still in."""
+    n = 0
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            n += os.readlink(f"/proc/{pid}/fd/{fd}") == "anon_inode:bpf_link"
+        except OSError:
+            pass
+    return n
+
+
+@test
+def test_sigkill_mid_detach_leaves_no_breakpoint():
+    """The kernel cannot take a breakpoint out on behalf of a task that is being killed: it
+    gives up, keeps the uprobe, and the breakpoint stays in the target's code for good (every
+    call of the function traps from then on). So a SIGKILL that reaches heaptap while its probes
+    come out must still leave none. The target's memory map lock is busy, so each breakpoint's
+    removal waits its turn: the kill lands while the entries' come out."""
+    target = Target("maplock")
+    for attempt in range(3):
+        ht = Heaptap(["-p", str(target.target_pid), "-i", "1h"])
+        attached = ht.attached()
+        entries = len(attached["probes"])
+        os.kill(ht.pid, signal.SIGINT)
+        # Return probes come out first, then entries: fewer links than entries, and the
+        # entries are coming out.
+        deadline = time.monotonic() + 60
+        while ht.popen.poll() is None and open_links(ht.pid) >= entries:
+            if time.monotonic() > deadline:
+                raise Failure("heaptap did not start taking its entry probes out within 60s")
+            time.sleep(0.001)
+        ht.popen.send_signal(signal.SIGKILL)
+        # To the end of its output: whatever heaptap left to finish the job is done by then.
+        while ht.read_line(timeout=120) is not None:
+            pass
+        check(f"heaptap killed while detaching (attempt {attempt + 1})", ht.wait(),
+              -signal.SIGKILL)
+        check(f"probed code bytes differing from the file (attempt {attempt + 1})",
+              probed_text_intact(target.target_pid, attached), [])
+        check("the target answers", target.do("alloc"), "")

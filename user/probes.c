@@ -1,10 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <bpf/libbpf.h>
 
@@ -365,8 +369,21 @@ int probes__attach(struct probes *p, struct heaptap_bpf *skel, int pid,
 	return 0;
 }
 
+/*
+ * Taking a breakpoint out rewrites the target's code through get_user_pages, which gives up at
+ * once in a task with a fatal signal pending: the kernel then keeps the uprobe ("failed to
+ * unregister, leaking uprobe" in its log) and leaves the breakpoint in the target's code for
+ * good, where every call traps from then on. A SIGKILL reaching heaptap while one of its
+ * threads takes a probe out would do that. So the last reference to each probe is dropped by a
+ * process of heaptap's own, the closer: forked holding a copy of every link, it closes them
+ * once heaptap has closed its own (which, not being the last, take nothing out), and a SIGKILL
+ * to heaptap does not reach it. heaptap's own end, by SIGKILL or not, closes what it still
+ * holds with no signal pending: that is safe. The closer keeps standard output open until
+ * every probe is out, so that whoever reads heaptap's output to its end knows they are.
+ */
 struct detach_job {
-	struct bpf_link **links;
+	struct bpf_link **links; /* destroyed; or, when NULL, */
+	const int *fds;		 /* closed */
 	size_t n;
 	size_t next;
 	pthread_mutex_t lock;
@@ -377,22 +394,28 @@ static void *detach_worker(void *arg)
 	struct detach_job *job = arg;
 
 	for (;;) {
-		struct bpf_link *link;
+		size_t i;
 
 		pthread_mutex_lock(&job->lock);
-		link = job->next < job->n ? job->links[job->next++] : NULL;
+		i = job->next < job->n ? job->next++ : job->n;
 		pthread_mutex_unlock(&job->lock);
-		if (!link)
+		if (i == job->n)
 			return NULL;
-		bpf_link__destroy(link);
+		if (job->links)
+			bpf_link__destroy(job->links[i]);
+		else
+			close(job->fds[i]);
 	}
 }
 
-/* Destroys links in parallel: each waits for a kernel grace period (~70 ms here), and in
- * parallel those waits overlap. What no thread could be started for is done here. */
-static void detach_links(struct bpf_link **links, size_t n)
+/* Links destroyed (or fds closed) in parallel: each waits for a kernel grace period (~70 ms
+ * here), and in parallel those waits overlap. What no thread could be started for is done
+ * here. */
+static void detach_in_parallel(struct bpf_link **links, const int *fds, size_t n)
 {
-	struct detach_job job = { .links = links, .n = n, .lock = PTHREAD_MUTEX_INITIALIZER };
+	struct detach_job job = {
+		.links = links, .fds = fds, .n = n, .lock = PTHREAD_MUTEX_INITIALIZER
+	};
 	pthread_t threads[16];
 	size_t i, nthreads = 0;
 
@@ -404,35 +427,116 @@ static void detach_links(struct bpf_link **links, size_t n)
 		pthread_join(threads[i], NULL);
 }
 
+/* What the closer needs, made before the fork: it only closes and waits. */
+struct closer_plan {
+	int *fds;	  /* the links' fds, in the order they come out */
+	size_t n[PHASES]; /* how many of them each phase has, phases in that order */
+	int *keep;	  /* every fd the closer keeps, ascending */
+	size_t nkeep;
+};
+
+static int compare_fds(const void *a, const void *b)
+{
+	return *(const int *)a - *(const int *)b;
+}
+
+static void __attribute__((noreturn)) closer_main(const struct closer_plan *plan, int go)
+{
+	unsigned int from = 0;
+	size_t i, k;
+	char c;
+
+	prctl(PR_SET_NAME, "heaptap-detach");
+	/* Nothing of heaptap's but the links, the pipe from heaptap and standard output. */
+	for (i = 0; i < plan->nkeep; from = plan->keep[i++] + 1)
+		if ((unsigned int)plan->keep[i] > from)
+			close_range(from, plan->keep[i] - 1, 0);
+	close_range(from, ~0U, 0);
+	/* heaptap's word, or its end: its own copies are closed. */
+	while (read(go, &c, 1) < 0 && errno == EINTR)
+		;
+	for (i = 0, k = 0; i < PHASES; k += plan->n[i++])
+		detach_in_parallel(NULL, plan->fds + k, plan->n[i]);
+	_exit(0);
+}
+
+/* The closer, holding every link; -1 if it could not be started. *go: its release. */
+static pid_t start_closer(struct bpf_link **links, const size_t *n, size_t total, int *go)
+{
+	struct closer_plan plan = { .fds = calloc(total + 1, sizeof(int)),
+				    .keep = calloc(total + 3, sizeof(int)) };
+	int pipefd[2] = { -1, -1 };
+	pid_t pid = -1;
+	size_t i;
+
+	if (!plan.fds || !plan.keep || pipe2(pipefd, O_CLOEXEC))
+		goto out;
+	memcpy(plan.n, n, sizeof(plan.n));
+	for (i = 0; i < total; i++)
+		plan.fds[i] = plan.keep[plan.nkeep++] = bpf_link__fd(links[i]);
+	plan.keep[plan.nkeep++] = pipefd[0];
+	plan.keep[plan.nkeep++] = STDOUT_FILENO;
+	qsort(plan.keep, plan.nkeep, sizeof(int), compare_fds);
+	pid = fork();
+	if (pid == 0)
+		closer_main(&plan, pipefd[0]);
+out:
+	if (pipefd[0] >= 0)
+		close(pipefd[0]);
+	if (pid > 0)
+		*go = pipefd[1];
+	else if (pipefd[1] >= 0)
+		close(pipefd[1]);
+	free(plan.fds);
+	free(plan.keep);
+	return pid;
+}
+
 void probes__detach(struct probes *p)
 {
+	size_t i, k, n[PHASES] = {}, total = 0;
 	struct bpf_link **links;
-	size_t i, n;
-	int phase;
+	int phase, go = -1;
+	pid_t closer;
 
 	if (!p)
 		return;
 	/* From here, calls are only noted for their exceptions' sake, as while attaching. */
 	if (p->skel)
 		__atomic_store_n(&p->skel->bss->tracing, 0, __ATOMIC_RELEASE);
-	links = calloc(p->n + 1, sizeof(*links));
+	/* Every link, in the order they come out: returns, entries, the unwinder's. */
+	links = calloc(2 * p->n + 1, sizeof(*links));
 	for (phase = PHASES - 1; phase >= 0; phase--) {
-		for (i = 0, n = 0; i < p->n; i++) {
+		for (i = 0; i < p->n; i++) {
 			struct probe *pr = &p->v[i];
 			struct bpf_link **link = phase == PHASE_RETURNS ? &pr->ret : &pr->entry;
 
 			if (!*link || (pr->kind == PROBE_UNWIND) != (phase == PHASE_UNWINDERS))
 				continue;
 			/* Without memory for the list, one by one: still every link. */
-			if (links)
-				links[n++] = *link;
-			else
+			if (links) {
+				links[total++] = *link;
+				n[PHASES - 1 - phase]++;
+			} else {
 				bpf_link__destroy(*link);
+			}
 			*link = NULL;
 		}
-		detach_links(links, n);
 	}
 	p->links = 0;
+	closer = total ? start_closer(links, n, total, &go) : -1;
+	if (closer > 0) {
+		/* Not the last references: quick, and nothing comes out before the closer's turn. */
+		for (i = 0; i < total; i++)
+			bpf_link__destroy(links[i]);
+		close(go);
+		while (waitpid(closer, NULL, 0) < 0 && errno == EINTR)
+			;
+	} else if (links) {
+		/* No closer (no memory, no process): as before it, phase by phase, in parallel. */
+		for (k = 0, i = 0; k < PHASES; i += n[k++])
+			detach_in_parallel(links + i, NULL, n[k]);
+	}
 	free(links);
 }
 

@@ -13,7 +13,7 @@ endif
 VMLINUX := vmlinux/$(ARCH)/vmlinux.h
 
 LIBBPF_MIN := 1.1
-PKGS := libbpf libdw libelf json-c libprotobuf-c zlib
+PKGS := libbpf libdw libelf json-c libprotobuf-c zlib capstone
 LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lstdc++ -lpthread -lm
 WARNINGS := -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers
 ifeq ($(WERROR),1)

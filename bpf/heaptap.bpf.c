@@ -213,7 +213,7 @@ static __always_inline bool is_target(void)
 
 static __always_inline void count_fn(void *ctx)
 {
-	__u64 fn = bpf_get_attach_cookie(ctx);
+	__u64 fn = heaptap_cookie_fn(bpf_get_attach_cookie(ctx));
 
 	if (fn < HEAPTAP_MAX_FUNCS)
 		__sync_fetch_and_add(&fn_calls[fn], 1);
@@ -722,7 +722,7 @@ static __always_inline int enter(void *ctx, __u64 kind, __u64 ptr, __u64 size, _
 	if (c->fixup_only)
 		return 0;
 	count_fn(ctx);
-	c->fn = bpf_get_attach_cookie(ctx);
+	c->fn = heaptap_cookie_fn(bpf_get_attach_cookie(ctx));
 	c->ptr = ptr;
 	c->size = size;
 	c->memptr = memptr;
@@ -748,56 +748,107 @@ static __always_inline __u64 mul_size(__u64 count, __u64 size)
 	return count > limit ? SIZE_OVERFLOW : count * size;
 }
 
-SEC("uprobe")
-int BPF_KPROBE(malloc_enter, __u64 size)
+/* The arguments an entry program reads (the first HEAPTAP_COOKIE_ARGS, by position). */
+struct args {
+	__u64 v[HEAPTAP_COOKIE_ARGS];
+};
+
+/*
+ * The probed function's arguments, each from the register its probe's cookie names: a probe
+ * placed past the function's first instructions may find one copied to another register
+ * and its own reused (user/sites.h). At the entry the cookie names the ABI's.
+ */
+static __always_inline void read_args(struct pt_regs *ctx, struct args *out)
 {
-	return enter(ctx, HEAPTAP_KIND_MALLOC, 0, size, 0);
+	__u64 cookie = bpf_get_attach_cookie(ctx);
+	/* No site holds an argument in rsp or rbp (the planner keeps both the entry's); not
+	 * reading them here keeps clang from sharing their ctx offsets with the programs'
+	 * own reads, which the verifier refuses (a modified ctx pointer). */
+	__u64 regs[HEAPTAP_GPRS] = {
+		ctx->ax, ctx->cx,  ctx->dx,  ctx->bx,  0,	 0,	   ctx->si,  ctx->di,
+		ctx->r8, ctx->r9,  ctx->r10, ctx->r11, ctx->r12, ctx->r13, ctx->r14, ctx->r15,
+	};
+	__u32 i;
+
+	for (i = 0; i < HEAPTAP_COOKIE_ARGS; i++)
+		out->v[i] = regs[heaptap_cookie_reg(cookie, i) & (HEAPTAP_GPRS - 1)];
 }
 
 SEC("uprobe")
-int BPF_KPROBE(new_enter, __u64 size)
+int malloc_enter(struct pt_regs *ctx)
 {
-	return enter(ctx, HEAPTAP_KIND_NEW, 0, size, 0);
+	struct args a;
+
+	read_args(ctx, &a);
+	return enter(ctx, HEAPTAP_KIND_MALLOC, 0, a.v[0], 0);
 }
 
 SEC("uprobe")
-int BPF_KPROBE(calloc_enter, __u64 count, __u64 size)
+int new_enter(struct pt_regs *ctx)
 {
-	return enter(ctx, HEAPTAP_KIND_CALLOC, 0, mul_size(count, size), 0);
+	struct args a;
+
+	read_args(ctx, &a);
+	return enter(ctx, HEAPTAP_KIND_NEW, 0, a.v[0], 0);
 }
 
 SEC("uprobe")
-int BPF_KPROBE(realloc_enter, __u64 ptr, __u64 size)
+int calloc_enter(struct pt_regs *ctx)
 {
-	return enter(ctx, HEAPTAP_KIND_REALLOC, ptr, size, 0);
+	struct args a;
+
+	read_args(ctx, &a);
+	return enter(ctx, HEAPTAP_KIND_CALLOC, 0, mul_size(a.v[0], a.v[1]), 0);
 }
 
 SEC("uprobe")
-int BPF_KPROBE(reallocarray_enter, __u64 ptr, __u64 count, __u64 size)
+int realloc_enter(struct pt_regs *ctx)
 {
-	return enter(ctx, HEAPTAP_KIND_REALLOCARRAY, ptr, mul_size(count, size), 0);
+	struct args a;
+
+	read_args(ctx, &a);
+	return enter(ctx, HEAPTAP_KIND_REALLOC, a.v[0], a.v[1], 0);
 }
 
 SEC("uprobe")
-int BPF_KPROBE(memalign_enter, __u64 alignment, __u64 size)
+int reallocarray_enter(struct pt_regs *ctx)
 {
-	return enter(ctx, HEAPTAP_KIND_MEMALIGN, 0, size, 0);
+	struct args a;
+
+	read_args(ctx, &a);
+	return enter(ctx, HEAPTAP_KIND_REALLOCARRAY, a.v[0], mul_size(a.v[1], a.v[2]), 0);
+}
+
+/* (alignment, size): the alignment is not read. */
+SEC("uprobe")
+int memalign_enter(struct pt_regs *ctx)
+{
+	struct args a;
+
+	read_args(ctx, &a);
+	return enter(ctx, HEAPTAP_KIND_MEMALIGN, 0, a.v[1], 0);
+}
+
+/* (&ptr, alignment, size) */
+SEC("uprobe")
+int posix_memalign_enter(struct pt_regs *ctx)
+{
+	struct args a;
+
+	read_args(ctx, &a);
+	return enter(ctx, HEAPTAP_KIND_POSIX_MEMALIGN, 0, a.v[2], a.v[0]);
 }
 
 SEC("uprobe")
-int BPF_KPROBE(posix_memalign_enter, __u64 memptr, __u64 alignment, __u64 size)
+int free_enter(struct pt_regs *ctx)
 {
-	return enter(ctx, HEAPTAP_KIND_POSIX_MEMALIGN, 0, size, memptr);
-}
-
-SEC("uprobe")
-int BPF_KPROBE(free_enter, __u64 ptr)
-{
-	__u64 sp = PT_REGS_SP(ctx), caller;
+	__u64 sp = PT_REGS_SP(ctx), caller, ptr;
 	struct heaptap_alloc rec;
+	struct heaptap_fn_stats *st = fn_of(heaptap_cookie_fn(bpf_get_attach_cookie(ctx)));
+	struct args a;
 
-	struct heaptap_fn_stats *st = fn_of(bpf_get_attach_cookie(ctx));
-
+	read_args(ctx, &a);
+	ptr = a.v[0];
 	/* free(NULL) frees nothing, and a probe moved past the test for NULL never sees it.
 	 * Frozen (probes coming or going): nothing changes, so the report made after detaching
 	 * is the state when tracing ended, with no free of a block whose allocation the
@@ -817,7 +868,8 @@ int BPF_KPROBE(free_enter, __u64 ptr)
 		account_free(&rec);
 		return 0;
 	}
-	/* At the entry, or at a site before any push: the word at sp is the caller's. */
+	/* At the entry, or at a site where the stack pointer is still the entry's: the word
+	 * at sp is the caller's return address. */
 	if (allocator_hi && !bpf_probe_read_user(&caller, sizeof(caller), (void *)sp) &&
 	    caller >= allocator_lo && caller < allocator_hi)
 		__sync_fetch_and_add(&counters.own_frees, 1);

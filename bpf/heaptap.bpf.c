@@ -181,6 +181,8 @@ struct call {
 	__u64 armed;	 /* countdown drawn */
 	__u64 fixup_only; /* entered while probes came or went: nothing to account */
 	__u64 attach;	  /* the attach it was entered in (tracing's value then) */
+	__u64 free_sp;	  /* the thread's latest counted free: its stack pointer... */
+	__u64 free_ptr;	  /* ...and block; 0 once the thread allocates again */
 	struct heaptap_alloc old;
 	struct heaptap_stack stack;
 };
@@ -713,6 +715,7 @@ static __always_inline int enter(void *ctx, __u64 kind, __u64 ptr, __u64 size, _
 		return 0;
 	c->sp = sp;
 	c->kind = kind;
+	c->free_ptr = 0;
 	/* The caller's return address: what an exception's fixup puts back over the return
 	 * probe's trampoline, and what in_progress() tells a returned call by. */
 	if (bpf_probe_read_user(&c->stack.ips[0], sizeof(__u64), (void *)sp))
@@ -845,6 +848,7 @@ int free_enter(struct pt_regs *ctx)
 	__u64 sp = PT_REGS_SP(ctx), caller, ptr;
 	struct heaptap_alloc rec;
 	struct heaptap_fn_stats *st = fn_of(heaptap_cookie_fn(bpf_get_attach_cookie(ctx)));
+	struct call *c;
 	struct args a;
 
 	read_args(ctx, &a);
@@ -855,9 +859,24 @@ int free_enter(struct pt_regs *ctx)
 	 * departing return probes missed. */
 	if (!is_target() || !ptr || !tracing)
 		return 0;
-	/* No state is created here: a thread that only frees needs none. */
-	if (nested(thread_call(0), sp))
+	c = thread_call(BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (nested(c, sp))
 		return 0;
+	/*
+	 * A free the allocator makes itself from inside a freeing function, of the same block:
+	 * jemalloc's operator delete tail-calls free (a jmp: the same stack pointer), its sized
+	 * aligned delete calls sdallocx (deeper). With no return probe to say when the outer
+	 * call ends, a free of the same block at or below its stack pointer, before the thread
+	 * allocates again, whose record is gone, is taken for that call's own. (The program
+	 * cannot free the block twice unless another thread got it again meanwhile, and then
+	 * its record is back.)
+	 */
+	if (c && ptr == c->free_ptr && sp <= c->free_sp && !bpf_map_lookup_elem(&allocs, &ptr))
+		return 0;
+	if (c) {
+		c->free_sp = sp;
+		c->free_ptr = ptr;
+	}
 	__sync_fetch_and_add(&counters.free_calls, 1);
 	count_fn(ctx);
 	if (st) {

@@ -162,6 +162,21 @@ struct {
 	__uint(max_entries, 64 * 1024);
 } events SEC(".maps");
 
+/* Words of stack the DWARF walk copies at once (one read where it would make one a word). */
+#define WINDOW_WORDS 64
+
+/* Unwind rules a thread keeps at hand, by return address: the map's lookup walks a hash
+ * bucket each time, and a thread's stacks share most of their frames. */
+#define RULE_SLOTS 32
+
+/* Stack ids a thread found stored lately (the stacks map never drops one). */
+#define KNOWN_STACKS 16
+
+struct rule_slot {
+	__u64 key; /* as in unwind_rules; 0: empty */
+	struct heaptap_unwind_rule rule;
+};
+
 /*
  * The call a thread is inside, from entry to return. Task storage rather than a per-CPU
  * scratch buffer: uprobe programs run with migration disabled but can be preempted, so
@@ -181,10 +196,16 @@ struct call {
 	__u64 armed;	 /* countdown drawn */
 	__u64 fixup_only; /* entered while probes came or went: nothing to account */
 	__u64 attach;	  /* the attach it was entered in (tracing's value then) */
+	__u64 noted;	  /* its name is in the threads map */
 	__u64 free_sp;	  /* the thread's latest counted free: its stack pointer... */
 	__u64 free_ptr;	  /* ...and block; 0 once the thread allocates again */
 	struct heaptap_alloc old;
 	struct heaptap_stack stack;
+	__u64 win_lo; /* the stack address win[0] was copied from */
+	__u64 win_n;  /* words of win that hold this walk's copy; 0: none */
+	__u64 win[WINDOW_WORDS];
+	struct rule_slot rules[RULE_SLOTS];
+	__u64 known[KNOWN_STACKS];
 };
 
 struct {
@@ -195,6 +216,10 @@ struct {
 } calls SEC(".maps");
 
 #define SIZE_OVERFLOW (~0ULL)
+
+/* Errors map updates return (vmlinux.h has no errno constants). */
+#define E2BIG 7
+#define EEXIST 17
 
 /*
  * Non-zero while every probe is in: the number of the attach (--live attaches once a
@@ -391,34 +416,44 @@ static __always_inline void add_to_site(__u64 stack_id, __u32 fn, __u64 size, bo
 	}
 }
 
-/* A thread's name, kept from its first allocation on: it may have exited by the report. */
-static __always_inline void note_thread(__u32 tid)
+/* A thread's name, kept from its first allocation on: it may have exited by the report.
+ * Whether the map holds it now. */
+static __always_inline bool note_thread(__u32 tid)
 {
 	struct heaptap_thread th = {};
 
 	if (bpf_map_lookup_elem(&threads, &tid))
-		return;
+		return true;
 	bpf_get_current_comm(th.comm, sizeof(th.comm));
 	th.first_ns = bpf_ktime_get_ns();
-	bpf_map_update_elem(&threads, &tid, &th, BPF_NOEXIST);
+	return bpf_map_update_elem(&threads, &tid, &th, BPF_NOEXIST) != -E2BIG;
 }
 
 static __always_inline void record_block(struct call *c, __u64 ptr, __u64 size)
 {
 	struct heaptap_alloc rec = {};
 
-	forget_reused(ptr);
+	long err;
+
 	rec.size = size;
 	rec.time_ns = bpf_ktime_get_ns();
 	rec.stack_id = c->stack_id;
 	rec.tid = (__u32)bpf_get_current_pid_tgid();
 	rec.fn = c->fn;
-	if (bpf_map_update_elem(&allocs, &ptr, &rec, BPF_NOEXIST)) {
+	/* Inserted first: a record already there (a free heaptap missed) is the rare case. */
+	err = bpf_map_update_elem(&allocs, &ptr, &rec, BPF_NOEXIST);
+	if (err == -EEXIST) {
+		forget_reused(ptr);
+		err = bpf_map_update_elem(&allocs, &ptr, &rec, BPF_NOEXIST);
+	}
+	if (err) {
 		__sync_fetch_and_add(&counters.dropped_allocs, 1);
 		return;
 	}
 	add_to_site(c->stack_id, c->fn, size, account_alloc(size));
-	note_thread(rec.tid);
+	/* A thread's name is kept once: its state remembers that it was. */
+	if (!c->noted)
+		c->noted = note_thread(rec.tid);
 }
 
 static __always_inline __u64 hash_stack(const struct heaptap_stack *s, __u32 words)
@@ -441,8 +476,13 @@ static __always_inline __u64 store_stack(struct call *c, __u32 words)
 	__u64 id;
 
 	id = hash_stack(&c->stack, words);
-	if (bpf_map_lookup_elem(&stacks, &id))
+	/* Stored stacks stay: one this thread met lately needs no lookup. */
+	if (c->known[id & (KNOWN_STACKS - 1)] == id)
 		return id;
+	if (bpf_map_lookup_elem(&stacks, &id)) {
+		c->known[id & (KNOWN_STACKS - 1)] = id;
+		return id;
+	}
 	if (bpf_map_update_elem(&stacks, &id, &c->stack, BPF_NOEXIST) == 0) {
 		__sync_fetch_and_add(&counters.new_stacks, 1);
 		e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
@@ -452,6 +492,7 @@ static __always_inline __u64 store_stack(struct call *c, __u32 words)
 		} else {
 			__sync_fetch_and_add(&counters.lost_events, 1);
 		}
+		c->known[id & (KNOWN_STACKS - 1)] = id;
 	} else if (!bpf_map_lookup_elem(&stacks, &id)) {
 		/* Not a race with another thread storing the same stack: the map is full. Its
 		 * blocks go with every other block whose stack could not be stored, as id 0. */
@@ -473,6 +514,46 @@ struct walk {
 	__u32 status;
 };
 
+/*
+ * The stack word at addr, from the walk's copy of the stack: a read of the user's memory
+ * costs about as much for WINDOW_WORDS words as for one (hardened usercopy's checks), and
+ * the frames a walk visits lie one above the other. Read again where the copy ends.
+ */
+static __always_inline int stack_word(struct call *c, __u64 addr, __u64 *out)
+{
+	__u64 off = addr - c->win_lo;
+
+	if (addr >= c->win_lo && off < c->win_n * 8 && !(off & 7)) {
+		*out = c->win[(off / 8) & (WINDOW_WORDS - 1)];
+		return 0;
+	}
+	/* The stack may end before the copy would: then the word alone. */
+	if (!bpf_probe_read_user(c->win, sizeof(c->win), (void *)addr)) {
+		c->win_lo = addr;
+		c->win_n = WINDOW_WORDS;
+		*out = c->win[0];
+		return 0;
+	}
+	c->win_n = 0;
+	return bpf_probe_read_user(out, sizeof(*out), (void *)addr);
+}
+
+/* The rule for key, from the thread's slots or else the map (then kept in its slot). */
+static __always_inline struct heaptap_unwind_rule *rule_for(struct call *c, __u64 key)
+{
+	struct rule_slot *slot = &c->rules[(key ^ key >> 7) & (RULE_SLOTS - 1)];
+	struct heaptap_unwind_rule *rule;
+
+	if (slot->key == key)
+		return &slot->rule;
+	rule = bpf_map_lookup_elem(&unwind_rules, &key);
+	if (!rule)
+		return NULL;
+	slot->rule = *rule;
+	slot->key = key;
+	return &slot->rule;
+}
+
 /* One frame further with the rule for the current return address (bpf_loop callback). */
 static long walk_step(__u64 i, void *arg)
 {
@@ -486,7 +567,7 @@ static long walk_step(__u64 i, void *arg)
 		return 1;
 	}
 	key = w->pc | w->at_ip;
-	rule = bpf_map_lookup_elem(&unwind_rules, &key);
+	rule = rule_for(w->c, key);
 	if (!rule) {
 		w->status = WALK_UNKNOWN;
 		return 1;
@@ -496,9 +577,8 @@ static long walk_step(__u64 i, void *arg)
 		return 1;
 	}
 	cfa = (rule->cfa_reg == HEAPTAP_REG_BP ? w->bp : w->sp) + rule->cfa_offset;
-	if (bpf_probe_read_user(&ra, sizeof(ra), (void *)(cfa - 8)) ||
-	    (rule->bp_offset &&
-	     bpf_probe_read_user(&w->bp, sizeof(w->bp), (void *)(cfa + rule->bp_offset)))) {
+	if (stack_word(w->c, cfa - 8, &ra) ||
+	    (rule->bp_offset && stack_word(w->c, cfa + rule->bp_offset, &w->bp))) {
 		w->status = WALK_CUT;
 		return 1;
 	}
@@ -567,6 +647,8 @@ static __always_inline __u64 dwarf_stack(struct call *c, __u64 ip, __u64 sp, __u
 	__u64 id;
 
 	c->stack.ips[1] = ip;
+	/* The stack has changed since the last walk. */
+	c->win_n = 0;
 	if (stack_mode == HEAPTAP_STACK_COPY)
 		w.status = WALK_UNKNOWN;
 	else if (w.pc)
@@ -606,6 +688,21 @@ static __always_inline struct call *thread_call(__u64 flags)
 	if (!c && flags)
 		__sync_fetch_and_add(&counters.lost_threads, 1);
 	return c;
+}
+
+/*
+ * The calling thread's state, made on its first call if it is a target's thread. Only
+ * targets' threads get one, so a thread that has it is a target's: the targets map is
+ * looked up once per thread rather than on every call (a child forked by the target is a
+ * new task, with none).
+ */
+static __always_inline struct call *target_call(void)
+{
+	struct call *c = thread_call(0);
+
+	if (c || !is_target())
+		return c;
+	return thread_call(BPF_LOCAL_STORAGE_GET_F_CREATE);
 }
 
 /*
@@ -706,11 +803,8 @@ static __always_inline void untracked_free(void)
 static __always_inline int enter(void *ctx, __u64 kind, __u64 ptr, __u64 size, __u64 memptr)
 {
 	__u64 sp = PT_REGS_SP((struct pt_regs *)ctx);
-	struct call *c;
+	struct call *c = target_call();
 
-	if (!is_target())
-		return 0;
-	c = thread_call(BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (!c || nested(c, sp))
 		return 0;
 	c->sp = sp;
@@ -857,9 +951,14 @@ int free_enter(struct pt_regs *ctx)
 	 * Frozen (probes coming or going): nothing changes, so the report made after detaching
 	 * is the state when tracing ended, with no free of a block whose allocation the
 	 * departing return probes missed. */
-	if (!is_target() || !ptr || !tracing)
+	if (!ptr || !tracing)
 		return 0;
-	c = thread_call(BPF_LOCAL_STORAGE_GET_F_CREATE);
+	/* Without state (none could be made), the free still counts. */
+	c = thread_call(0);
+	if (!c && !is_target())
+		return 0;
+	if (!c)
+		c = thread_call(BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (nested(c, sp))
 		return 0;
 	/*
@@ -903,10 +1002,9 @@ static __always_inline struct call *returning_call(void *ctx)
 	__u64 sp = PT_REGS_SP((struct pt_regs *)ctx);
 	struct call *c;
 
-	if (!is_target())
-		return NULL;
+	/* No state: not a target's thread. Idle: the call began before attach, or a tail
+	 * call's return already ran. */
 	c = thread_call(0);
-	/* No state: the call began before attach, or a tail call's return already ran. */
 	if (!c || !c->sp)
 		return NULL;
 	/* The return pops the return address: sp is 8 above the entry's. */

@@ -190,10 +190,10 @@ struct call {
 	__u64 size;   /* bytes requested; ~0 when count * size overflows */
 	__u64 memptr; /* posix_memalign's out pointer */
 	__u64 stack_id;
-	__u64 has_old;	 /* realloc took old's record out of allocs */
-	__u64 sampled;	 /* this call's block is to be tracked */
-	__s64 countdown; /* bytes until the next sampled allocation */
-	__u64 armed;	 /* countdown drawn */
+	__u64 has_old;	  /* realloc took old's record out of allocs */
+	__u64 sampled;	  /* this call's block is to be tracked */
+	__s64 countdown;  /* bytes until the next sampled allocation */
+	__u64 armed;	  /* countdown drawn */
 	__u64 fixup_only; /* entered while probes came or went: nothing to account */
 	__u64 attach;	  /* the attach it was entered in (tracing's value then) */
 	__u64 noted;	  /* its name is in the threads map */
@@ -862,8 +862,8 @@ static __always_inline void read_args(struct pt_regs *ctx, struct args *out)
 	 * reading them here keeps clang from sharing their ctx offsets with the programs'
 	 * own reads, which the verifier refuses (a modified ctx pointer). */
 	__u64 regs[HEAPTAP_GPRS] = {
-		ctx->ax, ctx->cx,  ctx->dx,  ctx->bx,  0,	 0,	   ctx->si,  ctx->di,
-		ctx->r8, ctx->r9,  ctx->r10, ctx->r11, ctx->r12, ctx->r13, ctx->r14, ctx->r15,
+		ctx->ax, ctx->cx, ctx->dx,  ctx->bx,  0,	0,	  ctx->si,  ctx->di,
+		ctx->r8, ctx->r9, ctx->r10, ctx->r11, ctx->r12, ctx->r13, ctx->r14, ctx->r15,
 	};
 	__u32 i;
 

@@ -7,13 +7,16 @@ sudo python3 bench/sites.py [ROUNDS]
    functions' entries and at heaptap's planned sites (bench/probecost: the traps alone); with
    heaptap at the entries (--probe-at entry) and at its planned sites.
 2. redis-server from Debian (jemalloc) under redis-benchmark -t set (50 clients, random keys
-   of a 100,000 key space): requests per second untraced, with heaptap --probe-at entry, and
-   with heaptap at its planned sites; each run on a fresh server.
+   of a 100,000 key space): requests per second untraced, with empty programs at heaptap's
+   planned sites (the traps alone), with heaptap --probe-at entry, and with heaptap at its
+   planned sites; each run on a fresh server. Then where the time goes: calls per SET, and
+   what each of heaptap's programs takes a run (the kernel's bpf_stats, on for the runs).
 
 Every variant runs once per round (ROUNDS, default 5), the variants of a round in random
 order; figures are medians over the rounds, ratios against the untraced median. The machine
 is shared and noisy: compare the ratios, not the absolute figures.
 """
+import json
 import os
 import random
 import re
@@ -38,7 +41,9 @@ ALLOCATORS = {
 }
 PAIRS = 20000
 REDIS_REQUESTS = 100000
+REDIS_REQUESTS_SLOW = 30000     # at the entries: a tenth of the speed
 REDIS_KEYSPACE = 100000
+PROGRAMS = ("malloc_enter", "alloc_return", "free_enter")
 
 
 def free_port():
@@ -129,9 +134,31 @@ def alloc_loop(name, preload, rounds):
     return results, emulated, probed
 
 
+def program_ids(pid):
+    """The BPF programs process pid holds, by the ids its file descriptors' fdinfo give."""
+    ids = set()
+    for fd in os.listdir(f"/proc/{pid}/fdinfo"):
+        try:
+            with open(f"/proc/{pid}/fdinfo/{fd}") as f:
+                ids |= {int(l.split()[1]) for l in f if l.startswith("prog_id:")}
+        except OSError:
+            pass
+    return ids
+
+
+def program_stats(ht):
+    """Run count and time of heaptap's programs (bpf_stats), those of heaptap process ht."""
+    out = subprocess.run(["bpftool", "-j", "prog", "show"], capture_output=True, text=True)
+    ids = program_ids(ht.pid)
+    return {p["name"]: (p.get("run_cnt", 0), p.get("run_time_ns", 0))
+            for p in json.loads(out.stdout or "[]")
+            if p.get("name") in PROGRAMS and p["id"] in ids}
+
+
 def redis_run(variant):
-    """One fresh redis-server, SETs under the variant: requests per second."""
+    """One fresh redis-server, SETs under the variant: (requests per second, details)."""
     port = free_port()
+    details = {}
     with tempfile.TemporaryDirectory(prefix="heaptap-bench-") as workdir:
         server = lib.Proc(["redis-server", "--port", str(port), "--bind", "127.0.0.1",
                            "--save", "", "--appendonly", "no", "--dir", workdir],
@@ -145,30 +172,49 @@ def redis_run(variant):
                 if time.monotonic() > deadline:
                     raise lib.Failure("redis-server did not start")
                 time.sleep(0.05)
-        ht = None
-        if variant != "untraced":
+        ht = probes = None
+        if variant.startswith("heaptap"):
             ht, _ = heaptap(server.pid, variant == "heaptap --probe-at entry")
+        elif variant.startswith("empty"):
+            plan, attached = heaptap(server.pid, False)
+            stop(plan)
+            probes = empty_probes(server.pid, [(p["path"], p["offset"], p["return"])
+                                               for p in attached["probes"]
+                                               if p["kind"] != "unwind"])
+        requests = REDIS_REQUESTS_SLOW if "entry" in variant else REDIS_REQUESTS
         out = subprocess.run(["redis-benchmark", "-p", str(port), "-t", "set",
-                              "-n", str(REDIS_REQUESTS), "-r", str(REDIS_KEYSPACE), "-q"],
+                              "-n", str(requests), "-r", str(REDIS_KEYSPACE), "-q"],
                              capture_output=True, text=True, timeout=1800).stdout
+        if ht:
+            details["programs"] = program_stats(ht)
         final = stop(ht) if ht else None
+        if probes:
+            end_probes(probes)
         server.end()
     found = re.findall(r"SET: ([0-9.]+) requests per second", out)
     if not found:
         raise lib.Failure(f"redis-benchmark: {out[-300:]!r}")
-    if final is not None and final["inexact"]["total"] != final["inexact"]["unknown_frees"]:
-        raise lib.Failure(f"heaptap under redis: inexact {final['inexact']}")
-    return float(found[-1])
+    if final is not None:
+        if final["inexact"]["total"] != final["inexact"]["unknown_frees"]:
+            raise lib.Failure(f"heaptap under redis: inexact {final['inexact']}")
+        details["calls"] = {f["function"]: f["calls"] / requests for f in final["functions"]
+                            if f["calls"]}
+    return float(found[-1]), details
 
 
 def redis(rounds):
-    variants = ["untraced", "heaptap --probe-at entry", "heaptap, planned sites"]
+    variants = ["untraced", "empty programs, planned sites", "heaptap --probe-at entry",
+                "heaptap, planned sites"]
     results = {v: [] for v in variants}
-    for _ in range(rounds):
-        order = list(variants)
-        random.shuffle(order)
-        for v in order:
-            results[v].append(redis_run(v))
+    subprocess.run(["sysctl", "-q", "kernel.bpf_stats_enabled=1"])
+    try:
+        for _ in range(rounds):
+            order = list(variants)
+            random.shuffle(order)
+            for v in order:
+                results[v].append(redis_run(v))
+    finally:
+        subprocess.run(["sysctl", "-q", "kernel.bpf_stats_enabled=0"])
     return results
 
 
@@ -189,15 +235,23 @@ def main(argv):
             m = statistics.median(ns)
             print(f"  {v:34} {m:9.0f} {m / base:11.1f} {m / entry:16.2f}")
     results = redis(rounds)
-    base = statistics.median(results["untraced"])
-    print(f"\nredis-server (jemalloc), redis-benchmark -t set -n {REDIS_REQUESTS} "
-          f"-r {REDIS_KEYSPACE}, 50 clients, a fresh server per run, median of {rounds} "
-          f"rounds in random order:")
+    base = statistics.median(r for r, _ in results["untraced"])
+    print(f"\nredis-server (jemalloc), redis-benchmark -t set -r {REDIS_KEYSPACE} -n "
+          f"{REDIS_REQUESTS} ({REDIS_REQUESTS_SLOW} at the entries), 50 clients, a fresh "
+          f"server per run, median of {rounds} rounds in random order:")
     print(f"  {'':34} {'SET/s':>9} {'x untraced':>11}   (each run)")
-    for v, rps in results.items():
-        m = statistics.median(rps)
-        runs = ", ".join(f"{r:.0f}" for r in rps)
-        print(f"  {v:34} {m:9.0f} {m / base:11.3f}   ({runs})")
+    for v, runs in results.items():
+        m = statistics.median(r for r, _ in runs)
+        each = ", ".join(f"{r:.0f}" for r, _ in runs)
+        print(f"  {v:34} {m:9.0f} {m / base:11.3f}   ({each})")
+    runs = [d for _, d in results["heaptap, planned sites"]]
+    calls = {f: statistics.median(d["calls"].get(f, 0) for d in runs) for f in runs[0]["calls"]}
+    print("  heaptap at its planned sites, per SET: " +
+          ", ".join(f"{c:.2f} {f}" for f, c in sorted(calls.items(), key=lambda x: -x[1])))
+    ns = {p: statistics.median(d["programs"][p][1] / d["programs"][p][0] for d in runs
+                               if d["programs"].get(p, (0,))[0]) for p in PROGRAMS}
+    print("  its programs, ns a run (bpf_stats): " +
+          ", ".join(f"{p} {v:.0f}" for p, v in ns.items()))
     lib.end_started()
     return 0
 

@@ -630,7 +630,8 @@ static __always_inline __u64 send_sample(__u64 ip, __u64 sp, __u64 bp, __u64 at_
 }
 
 /*
- * The stack by the rules the loader learned from the objects' CFI, from ip, sp and bp: at a
+ * The stack by the rules the loader learned from the objects' CFI, from ip, sp and bp (the
+ * caller empties or fills c's copy of the stack first: it is this moment's): at a
  * function's entry (at_ip 0) from the direct caller, the word at sp, in c->stack.ips[0];
  * elsewhere (at_ip HEAPTAP_RULE_AT_IP) from ip's own frame. At a return address with no rule
  * yet, the stack goes to the loader as a sample, and its id stands in.
@@ -647,8 +648,6 @@ static __always_inline __u64 dwarf_stack(struct call *c, __u64 ip, __u64 sp, __u
 	__u64 id;
 
 	c->stack.ips[1] = ip;
-	/* The stack has changed since the last walk. */
-	c->win_n = 0;
 	if (stack_mode == HEAPTAP_STACK_COPY)
 		w.status = WALK_UNKNOWN;
 	else if (w.pc)
@@ -811,8 +810,10 @@ static __always_inline int enter(void *ctx, __u64 kind, __u64 ptr, __u64 size, _
 	c->kind = kind;
 	c->free_ptr = 0;
 	/* The caller's return address: what an exception's fixup puts back over the return
-	 * probe's trampoline, and what in_progress() tells a returned call by. */
-	if (bpf_probe_read_user(&c->stack.ips[0], sizeof(__u64), (void *)sp))
+	 * probe's trampoline, and what in_progress() tells a returned call by. Read through
+	 * the walk's copy of the stack, whose first window the DWARF walk goes on with. */
+	c->win_n = 0;
+	if (stack_word(c, sp, &c->stack.ips[0]))
 		c->stack.ips[0] = 0;
 	c->attach = tracing;
 	c->fixup_only = !c->attach;
@@ -1237,6 +1238,8 @@ int BPF_PROG(page_fault, unsigned long address, struct pt_regs *regs, unsigned l
 		return 0;
 	__sync_fetch_and_add(&counters.pages_touched, 1);
 	c->stack.ips[0] = 0;
+	/* The stack has changed since the thread's last walk. */
+	c->win_n = 0;
 	if (stack_mode != HEAPTAP_STACK_FP) {
 		id = dwarf_stack(c, regs->ip, regs->sp, regs->bp, HEAPTAP_RULE_AT_IP);
 	} else {

@@ -25,7 +25,7 @@ endif
 VMLINUX := vmlinux/$(ARCH)/vmlinux.h
 
 LIBBPF_MIN := 1.1
-PKGS := libbpf libdw libelf json-c libprotobuf-c zlib libmicrohttpd
+PKGS := libbpf libdw libelf json-c libprotobuf-c zlib libmicrohttpd capstone
 LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lstdc++ -lpthread -lm
 WARNINGS := -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers
 ifeq ($(WERROR),1)
@@ -44,7 +44,7 @@ USER_OBJS := $(patsubst user/%.c,$(OUTPUT)/user/%.o,$(USER_SRCS)) $(OUTPUT)/prot
 	$(OUTPUT)/user/report_page.o
 TARGETS := $(patsubst tests/targets/%.c,$(OUTPUT)/tests/%,$(wildcard tests/targets/*.c)) \
 	$(patsubst tests/targets/%.cc,$(OUTPUT)/tests/%,$(wildcard tests/targets/*.cc)) \
-	$(OUTPUT)/tests/libleaky.so
+	$(OUTPUT)/tests/libleaky.so $(OUTPUT)/tests/unit_sites
 
 ifeq ($(V),1)
 Q :=
@@ -156,6 +156,12 @@ $(OUTPUT)/tests/pielib: tests/targets/pielib.c $(OUTPUT)/tests/libleaky.so $(TAR
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(TARGET_FLAGS) -fPIE -pie $< -o $@ -L$(OUTPUT)/tests -l:libleaky.so \
 		-Wl,-rpath,'$$ORIGIN'
+
+# Unit tests of logic without the kernel, linked with the modules they test.
+$(OUTPUT)/tests/unit_sites: tests/unit/sites.c $(OUTPUT)/user/sites.o $(OUTPUT)/user/insn.o \
+		| $(OUTPUT)/tests
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(USER_CFLAGS) $^ -o $@ $(LIBS)
 
 # Stripped, with the debug information in a separate file: found through .gnu_debuglink
 # next to the program, or (stripped_buildid, installed by the test) by build ID.

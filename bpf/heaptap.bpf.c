@@ -162,6 +162,21 @@ struct {
 	__uint(max_entries, 64 * 1024);
 } events SEC(".maps");
 
+/* Words of stack the DWARF walk copies at once (one read where it would make one a word). */
+#define WINDOW_WORDS 64
+
+/* Unwind rules a thread keeps at hand, by return address: the map's lookup walks a hash
+ * bucket each time, and a thread's stacks share most of their frames. */
+#define RULE_SLOTS 32
+
+/* Stack ids a thread found stored lately (the stacks map never drops one). */
+#define KNOWN_STACKS 16
+
+struct rule_slot {
+	__u64 key; /* as in unwind_rules; 0: empty */
+	struct heaptap_unwind_rule rule;
+};
+
 /*
  * The call a thread is inside, from entry to return. Task storage rather than a per-CPU
  * scratch buffer: uprobe programs run with migration disabled but can be preempted, so
@@ -175,14 +190,22 @@ struct call {
 	__u64 size;   /* bytes requested; ~0 when count * size overflows */
 	__u64 memptr; /* posix_memalign's out pointer */
 	__u64 stack_id;
-	__u64 has_old;	 /* realloc took old's record out of allocs */
-	__u64 sampled;	 /* this call's block is to be tracked */
-	__s64 countdown; /* bytes until the next sampled allocation */
-	__u64 armed;	 /* countdown drawn */
+	__u64 has_old;	  /* realloc took old's record out of allocs */
+	__u64 sampled;	  /* this call's block is to be tracked */
+	__s64 countdown;  /* bytes until the next sampled allocation */
+	__u64 armed;	  /* countdown drawn */
 	__u64 fixup_only; /* entered while probes came or went: nothing to account */
 	__u64 attach;	  /* the attach it was entered in (tracing's value then) */
+	__u64 noted;	  /* its name is in the threads map */
+	__u64 free_sp;	  /* the thread's latest counted free: its stack pointer... */
+	__u64 free_ptr;	  /* ...and block; 0 once the thread allocates again */
 	struct heaptap_alloc old;
 	struct heaptap_stack stack;
+	__u64 win_lo; /* the stack address win[0] was copied from */
+	__u64 win_n;  /* words of win that hold this walk's copy; 0: none */
+	__u64 win[WINDOW_WORDS];
+	struct rule_slot rules[RULE_SLOTS];
+	__u64 known[KNOWN_STACKS];
 };
 
 struct {
@@ -193,6 +216,10 @@ struct {
 } calls SEC(".maps");
 
 #define SIZE_OVERFLOW (~0ULL)
+
+/* Errors map updates return (vmlinux.h has no errno constants). */
+#define E2BIG 7
+#define EEXIST 17
 
 /*
  * Non-zero while every probe is in: the number of the attach (--live attaches once a
@@ -213,7 +240,7 @@ static __always_inline bool is_target(void)
 
 static __always_inline void count_fn(void *ctx)
 {
-	__u64 fn = bpf_get_attach_cookie(ctx);
+	__u64 fn = heaptap_cookie_fn(bpf_get_attach_cookie(ctx));
 
 	if (fn < HEAPTAP_MAX_FUNCS)
 		__sync_fetch_and_add(&fn_calls[fn], 1);
@@ -389,34 +416,44 @@ static __always_inline void add_to_site(__u64 stack_id, __u32 fn, __u64 size, bo
 	}
 }
 
-/* A thread's name, kept from its first allocation on: it may have exited by the report. */
-static __always_inline void note_thread(__u32 tid)
+/* A thread's name, kept from its first allocation on: it may have exited by the report.
+ * Whether the map holds it now. */
+static __always_inline bool note_thread(__u32 tid)
 {
 	struct heaptap_thread th = {};
 
 	if (bpf_map_lookup_elem(&threads, &tid))
-		return;
+		return true;
 	bpf_get_current_comm(th.comm, sizeof(th.comm));
 	th.first_ns = bpf_ktime_get_ns();
-	bpf_map_update_elem(&threads, &tid, &th, BPF_NOEXIST);
+	return bpf_map_update_elem(&threads, &tid, &th, BPF_NOEXIST) != -E2BIG;
 }
 
 static __always_inline void record_block(struct call *c, __u64 ptr, __u64 size)
 {
 	struct heaptap_alloc rec = {};
 
-	forget_reused(ptr);
+	long err;
+
 	rec.size = size;
 	rec.time_ns = bpf_ktime_get_ns();
 	rec.stack_id = c->stack_id;
 	rec.tid = (__u32)bpf_get_current_pid_tgid();
 	rec.fn = c->fn;
-	if (bpf_map_update_elem(&allocs, &ptr, &rec, BPF_NOEXIST)) {
+	/* Inserted first: a record already there (a free heaptap missed) is the rare case. */
+	err = bpf_map_update_elem(&allocs, &ptr, &rec, BPF_NOEXIST);
+	if (err == -EEXIST) {
+		forget_reused(ptr);
+		err = bpf_map_update_elem(&allocs, &ptr, &rec, BPF_NOEXIST);
+	}
+	if (err) {
 		__sync_fetch_and_add(&counters.dropped_allocs, 1);
 		return;
 	}
 	add_to_site(c->stack_id, c->fn, size, account_alloc(size));
-	note_thread(rec.tid);
+	/* A thread's name is kept once: its state remembers that it was. */
+	if (!c->noted)
+		c->noted = note_thread(rec.tid);
 }
 
 static __always_inline __u64 hash_stack(const struct heaptap_stack *s, __u32 words)
@@ -439,8 +476,13 @@ static __always_inline __u64 store_stack(struct call *c, __u32 words)
 	__u64 id;
 
 	id = hash_stack(&c->stack, words);
-	if (bpf_map_lookup_elem(&stacks, &id))
+	/* Stored stacks stay: one this thread met lately needs no lookup. */
+	if (c->known[id & (KNOWN_STACKS - 1)] == id)
 		return id;
+	if (bpf_map_lookup_elem(&stacks, &id)) {
+		c->known[id & (KNOWN_STACKS - 1)] = id;
+		return id;
+	}
 	if (bpf_map_update_elem(&stacks, &id, &c->stack, BPF_NOEXIST) == 0) {
 		__sync_fetch_and_add(&counters.new_stacks, 1);
 		e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
@@ -450,6 +492,7 @@ static __always_inline __u64 store_stack(struct call *c, __u32 words)
 		} else {
 			__sync_fetch_and_add(&counters.lost_events, 1);
 		}
+		c->known[id & (KNOWN_STACKS - 1)] = id;
 	} else if (!bpf_map_lookup_elem(&stacks, &id)) {
 		/* Not a race with another thread storing the same stack: the map is full. Its
 		 * blocks go with every other block whose stack could not be stored, as id 0. */
@@ -471,6 +514,46 @@ struct walk {
 	__u32 status;
 };
 
+/*
+ * The stack word at addr, from the walk's copy of the stack: a read of the user's memory
+ * costs about as much for WINDOW_WORDS words as for one (hardened usercopy's checks), and
+ * the frames a walk visits lie one above the other. Read again where the copy ends.
+ */
+static __always_inline int stack_word(struct call *c, __u64 addr, __u64 *out)
+{
+	__u64 off = addr - c->win_lo;
+
+	if (addr >= c->win_lo && off < c->win_n * 8 && !(off & 7)) {
+		*out = c->win[(off / 8) & (WINDOW_WORDS - 1)];
+		return 0;
+	}
+	/* The stack may end before the copy would: then the word alone. */
+	if (!bpf_probe_read_user(c->win, sizeof(c->win), (void *)addr)) {
+		c->win_lo = addr;
+		c->win_n = WINDOW_WORDS;
+		*out = c->win[0];
+		return 0;
+	}
+	c->win_n = 0;
+	return bpf_probe_read_user(out, sizeof(*out), (void *)addr);
+}
+
+/* The rule for key, from the thread's slots or else the map (then kept in its slot). */
+static __always_inline struct heaptap_unwind_rule *rule_for(struct call *c, __u64 key)
+{
+	struct rule_slot *slot = &c->rules[(key ^ key >> 7) & (RULE_SLOTS - 1)];
+	struct heaptap_unwind_rule *rule;
+
+	if (slot->key == key)
+		return &slot->rule;
+	rule = bpf_map_lookup_elem(&unwind_rules, &key);
+	if (!rule)
+		return NULL;
+	slot->rule = *rule;
+	slot->key = key;
+	return &slot->rule;
+}
+
 /* One frame further with the rule for the current return address (bpf_loop callback). */
 static long walk_step(__u64 i, void *arg)
 {
@@ -484,7 +567,7 @@ static long walk_step(__u64 i, void *arg)
 		return 1;
 	}
 	key = w->pc | w->at_ip;
-	rule = bpf_map_lookup_elem(&unwind_rules, &key);
+	rule = rule_for(w->c, key);
 	if (!rule) {
 		w->status = WALK_UNKNOWN;
 		return 1;
@@ -494,9 +577,8 @@ static long walk_step(__u64 i, void *arg)
 		return 1;
 	}
 	cfa = (rule->cfa_reg == HEAPTAP_REG_BP ? w->bp : w->sp) + rule->cfa_offset;
-	if (bpf_probe_read_user(&ra, sizeof(ra), (void *)(cfa - 8)) ||
-	    (rule->bp_offset &&
-	     bpf_probe_read_user(&w->bp, sizeof(w->bp), (void *)(cfa + rule->bp_offset)))) {
+	if (stack_word(w->c, cfa - 8, &ra) ||
+	    (rule->bp_offset && stack_word(w->c, cfa + rule->bp_offset, &w->bp))) {
 		w->status = WALK_CUT;
 		return 1;
 	}
@@ -548,7 +630,8 @@ static __always_inline __u64 send_sample(__u64 ip, __u64 sp, __u64 bp, __u64 at_
 }
 
 /*
- * The stack by the rules the loader learned from the objects' CFI, from ip, sp and bp: at a
+ * The stack by the rules the loader learned from the objects' CFI, from ip, sp and bp (the
+ * caller empties or fills c's copy of the stack first: it is this moment's): at a
  * function's entry (at_ip 0) from the direct caller, the word at sp, in c->stack.ips[0];
  * elsewhere (at_ip HEAPTAP_RULE_AT_IP) from ip's own frame. At a return address with no rule
  * yet, the stack goes to the loader as a sample, and its id stands in.
@@ -604,6 +687,21 @@ static __always_inline struct call *thread_call(__u64 flags)
 	if (!c && flags)
 		__sync_fetch_and_add(&counters.lost_threads, 1);
 	return c;
+}
+
+/*
+ * The calling thread's state, made on its first call if it is a target's thread. Only
+ * targets' threads get one, so a thread that has it is a target's: the targets map is
+ * looked up once per thread rather than on every call (a child forked by the target is a
+ * new task, with none).
+ */
+static __always_inline struct call *target_call(void)
+{
+	struct call *c = thread_call(0);
+
+	if (c || !is_target())
+		return c;
+	return thread_call(BPF_LOCAL_STORAGE_GET_F_CREATE);
 }
 
 /*
@@ -704,25 +802,25 @@ static __always_inline void untracked_free(void)
 static __always_inline int enter(void *ctx, __u64 kind, __u64 ptr, __u64 size, __u64 memptr)
 {
 	__u64 sp = PT_REGS_SP((struct pt_regs *)ctx);
-	struct call *c;
+	struct call *c = target_call();
 
-	if (!is_target())
-		return 0;
-	c = thread_call(BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (!c || nested(c, sp))
 		return 0;
 	c->sp = sp;
 	c->kind = kind;
+	c->free_ptr = 0;
 	/* The caller's return address: what an exception's fixup puts back over the return
-	 * probe's trampoline, and what in_progress() tells a returned call by. */
-	if (bpf_probe_read_user(&c->stack.ips[0], sizeof(__u64), (void *)sp))
+	 * probe's trampoline, and what in_progress() tells a returned call by. Read through
+	 * the walk's copy of the stack, whose first window the DWARF walk goes on with. */
+	c->win_n = 0;
+	if (stack_word(c, sp, &c->stack.ips[0]))
 		c->stack.ips[0] = 0;
 	c->attach = tracing;
 	c->fixup_only = !c->attach;
 	if (c->fixup_only)
 		return 0;
 	count_fn(ctx);
-	c->fn = bpf_get_attach_cookie(ctx);
+	c->fn = heaptap_cookie_fn(bpf_get_attach_cookie(ctx));
 	c->ptr = ptr;
 	c->size = size;
 	c->memptr = memptr;
@@ -748,65 +846,137 @@ static __always_inline __u64 mul_size(__u64 count, __u64 size)
 	return count > limit ? SIZE_OVERFLOW : count * size;
 }
 
-SEC("uprobe")
-int BPF_KPROBE(malloc_enter, __u64 size)
+/* The arguments an entry program reads (the first HEAPTAP_COOKIE_ARGS, by position). */
+struct args {
+	__u64 v[HEAPTAP_COOKIE_ARGS];
+};
+
+/*
+ * The probed function's arguments, each from the register its probe's cookie names: a probe
+ * placed past the function's first instructions may find one copied to another register
+ * and its own reused (user/sites.h). At the entry the cookie names the ABI's.
+ */
+static __always_inline void read_args(struct pt_regs *ctx, struct args *out)
 {
-	return enter(ctx, HEAPTAP_KIND_MALLOC, 0, size, 0);
+	__u64 cookie = bpf_get_attach_cookie(ctx);
+	/* No site holds an argument in rsp or rbp (the planner keeps both the entry's); not
+	 * reading them here keeps clang from sharing their ctx offsets with the programs'
+	 * own reads, which the verifier refuses (a modified ctx pointer). */
+	__u64 regs[HEAPTAP_GPRS] = {
+		ctx->ax, ctx->cx, ctx->dx,  ctx->bx,  0,	0,	  ctx->si,  ctx->di,
+		ctx->r8, ctx->r9, ctx->r10, ctx->r11, ctx->r12, ctx->r13, ctx->r14, ctx->r15,
+	};
+	__u32 i;
+
+	for (i = 0; i < HEAPTAP_COOKIE_ARGS; i++)
+		out->v[i] = regs[heaptap_cookie_reg(cookie, i) & (HEAPTAP_GPRS - 1)];
 }
 
 SEC("uprobe")
-int BPF_KPROBE(new_enter, __u64 size)
+int malloc_enter(struct pt_regs *ctx)
 {
-	return enter(ctx, HEAPTAP_KIND_NEW, 0, size, 0);
+	struct args a;
+
+	read_args(ctx, &a);
+	return enter(ctx, HEAPTAP_KIND_MALLOC, 0, a.v[0], 0);
 }
 
 SEC("uprobe")
-int BPF_KPROBE(calloc_enter, __u64 count, __u64 size)
+int new_enter(struct pt_regs *ctx)
 {
-	return enter(ctx, HEAPTAP_KIND_CALLOC, 0, mul_size(count, size), 0);
+	struct args a;
+
+	read_args(ctx, &a);
+	return enter(ctx, HEAPTAP_KIND_NEW, 0, a.v[0], 0);
 }
 
 SEC("uprobe")
-int BPF_KPROBE(realloc_enter, __u64 ptr, __u64 size)
+int calloc_enter(struct pt_regs *ctx)
 {
-	return enter(ctx, HEAPTAP_KIND_REALLOC, ptr, size, 0);
+	struct args a;
+
+	read_args(ctx, &a);
+	return enter(ctx, HEAPTAP_KIND_CALLOC, 0, mul_size(a.v[0], a.v[1]), 0);
 }
 
 SEC("uprobe")
-int BPF_KPROBE(reallocarray_enter, __u64 ptr, __u64 count, __u64 size)
+int realloc_enter(struct pt_regs *ctx)
 {
-	return enter(ctx, HEAPTAP_KIND_REALLOCARRAY, ptr, mul_size(count, size), 0);
+	struct args a;
+
+	read_args(ctx, &a);
+	return enter(ctx, HEAPTAP_KIND_REALLOC, a.v[0], a.v[1], 0);
 }
 
 SEC("uprobe")
-int BPF_KPROBE(memalign_enter, __u64 alignment, __u64 size)
+int reallocarray_enter(struct pt_regs *ctx)
 {
-	return enter(ctx, HEAPTAP_KIND_MEMALIGN, 0, size, 0);
+	struct args a;
+
+	read_args(ctx, &a);
+	return enter(ctx, HEAPTAP_KIND_REALLOCARRAY, a.v[0], mul_size(a.v[1], a.v[2]), 0);
+}
+
+/* (alignment, size): the alignment is not read. */
+SEC("uprobe")
+int memalign_enter(struct pt_regs *ctx)
+{
+	struct args a;
+
+	read_args(ctx, &a);
+	return enter(ctx, HEAPTAP_KIND_MEMALIGN, 0, a.v[1], 0);
+}
+
+/* (&ptr, alignment, size) */
+SEC("uprobe")
+int posix_memalign_enter(struct pt_regs *ctx)
+{
+	struct args a;
+
+	read_args(ctx, &a);
+	return enter(ctx, HEAPTAP_KIND_POSIX_MEMALIGN, 0, a.v[2], a.v[0]);
 }
 
 SEC("uprobe")
-int BPF_KPROBE(posix_memalign_enter, __u64 memptr, __u64 alignment, __u64 size)
+int free_enter(struct pt_regs *ctx)
 {
-	return enter(ctx, HEAPTAP_KIND_POSIX_MEMALIGN, 0, size, memptr);
-}
-
-SEC("uprobe")
-int BPF_KPROBE(free_enter, __u64 ptr)
-{
-	__u64 sp = PT_REGS_SP(ctx), caller;
+	__u64 sp = PT_REGS_SP(ctx), caller, ptr;
 	struct heaptap_alloc rec;
+	struct heaptap_fn_stats *st = fn_of(heaptap_cookie_fn(bpf_get_attach_cookie(ctx)));
+	struct call *c;
+	struct args a;
 
-	struct heaptap_fn_stats *st = fn_of(bpf_get_attach_cookie(ctx));
-
+	read_args(ctx, &a);
+	ptr = a.v[0];
 	/* free(NULL) frees nothing, and a probe moved past the test for NULL never sees it.
 	 * Frozen (probes coming or going): nothing changes, so the report made after detaching
 	 * is the state when tracing ended, with no free of a block whose allocation the
 	 * departing return probes missed. */
-	if (!is_target() || !ptr || !tracing)
+	if (!ptr || !tracing)
 		return 0;
-	/* No state is created here: a thread that only frees needs none. */
-	if (nested(thread_call(0), sp))
+	/* Without state (none could be made), the free still counts. */
+	c = thread_call(0);
+	if (!c && !is_target())
 		return 0;
+	if (!c)
+		c = thread_call(BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (nested(c, sp))
+		return 0;
+	/*
+	 * A free the allocator makes itself from inside a freeing function, of the same block:
+	 * jemalloc's operator delete tail-calls free (a jmp: the same stack pointer), its sized
+	 * aligned delete calls sdallocx (deeper). With no return probe to say when the outer
+	 * call ends, a free of the same block at or below its stack pointer, before the thread
+	 * allocates again, whose record is gone, is taken for that call's own. (The program
+	 * cannot free the block twice unless another thread got it again meanwhile, and then
+	 * its record is back.)
+	 */
+	if (c && ptr == c->free_ptr && sp <= c->free_sp && !bpf_map_lookup_elem(&allocs, &ptr))
+		return 0;
+	if (c) {
+		c->free_sp = sp;
+		c->free_ptr = ptr;
+	}
 	__sync_fetch_and_add(&counters.free_calls, 1);
 	count_fn(ctx);
 	if (st) {
@@ -817,7 +987,8 @@ int BPF_KPROBE(free_enter, __u64 ptr)
 		account_free(&rec);
 		return 0;
 	}
-	/* At the entry, or at a site before any push: the word at sp is the caller's. */
+	/* At the entry, or at a site where the stack pointer is still the entry's: the word
+	 * at sp is the caller's return address. */
 	if (allocator_hi && !bpf_probe_read_user(&caller, sizeof(caller), (void *)sp) &&
 	    caller >= allocator_lo && caller < allocator_hi)
 		__sync_fetch_and_add(&counters.own_frees, 1);
@@ -832,10 +1003,9 @@ static __always_inline struct call *returning_call(void *ctx)
 	__u64 sp = PT_REGS_SP((struct pt_regs *)ctx);
 	struct call *c;
 
-	if (!is_target())
-		return NULL;
+	/* No state: not a target's thread. Idle: the call began before attach, or a tail
+	 * call's return already ran. */
 	c = thread_call(0);
-	/* No state: the call began before attach, or a tail call's return already ran. */
 	if (!c || !c->sp)
 		return NULL;
 	/* The return pops the return address: sp is 8 above the entry's. */
@@ -1068,6 +1238,8 @@ int BPF_PROG(page_fault, unsigned long address, struct pt_regs *regs, unsigned l
 		return 0;
 	__sync_fetch_and_add(&counters.pages_touched, 1);
 	c->stack.ips[0] = 0;
+	/* The stack has changed since the thread's last walk. */
+	c->win_n = 0;
 	if (stack_mode != HEAPTAP_STACK_FP) {
 		id = dwarf_stack(c, regs->ip, regs->sp, regs->bp, HEAPTAP_RULE_AT_IP);
 	} else {

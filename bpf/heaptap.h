@@ -26,6 +26,67 @@
 #define HEAPTAP_MAX_FUNCS 64
 
 /*
+ * The general registers an argument may be read from at a probe site, numbered as the x86-64
+ * instruction encoding numbers them. A probe placed past a function's first instructions may
+ * find an argument copied to another register, its own register reused.
+ */
+enum heaptap_gpr {
+	HEAPTAP_GPR_AX,
+	HEAPTAP_GPR_CX,
+	HEAPTAP_GPR_DX,
+	HEAPTAP_GPR_BX,
+	HEAPTAP_GPR_SP,
+	HEAPTAP_GPR_BP,
+	HEAPTAP_GPR_SI,
+	HEAPTAP_GPR_DI,
+	HEAPTAP_GPR_R8,
+	HEAPTAP_GPR_R9,
+	HEAPTAP_GPR_R10,
+	HEAPTAP_GPR_R11,
+	HEAPTAP_GPR_R12,
+	HEAPTAP_GPR_R13,
+	HEAPTAP_GPR_R14,
+	HEAPTAP_GPR_R15,
+	HEAPTAP_GPRS,
+};
+
+/*
+ * The attach cookie of an allocator probe: the function's index in the attach table (its
+ * fn_calls and fn_stats slot) in the low HEAPTAP_COOKIE_FN_BITS, then, HEAPTAP_COOKIE_REG_BITS
+ * each, the register (enum heaptap_gpr) the BPF program reads each of the function's first
+ * HEAPTAP_COOKIE_ARGS arguments from at the probed instruction. At a function's entry they are
+ * the ABI's: rdi, rsi, rdx.
+ */
+#define HEAPTAP_COOKIE_FN_BITS 8
+#define HEAPTAP_COOKIE_REG_BITS 4
+#define HEAPTAP_COOKIE_ARGS 3
+
+_Static_assert(HEAPTAP_MAX_FUNCS <= 1 << HEAPTAP_COOKIE_FN_BITS, "a function index fits its bits");
+_Static_assert(HEAPTAP_GPRS <= 1 << HEAPTAP_COOKIE_REG_BITS, "a register number fits its bits");
+
+static inline __u32 heaptap_cookie_fn(__u64 cookie)
+{
+	return cookie & ((1 << HEAPTAP_COOKIE_FN_BITS) - 1);
+}
+
+static inline __u32 heaptap_cookie_reg(__u64 cookie, __u32 arg)
+{
+	return (cookie >> (HEAPTAP_COOKIE_FN_BITS + arg * HEAPTAP_COOKIE_REG_BITS)) &
+	       ((1 << HEAPTAP_COOKIE_REG_BITS) - 1);
+}
+
+/* The cookie of function fn with its first arguments in registers reg0, reg1, reg2. */
+static inline __u64 heaptap_cookie(__u32 fn, __u32 reg0, __u32 reg1, __u32 reg2)
+{
+	const __u32 mask = (1 << HEAPTAP_COOKIE_REG_BITS) - 1;
+
+	return (fn & ((1 << HEAPTAP_COOKIE_FN_BITS) - 1)) |
+	       (__u64)(reg0 & mask) << HEAPTAP_COOKIE_FN_BITS |
+	       (__u64)(reg1 & mask) << (HEAPTAP_COOKIE_FN_BITS + HEAPTAP_COOKIE_REG_BITS) |
+	       (__u64)(reg2 & mask) << (HEAPTAP_COOKIE_FN_BITS + 2 * HEAPTAP_COOKIE_REG_BITS);
+}
+
+/*
  * Size classes: every size up to HEAPTAP_SIZE_EXACT_MAX has its own class; above it each
  * power of two is split into 2^HEAPTAP_SIZE_SUB_BITS equal ranges (12.5% wide), which
  * keeps the table bounded (705 classes) for any size a 64-bit allocator can be asked for.

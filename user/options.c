@@ -48,6 +48,8 @@ static const char usage_tail[] =
 	"                         or copy (dwarf, but every stack copied: for measuring)\n"
 	"      --stack-bytes N    stack copied when a DWARF stack must be unwound by heaptap\n"
 	"                         (default 16384, at most 65536)\n"
+	"      --probe-at WHERE   planned (default: each probe on the cheapest instruction every\n"
+	"                         call runs) or entry (on the functions' first instructions)\n"
 	"      --live             for a production server: trace in windows, sampled, within an\n"
 	"                         overhead budget (see --max-overhead)\n"
 	"      --watch            no allocator probes at all: new pages of memory, by the stack\n"
@@ -88,6 +90,7 @@ enum {
 	OPT_STACK_DEPTH,
 	OPT_STACK,
 	OPT_STACK_BYTES,
+	OPT_PROBE_AT,
 	OPT_LIVE,
 	OPT_WATCH,
 	OPT_SAMPLE,
@@ -121,6 +124,7 @@ static const struct option base_options[] = {
 	{ "stack-depth", required_argument, NULL, OPT_STACK_DEPTH },
 	{ "stack", required_argument, NULL, OPT_STACK },
 	{ "stack-bytes", required_argument, NULL, OPT_STACK_BYTES },
+	{ "probe-at", required_argument, NULL, OPT_PROBE_AT },
 	{ "live", no_argument, NULL, OPT_LIVE },
 	{ "watch", no_argument, NULL, OPT_WATCH },
 	{ "sample", required_argument, NULL, OPT_SAMPLE },
@@ -405,6 +409,11 @@ int options__parse(struct options *opts, int argc, char **argv)
 				return bad("--stack-bytes", optarg,
 					   "a multiple of 8 from 64 to 65536");
 			opts->stack_bytes = v;
+			break;
+		case OPT_PROBE_AT:
+			if (strcmp(optarg, "planned") && strcmp(optarg, "entry"))
+				return bad("--probe-at", optarg, "planned or entry");
+			opts->probe_entries = !strcmp(optarg, "entry");
 			break;
 		case OPT_JSON: opts->json = true; break;
 		case OPT_ALLOCATOR: opts->allocator = optarg; break;

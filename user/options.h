@@ -40,6 +40,7 @@ struct options {
 	uint32_t stack_depth;
 	enum stack_choice stack;
 	uint32_t stack_bytes;
+	bool probe_entries;    /* --probe-at entry: every probe on its function's entry */
 	bool live;	       /* duty-cycled, sampled tracing within an overhead budget */
 	bool watch;	       /* no allocator probes: new pages, by the stack writing them */
 	uint64_t sample_bytes; /* mean bytes between sampled allocations; 0: all */

@@ -18,6 +18,7 @@
 #include "heaptap.skel.h"
 #include "fixups.h"
 #include "insn.h"
+#include "log.h"
 #include "probes.h"
 
 /*
@@ -88,6 +89,30 @@ const char *probes__kind_name(int kind)
 	return "?";
 }
 
+/*
+ * The arguments each kind's entry program reads, by position (rdi, rsi, rdx): a site past
+ * the entry must still have these in registers. memalign's and posix_memalign's alignment
+ * is not read.
+ */
+static const char *const kind_args[][HEAPTAP_COOKIE_ARGS] = {
+	[HEAPTAP_KIND_MALLOC] = { "size" },
+	[HEAPTAP_KIND_NEW] = { "size" },
+	[HEAPTAP_KIND_CALLOC] = { "count", "size" },
+	[HEAPTAP_KIND_REALLOC] = { "ptr", "size" },
+	[HEAPTAP_KIND_REALLOCARRAY] = { "ptr", "count", "size" },
+	[HEAPTAP_KIND_MEMALIGN] = { NULL, "size" },
+	[HEAPTAP_KIND_POSIX_MEMALIGN] = { "memptr", NULL, "size" },
+	[HEAPTAP_KIND_FREE] = { "ptr" },
+};
+
+const char *probes__arg_name(int kind, unsigned int arg)
+{
+	if (kind <= 0 || kind >= (int)(sizeof(kind_args) / sizeof(kind_args[0])) ||
+	    arg >= HEAPTAP_COOKIE_ARGS)
+		return NULL;
+	return kind_args[kind][arg];
+}
+
 /* Each kind's entry program and, for functions that return a block, its return program. */
 static void programs_for(const struct probes *p, struct heaptap_bpf *skel, int kind,
 			 struct bpf_program **entry, struct bpf_program **ret)
@@ -131,54 +156,74 @@ static struct probe *add_probe(struct probes *p, const char *name, int kind,
 	return &grown[p->n++];
 }
 
-/*
- * A site past the entry where the kernel emulates the probed instruction (a push, a jump or
- * a call: about 5 us a hit in this VM) rather than single-stepping it (a test, a compare, a
- * move: about 20 us), for functions that need no return probe (which must sit at the entry,
- * where the stack pointer points at the return address). Only this pattern is taken:
- *
- *	[mov %rdi,%reg]... test %rdi,%rdi; je ...; <an instruction the kernel emulates>
- *
- * so every path that frees something reaches the site, with rdi and rsp as at the entry;
- * only free(NULL) goes the other way. glibc's free is so. Returns entry when not.
- */
-static uint64_t cheaper_site(const struct target_file *file, uint64_t entry)
+/* Where pr's function starts in its file and how long it is, or why it cannot be probed. */
+static const char *locate(struct probe *pr, uint64_t *addr)
 {
-	unsigned char b[24];
-	size_t i = 0;
-
-	if (insn__read(file->open_path, entry, b, sizeof(b)))
-		return entry;
-	/* mov %rdi,%r64: 48 89 /r with rdi as source, the destination neither rsp nor rdi. */
-	while (i + 3 < sizeof(b) && b[i] == 0x48 && b[i + 1] == 0x89 && (b[i + 2] & 0xf8) == 0xf8 &&
-	       (b[i + 2] & 7) != 4 && (b[i + 2] & 7) != 7)
-		i += 3;
-	/* test %rdi,%rdi */
-	if (i + 3 > sizeof(b) - 8 || b[i] != 0x48 || b[i + 1] != 0x85 || b[i + 2] != 0xff)
-		return entry;
-	i += 3;
-	/* je rel8, je rel32 */
-	if (b[i] == 0x74)
-		i += 2;
-	else if (b[i] == 0x0f && b[i + 1] == 0x84)
-		i += 6;
-	else
-		return entry;
-	return insn__emulated(b + i, sizeof(b) - i) ? entry + i : entry;
-}
-
-/* Where name starts in file, or why it cannot be probed there. */
-static const char *locate(const struct target_file *file, const char *name, uint64_t *offset,
-			  uint64_t *addr)
-{
-	const struct elf_sym *sym = elf_syms__binding(file->elf, name, file->main_program);
+	const struct elf_sym *sym =
+		elf_syms__binding(pr->file->elf, pr->name, pr->file->main_program);
 
 	if (!sym)
 		return "not defined by the allocator";
-	if (elf_syms__file_offset(file->elf, sym->addr, offset))
+	if (elf_syms__file_offset(pr->file->elf, sym->addr, &pr->start))
 		return "not in a loadable segment";
 	*addr = sym->addr;
+	pr->size = sym->size;
+	pr->offset = pr->start;
 	return NULL;
+}
+
+/*
+ * The sites of the probes in file that are not skipped (sites.h): one pass over the file's
+ * code for them all. Where its code cannot be read, every probe stays at its entry.
+ */
+static int plan_sites(struct probes *p, const struct target_file *file, bool entries,
+		      unsigned int kernel)
+{
+	struct site_fn *fns = calloc(p->n ? p->n : 1, sizeof(*fns));
+	size_t *which = calloc(p->n ? p->n : 1, sizeof(*which));
+	size_t i, n = 0;
+	unsigned int a;
+	int err;
+
+	if (!fns || !which) {
+		free(fns);
+		free(which);
+		return -ENOMEM;
+	}
+	for (i = 0; i < p->n; i++) {
+		const struct probe *pr = &p->v[i];
+		struct site_fn *fn = &fns[n];
+
+		if (pr->skipped || pr->file != file)
+			continue;
+		fn->entry = pr->start;
+		fn->size = pr->size;
+		for (a = 0; a < HEAPTAP_COOKIE_ARGS; a++)
+			fn->args |= probes__arg_name(pr->kind, a) ? 1 << a : 0;
+		fn->null_exits = pr->kind == HEAPTAP_KIND_FREE;
+		/* The unwinder runs only when an exception is thrown: its entry costs nothing. */
+		fn->at_entry = entries || pr->kind == PROBE_UNWIND;
+		which[n++] = i;
+	}
+	err = n ? sites__plan(file->open_path, fns, n, kernel) : 0;
+	if (err)
+		vlog("cannot read the code of %s (%s): its probes stay at the functions' entries",
+		     file->name, strerror(-err));
+	for (i = 0; i < n; i++) {
+		struct probe *pr = &p->v[which[i]];
+
+		pr->site = fns[i];
+		pr->offset = fns[i].offset;
+		pr->emulated = fns[i].trap == INSN_EMULATED;
+		if (!pr->site.why[0])
+			snprintf(pr->site.why, sizeof(pr->site.why), "%s",
+				 pr->kind == PROBE_UNWIND ? "the entry: the unwinder runs only for "
+							    "exceptions"
+							  : "the entry, as --probe-at entry asks");
+	}
+	free(fns);
+	free(which);
+	return 0;
 }
 
 /* The unwinder's entries in every object that has it; false if none could be planned. */
@@ -195,8 +240,7 @@ static int plan_unwinders(const struct allocator *a, struct probes *p, bool *pla
 
 			if (!pr)
 				return -ENOMEM;
-			pr->skipped = locate(pr->file, pr->name, &pr->start, &addr);
-			pr->offset = pr->start;
+			pr->skipped = locate(pr, &addr);
 			*planned |= !pr->skipped;
 		}
 	}
@@ -204,8 +248,9 @@ static int plan_unwinders(const struct allocator *a, struct probes *p, bool *pla
 }
 
 int probes__plan(const struct allocator *a, enum fixup_mode fixup, const char *no_fixup_why,
-		 struct probes **out)
+		 const struct probes_plan_opts *opts, struct probes **out)
 {
+	unsigned int kernel = insn__kernel_version();
 	const size_t nfamily = sizeof(family) / sizeof(family[0]);
 	struct probes *p = calloc(1, sizeof(*p));
 	uint64_t addrs[sizeof(family) / sizeof(family[0])] = {};
@@ -241,10 +286,7 @@ int probes__plan(const struct allocator *a, enum fixup_mode fixup, const char *n
 		err = -ENOMEM;
 		if (!pr)
 			goto fail;
-		pr->skipped = locate(&a->file, pr->name, &pr->start, &addrs[i]);
-		pr->offset = pr->start;
-		if (!pr->skipped && pr->kind == HEAPTAP_KIND_FREE)
-			pr->offset = cheaper_site(&a->file, pr->start);
+		pr->skipped = locate(pr, &addrs[i]);
 		/* Aliases (glibc's memalign is aligned_alloc) share one probe. */
 		for (j = 0; !pr->skipped && j < i; j++)
 			if (addrs[j] == addrs[i])
@@ -255,15 +297,14 @@ int probes__plan(const struct allocator *a, enum fixup_mode fixup, const char *n
 			pr->skipped = no_new;
 			p->unwinding |= unwinders && !no_new;
 		}
-		if (!pr->skipped) {
-			unsigned char code[16];
-
-			pr->emulated =
-				!insn__read(a->file.open_path, pr->offset, code, sizeof(code)) &&
-				insn__emulated(code, sizeof(code));
+		if (!pr->skipped)
 			pr->returns = pr->kind != HEAPTAP_KIND_FREE;
-		}
 	}
+	err = plan_sites(p, &a->file, opts && opts->entries, kernel);
+	for (i = 0; !err && i < a->nunwinders; i++)
+		err = plan_sites(p, &a->unwinders[i], true, kernel);
+	if (err)
+		goto fail;
 	*out = p;
 	return 0;
 fail:
@@ -271,10 +312,15 @@ fail:
 	return err;
 }
 
+/* Probe number i (its fn_calls slot), reading its arguments where its site has them. */
 static struct bpf_link *attach_one(struct bpf_program *prog, int pid, const struct probe *pr,
-				   size_t cookie, bool retprobe)
+				   size_t i, bool retprobe)
 {
-	LIBBPF_OPTS(bpf_uprobe_opts, opts, .retprobe = retprobe, .bpf_cookie = cookie);
+	/* Past the table's end (unwinders of many objects), no slot: nothing counts it. */
+	__u32 fn = i < HEAPTAP_MAX_FUNCS ? i : HEAPTAP_MAX_FUNCS;
+	LIBBPF_OPTS(bpf_uprobe_opts, opts, .retprobe = retprobe,
+		    .bpf_cookie = heaptap_cookie(fn, pr->site.regs[0], pr->site.regs[1],
+						 pr->site.regs[2]));
 
 	return bpf_program__attach_uprobe_opts(prog, pid, pr->file->open_path, pr->offset, &opts);
 }

@@ -9,6 +9,7 @@
 
 #include "allocator.h"
 #include "fixups.h"
+#include "sites.h"
 
 struct heaptap_bpf;
 struct bpf_link;
@@ -21,11 +22,13 @@ struct probe {
 	int kind;			/* enum heaptap_kind, or PROBE_UNWIND */
 	const struct target_file *file; /* the object it is in */
 	uint64_t start;			/* file offset of the function's entry */
+	uint64_t size;			/* its bytes, from its symbol (0: unknown) */
 	uint64_t offset;		/* where it is probed: the entry, or a cheaper site */
 	const char *skipped;		/* why it is not probed, or NULL */
 	bool emulated;			/* the kernel emulates the instruction probed */
-	bool returns;			/* its return is probed too */
-	bool dormant;			/* --live: not called in the first window, left out */
+	struct site_fn site; /* the site's instruction, where arguments are read, and why there */
+	bool returns;	     /* its return is probed too */
+	bool dormant;	     /* --live: not called in the first window, left out */
 	struct bpf_link *entry;
 	struct bpf_link *ret; /* NULL for functions that only free */
 };
@@ -40,13 +43,18 @@ struct probes {
 	uint32_t attaches;	  /* attaches so far: the BPF side's `tracing` while traced */
 };
 
+struct probes_plan_opts {
+	bool entries; /* every probe at its function's entry (--probe-at entry) */
+};
+
 /*
- * Where to probe every function of the allocator family that a defines, and why not where
- * it will not; with an operator new that may throw, the C++ unwinder's entries too, unless
- * fixup is FIXUP_NONE (for no_fixup_why), and then operator new is not probed.
+ * Where to probe every function of the allocator family that a defines (sites.h), and why
+ * not where it will not; with an operator new that may throw, the C++ unwinder's entries too,
+ * unless fixup is FIXUP_NONE (for no_fixup_why), and then operator new is not probed. opts may
+ * be NULL.
  */
 int probes__plan(const struct allocator *a, enum fixup_mode fixup, const char *no_fixup_why,
-		 struct probes **out);
+		 const struct probes_plan_opts *opts, struct probes **out);
 
 /* --live, after the first window: functions not called in it (calls[i] counts probe i's)
  * are left out of the next windows; so is the unwinder when no operator new was called.
@@ -74,5 +82,9 @@ void probes__detach(struct probes *p);
 void probes__free(struct probes *p);
 
 const char *probes__kind_name(int kind);
+
+/* The name of argument arg (0 to HEAPTAP_COOKIE_ARGS - 1) of a function of this kind, if
+ * its BPF program reads it; NULL if not. */
+const char *probes__arg_name(int kind, unsigned int arg);
 
 #endif

@@ -88,7 +88,8 @@ void report__attached_json(FILE *f, const struct report *r)
 
 	for (i = 0; i < report__nprobes(r); i++) {
 		const struct probe *p = &r->probes->v[i];
-		json_object *e = json_object_new_object();
+		json_object *e = json_object_new_object(), *args;
+		unsigned int a;
 
 		put(e, "function", json_object_new_string(p->name));
 		if (p->skipped) {
@@ -101,6 +102,16 @@ void report__attached_json(FILE *f, const struct report *r)
 		put(e, "offset", u64(p->offset));
 		put(e, "entry_offset", u64(p->start));
 		put(e, "return", json_object_new_boolean(p->ret != NULL));
+		put(e, "instruction",
+		    json_object_new_string(p->site.insn.len ? p->site.insn.text : "?"));
+		put(e, "emulated", json_object_new_boolean(p->site.trap == INSN_EMULATED));
+		args = json_object_new_object();
+		for (a = 0; a < HEAPTAP_COOKIE_ARGS; a++)
+			if (probes__arg_name(p->kind, a))
+				put(args, probes__arg_name(p->kind, a),
+				    json_object_new_string(insn__gpr_name(p->site.regs[a])));
+		put(e, "arguments", args);
+		put(e, "site_reason", json_object_new_string(p->site.why));
 		json_object_array_add(probes, e);
 	}
 	put(o, "probes", probes);
@@ -320,8 +331,9 @@ static json_object *sites(const struct report *r)
 		put(e, "max_size", u64(site->max_size));
 		put(e, "oldest_age_s", seconds(snapshot__age(s, site->oldest_ns)));
 		put(e, "function",
-		    report__fn_name(r, site->fn) ? json_object_new_string(report__fn_name(r, site->fn))
-					    : NULL);
+		    report__fn_name(r, site->fn)
+			    ? json_object_new_string(report__fn_name(r, site->fn))
+			    : NULL);
 		put(e, "stack_id", hex(site->stack_id));
 		put(e, "stack", frames(r, site));
 		put(e, "trend",
@@ -357,8 +369,9 @@ static json_object *suspects(const struct report *r)
 		put(e, "live", u64(site->live));
 		put(e, "est_bytes", json_object_new_double(site->est_bytes));
 		put(e, "function",
-		    report__fn_name(r, site->fn) ? json_object_new_string(report__fn_name(r, site->fn))
-					    : NULL);
+		    report__fn_name(r, site->fn)
+			    ? json_object_new_string(report__fn_name(r, site->fn))
+			    : NULL);
 		put(e, "stack_id", hex(site->stack_id));
 		put(e, "stack", frames(r, site));
 		put(e, "blocks", dumps(r, site));

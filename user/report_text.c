@@ -92,13 +92,24 @@ void report__attached_text(FILE *f, const struct report *r)
 	for (i = 0; i < report__nprobes(r); i++) {
 		const struct probe *p = &r->probes->v[i];
 
-		if (p->skipped)
+		unsigned int a;
+
+		if (p->skipped) {
 			fprintf(f, "heaptap:   %-40s not probed: %s\n", p->name, p->skipped);
-		else
-			fprintf(f, "heaptap:   %-40s %s at 0x%" PRIx64 "%s in %s%s\n", p->name,
-				probes__kind_name(p->kind), p->offset,
-				p->offset != p->start ? " (past its test for NULL)" : "",
-				p->file->name, p->ret ? ", and its return" : "");
+			continue;
+		}
+		fprintf(f, "heaptap:   %-40s %s at 0x%" PRIx64 " (entry+0x%" PRIx64 ": %s, %s) in %s%s",
+			p->name, probes__kind_name(p->kind), p->offset, p->offset - p->start,
+			p->site.insn.len ? p->site.insn.text : "?", insn__trap_name(p->site.trap),
+			p->file->name, p->ret ? ", and its return" : "");
+		for (a = 0; a < HEAPTAP_COOKIE_ARGS; a++)
+			if (probes__arg_name(p->kind, a))
+				fprintf(f, "; %s in %s", probes__arg_name(p->kind, a),
+					insn__gpr_name(p->site.regs[a]));
+		fprintf(f, "\n");
+		/* Why a probe costs a single step: where the planner had to stop. */
+		if (p->site.trap != INSN_EMULATED)
+			fprintf(f, "heaptap:   %-40s   %s\n", "", p->site.why);
 	}
 }
 

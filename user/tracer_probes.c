@@ -19,7 +19,8 @@ static int plan(struct session *s)
 {
 	const char *no_fixup_why;
 	enum fixup_mode fixup = fixups__mode(s->target.pid, &no_fixup_why);
-	int err = probes__plan(s->allocator, fixup, no_fixup_why, &s->probes);
+	struct probes_plan_opts opts = { .entries = s->opts.probe_entries };
+	int err = probes__plan(s->allocator, fixup, no_fixup_why, &opts, &s->probes);
 
 	if (err)
 		elog("out of memory");

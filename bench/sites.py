@@ -1,0 +1,260 @@
+#!/usr/bin/env python3
+"""What the planned probe sites save, side by side in one run:
+sudo python3 bench/sites.py [ROUNDS]
+
+1. A tight malloc(64)+free loop (bench/targets/allocbench, -O2) against glibc, jemalloc,
+   tcmalloc and mimalloc (preloaded): ns per pair untraced; with empty BPF programs at the
+   functions' entries and at heaptap's planned sites (bench/probecost: the traps alone); with
+   heaptap at the entries (--probe-at entry) and at its planned sites.
+2. redis-server from Debian (jemalloc) under redis-benchmark -t set (50 clients, random keys
+   of a 100,000 key space): requests per second untraced, with empty programs at heaptap's
+   planned sites (the traps alone), with heaptap --probe-at entry, and with heaptap at its
+   planned sites; each run on a fresh server. Then where the time goes: calls per SET, and
+   what each of heaptap's programs takes a run (the kernel's bpf_stats, on for the runs).
+
+Every variant runs once per round (ROUNDS, default 5), the variants of a round in random
+order; figures are medians over the rounds, ratios against the untraced median. The machine
+is shared and noisy: compare the ratios, not the absolute figures.
+"""
+import json
+import os
+import random
+import re
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
+import lib  # noqa: E402
+
+ALLOCBENCH = os.path.join(lib.BUILD, "bench", "allocbench")
+PROBECOST = os.path.join(lib.BUILD, "bench", "probecost")
+LIBS = "/usr/lib/x86_64-linux-gnu"
+ALLOCATORS = {
+    "glibc": None,
+    "jemalloc": f"{LIBS}/libjemalloc.so.2",
+    "tcmalloc": f"{LIBS}/libtcmalloc_minimal.so.4",
+    "mimalloc": f"{LIBS}/libmimalloc.so.2",
+}
+PAIRS = 20000
+REDIS_REQUESTS = 100000
+REDIS_REQUESTS_SLOW = 30000     # at the entries: a tenth of the speed
+REDIS_KEYSPACE = 100000
+PROGRAMS = ("malloc_enter", "alloc_return", "free_enter")
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def heaptap(pid, entries):
+    ht = lib.Heaptap(["-p", str(pid), "-i", "1h"] + (["--probe-at", "entry"] if entries else []))
+    attached = ht.attached()
+    return ht, attached
+
+
+def stop(ht):
+    final, status = ht.finish()
+    if status != 0:
+        raise lib.Failure(f"heaptap exited {status}: {ht.stderr_text()}")
+    return final
+
+
+def empty_probes(pid, sites):
+    """Empty programs at sites [(file, offset, return?)] of process pid; a Proc to end."""
+    args = [f"{f}:{o}" + (":ret" if r else "") for f, o, r in sites]
+    p = lib.Proc([PROBECOST, str(pid)] + args)
+    line = p.read_line()
+    if line != "attached":
+        raise lib.Failure(f"probecost: {line}: {p.stderr_text()}")
+    return p
+
+
+def end_probes(p):
+    p.popen.stdin.close()
+    p.wait()
+
+
+def tight(target):
+    answer = target.do(f"tight {PAIRS}", timeout=900)
+    return float(answer.split("ns_per_pair=")[1].split()[0])
+
+
+def alloc_loop(name, preload, rounds):
+    """ns per pair for each variant against one allocator: {variant: [ns, ...]}."""
+    env = dict(os.environ, LD_PRELOAD=preload) if preload else None
+    target = lib.Target(ALLOCBENCH, env=env)
+    pid = target.target_pid
+    # The two plans, read from heaptap itself.
+    plans = {}
+    for entries in (True, False):
+        ht, attached = heaptap(pid, entries)
+        stop(ht)
+        plans[entries] = [(p["path"], p["offset"], p["return"]) for p in attached["probes"]
+                          if p["kind"] != "unwind"]
+    emulated = sum(1 for p in attached["probes"] if p["emulated"] and p["kind"] != "unwind")
+    probed = sum(1 for p in attached["probes"] if p["kind"] != "unwind")
+
+    def untraced():
+        return tight(target)
+
+    def empty(entries):
+        p = empty_probes(pid, plans[entries])
+        try:
+            return tight(target)
+        finally:
+            end_probes(p)
+
+    def traced(entries):
+        ht, _ = heaptap(pid, entries)
+        try:
+            return tight(target)
+        finally:
+            stop(ht)
+
+    variants = {
+        "untraced": untraced,
+        "empty programs, entries": lambda: empty(True),
+        "empty programs, planned sites": lambda: empty(False),
+        "heaptap --probe-at entry": lambda: traced(True),
+        "heaptap, planned sites": lambda: traced(False),
+    }
+    results = {v: [] for v in variants}
+    for _ in range(rounds):
+        order = list(variants)
+        random.shuffle(order)
+        for v in order:
+            results[v].append(variants[v]())
+    target.end()
+    return results, emulated, probed
+
+
+def program_ids(pid):
+    """The BPF programs process pid holds, by the ids its file descriptors' fdinfo give."""
+    ids = set()
+    for fd in os.listdir(f"/proc/{pid}/fdinfo"):
+        try:
+            with open(f"/proc/{pid}/fdinfo/{fd}") as f:
+                ids |= {int(l.split()[1]) for l in f if l.startswith("prog_id:")}
+        except OSError:
+            pass
+    return ids
+
+
+def program_stats(ht):
+    """Run count and time of heaptap's programs (bpf_stats), those of heaptap process ht."""
+    out = subprocess.run(["bpftool", "-j", "prog", "show"], capture_output=True, text=True)
+    ids = program_ids(ht.pid)
+    return {p["name"]: (p.get("run_cnt", 0), p.get("run_time_ns", 0))
+            for p in json.loads(out.stdout or "[]")
+            if p.get("name") in PROGRAMS and p["id"] in ids}
+
+
+def redis_run(variant):
+    """One fresh redis-server, SETs under the variant: (requests per second, details)."""
+    port = free_port()
+    details = {}
+    with tempfile.TemporaryDirectory(prefix="heaptap-bench-") as workdir:
+        server = lib.Proc(["redis-server", "--port", str(port), "--bind", "127.0.0.1",
+                           "--save", "", "--appendonly", "no", "--dir", workdir],
+                          stdin=subprocess.DEVNULL)
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise lib.Failure("redis-server did not start")
+                time.sleep(0.05)
+        ht = probes = None
+        if variant.startswith("heaptap"):
+            ht, _ = heaptap(server.pid, variant == "heaptap --probe-at entry")
+        elif variant.startswith("empty"):
+            plan, attached = heaptap(server.pid, False)
+            stop(plan)
+            probes = empty_probes(server.pid, [(p["path"], p["offset"], p["return"])
+                                               for p in attached["probes"]
+                                               if p["kind"] != "unwind"])
+        requests = REDIS_REQUESTS_SLOW if "entry" in variant else REDIS_REQUESTS
+        out = subprocess.run(["redis-benchmark", "-p", str(port), "-t", "set",
+                              "-n", str(requests), "-r", str(REDIS_KEYSPACE), "-q"],
+                             capture_output=True, text=True, timeout=1800).stdout
+        if ht:
+            details["programs"] = program_stats(ht)
+        final = stop(ht) if ht else None
+        if probes:
+            end_probes(probes)
+        server.end()
+    found = re.findall(r"SET: ([0-9.]+) requests per second", out)
+    if not found:
+        raise lib.Failure(f"redis-benchmark: {out[-300:]!r}")
+    if final is not None:
+        if final["inexact"]["total"] != final["inexact"]["unknown_frees"]:
+            raise lib.Failure(f"heaptap under redis: inexact {final['inexact']}")
+        details["calls"] = {f["function"]: f["calls"] / requests for f in final["functions"]
+                            if f["calls"]}
+    return float(found[-1]), details
+
+
+def redis(rounds):
+    variants = ["untraced", "empty programs, planned sites", "heaptap --probe-at entry",
+                "heaptap, planned sites"]
+    results = {v: [] for v in variants}
+    subprocess.run(["sysctl", "-q", "kernel.bpf_stats_enabled=1"])
+    try:
+        for _ in range(rounds):
+            order = list(variants)
+            random.shuffle(order)
+            for v in order:
+                results[v].append(redis_run(v))
+    finally:
+        subprocess.run(["sysctl", "-q", "kernel.bpf_stats_enabled=0"])
+    return results
+
+
+def main(argv):
+    if os.geteuid() != 0:
+        print("the benchmark attaches BPF programs: run it as root")
+        return 1
+    rounds = int(argv[0]) if argv else 5
+    print(f"malloc(64)+free pairs in a tight loop (allocbench), ns per pair, median of "
+          f"{rounds} rounds x {PAIRS} pairs, variants in random order each round:")
+    for name, preload in ALLOCATORS.items():
+        results, emulated, probed = alloc_loop(name, preload, rounds)
+        base = statistics.median(results["untraced"])
+        entry = statistics.median(results["heaptap --probe-at entry"])
+        print(f"\n{name} ({emulated} of {probed} planned sites emulated)")
+        print(f"  {'':34} {'ns/pair':>9} {'x untraced':>11} {'x heaptap@entry':>16}")
+        for v, ns in results.items():
+            m = statistics.median(ns)
+            print(f"  {v:34} {m:9.0f} {m / base:11.1f} {m / entry:16.2f}")
+    results = redis(rounds)
+    base = statistics.median(r for r, _ in results["untraced"])
+    print(f"\nredis-server (jemalloc), redis-benchmark -t set -r {REDIS_KEYSPACE} -n "
+          f"{REDIS_REQUESTS} ({REDIS_REQUESTS_SLOW} at the entries), 50 clients, a fresh "
+          f"server per run, median of {rounds} rounds in random order:")
+    print(f"  {'':34} {'SET/s':>9} {'x untraced':>11}   (each run)")
+    for v, runs in results.items():
+        m = statistics.median(r for r, _ in runs)
+        each = ", ".join(f"{r:.0f}" for r, _ in runs)
+        print(f"  {v:34} {m:9.0f} {m / base:11.3f}   ({each})")
+    runs = [d for _, d in results["heaptap, planned sites"]]
+    calls = {f: statistics.median(d["calls"].get(f, 0) for d in runs) for f in runs[0]["calls"]}
+    print("  heaptap at its planned sites, per SET: " +
+          ", ".join(f"{c:.2f} {f}" for f, c in sorted(calls.items(), key=lambda x: -x[1])))
+    ns = {p: statistics.median(d["programs"][p][1] / d["programs"][p][0] for d in runs
+                               if d["programs"].get(p, (0,))[0]) for p in PROGRAMS}
+    print("  its programs, ns a run (bpf_stats): " +
+          ", ".join(f"{p} {v:.0f}" for p, v in ns.items()))
+    lib.end_started()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -31,9 +31,20 @@ static int count(struct leak_check *lc, const struct live_block *b, const struct
 	return 0;
 }
 
-int leak_check__run(struct heaptap_bpf *skel, struct stacks *stacks, int pid, uint64_t max_pause_ns,
-		    struct leak_check *out)
+const char *leak_check__trigger_name(enum leak_trigger t)
 {
+	switch (t) {
+	case LEAK_AT_SIGNAL: return "signal";
+	case LEAK_AT_END: return "end";
+	case LEAK_AT_EXIT: return "exit";
+	default: return "unknown";
+	}
+}
+
+int leak_check__run(struct heaptap_bpf *skel, struct stacks *stacks, int pid,
+		    const struct leak_check_opts *opts, struct leak_check *out)
+{
+	uint64_t max_pause_ns = opts->max_pause_ns;
 	uint64_t start = clock__now_ns(), stop_wait, elapsed;
 	struct reach_pause *pause = NULL;
 	struct reach_block *rb = NULL;
@@ -42,6 +53,7 @@ int leak_check__run(struct heaptap_bpf *skel, struct stacks *stacks, int pid, ui
 	int err;
 
 	memset(out, 0, sizeof(*out));
+	out->trigger = opts->trigger;
 	/*
 	 * Stopped first: then nothing allocates or frees while the blocks are listed. The whole
 	 * pause, waiting for threads included, is bounded by max_pause_ns: a thread that has not
@@ -49,7 +61,9 @@ int leak_check__run(struct heaptap_bpf *skel, struct stacks *stacks, int pid, ui
 	 * is scanned in the time left.
 	 */
 	stop_wait = max_pause_ns / 2 < STOP_WAIT_NS ? max_pause_ns / 2 : STOP_WAIT_NS;
-	err = reach__pause(pid, stop_wait, &pause);
+	/* The holder, where there is one, is the process's tracer: it stops the threads. */
+	err = opts->hold ? reach__pause_held(opts->hold, stop_wait, &pause)
+			 : reach__pause(pid, stop_wait, &pause);
 	if (err) {
 		elog("leak check not done: %s", reach__strerror(err));
 		return err;

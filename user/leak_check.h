@@ -21,7 +21,21 @@ struct leak_counts {
 	uint64_t bytes[REACH_KINDS + 1];
 };
 
+/* What asked for a check. */
+enum leak_trigger {
+	LEAK_AT_SIGNAL, /* SIGUSR1 */
+	LEAK_AT_END,	/* the session's end, the target running */
+	LEAK_AT_EXIT,	/* the target held at its exit */
+};
+
+struct leak_check_opts {
+	uint64_t max_pause_ns;	 /* the longest the target may stay stopped */
+	struct reach_hold *hold; /* the process's holder, or NULL: a tracer for this check */
+	enum leak_trigger trigger;
+};
+
 struct leak_check {
+	enum leak_trigger trigger;
 	uint64_t time_ns; /* CLOCK_MONOTONIC, when the target was stopped */
 	struct reach_stats stats;
 	uint64_t listed_ns; /* of the pause, listing the blocks */
@@ -30,8 +44,11 @@ struct leak_check {
 };
 
 /* Runs a leak check of pid; negative errno, said on stderr, when it could not. */
-int leak_check__run(struct heaptap_bpf *skel, struct stacks *stacks, int pid, uint64_t max_pause_ns,
-		    struct leak_check *out);
+int leak_check__run(struct heaptap_bpf *skel, struct stacks *stacks, int pid,
+		    const struct leak_check_opts *opts, struct leak_check *out);
+
+/* "signal", "end", "exit". */
+const char *leak_check__trigger_name(enum leak_trigger t);
 
 /* A stack's counts; NULL when it had no live block at the check. */
 const struct leak_counts *leak_check__site(const struct leak_check *lc, uint64_t stack_id);

@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0
 /* A session's stages but the loop (loop.c) and the reports (reporting.c). */
 #include <errno.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -245,6 +247,14 @@ int session__start(struct session *s, int sigfd)
 	if (!s->target.launched)
 		syms__refresh(s->syms);
 
+	/* --leak-check: the target held to its exit (a launched command from before exec). */
+	if (s->opts.leak_check) {
+		s->hold_err = reach__hold(s->target.pid, &s->hold);
+		if (s->hold_err)
+			elog("no leak check at PID %d's exit: %s", s->target.pid,
+			     reach__strerror(s->hold_err));
+	}
+
 	/* Release the launched command: it runs from here, every allocation seen. */
 	err = target__release(&s->target);
 	if (err) {
@@ -255,20 +265,82 @@ int session__start(struct session *s, int sigfd)
 	return 0;
 }
 
+int session__leak_check(struct session *s, enum leak_trigger trigger)
+{
+	struct leak_check_opts o = { .max_pause_ns = s->opts.leak_check_max_ms * 1000000ULL,
+				     .hold = s->hold,
+				     .trigger = trigger };
+	struct leak_check lc;
+	int err;
+
+	err = leak_check__run(s->skel, s->stacks, s->target.pid, &o, &lc);
+	if (err)
+		return err;
+	if (s->have_leak)
+		leak_check__free(&s->leak);
+	s->leak = lc;
+	s->have_leak = true;
+	return 0;
+}
+
+/*
+ * The holder lets the target go: an exit held goes on, and is waited for (its status then
+ * known, a running target's too); a running target runs on untraced.
+ */
+static void let_go(struct session *s)
+{
+	struct pollfd pfd = { .fd = s->target.pidfd, .events = POLLIN };
+	int status = 0;
+
+	if (!s->hold)
+		return;
+	reach__hold_exiting(s->hold, &status);
+	reach__release(s->hold);
+	s->hold = NULL;
+	if (!s->exit_held)
+		return;
+	/* Its last steps take microseconds; a second is plenty, and the report waits no more. */
+	if (poll(&pfd, 1, 1000) == 1)
+		target__reap(&s->target);
+	if (!s->target.launched || s->target.exit_code < 0) {
+		s->target.exited = true;
+		s->target.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+		s->target.exit_signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+	}
+}
+
+/* Why the final report has no check made at the end, in a phrase; NULL when it has one. */
+static const char *missing_check(const struct session *s, bool checked)
+{
+	if (checked || !s->opts.leak_check)
+		return NULL;
+	if (!s->target.exited)
+		return "the leak check at the end failed (see stderr)";
+	if (s->hold_err == -EBUSY)
+		return "not checked at its exit: another tracer (a debugger, strace) held it";
+	if (s->hold_err)
+		return "not checked at its exit: heaptap could not hold it (see stderr)";
+	return "not checked at its exit: it exited before it could be held";
+}
+
 int session__finish(struct session *s, int err)
 {
-	struct leak_check leak;
-	bool have_leak = false;
+	bool checked = false;
 	uint64_t stage_ns;
 
 	if (!s->started)
 		return err;
-	/* --leak-check: while every block is still accounted for. */
-	if (s->opts.leak_check && !s->target.exited && !err) {
+	/* --leak-check: while every block is still accounted for, and its memory still there. */
+	if (s->opts.leak_check && !err && (s->exit_held || !s->target.exited)) {
+		/* Held at its exit, the target still maps every object: all are named now. */
+		if (s->exit_held)
+			syms__refresh(s->syms);
 		ring_buffer__consume(s->rb);
-		have_leak = !leak_check__run(s->skel, s->stacks, s->target.pid,
-					     s->opts.leak_check_max_ms * 1000000ULL, &leak);
+		checked = !session__leak_check(s, s->exit_held ? LEAK_AT_EXIT : LEAK_AT_END);
+		ring_buffer__consume(s->rb);
 	}
+	s->leak_note = missing_check(s, checked);
+	let_go(s);
 
 	/* Detach first, so the target runs untraced again at once; then the final report. */
 	stage_ns = clock__now_ns();
@@ -276,10 +348,7 @@ int session__finish(struct session *s, int err)
 	s->attached = false;
 	vlog("detached from PID %d in %.0f ms", s->target.pid, (clock__now_ns() - stage_ns) / 1e6);
 	ring_buffer__consume(s->rb);
-	err = session__report(s, "final", have_leak ? &leak : NULL) ?: err;
-	if (have_leak)
-		leak_check__free(&leak);
-	return err;
+	return session__report(s, "final", s->have_leak ? &s->leak : NULL) ?: err;
 }
 
 int session__close(struct session *s, int err)
@@ -298,6 +367,9 @@ int session__close(struct session *s, int err)
 	stacks__free(s->stacks);
 	syms__free(s->syms);
 	allocator__free(s->allocator);
+	reach__release(s->hold);
+	if (s->have_leak)
+		leak_check__free(&s->leak);
 	target__close(&s->target);
 	free(s->program);
 	return err ? EXIT_FAIL : s->alarm_exit ? EXIT_ALERT : EXIT_OK;

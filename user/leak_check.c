@@ -78,7 +78,14 @@ int leak_check__run(struct heaptap_bpf *skel, struct stacks *stacks, int pid,
 	elapsed = clock__now_ns() - start;
 	if (!err)
 		err = reach__classify(pause, rb, n,
-				      max_pause_ns > elapsed ? max_pause_ns - elapsed : 1,
+				      &(struct reach_opts){
+					      .budget_ns = max_pause_ns > elapsed
+								   ? max_pause_ns - elapsed
+								   : 1,
+					      .all_blocks_known = opts->all_blocks_known,
+					      .glibc = opts->glibc,
+					      .heuristics = opts->heuristics,
+				      },
 				      &out->stats);
 	reach__resume(pause, &out->stats);
 	for (i = 0; !err && i < n; i++)

@@ -32,6 +32,11 @@ struct leak_check_opts {
 	uint64_t max_pause_ns;	 /* the longest the target may stay stopped */
 	struct reach_hold *hold; /* the process's holder, or NULL: a tracer for this check */
 	enum leak_trigger trigger;
+	/* every block the allocator handed out is tracked (a command traced from its start, every
+	 * block recorded): the rest of its heap is not a root */
+	bool all_blocks_known;
+	bool glibc;		 /* the allocator is glibc's malloc */
+	unsigned int heuristics; /* enum reach_heuristic bits */
 };
 
 struct leak_check {

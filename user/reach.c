@@ -94,6 +94,25 @@ const char *reach__kind_name(enum reach_kind k)
 	}
 }
 
+const char *reach__root_name(enum reach_root_kind k)
+{
+	switch (k) {
+	case REACH_ROOT_STACK: return "stack";
+	case REACH_ROOT_DATA: return "data";
+	case REACH_ROOT_HEAP: return "heap";
+	case REACH_ROOT_ANON: return "anonymous";
+	default: return "unknown";
+	}
+}
+
+const char *reach__heuristic_name(unsigned int i)
+{
+	static const char *const names[REACH_HEURISTICS] = { "stdstring", "length64", "newarray",
+							      "multipleinheritance" };
+
+	return i < REACH_HEURISTICS ? names[i] : "unknown";
+}
+
 const char *reach__reason_name(enum reach_reason r)
 {
 	switch (r) {
@@ -1225,8 +1244,27 @@ enum block_state { UNREACHED, POSSIBLE, REACHABLE };
 
 #define NONE UINT32_MAX
 #define ROOT (NONE - 1)		   /* a batch entry of root memory */
-#define START_PTR (1U << 31)	   /* in a pointer between blocks: to the start of its target */
-#define MAX_BLOCKS (START_PTR - 1) /* block indexes keep that bit free */
+/*
+ * A pointer to a block, as the scan keeps it: the block's index, and what kind of pointer it
+ * is: to its start, or to its inside accepted by a heuristic (which one in PTR_HEUR_ID), or
+ * else to its inside.
+ */
+#define PTR_START (1U << 31)
+#define PTR_HEUR (1U << 30)
+#define PTR_HEUR_SHIFT 28
+#define PTR_HEUR_ID (3U << PTR_HEUR_SHIFT)
+#define PTR_INDEX ((1U << PTR_HEUR_SHIFT) - 1)
+#define MAX_BLOCKS PTR_INDEX /* block indexes keep the flags' bits free */
+#define NO_HEUR 0xff
+
+/* What a block's first words say to the heuristics (scan.hflags). */
+#define HF_LENGTH64 (1 << 0) /* a pointer 8 bytes in is accepted by length64 */
+#define HF_NEWARRAY (1 << 1) /* ... by newarray */
+#define HF_STDSTRING (1 << 2) /* a pointer 24 bytes in, by stdstring */
+#define HF_VTABLE (1 << 3)    /* its first word points to a vtable: multipleinheritance */
+
+/* glibc's arenas (malloc/arena.c): each heap is HEAP_MAX_SIZE (64 MiB on 64-bit) aligned. */
+#define GLIBC_HEAP_MAX (64ULL << 20)
 
 /* PAGEMAP_SCAN, Linux 6.7's uapi (linux/fs.h); Debian 12's headers predate it. */
 struct reach_page_region {
@@ -1250,9 +1288,28 @@ struct sorted_block {
 	uint32_t idx;	     /* in the caller's array */
 };
 
+struct mapping {
+	uint64_t start, end;
+	bool heap;	/* the allocator's: [heap], a glibc arena */
+	bool root;	/* readable, writable, private: scanned for pointers */
+	bool unsafe;	/* a read may wait without bound: never read */
+	bool anon;	/* no file: anonymous memory */
+	bool exec;	/* executable: code */
+	bool constant;	/* a file's, readable and not writable: where vtables are */
+};
+
+/* An interior pointer multipleinheritance may accept, once the word it points to is read. */
+struct mi_candidate {
+	uint32_t from; /* ROOT, or a block */
+	uint32_t to;
+	uint64_t addr;
+};
+
+#define VTABLE_CACHE 1024 /* addresses judged, a power of two */
+
 struct pointer {
 	uint32_t from;
-	uint32_t to; /* | START_PTR */
+	uint32_t to; /* | PTR_START, or PTR_HEUR and its heuristic */
 };
 
 struct scan {
@@ -1289,6 +1346,16 @@ struct scan {
 	bool late;	   /* the budget ran out */
 	bool skipped_data; /* memory that may hold pointers was left unread: it could wait */
 	struct reach_stats *st;
+
+	/* the process's mappings, in address order */
+	struct mapping *maps;
+	size_t nmaps;
+	/* heuristics: by sorted block, HF_* bits (NULL: none enabled), and the heuristic that
+	 * made it reachable (NO_HEUR: a pointer to its start did) */
+	uint8_t *hflags, *heur;
+	struct mi_candidate *mi;
+	size_t nmi, mi_cap;
+	uint64_t vt_addr[VTABLE_CACHE]; /* judged vtable addresses, | 1 when one */
 };
 
 /* The last block starting at or before w, if w is its start or inside it; else -1. */
@@ -1312,17 +1379,126 @@ static inline long find_block(const struct scan *s, uint64_t w)
 	return w < s->blk[lo].end || w == s->blk[lo].start ? (long)lo : -1;
 }
 
-static void mark(struct scan *s, uint32_t i, bool start)
+/* Block i reached by a pointer of kind how (PTR_START, PTR_HEUR and its heuristic, or 0). */
+static void mark(struct scan *s, uint32_t i, uint32_t how)
 {
-	if (start) {
+	if (how & (PTR_START | PTR_HEUR)) {
+		uint8_t h = how & PTR_START ? NO_HEUR : (how & PTR_HEUR_ID) >> PTR_HEUR_SHIFT;
+
 		if (s->state[i] != REACHABLE) {
 			s->state[i] = REACHABLE;
+			s->heur[i] = h;
 			s->reach_stack[s->reach_top++] = i;
+		} else if (h == NO_HEUR) {
+			s->heur[i] = NO_HEUR; /* reachable by its start too */
 		}
 	} else if (s->state[i] == UNREACHED) {
 		s->state[i] = POSSIBLE;
 		s->loose_stack[s->loose_top++] = i;
 	}
+}
+
+/* The mapping holding addr, or NULL. */
+static const struct mapping *mapping_of(const struct scan *s, uint64_t addr)
+{
+	size_t lo = 0, hi = s->nmaps;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (s->maps[mid].end <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < s->nmaps && s->maps[lo].start <= addr ? &s->maps[lo] : NULL;
+}
+
+static ssize_t read_some(struct scan *s, struct iovec *loc, struct iovec *rem, size_t k);
+
+/* Reads stride words at each addr[i] into out[i * stride..]; 0 where unreadable. Not counted. */
+static void read_words(struct scan *s, const uint64_t *addr, uint64_t *out, size_t n,
+		       size_t stride)
+{
+	for (size_t i = 0; i < n; i += BATCH) {
+		size_t k = n - i < BATCH ? n - i : BATCH;
+		ssize_t r;
+
+		for (size_t j = 0; j < k; j++) {
+			s->loc[j] = (struct iovec){ &out[(i + j) * stride], stride * 8 };
+			s->rem[j] = (struct iovec){ (void *)addr[i + j], stride * 8 };
+		}
+		r = read_some(s, s->loc, s->rem, k);
+		if (r == (ssize_t)(k * stride * 8))
+			continue;
+		/* One read stopped at a page it could not read: the rest one by one. */
+		for (size_t j = r > 0 ? r / (stride * 8) : 0; j < k; j++)
+			if (read_some(s, &s->loc[j], &s->rem[j], 1) != (ssize_t)(stride * 8))
+				memset(&out[(i + j) * stride], 0, stride * 8);
+	}
+}
+
+/*
+ * Whether v is the address of a vtable, as a C++ object's first word (and a base part's)
+ * holds it: aligned, in a file's constant data (.data.rel.ro, .rodata), and its first entry
+ * a function, in code. Judged once per address.
+ */
+static bool is_vtable(struct scan *s, uint64_t v)
+{
+	const struct mapping *m = v && !(v & 7) ? mapping_of(s, v) : NULL;
+	size_t slot = (v >> 3) & (VTABLE_CACHE - 1);
+	uint64_t entry = 0;
+	bool yes;
+
+	if (!m || !m->constant || m->unsafe)
+		return false;
+	if ((s->vt_addr[slot] & ~1ULL) == v)
+		return s->vt_addr[slot] & 1;
+	read_words(s, &v, &entry, 1, 1);
+	m = mapping_of(s, entry);
+	yes = m && m->exec;
+	s->vt_addr[slot] = v | yes;
+	return yes;
+}
+
+/* An interior pointer to a block whose first word is a vtable: judged once it is read. */
+static void queue_mi(struct scan *s, uint32_t from, uint32_t to, uint64_t addr)
+{
+	struct mi_candidate *last = s->nmi ? &s->mi[s->nmi - 1] : NULL;
+
+	if (last && last->from == from && last->to == to && last->addr == addr)
+		return;
+	if (array__reserve(&s->mi, &s->mi_cap, s->nmi, sizeof(*s->mi))) {
+		s->err = -ENOMEM;
+		return;
+	}
+	s->mi[s->nmi++] = (struct mi_candidate){ from, to, addr };
+}
+
+/*
+ * The kind of a pointer w into block i (from: ROOT or the block holding it): to its start;
+ * to its inside where a heuristic accepts it (memcheck's, in memcheck's order: stdstring,
+ * length64, newarray, multipleinheritance), or else to its inside.
+ */
+static uint32_t pointer_kind(struct scan *s, uint32_t i, uint64_t w, uint32_t from)
+{
+	uint64_t off = w - s->blk[i].start;
+	uint8_t f;
+
+	if (!off)
+		return PTR_START;
+	if (!s->hflags)
+		return 0;
+	f = s->hflags[i];
+	if (off == 24 && (f & HF_STDSTRING))
+		return PTR_HEUR | (0U << PTR_HEUR_SHIFT);
+	if (off == 8 && (f & HF_LENGTH64))
+		return PTR_HEUR | (1U << PTR_HEUR_SHIFT);
+	if (off == 8 && (f & HF_NEWARRAY))
+		return PTR_HEUR | (2U << PTR_HEUR_SHIFT);
+	if ((f & HF_VTABLE) && !(off & 7))
+		queue_mi(s, from, i, w);
+	return 0;
 }
 
 static void scan_root_words(struct scan *s, const uint64_t *w, size_t nw)
@@ -1336,7 +1512,7 @@ static void scan_root_words(struct scan *s, const uint64_t *w, size_t nw)
 			continue;
 		i = find_block(s, w[k]);
 		if (i >= 0)
-			mark(s, i, w[k] == s->blk[i].start);
+			mark(s, i, pointer_kind(s, i, w[k], ROOT));
 	}
 }
 
@@ -1344,9 +1520,12 @@ static void add_pointer(struct scan *s, uint32_t from, uint32_t to)
 {
 	struct pointer *last = s->nptrs ? &s->ptrs[s->nptrs - 1] : NULL;
 
-	/* Runs of pointers into one block (an array of them) make one. */
-	if (last && last->from == from && (last->to & ~START_PTR) == (to & ~START_PTR)) {
-		last->to |= to;
+	/* Runs of pointers into one block (an array of them) make one, of the strongest kind. */
+	if (last && last->from == from && (last->to & PTR_INDEX) == (to & PTR_INDEX)) {
+		if (to & PTR_START)
+			last->to = (to & PTR_INDEX) | PTR_START;
+		else if ((to & PTR_HEUR) && !(last->to & (PTR_START | PTR_HEUR)))
+			last->to = to;
 		return;
 	}
 	if (s->nptrs == s->ptrs_cap) {
@@ -1379,7 +1558,7 @@ static void scan_block_words(struct scan *s, uint32_t from, const uint64_t *w, s
 			continue;
 		i = find_block(s, w[k]);
 		if (i >= 0 && (uint32_t)i != from)
-			add_pointer(s, from, i | (w[k] == s->blk[i].start ? START_PTR : 0));
+			add_pointer(s, from, i | pointer_kind(s, i, w[k], from));
 	}
 }
 
@@ -1661,13 +1840,6 @@ static int add_root(struct scan *s, uint64_t a, uint64_t b, bool read)
 	return 0;
 }
 
-struct mapping {
-	uint64_t start, end;
-	bool heap;
-	bool root;   /* readable, writable, private: scanned for pointers */
-	bool unsafe; /* a read may wait without bound: never read */
-};
-
 /*
  * VmFlags (/proc/PID/smaps) of mappings a read may wait on without bound. Userfaultfd:
  * missing (um), write-protect (uw, whose markers on empty pages show as swapped), minor (ui)
@@ -1747,6 +1919,9 @@ static int read_maps(int pid, struct mapping **out, size_t *n)
 			*nl = '\0';
 		m.root = root_mapping(perms, name);
 		m.heap = !strcmp(name, "[heap]");
+		m.anon = !*name || !strncmp(name, "[anon:", 6);
+		m.exec = perms[2] == 'x';
+		m.constant = perms[0] == 'r' && perms[1] != 'w' && perms[2] != 'x' && *name == '/';
 		if (array__reserve(&maps, &cap, *n, sizeof(*maps))) {
 			err = -ENOMEM;
 			goto cleanup;
@@ -1782,23 +1957,141 @@ static void thread_roots(struct scan *s, const struct reach_thread *t, uint64_t 
 	/* A thread running on a tracked block (a coroutine's stack) keeps it alive. */
 	b = t->sp - s->lo < s->span ? find_block(s, t->sp) : -1;
 	if (b >= 0)
-		mark(s, b, true);
+		mark(s, b, PTR_START);
 	else
 		sp[(*nsp)++] = t->sp;
+}
+
+/*
+ * The allocator's heap regions among the mappings: the main heap ([heap], grown by brk), and,
+ * with glibc, its arenas' heaps: anonymous mappings at a multiple of HEAP_MAX_SIZE (64 MiB)
+ * that start with a heap_info (malloc/arena.c): the arena's address (in an arena's first
+ * heap, just past that heap_info: 32 or 48 bytes in, as glibc's version has it; in a later
+ * heap, the same place in another one), the previous heap (none, or another such address),
+ * the size in use and the size made writable, no larger than the mapping.
+ */
+static void find_heaps(struct scan *s, const struct reach_opts *o)
+{
+	for (size_t i = 0; i < s->nmaps; i++) {
+		struct mapping *m = &s->maps[i];
+		uint64_t hi[4], at;
+
+		if (!m->heap && o->glibc && m->anon && m->root && !m->unsafe &&
+		    !(m->start % GLIBC_HEAP_MAX)) {
+			read_words(s, &m->start, hi, 1, 4);
+			at = hi[0] % GLIBC_HEAP_MAX;
+			m->heap = (at == 32 || at == 48) && hi[0] - at <= m->start &&
+				  !(hi[1] % GLIBC_HEAP_MAX) && hi[2] && hi[2] <= hi[3] &&
+				  hi[3] <= m->end - m->start;
+		}
+		if (m->heap && s->st->nheaps < REACH_MAX_HEAPS)
+			s->st->heaps[s->st->nheaps++] = (struct reach_heap){
+				.start = m->start, .end = m->end, .arena = m->anon };
+	}
+}
+
+/*
+ * What the heuristics need of each block, from its first two words: whether a pointer 8 bytes
+ * in is accepted (length64: the first word is the size less 8, as sqlite3MemMalloc keeps it;
+ * newarray: a count of elements new[] keeps before them, which the rest of the block holds
+ * whole), 24 bytes in (stdstring: the characters of an old-ABI std::string, after its length,
+ * capacity and reference count: the capacity and those 3 words and a NUL make the block,
+ * the length no more than the capacity), and whether the first word is a vtable (a base part
+ * of such an object may be pointed to: multipleinheritance).
+ */
+static int read_heads(struct scan *s, unsigned int heuristics)
+{
+	uint64_t *addr, *head;
+
+	if (!heuristics)
+		return 0;
+	s->hflags = calloc(s->n + 1, 1);
+	addr = malloc((s->n + 1) * sizeof(*addr));
+	head = malloc((s->n + 1) * 2 * sizeof(*head));
+	if (!s->hflags || !addr || !head) {
+		free(addr);
+		free(head);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < s->n; i++)
+		addr[i] = s->blk[i].start;
+	read_words(s, addr, head, s->n, 2);
+	for (size_t i = 0; i < s->n; i++) {
+		const struct mapping *m = mapping_of(s, s->blk[i].start);
+		uint64_t size = s->blk[i].end - s->blk[i].start, w0 = head[2 * i],
+			 w1 = head[2 * i + 1];
+		uint8_t f = 0;
+
+		/* Never read where a read could wait: those blocks' words were zeroed. */
+		if (m && m->unsafe)
+			continue;
+		if ((heuristics & REACH_HEUR_STDSTRING) && size >= 25 && w1 == size - 25 && w0 <= w1)
+			f |= HF_STDSTRING;
+		if ((heuristics & REACH_HEUR_LENGTH64) && size >= 8 && w0 == size - 8)
+			f |= HF_LENGTH64;
+		if ((heuristics & REACH_HEUR_NEWARRAY) && size > 8 && w0 && w0 <= size - 8 &&
+		    !((size - 8) % w0))
+			f |= HF_NEWARRAY;
+		if ((heuristics & REACH_HEUR_MULTIPLE) && is_vtable(s, w0))
+			f |= HF_VTABLE;
+		s->hflags[i] = f;
+	}
+	free(addr);
+	free(head);
+	return 0;
+}
+
+/* Interior pointers to base parts of C++ objects: accepted where they point to a vtable too. */
+static void resolve_mi(struct scan *s)
+{
+	uint64_t *addr = malloc((s->nmi + 1) * sizeof(*addr)), *word;
+
+	word = malloc((s->nmi + 1) * sizeof(*word));
+	if (!addr || !word) {
+		s->err = -ENOMEM;
+		goto out;
+	}
+	for (size_t i = 0; i < s->nmi; i++)
+		addr[i] = s->mi[i].addr;
+	read_words(s, addr, word, s->nmi, 1);
+	for (size_t i = 0; i < s->nmi && !s->err; i++) {
+		uint32_t how = PTR_HEUR | (3U << PTR_HEUR_SHIFT);
+
+		if (!is_vtable(s, word[i]))
+			continue;
+		if (s->mi[i].from == ROOT)
+			mark(s, s->mi[i].to, how);
+		else
+			add_pointer(s, s->mi[i].from, s->mi[i].to | how);
+	}
+out:
+	free(addr);
+	free(word);
+}
+
+/* What a root mapping holds, for the statistics. */
+static enum reach_root_kind root_kind(const struct mapping *m, bool stack)
+{
+	if (m->heap)
+		return REACH_ROOT_HEAP;
+	if (stack)
+		return REACH_ROOT_STACK;
+	return m->anon ? REACH_ROOT_ANON : REACH_ROOT_DATA;
 }
 
 /*
  * Registers of every stopped thread (what is known of late ones), then every root mapping,
  * then the blocks outside them: every pointer from memory the process can reach, or from a
  * block. Nothing is read from a mapping a read may wait on: its bytes that may hold data are
- * counted as unreadable, and the blocks it holds are not read.
+ * counted as unreadable, and the blocks it holds are not read. The allocator's heap is not a
+ * root where every block in it is known: only its blocks are read, as they are reached.
  */
-static int read_memory(struct scan *s, struct reach_pause *p)
+static int read_memory(struct scan *s, struct reach_pause *p, const struct reach_opts *o)
 {
-	struct mapping *maps = NULL;
+	struct mapping *maps = s->maps;
+	size_t nmaps = s->nmaps, nsp = 0, m = 0;
 	uint64_t *sp = NULL;
-	size_t nmaps, nsp = 0, m = 0;
-	int err;
+	int err = 0;
 
 	sp = calloc(p->n ? p->n : 1, sizeof(*sp));
 	if (!sp)
@@ -1809,15 +2102,13 @@ static int read_memory(struct scan *s, struct reach_pause *p)
 		if (t->state != THREAD_GONE)
 			thread_roots(s, t, sp, &nsp);
 	}
-	err = read_maps(s->pid, &maps, &nmaps);
-	if (err)
-		goto cleanup;
-	/* smaps sums every mapping's pages: on a large process, that takes time too. */
-	if (s->deadline && clock__now_ns() > s->deadline)
-		s->late = true;
+	s->st->heap_roots = s->st->nheaps && !(o->all_blocks_known && o->glibc);
 	for (size_t i = 0; i < nmaps && !s->late; i++) {
 		uint64_t from = maps[i].start, lowest = UINT64_MAX;
+		enum reach_root_kind kind;
 
+		if (maps[i].heap && !s->st->heap_roots)
+			maps[i].root = false;
 		if (!maps[i].root)
 			continue;
 		if (maps[i].unsafe) {
@@ -1834,6 +2125,9 @@ static int read_memory(struct scan *s, struct reach_pause *p)
 		if (lowest != UINT64_MAX && lowest - maps[i].start > RED_ZONE)
 			from = lowest - RED_ZONE;
 		s->st->regions++;
+		kind = root_kind(&maps[i], lowest != UINT64_MAX);
+		s->st->root_regions[kind]++;
+		s->st->root_bytes[kind] += maps[i].end - from;
 		err = add_root(s, from, maps[i].end, true);
 		if (err)
 			goto cleanup;
@@ -1862,8 +2156,10 @@ static int read_memory(struct scan *s, struct reach_pause *p)
 		}
 	}
 	err = batch_flush(s);
+	if (!err && s->nmi && !s->late)
+		resolve_mi(s);
+	err = err ?: s->err;
 cleanup:
-	free(maps);
 	free(sp);
 	return err;
 }
@@ -1896,7 +2192,7 @@ static void follow_reachable(struct scan *s)
 		uint32_t i = s->reach_stack[--s->reach_top];
 
 		for (uint32_t e = s->first[i]; e < s->first[i + 1]; e++)
-			mark(s, s->to[e] & ~START_PTR, s->to[e] & START_PTR);
+			mark(s, s->to[e] & PTR_INDEX, s->to[e] & ~PTR_INDEX);
 	}
 }
 
@@ -1909,7 +2205,7 @@ static void follow_possible(struct scan *s)
 		if (s->state[i] == REACHABLE)
 			continue;
 		for (uint32_t e = s->first[i]; e < s->first[i + 1]; e++)
-			mark(s, s->to[e] & ~START_PTR, false);
+			mark(s, s->to[e] & PTR_INDEX, 0);
 	}
 }
 
@@ -1935,7 +2231,7 @@ static void find_cliques(struct scan *s, uint32_t *leader)
 			uint32_t i = stack[--top];
 
 			for (uint32_t e = s->first[i]; e < s->first[i + 1]; e++) {
-				uint32_t j = s->to[e] & ~START_PTR;
+				uint32_t j = s->to[e] & PTR_INDEX;
 
 				if (j == l || s->state[j] != UNREACHED)
 					continue;
@@ -2046,9 +2342,12 @@ static int index_blocks(struct scan *s, const struct reach_block *blocks)
 	return 0;
 }
 
-int reach__classify(struct reach_pause *p, struct reach_block *blocks, size_t n, uint64_t budget_ns,
-		    struct reach_stats *st)
+int reach__classify(struct reach_pause *p, struct reach_block *blocks, size_t n,
+		    const struct reach_opts *opts, struct reach_stats *st)
 {
+	const struct reach_opts none = { 0 };
+	const struct reach_opts *o = opts ? opts : &none;
+	uint64_t budget_ns = o->budget_ns;
 	uint64_t t0 = clock__now_ns();
 	struct reach_stats local = { 0 };
 	uint32_t *leader = NULL;
@@ -2062,6 +2361,7 @@ int reach__classify(struct reach_pause *p, struct reach_block *blocks, size_t n,
 	for (size_t i = 0; i < n; i++) {
 		blocks[i].kind = REACH_KINDS;
 		blocks[i].leader = i;
+		blocks[i].heuristic = -1;
 	}
 	if (!p)
 		return -EINVAL;
@@ -2091,14 +2391,15 @@ int reach__classify(struct reach_pause *p, struct reach_block *blocks, size_t n,
 	s->st = st;
 	s->mem_fd = -1;
 	s->deadline = budget_ns ? t0 + budget_ns : 0;
-	snprintf(path, sizeof(path), "/proc/%d/pagemap", p->pid);
+	snprintf(path, sizeof(path), "/proc/%d/pagemap", s->pid);
 	s->map_fd = open(path, O_RDONLY | O_CLOEXEC);
 	s->buf = malloc(BUF_SIZE);
 	s->blk = malloc(n * sizeof(*s->blk) + 1);
 	s->state = calloc(n + 1, 1);
+	s->heur = malloc(n + 1);
 	s->reach_stack = malloc(n * sizeof(*s->reach_stack) + 1);
 	s->loose_stack = malloc(n * sizeof(*s->loose_stack) + 1);
-	if (!s->buf || !s->blk || !s->state || !s->reach_stack || !s->loose_stack) {
+	if (!s->buf || !s->blk || !s->state || !s->heur || !s->reach_stack || !s->loose_stack) {
 		err = -ENOMEM;
 		goto cleanup;
 	}
@@ -2111,7 +2412,17 @@ int reach__classify(struct reach_pause *p, struct reach_block *blocks, size_t n,
 	if (s->deadline && clock__now_ns() > s->deadline)
 		s->late = true; /* sorting millions of blocks alone took the time */
 	if (!err)
-		err = read_memory(s, p);
+		err = read_maps(s->pid, &s->maps, &s->nmaps);
+	/* smaps sums every mapping's pages: on a large process, that takes time too. */
+	if (s->deadline && clock__now_ns() > s->deadline)
+		s->late = true;
+	if (!err) {
+		memset(s->heur, NO_HEUR, n);
+		find_heaps(s, o);
+		err = read_heads(s, o->heuristics);
+	}
+	if (!err)
+		err = read_memory(s, p, o);
 	if (!err)
 		err = index_pointers(s);
 	if (err)
@@ -2140,8 +2451,14 @@ int reach__classify(struct reach_pause *p, struct reach_block *blocks, size_t n,
 	for (size_t i = 0; i < n; i++) {
 		struct reach_block *b = &blocks[s->blk[i].idx];
 
-		if (s->state[i] == REACHABLE)
+		if (s->state[i] == REACHABLE) {
 			b->kind = REACH_REACHABLE;
+			if (s->heur[i] != NO_HEUR) {
+				b->heuristic = s->heur[i];
+				st->heur_blocks[s->heur[i]]++;
+				st->heur_bytes[s->heur[i]] += b->size;
+			}
+		}
 		else if (!st->complete)
 			continue;
 		else if (s->state[i] == POSSIBLE)
@@ -2164,6 +2481,10 @@ cleanup:
 	free(s->buf);
 	free(s->blk);
 	free(s->state);
+	free(s->heur);
+	free(s->hflags);
+	free(s->mi);
+	free(s->maps);
 	free(s->bucket);
 	free(s->ptrs);
 	free(s->first);

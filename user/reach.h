@@ -45,6 +45,9 @@ struct reach_block {
 	/* out: for REACH_INDIRECT, the index (in the caller's array) of the definitely lost
 	 * block whose clique it belongs to; otherwise its own index */
 	uint32_t leader;
+	/* out: REACH_REACHABLE only through interior pointers a heuristic accepted: its bit
+	 * number in enum reach_heuristic; else -1 */
+	int heuristic;
 };
 
 /* Why a check left blocks unsettled: the bits of reach_stats.incomplete. */
@@ -54,6 +57,44 @@ enum reach_reason {
 	REACH_MEMORY_SKIPPED = 1 << 2, /* memory that may hold pointers was not read */
 };
 #define REACH_REASONS 3
+
+/* Where root memory lies: the kinds of reach_stats.roots. */
+enum reach_root_kind {
+	REACH_ROOT_STACK, /* a thread's stack, from its stack pointer */
+	REACH_ROOT_DATA,  /* a file's private writable mapping: data of an object */
+	REACH_ROOT_HEAP,  /* the allocator's heap (when its blocks are not all known) */
+	REACH_ROOT_ANON,  /* other anonymous memory: bss, mmap'd by the program */
+	REACH_ROOT_KINDS,
+};
+
+/* The allocator's heap regions reach__classify found: glibc's main heap and arenas. */
+#define REACH_MAX_HEAPS 64
+struct reach_heap {
+	uint64_t start, end;
+	bool arena; /* a glibc arena's heap (mmap'd), else the main heap ([heap], brk) */
+};
+
+/* memcheck's heuristics for interior pointers (--leak-check-heuristics): bits. */
+enum reach_heuristic {
+	REACH_HEUR_STDSTRING = 1 << 0, /* a std::string's characters, past 3 words */
+	REACH_HEUR_LENGTH64 = 1 << 1,  /* past a first word holding the block's size less 8 */
+	REACH_HEUR_NEWARRAY = 1 << 2,  /* past new[]'s count of elements */
+	REACH_HEUR_MULTIPLE = 1 << 3,  /* a base part of a C++ object (multiple inheritance) */
+};
+#define REACH_HEURISTICS 4
+#define REACH_HEUR_ALL ((1 << REACH_HEURISTICS) - 1)
+
+struct reach_opts {
+	uint64_t budget_ns; /* bounds the time spent (0: no bound) */
+	/*
+	 * blocks[] holds every block of the allocator's heap (a command traced from its start):
+	 * the rest of the heap (free chunks, the allocator's own records) is not a root, as
+	 * under memcheck, whose allocator is its own.
+	 */
+	bool all_blocks_known;
+	bool glibc;		 /* the allocator is glibc's: its arenas' layout is known */
+	unsigned int heuristics; /* enum reach_heuristic bits */
+};
 
 struct reach_stats {
 	double pause_s;		   /* first thread stopped to last resumed (reach__resume) */
@@ -68,6 +109,16 @@ struct reach_stats {
 	unsigned int incomplete; /* enum reach_reason bits; 0 when complete */
 	/* false when incomplete: then a kind is either REACH_REACHABLE or REACH_KINDS */
 	bool complete;
+	/* root mappings scanned, by enum reach_root_kind, and their bytes (address span) */
+	unsigned int root_regions[REACH_ROOT_KINDS];
+	uint64_t root_bytes[REACH_ROOT_KINDS];
+	/* the allocator's heap regions, and whether they were scanned as roots */
+	struct reach_heap heaps[REACH_MAX_HEAPS];
+	unsigned int nheaps;
+	bool heap_roots;
+	/* blocks made reachable by an interior pointer a heuristic accepted, by heuristic */
+	uint64_t heur_blocks[REACH_HEURISTICS];
+	uint64_t heur_bytes[REACH_HEURISTICS];
 };
 
 struct reach_pause;
@@ -122,8 +173,8 @@ void reach__release(struct reach_hold *h);
  * REACH_REACHABLE and all others REACH_KINDS (unknown). On error (negative errno) every kind is
  * REACH_KINDS. st may be NULL.
  */
-int reach__classify(struct reach_pause *p, struct reach_block *blocks, size_t n, uint64_t budget_ns,
-		    struct reach_stats *st);
+int reach__classify(struct reach_pause *p, struct reach_block *blocks, size_t n,
+		    const struct reach_opts *opts, struct reach_stats *st);
 
 /*
  * Resumes every thread (PTRACE_DETACH, re-delivering any signal that arrived meanwhile; a
@@ -133,6 +184,11 @@ int reach__classify(struct reach_pause *p, struct reach_block *blocks, size_t n,
  * Fills st->pause_s when st is not NULL.
  */
 void reach__resume(struct reach_pause *p, struct reach_stats *st);
+
+/* "stack", "data", "heap", "anonymous". */
+const char *reach__root_name(enum reach_root_kind k);
+/* "stdstring", "length64", "newarray", "multipleinheritance", by bit number. */
+const char *reach__heuristic_name(unsigned int i);
 
 /* "definitely_lost", "indirectly_lost", "possibly_lost", "still_reachable"; "unknown". */
 const char *reach__kind_name(enum reach_kind k);

@@ -267,9 +267,17 @@ int session__start(struct session *s, int sigfd)
 
 int session__leak_check(struct session *s, enum leak_trigger trigger)
 {
-	struct leak_check_opts o = { .max_pause_ns = s->opts.leak_check_max_ms * 1000000ULL,
-				     .hold = s->hold,
-				     .trigger = trigger };
+	struct leak_check_opts o = {
+		.max_pause_ns = s->opts.leak_check_max_ms * 1000000ULL,
+		.hold = s->hold,
+		.trigger = trigger,
+		/* Every block of its heap known: a command traced from its start, every block
+		 * recorded (none sampled out, none left out of a full map). */
+		.all_blocks_known = s->target.launched && s->mode == MODE_FULL &&
+				    !s->opts.sample_bytes && !s->skel->bss->counters.dropped_allocs,
+		.glibc = allocator__is_glibc(s->allocator),
+		.heuristics = s->opts.leak_heuristics,
+	};
 	struct leak_check lc;
 	int err;
 
@@ -351,8 +359,31 @@ int session__finish(struct session *s, int err)
 	return session__report(s, "final", s->have_leak ? &s->leak : NULL) ?: err;
 }
 
+/*
+ * --leak-exit-code: its status when the check in the final report found bytes definitely or
+ * indirectly lost (memcheck's --errors-for-leak-kinds default, less the possibly lost); else,
+ * as memcheck's, a launched command's own status (128 + the signal that ended it).
+ */
+static int leak_exit_status(const struct session *s)
+{
+	const struct leak_counts *t = s->have_leak ? &s->leak.total : NULL;
+
+	if (t && t->bytes[REACH_DEFINITE] + t->bytes[REACH_INDIRECT])
+		return s->opts.leak_exit_code;
+	if (s->target.launched && s->target.exit_code >= 0)
+		return s->target.exit_code;
+	if (s->target.launched && s->target.exit_signal)
+		return 128 + s->target.exit_signal;
+	return EXIT_OK;
+}
+
 int session__close(struct session *s, int err)
 {
+	int status = err		 ? EXIT_FAIL
+		     : s->alarm_exit	 ? EXIT_ALERT
+		     : s->opts.leak_exit_code >= 0 ? leak_exit_status(s)
+						 : EXIT_OK;
+
 	/* --on-alert commands get a moment to finish; they are never killed. */
 	alarms__reap(&s->alarms, 5000);
 	publish__stop(s->publisher);
@@ -372,5 +403,5 @@ int session__close(struct session *s, int err)
 		leak_check__free(&s->leak);
 	target__close(&s->target);
 	free(s->program);
-	return err ? EXIT_FAIL : s->alarm_exit ? EXIT_ALERT : EXIT_OK;
+	return status;
 }

@@ -19,6 +19,16 @@ struct stacks;
 struct leak_counts {
 	uint64_t blocks[REACH_KINDS + 1];
 	uint64_t bytes[REACH_KINDS + 1];
+	/* of the definitely lost blocks: the indirectly lost ones they lead (any stack's) */
+	uint64_t led_blocks, led_bytes;
+};
+
+/* A loss record, as memcheck's: one stack's blocks of one category. */
+struct leak_record {
+	uint64_t stack_id;
+	enum reach_kind kind;
+	uint64_t blocks, bytes;
+	uint64_t led_blocks, led_bytes; /* definitely lost: the indirectly lost blocks they lead */
 };
 
 /* What asked for a check. */
@@ -46,6 +56,9 @@ struct leak_check {
 	uint64_t listed_ns; /* of the pause, listing the blocks */
 	struct leak_counts total;
 	struct idmap sites; /* canonical stack id -> struct leak_counts */
+	/* every stack's blocks by category, the largest first (bytes and those led) */
+	struct leak_record *records;
+	size_t nrecords;
 };
 
 /* Runs a leak check of pid; negative errno, said on stderr, when it could not. */

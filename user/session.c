@@ -25,6 +25,9 @@
 #include "syms.h"
 #include "unwind.h"
 
+/* The longest a thread of a launched command waits for room in the samples ring. */
+#define SAMPLE_WAIT_NS (50ULL * 1000000)
+
 static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list args)
 {
 	/* heaptap reports failures itself; libbpf's own account is detail for -v. */
@@ -94,6 +97,10 @@ static void configure(struct session *s)
 	skel->rodata->stack_depth = s->opts.stack_depth;
 	skel->rodata->stack_mode = s->stack_mode;
 	skel->rodata->stack_bytes = s->opts.stack_bytes;
+	/* A launched command with --leak-check asks for correctness: no stack lost to a full
+	 * ring, at the price of a thread waiting (bounded) while heaptap unwinds. */
+	if (s->target.launched && s->opts.leak_check)
+		skel->rodata->sample_wait_ns = SAMPLE_WAIT_NS;
 	skel->rodata->sample_interval = s->opts.sample_bytes;
 	skel->rodata->watch = s->mode == MODE_WATCH;
 	bpf_map__set_max_entries(skel->maps.site_totals, s->opts.max_stacks);

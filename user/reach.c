@@ -1353,6 +1353,8 @@ struct scan {
 	/* heuristics: by sorted block, HF_* bits (NULL: none enabled), and the heuristic that
 	 * made it reachable (NO_HEUR: a pointer to its start did) */
 	uint8_t *hflags, *heur;
+	/* glibc: by sorted block, where in it the next chunk's header lies (0: not inside) */
+	uint32_t *chunk_end;
 	struct mi_candidate *mi;
 	size_t nmi, mi_cap;
 	uint64_t vt_addr[VTABLE_CACHE]; /* judged vtable addresses, | 1 when one */
@@ -1475,10 +1477,15 @@ static void queue_mi(struct scan *s, uint32_t from, uint32_t to, uint64_t addr)
 	s->mi[s->nmi++] = (struct mi_candidate){ from, to, addr };
 }
 
+#define PTR_IGNORED UINT32_MAX
+
 /*
  * The kind of a pointer w into block i (from: ROOT or the block holding it): to its start;
  * to its inside where a heuristic accepts it (memcheck's, in memcheck's order: stdstring,
- * length64, newarray, multipleinheritance), or else to its inside.
+ * length64, newarray, multipleinheritance), or else to its inside. PTR_IGNORED: glibc's
+ * own pointer to the header of the chunk after the block's, which lies in the block's last
+ * 8 bytes when the size it asked for leaves none spare (a free chunk, the top: the arena's
+ * bins, free chunks' links); memcheck, whose allocator is its own, never sees those.
  */
 static uint32_t pointer_kind(struct scan *s, uint32_t i, uint64_t w, uint32_t from)
 {
@@ -1487,6 +1494,8 @@ static uint32_t pointer_kind(struct scan *s, uint32_t i, uint64_t w, uint32_t fr
 
 	if (!off)
 		return PTR_START;
+	if (s->chunk_end && off == s->chunk_end[i])
+		return PTR_IGNORED;
 	if (!s->hflags)
 		return 0;
 	f = s->hflags[i];
@@ -1506,13 +1515,14 @@ static void scan_root_words(struct scan *s, const uint64_t *w, size_t nw)
 	uint64_t lo = s->lo, span = s->span;
 
 	for (size_t k = 0; k < nw; k++) {
+		uint32_t how;
 		long i;
 
 		if (w[k] - lo >= span)
 			continue;
 		i = find_block(s, w[k]);
-		if (i >= 0)
-			mark(s, i, pointer_kind(s, i, w[k], ROOT));
+		if (i >= 0 && (how = pointer_kind(s, i, w[k], ROOT)) != PTR_IGNORED)
+			mark(s, i, how);
 	}
 }
 
@@ -1552,13 +1562,15 @@ static void scan_block_words(struct scan *s, uint32_t from, const uint64_t *w, s
 	uint64_t lo = s->lo, span = s->span;
 
 	for (size_t k = 0; k < nw; k++) {
+		uint32_t how;
 		long i;
 
 		if (w[k] - lo >= span)
 			continue;
 		i = find_block(s, w[k]);
-		if (i >= 0 && (uint32_t)i != from)
-			add_pointer(s, from, i | pointer_kind(s, i, w[k], from));
+		if (i >= 0 && (uint32_t)i != from &&
+		    (how = pointer_kind(s, i, w[k], from)) != PTR_IGNORED)
+			add_pointer(s, from, i | how);
 	}
 }
 
@@ -1999,31 +2011,40 @@ static void find_heaps(struct scan *s, const struct reach_opts *o)
  * the length no more than the capacity), and whether the first word is a vtable (a base part
  * of such an object may be pointed to: multipleinheritance).
  */
-static int read_heads(struct scan *s, unsigned int heuristics)
+static int read_heads(struct scan *s, const struct reach_opts *o)
 {
+	unsigned int heuristics = o->heuristics;
 	uint64_t *addr, *head;
 
-	if (!heuristics)
+	if (!heuristics && !o->glibc)
 		return 0;
-	s->hflags = calloc(s->n + 1, 1);
+	s->hflags = heuristics ? calloc(s->n + 1, 1) : NULL;
+	s->chunk_end = o->glibc ? calloc(s->n + 1, sizeof(*s->chunk_end)) : NULL;
 	addr = malloc((s->n + 1) * sizeof(*addr));
-	head = malloc((s->n + 1) * 2 * sizeof(*head));
-	if (!s->hflags || !addr || !head) {
+	head = malloc((s->n + 1) * 3 * sizeof(*head));
+	if ((heuristics && !s->hflags) || (o->glibc && !s->chunk_end) || !addr || !head) {
 		free(addr);
 		free(head);
 		return -ENOMEM;
 	}
+	/* With glibc the word before the block too: the chunk's size, in its header. */
 	for (size_t i = 0; i < s->n; i++)
-		addr[i] = s->blk[i].start;
-	read_words(s, addr, head, s->n, 2);
+		addr[i] = s->blk[i].start - (o->glibc ? 8 : 0);
+	read_words(s, addr, head, s->n, 3);
 	for (size_t i = 0; i < s->n; i++) {
 		const struct mapping *m = mapping_of(s, s->blk[i].start);
-		uint64_t size = s->blk[i].end - s->blk[i].start, w0 = head[2 * i],
-			 w1 = head[2 * i + 1];
+		const uint64_t *h = &head[3 * i + !!o->glibc];
+		uint64_t size = s->blk[i].end - s->blk[i].start, chunk = h[-1] & ~7ULL, w0 = h[0],
+			 w1 = h[1];
 		uint8_t f = 0;
 
 		/* Never read where a read could wait: those blocks' words were zeroed. */
 		if (m && m->unsafe)
+			continue;
+		/* glibc: the chunk starts 16 bytes before the block, and chunk bytes on. */
+		if (s->chunk_end && chunk >= 32 && chunk - 16 < size)
+			s->chunk_end[i] = chunk - 16;
+		if (!heuristics)
 			continue;
 		if ((heuristics & REACH_HEUR_STDSTRING) && size >= 25 && w1 == size - 25 && w0 <= w1)
 			f |= HF_STDSTRING;
@@ -2419,7 +2440,7 @@ int reach__classify(struct reach_pause *p, struct reach_block *blocks, size_t n,
 	if (!err) {
 		memset(s->heur, NO_HEUR, n);
 		find_heaps(s, o);
-		err = read_heads(s, o->heuristics);
+		err = read_heads(s, o);
 	}
 	if (!err)
 		err = read_memory(s, p, o);
@@ -2483,6 +2504,7 @@ cleanup:
 	free(s->state);
 	free(s->heur);
 	free(s->hflags);
+	free(s->chunk_end);
 	free(s->mi);
 	free(s->maps);
 	free(s->bucket);

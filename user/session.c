@@ -26,7 +26,7 @@
 #include "unwind.h"
 
 /* The longest a thread of a launched command waits for room in the samples ring. */
-#define SAMPLE_WAIT_NS (50ULL * 1000000)
+#define SAMPLE_WAIT_NS (1000ULL * 1000000)
 
 static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list args)
 {
@@ -276,7 +276,8 @@ int session__leak_check(struct session *s, enum leak_trigger trigger)
 {
 	struct leak_check_opts o = {
 		.max_pause_ns = s->opts.leak_check_max_ms * 1000000ULL,
-		.hold = s->hold,
+		/* A holder that has ended (killed) leaves the checks to a tracer of their own. */
+		.hold = reach__hold_fd(s->hold) >= 0 ? s->hold : NULL,
 		.trigger = trigger,
 		/* Every block of its heap known: a command traced from its start, every block
 		 * recorded (none sampled out, none left out of a full map). */
@@ -335,6 +336,8 @@ static const char *missing_check(const struct session *s, bool checked)
 		return "not checked at its exit: another tracer (a debugger, strace) held it";
 	if (s->hold_err)
 		return "not checked at its exit: heaptap could not hold it (see stderr)";
+	if (s->hold && reach__hold_fd(s->hold) < 0)
+		return "not checked at its exit: heaptap's holder process had ended (killed?)";
 	return "not checked at its exit: it exited before it could be held";
 }
 

@@ -28,8 +28,8 @@ static struct leak_counts *site_counts(struct leak_check *lc, uint64_t stack_id)
 }
 
 /* Block i counted in its site's figures; an indirectly lost one in its leader's too. */
-static int count(struct leak_check *lc, const struct live_block *blocks, const struct reach_block *rb,
-		 size_t i)
+static int count(struct leak_check *lc, const struct live_block *blocks,
+		 const struct reach_block *rb, size_t i)
 {
 	struct leak_counts *c = site_counts(lc, blocks[i].stack_id), *led;
 	enum reach_kind k = rb[i].kind;
@@ -68,8 +68,7 @@ static int make_records(struct leak_check *lc)
 {
 	size_t cap = 0, slot;
 
-	idmap__for_each(&lc->sites, slot)
-	{
+	idmap__for_each(&lc->sites, slot) {
 		const struct leak_counts *c = lc->sites.values[slot];
 
 		for (int k = 0; k < REACH_KINDS; k++) {
@@ -138,16 +137,15 @@ int leak_check__run(struct heaptap_bpf *skel, struct stacks *stacks, int pid,
 		rb[i] = (struct reach_block){ .addr = blocks[i].addr, .size = blocks[i].size };
 	elapsed = clock__now_ns() - start;
 	if (!err)
-		err = reach__classify(pause, rb, n,
-				      &(struct reach_opts){
-					      .budget_ns = max_pause_ns > elapsed
-								   ? max_pause_ns - elapsed
-								   : 1,
-					      .all_blocks_known = opts->all_blocks_known,
-					      .glibc = opts->glibc,
-					      .heuristics = opts->heuristics,
-				      },
-				      &out->stats);
+		err = reach__classify(
+			pause, rb, n,
+			&(struct reach_opts){
+				.budget_ns = max_pause_ns > elapsed ? max_pause_ns - elapsed : 1,
+				.all_blocks_known = opts->all_blocks_known,
+				.glibc = opts->glibc,
+				.heuristics = opts->heuristics,
+			},
+			&out->stats);
 	reach__resume(pause, &out->stats);
 	for (i = 0; !err && i < n; i++)
 		err = count(out, blocks, rb, i);

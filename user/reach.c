@@ -48,10 +48,10 @@ struct reach_thread {
 	int sig;    /* a signal that arrived meanwhile: delivered at detach */
 	int status; /* of its stop, as waitid tells it: (event << 8) | signal */
 	enum thread_state state;
-	bool zombie;	 /* exiting when found: ptrace refuses it, and it runs no more code */
-	bool at_exit;	 /* held at its exit stop: the process is exiting (holder) */
-	bool past_exit;	 /* let go from its exit stop: a thread that ended alone (holder) */
-	bool has_sp; /* sp and words[0..nwords) are known */
+	bool zombie;	/* exiting when found: ptrace refuses it, and it runs no more code */
+	bool at_exit;	/* held at its exit stop: the process is exiting (holder) */
+	bool past_exit; /* let go from its exit stop: a thread that ended alone (holder) */
+	bool has_sp;	/* sp and words[0..nwords) are known */
 	unsigned int nwords;
 	uint64_t sp;
 	/* a stopped thread's registers; a late one's system call arguments, if it is in one */
@@ -108,7 +108,7 @@ const char *reach__root_name(enum reach_root_kind k)
 const char *reach__heuristic_name(unsigned int i)
 {
 	static const char *const names[REACH_HEURISTICS] = { "stdstring", "length64", "newarray",
-							      "multipleinheritance" };
+							     "multipleinheritance" };
 
 	return i < REACH_HEURISTICS ? names[i] : "unknown";
 }
@@ -537,10 +537,10 @@ tracer_main(struct reach_pause *p, pid_t parent, uint64_t stop_wait_ns)
 
 struct reach_hold {
 	int pid;
-	pid_t holder;	/* 0 once it has ended */
-	int answer_fd;	/* from the holder: its messages, end of file when it exits */
-	int cmd_fd;	/* to the holder: 'p' + 8 bytes of stop wait, 'r'; end of file: let go */
-	bool exiting;	/* it holds the process at its exit */
+	pid_t holder;	 /* 0 once it has ended */
+	int answer_fd;	 /* from the holder: its messages, end of file when it exits */
+	int cmd_fd;	 /* to the holder: 'p' + 8 bytes of stop wait, 'r'; end of file: let go */
+	bool exiting;	 /* it holds the process at its exit */
 	int exit_status; /* the exit's wait status, once exiting */
 };
 
@@ -731,9 +731,7 @@ static void serve_stops(struct reach_pause *p)
 			else
 				ptrace(PTRACE_CONT, t->tid, NULL, NULL);
 			break;
-		case 0:
-			ptrace(PTRACE_CONT, t->tid, NULL, (void *)(long)sig);
-			break;
+		case 0: ptrace(PTRACE_CONT, t->tid, NULL, (void *)(long)sig); break;
 		default: ptrace(PTRACE_CONT, t->tid, NULL, NULL); break;
 		}
 	}
@@ -1243,7 +1241,7 @@ static void resume_by_holder(struct reach_pause *p)
 enum block_state { UNREACHED, POSSIBLE, REACHABLE };
 
 #define NONE UINT32_MAX
-#define ROOT (NONE - 1)		   /* a batch entry of root memory */
+#define ROOT (NONE - 1) /* a batch entry of root memory */
 /*
  * A pointer to a block, as the scan keeps it: the block's index, and what kind of pointer it
  * is: to its start, or to its inside accepted by a heuristic (which one in PTR_HEUR_ID), or
@@ -1258,8 +1256,8 @@ enum block_state { UNREACHED, POSSIBLE, REACHABLE };
 #define NO_HEUR 0xff
 
 /* What a block's first words say to the heuristics (scan.hflags). */
-#define HF_LENGTH64 (1 << 0) /* a pointer 8 bytes in is accepted by length64 */
-#define HF_NEWARRAY (1 << 1) /* ... by newarray */
+#define HF_LENGTH64 (1 << 0)  /* a pointer 8 bytes in is accepted by length64 */
+#define HF_NEWARRAY (1 << 1)  /* ... by newarray */
 #define HF_STDSTRING (1 << 2) /* a pointer 24 bytes in, by stdstring */
 #define HF_VTABLE (1 << 3)    /* its first word points to a vtable: multipleinheritance */
 
@@ -1290,12 +1288,12 @@ struct sorted_block {
 
 struct mapping {
 	uint64_t start, end;
-	bool heap;	/* the allocator's: [heap], a glibc arena */
-	bool root;	/* readable, writable, private: scanned for pointers */
-	bool unsafe;	/* a read may wait without bound: never read */
-	bool anon;	/* no file: anonymous memory */
-	bool exec;	/* executable: code */
-	bool constant;	/* a file's, readable and not writable: where vtables are */
+	bool heap;     /* the allocator's: [heap], a glibc arena */
+	bool root;     /* readable, writable, private: scanned for pointers */
+	bool unsafe;   /* a read may wait without bound: never read */
+	bool anon;     /* no file: anonymous memory */
+	bool exec;     /* executable: code */
+	bool constant; /* a file's, readable and not writable: where vtables are */
 };
 
 /* An interior pointer multipleinheritance may accept, once the word it points to is read. */
@@ -1419,8 +1417,7 @@ static const struct mapping *mapping_of(const struct scan *s, uint64_t addr)
 static ssize_t read_some(struct scan *s, struct iovec *loc, struct iovec *rem, size_t k);
 
 /* Reads stride words at each addr[i] into out[i * stride..]; 0 where unreadable. Not counted. */
-static void read_words(struct scan *s, const uint64_t *addr, uint64_t *out, size_t n,
-		       size_t stride)
+static void read_words(struct scan *s, const uint64_t *addr, uint64_t *out, size_t n, size_t stride)
 {
 	for (size_t i = 0; i < n; i += BATCH) {
 		size_t k = n - i < BATCH ? n - i : BATCH;
@@ -1997,8 +1994,9 @@ static void find_heaps(struct scan *s, const struct reach_opts *o)
 				  hi[3] <= m->end - m->start;
 		}
 		if (m->heap && s->st->nheaps < REACH_MAX_HEAPS)
-			s->st->heaps[s->st->nheaps++] = (struct reach_heap){
-				.start = m->start, .end = m->end, .arena = m->anon };
+			s->st->heaps[s->st->nheaps++] = (struct reach_heap){ .start = m->start,
+									     .end = m->end,
+									     .arena = m->anon };
 	}
 }
 
@@ -2479,8 +2477,7 @@ int reach__classify(struct reach_pause *p, struct reach_block *blocks, size_t n,
 				st->heur_blocks[s->heur[i]]++;
 				st->heur_bytes[s->heur[i]] += b->size;
 			}
-		}
-		else if (!st->complete)
+		} else if (!st->complete)
 			continue;
 		else if (s->state[i] == POSSIBLE)
 			b->kind = REACH_POSSIBLE;

@@ -618,8 +618,9 @@ static void loss_records(FILE *f, const struct report *r, const struct leak_chec
 		stack(f, r, &site);
 	}
 	if (shown < lc->nrecords)
-		fprintf(f, "\n(%zu more loss records of still reachable blocks: --top shows more, "
-			   "--json has them all)\n",
+		fprintf(f,
+			"\n(%zu more loss records of still reachable blocks: --top shows more, "
+			"--json has them all)\n",
 			lc->nrecords - shown);
 }
 
@@ -666,7 +667,8 @@ static void leak_check(FILE *f, const struct report *r)
 	roots(f, r, st);
 	if (st->skipped_regions)
 		fprintf(f,
-			"  not read         %u %s (userfaultfd or device memory: a read could wait), "
+			"  not read         %u %s (userfaultfd or device memory: a read could "
+			"wait), "
 			"%s unreadable\n",
 			st->skipped_regions, st->skipped_regions == 1 ? "mapping" : "mappings",
 			bytes(a, sizeof(a), st->unreadable_bytes));

@@ -389,10 +389,10 @@ static int leak_exit_status(const struct session *s)
 
 int session__close(struct session *s, int err)
 {
-	int status = err		 ? EXIT_FAIL
-		     : s->alarm_exit	 ? EXIT_ALERT
+	int status = err			   ? EXIT_FAIL
+		     : s->alarm_exit		   ? EXIT_ALERT
 		     : s->opts.leak_exit_code >= 0 ? leak_exit_status(s)
-						 : EXIT_OK;
+						   : EXIT_OK;
 
 	/* --on-alert commands get a moment to finish; they are never killed. */
 	alarms__reap(&s->alarms, 5000);

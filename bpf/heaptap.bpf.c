@@ -526,7 +526,8 @@ static long poll_room(__u64 i, void *ctx)
 	struct room_wait *w = ctx;
 
 	if (bpf_ringbuf_query(&samples, BPF_RB_RING_SIZE) -
-		    bpf_ringbuf_query(&samples, BPF_RB_AVAIL_DATA) >= w->need) {
+		    bpf_ringbuf_query(&samples, BPF_RB_AVAIL_DATA) >=
+	    w->need) {
 		w->room = true;
 		return 1;
 	}

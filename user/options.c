@@ -523,7 +523,8 @@ int options__parse(struct options *opts, int argc, char **argv)
 			break;
 		case OPT_LEAK_EXIT_CODE:
 			if (parse_uint(optarg, 1, 255, &v))
-				return bad("--leak-exit-code", optarg, "an exit status from 1 to 255");
+				return bad("--leak-exit-code", optarg,
+					   "an exit status from 1 to 255");
 			opts->leak_exit_code = v;
 			break;
 		case 'v': opts->verbose = true; break;

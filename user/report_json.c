@@ -503,10 +503,11 @@ static json_object *heap(const struct report *r, const struct reach_stats *st)
 	}
 	put(o, "regions", a);
 	put(o, "roots", json_object_new_boolean(st->heap_roots));
-	put(o, "why", json_object_new_string(!st->nheaps	    ? "none_found"
-					     : !st->heap_roots	    ? "every_block_known"
-					     : r->opts->pid	    ? "blocks_before_attach"
-								    : "blocks_not_all_known"));
+	put(o, "why",
+	    json_object_new_string(!st->nheaps	     ? "none_found"
+				   : !st->heap_roots ? "every_block_known"
+				   : r->opts->pid    ? "blocks_before_attach"
+						     : "blocks_not_all_known"));
 	return o;
 }
 

@@ -524,10 +524,10 @@ struct room_wait {
 static long poll_room(__u64 i, void *ctx)
 {
 	struct room_wait *w = ctx;
+	__u64 room = bpf_ringbuf_query(&samples, BPF_RB_RING_SIZE) -
+		     bpf_ringbuf_query(&samples, BPF_RB_AVAIL_DATA);
 
-	if (bpf_ringbuf_query(&samples, BPF_RB_RING_SIZE) -
-		    bpf_ringbuf_query(&samples, BPF_RB_AVAIL_DATA) >=
-	    w->need) {
+	if (room >= w->need) {
 		w->room = true;
 		return 1;
 	}

@@ -79,8 +79,9 @@ struct reach_pause {
 	int release_fd; /* to the tracer: a byte, or end of file, and it lets the threads go */
 	struct reach_thread *threads;
 	size_t n, cap;
-	unsigned int late; /* threads seized that did not stop in time */
-	uint64_t stop_ns;  /* first PTRACE_INTERRUPT */
+	unsigned int late;  /* threads seized that did not stop in time */
+	long seize_options; /* the holder's: a thread seized for a pause stays seized */
+	uint64_t stop_ns;   /* first PTRACE_INTERRUPT */
 };
 
 const char *reach__kind_name(enum reach_kind k)
@@ -216,7 +217,7 @@ static int stop_thread(struct reach_pause *p, int tid)
 	 * A thread group-stopped (SIGSTOP) is seized all the same: the kernel moves it to a
 	 * ptrace stop at once, and back to the group stop when it is let go.
 	 */
-	if (ptrace(PTRACE_SEIZE, tid, NULL, NULL)) {
+	if (ptrace(PTRACE_SEIZE, tid, NULL, (void *)p->seize_options)) {
 		err = -errno;
 		if (err == -ESRCH) {
 			t->state = THREAD_GONE; /* exited meanwhile */
@@ -813,6 +814,7 @@ static void __attribute__((noreturn)) holder_main(struct reach_pause *p, pid_t p
 	int sfd, err;
 
 	tracer_setup(p, parent);
+	p->seize_options = HOLD_OPTIONS;
 	/* Stops are told by SIGCHLD, read from a descriptor beside heaptap's requests. */
 	sigemptyset(&set);
 	sigaddset(&set, SIGCHLD);

@@ -357,6 +357,8 @@ int session__finish(struct session *s, int err)
 		checked = !session__leak_check(s, s->exit_held ? LEAK_AT_EXIT : LEAK_AT_END);
 		ring_buffer__consume(s->rb);
 	}
+	/* An exit the holder told of during the check: its status is waited for too. */
+	s->exit_held = s->exit_held || reach__hold_exiting(s->hold, NULL);
 	s->leak_note = missing_check(s, checked);
 	let_go(s);
 

@@ -1,9 +1,21 @@
 # heaptap: build, demo and tests. `make V=1` shows the commands, `make WERROR=1` fails on warnings.
+# `make SANITIZE=1` builds heaptap with AddressSanitizer and UndefinedBehaviorSanitizer into
+# build-san/ (never mixed with build/); `make fuzz FUZZ_TIME=600 [FUZZ=elfsyms]` runs the
+# libFuzzer targets of tests/fuzz/ for that long each.
 OUTPUT := build
 CLANG ?= clang
 BPFTOOL ?= bpftool
 CC ?= gcc
 PROTOC_C ?= protoc-c
+SANITIZE ?= 0
+ifeq ($(SANITIZE),1)
+OUTPUT := build-san
+# clang's runtime (ASan with UBSan in it) writes its reports where log_path says, which
+# the tests rely on; gcc's UBSan writes to stderr whatever it is told. Every report ends
+# the program: a sanitizer finding is a failure, never a warning.
+CC := $(CLANG)
+SAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+endif
 # x86-64 only: the BPF side relies on its calling convention (the return address at the
 # stack pointer on entry, sp 8 higher after the return).
 ARCH := $(shell uname -m | sed -e 's/x86_64/x86/')
@@ -13,14 +25,14 @@ endif
 VMLINUX := vmlinux/$(ARCH)/vmlinux.h
 
 LIBBPF_MIN := 1.1
-PKGS := libbpf libdw libelf json-c libprotobuf-c zlib
+PKGS := libbpf libdw libelf json-c libprotobuf-c zlib libmicrohttpd
 LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lstdc++ -lpthread -lm
 WARNINGS := -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers
 ifeq ($(WERROR),1)
 WARNINGS += -Werror
 endif
 CFLAGS ?= -g -O2
-USER_CFLAGS := $(CFLAGS) $(WARNINGS) -std=gnu11 -D_GNU_SOURCE -I$(OUTPUT) -I$(OUTPUT)/proto -Ibpf -Iuser -MMD -MP
+USER_CFLAGS := $(CFLAGS) $(SAN_FLAGS) $(WARNINGS) -std=gnu11 -D_GNU_SOURCE -I$(OUTPUT) -I$(OUTPUT)/proto -Ibpf -Iuser -MMD -MP
 BPF_CFLAGS := -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_$(ARCH) -I$(dir $(VMLINUX)) -Ibpf \
 	-Wall -Wno-unused-function -MMD -MP
 ifeq ($(WERROR),1)
@@ -44,12 +56,32 @@ endif
 
 .DELETE_ON_ERROR:
 .SECONDARY: $(OUTPUT)/bpf/heaptap.bpf.o $(OUTPUT)/bench/probecost.bpf.o
-.PHONY: all check-deps clean demo test vmlinux deps
+.PHONY: all check-deps clean demo test vmlinux deps fuzz
 
 BENCH_TARGETS := $(patsubst bench/targets/%.c,$(OUTPUT)/bench/%,$(wildcard bench/targets/*.c)) \
 	$(OUTPUT)/bench/probecost
 
-all: check-deps $(OUTPUT)/heaptap $(TARGETS) $(BENCH_TARGETS)
+# libFuzzer targets, one per parser of the target's bytes, each with the modules it fuzzes
+# (and those it calls on the bytes) instrumented; whatever else they refer to comes
+# uninstrumented from heaptap's own objects (fuzz/heaptap.a: all but main).
+FUZZERS := elfsyms cfi unwind maps dump options
+FUZZ_USES_elfsyms := elfsyms
+FUZZ_USES_cfi := unwind
+FUZZ_USES_unwind := unwind stacks idmap
+FUZZ_USES_maps := proc
+FUZZ_USES_dump := dump escape log
+FUZZ_USES_options := options loader listen log escape
+FUZZ_BINS := $(patsubst %,$(OUTPUT)/fuzz/fuzz_%,$(FUZZERS))
+FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=all
+FUZZ_CFLAGS := -g -O1 -fsanitize=fuzzer-no-link $(FUZZ_SAN) $(WARNINGS) -std=gnu11 \
+	-D_GNU_SOURCE -Ibpf -Iuser -MMD -MP
+FUZZ_CORPUS := $(OUTPUT)/fuzz/corpus/.made
+
+ifeq ($(SANITIZE),1)
+all: check-deps $(OUTPUT)/heaptap
+else
+all: check-deps $(OUTPUT)/heaptap $(TARGETS) $(BENCH_TARGETS) $(FUZZ_BINS) $(FUZZ_CORPUS)
+endif
 
 # Debian 12 ships libbpf 1.1: fail early and clearly on anything older.
 check-deps:
@@ -84,7 +116,7 @@ $(OUTPUT)/proto/profile.pb-c.c $(OUTPUT)/proto/profile.pb-c.h &: user/proto/prof
 
 $(OUTPUT)/proto/profile.pb-c.o: $(OUTPUT)/proto/profile.pb-c.c
 	$(call msg,CC,$@)
-	$(Q)$(CC) $(CFLAGS) -I$(OUTPUT)/proto -c $< -o $@
+	$(Q)$(CC) $(CFLAGS) $(SAN_FLAGS) -I$(OUTPUT)/proto -c $< -o $@
 
 $(OUTPUT)/user/report_pprof.o: $(OUTPUT)/proto/profile.pb-c.h
 
@@ -99,7 +131,7 @@ $(OUTPUT)/user/%.o: user/%.c | $(OUTPUT)/user
 
 $(OUTPUT)/heaptap: $(USER_OBJS)
 	$(call msg,LINK,$@)
-	$(Q)$(CC) $(CFLAGS) $^ $(LIBS) -o $@
+	$(Q)$(CC) $(CFLAGS) $(SAN_FLAGS) $^ $(LIBS) -o $@
 
 # Test targets: frame pointers on, so issue-2 stacks are whole; each file may name extra
 # flags on a line "// build: ...".
@@ -153,6 +185,42 @@ $(OUTPUT)/bench/%: bench/targets/%.c tests/targets/proto.h | $(OUTPUT)/bench
 	$(call msg,CC,$@)
 	$(Q)$(CC) -g -O2 -fomit-frame-pointer -fno-optimize-sibling-calls -Wall $< -o $@
 
+# The fuzzers: their own objects of the user side's modules, built by clang with the
+# sanitizers and libFuzzer's coverage, never mixed with heaptap's.
+$(OUTPUT)/fuzz $(OUTPUT)/fuzz/user:
+	$(Q)mkdir -p $@
+
+$(OUTPUT)/fuzz/user/%.o: user/%.c | $(OUTPUT)/fuzz/user
+	$(call msg,CC-FUZZ,$@)
+	$(Q)$(CLANG) $(FUZZ_CFLAGS) -c $< -o $@
+
+$(OUTPUT)/fuzz/%.o: tests/fuzz/%.c | $(OUTPUT)/fuzz
+	$(call msg,CC-FUZZ,$@)
+	$(Q)$(CLANG) $(FUZZ_CFLAGS) -c $< -o $@
+
+$(OUTPUT)/fuzz/heaptap.a: $(filter-out $(OUTPUT)/user/heaptap.o,$(USER_OBJS)) | $(OUTPUT)/fuzz
+	$(call msg,AR,$@)
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+define fuzzer_rule
+$(OUTPUT)/fuzz/fuzz_$(1): $(OUTPUT)/fuzz/fuzz_$(1).o $(patsubst %,$(OUTPUT)/fuzz/user/%.o,$(FUZZ_USES_$(1))) \
+		$(OUTPUT)/fuzz/heaptap.a
+	$$(call msg,LINK,$$@)
+	$$(Q)$$(CLANG) -fsanitize=fuzzer $$(FUZZ_SAN) $$^ $$(LIBS) -o $$@
+endef
+$(foreach f,$(FUZZERS),$(eval $(call fuzzer_rule,$(f))))
+
+# Seed inputs made from real files at build time (system libraries, the test targets and
+# their debug files, /proc/self/maps and smaps, the README's command lines): too large, and
+# too machine-specific, to commit. Inputs that once crashed are in tests/fuzz/regressions/.
+$(FUZZ_CORPUS): tests/fuzz/corpus.py $(TARGETS) README.md | $(OUTPUT)/fuzz
+	$(call msg,CORPUS,$(dir $@))
+	$(Q)python3 tests/fuzz/corpus.py $(OUTPUT) $(dir $@)
+	$(Q)touch $@
+
+fuzz: all
+	python3 tests/fuzz/run_fuzzers.py --keep --time $(or $(FUZZ_TIME),600) $(FUZZ)
+
 vmlinux:
 	$(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > $(VMLINUX)
 
@@ -168,6 +236,6 @@ test:
 	tests/test.sh $(TESTS)
 
 clean:
-	rm -rf $(OUTPUT)
+	rm -rf build build-san
 
--include $(wildcard $(OUTPUT)/user/*.d $(OUTPUT)/bpf/*.d)
+-include $(wildcard $(OUTPUT)/user/*.d $(OUTPUT)/bpf/*.d $(OUTPUT)/fuzz/*.d $(OUTPUT)/fuzz/user/*.d)

@@ -8,6 +8,7 @@ import os
 import select
 import signal
 import subprocess
+import sys
 import time
 
 import jsonschema
@@ -15,7 +16,9 @@ from jsonschema.exceptions import best_match
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BUILD = os.path.join(ROOT, "build")
-HEAPTAP = os.path.join(BUILD, "heaptap")
+# The binary under test: build/heaptap, or another build of it (HEAPTAP=build-san/heaptap,
+# the sanitized one; an older heaptap, to see a regression test fail).
+HEAPTAP = os.path.abspath(os.environ.get("HEAPTAP") or os.path.join(BUILD, "heaptap"))
 TARGETS = os.path.join(BUILD, "tests")
 TIMEOUT = 60.0
 SCHEMA = os.path.join(ROOT, "doc", "report.schema.json")
@@ -308,6 +311,16 @@ def uprobes_of(pid):
         raise Failure(f"bpftool perf list failed: {out.stderr.strip()}")
     return [e for e in json.loads(out.stdout or "[]")
             if e.get("pid") == pid and e.get("fd_type") in ("uprobe", "uretprobe")]
+
+
+def use_heaptap(path):
+    """Makes path the binary under test from now on: here, and in every test module that
+    imported HEAPTAP by name."""
+    global HEAPTAP
+    old, HEAPTAP = HEAPTAP, os.path.abspath(path)
+    for module in list(sys.modules.values()):
+        if getattr(module, "HEAPTAP", None) == old:
+            module.HEAPTAP = HEAPTAP
 
 
 TESTS = []

@@ -71,6 +71,9 @@ def test_bad_input_is_refused_and_harms_nothing():
     refused(["--max-allocs", "0", "-p", pid], 2,
             "heaptap: invalid --max-allocs '0': expected a number from 1 to 268435456 "
             "(see heaptap --help)")
+    refused(["--alert-live", "17179869185g", "-p", pid], 2,         # (2^34 + 1) << 30 wraps
+            "heaptap: invalid --alert-live '17179869185g': expected bytes, like 100m or 1g "
+            "(see heaptap --help)")
     # Targets that cannot be traced: exit status 1.
     missing = unused_pid()
     refused(["-p", str(missing)], 1, f"heaptap: no process with PID {missing}")
@@ -95,6 +98,18 @@ def test_bad_input_is_refused_and_harms_nothing():
     check_mix(final)
 
 
+def signals_held(pid):
+    """Whether process pid blocks SIGINT (heaptap does from before its main)."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("SigBlk:"):
+                    return bool(int(line.split()[1], 16) & (1 << (signal.SIGINT - 1)))
+    except OSError:
+        pass
+    return False
+
+
 @test
 def test_ctrl_c_at_any_moment_harms_nothing():
     """SIGINT from the first moments on (while heaptap loads its programs, calibrates,
@@ -102,8 +117,13 @@ def test_ctrl_c_at_any_moment_harms_nothing():
     the few milliseconds the program loader takes to load heaptap's own libraries, before any
     of heaptap's code runs, can end it by the signal, before it touched anything."""
     target = Target("sizes")
-    for delay in (0.01, 0.03, 0.06, 0.1, 0.15, 0.2, 0.3):
+    for delay in (0, 0.01, 0.03, 0.06, 0.1, 0.15, 0.2, 0.3):
         ht = Proc([HEAPTAP, "-p", str(target.target_pid), "-i", "1h", "--json"])
+        # From when heaptap's own code first runs: its signals are then held (SigBlk).
+        deadline = time.monotonic() + 10
+        while not signals_held(ht.pid):
+            check_true("heaptap holds its signals", time.monotonic() < deadline)
+            time.sleep(0.0005)
         time.sleep(delay)
         os.kill(ht.pid, signal.SIGINT)
         check(f"exit status after SIGINT at {delay * 1000:.0f} ms", ht.wait(), 0)

@@ -49,10 +49,14 @@ def by_caller(final):
     return sums
 
 
-def pprof_top(path, index):
-    """go tool pprof -top: {function: flat bytes} for one sample type, in bytes."""
-    out = subprocess.run(["go", "tool", "pprof", "-top", "-unit=B", f"-sample_index={index}",
-                          path], capture_output=True, text=True, timeout=120)
+def pprof_top(source, index=None):
+    """go tool pprof -top on a file or URL: {function: flat bytes} for one sample type (the
+    profile's default when index is None), in bytes; and pprof's text. A fetched profile is
+    saved under OUT, not in $HOME."""
+    index = [f"-sample_index={index}"] if index else []
+    out = subprocess.run(["go", "tool", "pprof", "-top", "-unit=B"] + index + [source],
+                         capture_output=True, text=True, timeout=120,
+                         env=dict(os.environ, PPROF_TMPDIR=os.path.join(OUT, "pprof-fetched")))
     if out.returncode != 0:
         raise Failure(f"go tool pprof failed: {out.stderr.strip()}")
     flat = {}
@@ -325,10 +329,11 @@ def http_get(url, timeout=5):
         return r.status, r.read().decode()
 
 
-@test
-def test_prometheus_scrapes_listen():
-    d = out_dir("prometheus")
-    port, web = free_port(), free_port()
+def start_prometheus(d, port):
+    """A real Prometheus (its data in d) scraping heaptap at 127.0.0.1:port every second;
+    returns its Proc and query(q): an instant query's result through its HTTP API, [] while
+    it does not answer."""
+    web = free_port()
     with open(os.path.join(d, "prometheus.yml"), "w") as f:
         f.write("global:\n  scrape_interval: 1s\n"
                 "scrape_configs:\n  - job_name: heaptap\n"
@@ -336,6 +341,23 @@ def test_prometheus_scrapes_listen():
     prom = Proc(["prometheus", f"--config.file={d}/prometheus.yml",
                  f"--storage.tsdb.path={d}/data", f"--web.listen-address=127.0.0.1:{web}"],
                 stdin=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def query(q):
+        url = f"http://127.0.0.1:{web}/api/v1/query?" + urllib.parse.urlencode({"query": q})
+        try:
+            _, body = http_get(url)
+        except OSError:
+            return []
+        return json.loads(body)["data"]["result"]
+
+    return prom, query
+
+
+@test
+def test_prometheus_scrapes_listen():
+    d = out_dir("prometheus")
+    port = free_port()
+    prom, query = start_prometheus(d, port)
     target = Target("sizes")
     ht = Heaptap(["-p", str(target.target_pid), "-i", "200ms", "--listen", str(port)])
     ht.attached()
@@ -345,14 +367,6 @@ def test_prometheus_scrapes_listen():
     status, text = http_get(f"http://127.0.0.1:{port}/metrics")
     check("HTTP status of /metrics", status, 200)
     check_true("text exposition format", "# TYPE heaptap_live_bytes gauge" in text, text)
-
-    def query(q):
-        url = f"http://127.0.0.1:{web}/api/v1/query?" + urllib.parse.urlencode({"query": q})
-        try:
-            _, body = http_get(url)
-        except OSError:
-            return []
-        return json.loads(body)["data"]["result"]
 
     deadline = time.monotonic() + 60
     live = []

@@ -24,6 +24,13 @@
 
 const uint64_t accounting__age_limits_s[AGE_BUCKETS - 1] = { 1, 10, 60, 600, 3600, 86400 };
 
+/* qsort's array must not be NULL even when it is empty, and an empty snapshot's arrays are
+ * NULL (no allocation since attach, no thread seen). */
+static void sort_array(void *v, size_t n, size_t size, int (*cmp)(const void *, const void *))
+{
+	if (n > 1)
+		qsort(v, n, size, cmp);
+}
 
 /* Keeps the block among the site's examples if it is one of its oldest. */
 static void add_example(struct site *site, uint64_t addr, const struct heaptap_alloc *a)
@@ -277,7 +284,7 @@ static void name_threads(int fd, int pid, struct snapshot *s)
 			escape__into(name, 0, t->comm, sizeof(t->comm));
 		}
 	}
-	qsort(s->threads, s->nthreads, sizeof(*s->threads), by_thread_bytes);
+	sort_array(s->threads, s->nthreads, sizeof(*s->threads), by_thread_bytes);
 }
 
 /* Each stack's allocations since attach, samples merged into the stacks they stand for. */
@@ -367,7 +374,7 @@ int accounting__snapshot(struct heaptap_bpf *skel, struct stacks *stacks, uint64
 		return err;
 	}
 	name_threads(bpf_map__fd(skel->maps.threads), pid, out);
-	qsort(out->sites, out->nsites, sizeof(*out->sites), by_live_bytes);
+	sort_array(out->sites, out->nsites, sizeof(*out->sites), by_live_bytes);
 	return 0;
 }
 
@@ -433,7 +440,7 @@ int accounting__watch_snapshot(struct heaptap_bpf *skel, struct stacks *stacks, 
 		snapshot__free(out);
 		return err;
 	}
-	qsort(out->sites, out->nsites, sizeof(*out->sites), by_live_bytes);
+	sort_array(out->sites, out->nsites, sizeof(*out->sites), by_live_bytes);
 	return 0;
 }
 

@@ -63,7 +63,6 @@ int dump__read(int pid, struct syms *syms, uint64_t addr, uint64_t size, uint64_
 	struct iovec local, remote;
 	size_t want = size < max ? size : max;
 	ssize_t got;
-	int err;
 
 	*d = (struct dump){ .addr = addr, .size = size, .time_ns = time_ns };
 	if (!want)
@@ -79,6 +78,13 @@ int dump__read(int pid, struct syms *syms, uint64_t addr, uint64_t size, uint64_
 		return 0;
 	}
 	d->n = got;
+	return dump__parse(d, syms);
+}
+
+int dump__parse(struct dump *d, struct syms *syms)
+{
+	int err;
+
 	d->class_name = class_of(syms, d);
 	err = find_strings(d);
 	if (err)

@@ -36,6 +36,11 @@ int dump__read(int pid, struct syms *syms, uint64_t addr, uint64_t size, uint64_
 	       unsigned int max, struct dump *d);
 void dump__free(struct dump *d);
 
+/* What the d->n bytes read hold: the class of their vtable (with syms; NULL: none looked
+ * for) and their strings. dump__read does it; tests and fuzzers give bytes of their own.
+ * Negative errno when out of memory, d then freed. */
+int dump__parse(struct dump *d, struct syms *syms);
+
 struct site;
 
 /* Blocks dumped a site: its oldest. */

@@ -56,14 +56,16 @@ static int add_sym(struct elf_syms *s, size_t *cap, const char *name, const GElf
 static int read_symbols(struct elf_syms *s, Elf *elf, Elf_Scn *scn, GElf_Shdr *shdr,
 			Elf_Data *versym, size_t *cap)
 {
+	size_t ent = gelf_fsize(elf, ELF_T_SYM, 1, EV_CURRENT);
 	Elf_Data *data = elf_getdata(scn, NULL);
 	bool dynamic = shdr->sh_type == SHT_DYNSYM;
 	size_t i, n;
 	int err;
 
-	if (!data || !shdr->sh_entsize)
+	/* What the section holds, whatever its header claims of its entries. */
+	if (!data || !shdr->sh_entsize || !ent)
 		return 0;
-	n = shdr->sh_size / shdr->sh_entsize;
+	n = data->d_size / ent;
 	for (i = 0; i < n; i++) {
 		GElf_Versym ver = 0;
 		const char *name;
@@ -92,12 +94,13 @@ static int read_symbols(struct elf_syms *s, Elf *elf, Elf_Scn *scn, GElf_Shdr *s
 
 static int read_dynamic(struct elf_syms *s, Elf *elf, Elf_Scn *scn, GElf_Shdr *shdr)
 {
+	size_t ent = gelf_fsize(elf, ELF_T_DYN, 1, EV_CURRENT);
 	Elf_Data *data = elf_getdata(scn, NULL);
 	size_t i, n;
 
-	if (!data || !shdr->sh_entsize)
+	if (!data || !shdr->sh_entsize || !ent)
 		return 0;
-	n = shdr->sh_size / shdr->sh_entsize;
+	n = data->d_size / ent;
 	for (i = 0; i < n; i++) {
 		const char *str;
 		GElf_Dyn dyn;
@@ -142,10 +145,10 @@ static int read_interp(struct elf_syms *s, Elf *elf, const GElf_Phdr *ph)
 
 static int read_segments(struct elf_syms *s, Elf *elf)
 {
-	size_t i, n;
+	size_t i, n, size;
 	int err;
 
-	if (elf_getphdrnum(elf, &n))
+	if (elf_getphdrnum(elf, &n) || !elf_rawfile(elf, &size))
 		return -ENOEXEC;
 	s->segs = calloc(n ? n : 1, sizeof(*s->segs));
 	if (!s->segs)
@@ -160,7 +163,9 @@ static int read_segments(struct elf_syms *s, Elf *elf)
 			if (err)
 				return err;
 		}
-		if (ph.p_type != PT_LOAD)
+		/* Program headers say whatever the file says: a segment not wholly inside the
+		 * file holds no code heaptap could read or probe. */
+		if (ph.p_type != PT_LOAD || ph.p_offset > size || ph.p_filesz > size - ph.p_offset)
 			continue;
 		s->segs[s->nsegs++] = (struct segment){ ph.p_vaddr, ph.p_offset, ph.p_filesz };
 	}
@@ -180,7 +185,7 @@ static void count_prologues(struct elf_syms *s, Elf *elf)
 		uint64_t off;
 
 		if (s->syms[i].size < 16 || elf_syms__file_offset(s, s->syms[i].addr, &off) ||
-		    off + 8 > size)
+		    off > size || 8 > size - off)
 			continue;
 		code = (const unsigned char *)image + off;
 		s->sized++;
@@ -189,31 +194,19 @@ static void count_prologues(struct elf_syms *s, Elf *elf)
 	}
 }
 
-int elf_syms__open(const char *path, bool dynamic_only, struct elf_syms **out)
+static int read_elf(Elf *elf, bool dynamic_only, struct elf_syms **out)
 {
 	struct elf_syms *s;
 	Elf_Data *versym = NULL;
 	Elf_Scn *scn = NULL;
 	size_t cap = 0;
-	Elf *elf = NULL;
-	int fd, err;
+	int err;
 
-	*out = NULL;
-	if (elf_version(EV_CURRENT) == EV_NONE)
-		return -ENOTSUP;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
+	if (!elf || elf_kind(elf) != ELF_K_ELF)
+		return -ENOEXEC;
 	s = calloc(1, sizeof(*s));
-	if (!s) {
-		err = -ENOMEM;
-		goto cleanup;
-	}
-	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
-	if (!elf || elf_kind(elf) != ELF_K_ELF) {
-		err = -ENOEXEC;
-		goto cleanup;
-	}
+	if (!s)
+		return -ENOMEM;
 	err = read_segments(s, elf);
 	if (err)
 		goto cleanup;
@@ -240,9 +233,39 @@ int elf_syms__open(const char *path, bool dynamic_only, struct elf_syms **out)
 	*out = s;
 	s = NULL;
 cleanup:
+	elf_syms__free(s);
+	return err;
+}
+
+int elf_syms__open(const char *path, bool dynamic_only, struct elf_syms **out)
+{
+	Elf *elf;
+	int fd, err;
+
+	*out = NULL;
+	if (elf_version(EV_CURRENT) == EV_NONE)
+		return -ENOTSUP;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	err = read_elf(elf, dynamic_only, out);
 	elf_end(elf);
 	close(fd);
-	elf_syms__free(s);
+	return err;
+}
+
+int elf_syms__open_memory(void *image, size_t size, bool dynamic_only, struct elf_syms **out)
+{
+	Elf *elf;
+	int err;
+
+	*out = NULL;
+	if (elf_version(EV_CURRENT) == EV_NONE)
+		return -ENOTSUP;
+	elf = elf_memory(image, size);
+	err = read_elf(elf, dynamic_only, out);
+	elf_end(elf);
 	return err;
 }
 
@@ -296,7 +319,8 @@ int elf_syms__file_offset(const struct elf_syms *s, uint64_t vaddr, uint64_t *of
 	for (i = 0; i < s->nsegs; i++) {
 		const struct segment *g = &s->segs[i];
 
-		if (vaddr >= g->vaddr && vaddr < g->vaddr + g->filesz) {
+		/* No sum: a segment may claim to end past 2^64. */
+		if (vaddr >= g->vaddr && vaddr - g->vaddr < g->filesz) {
 			*offset = vaddr - g->vaddr + g->offset;
 			return 0;
 		}

@@ -21,6 +21,9 @@ struct elf_syms;
 /* Reads path; negative errno on failure (-ENOEXEC: not an ELF object heaptap can read).
  * dynamic_only: .dynsym alone, enough to know what a library exports, and far smaller. */
 int elf_syms__open(const char *path, bool dynamic_only, struct elf_syms **out);
+/* The same, of an ELF image in memory (size bytes at image, which libelf only reads), for
+ * tests and fuzzing. */
+int elf_syms__open_memory(void *image, size_t size, bool dynamic_only, struct elf_syms **out);
 void elf_syms__free(struct elf_syms *s);
 
 /* The defined function called name, the exported one first; NULL if there is none. */

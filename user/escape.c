@@ -106,8 +106,13 @@ char *escape__dup(const char *s)
 		return NULL;
 	p = (const unsigned char *)s;
 	n = strlen(s);
-	for (out = buf; n; p += in, n -= in)
-		out = put(out, p, in, escaped_len(p, n, &in));
+	for (out = buf; n; p += in, n -= in) {
+		/* Not in put()'s arguments: their order is unspecified, and in must be this
+		 * character's (clang passed the previous one and wrote past buf). */
+		size_t len = escaped_len(p, n, &in);
+
+		out = put(out, p, in, len);
+	}
 	*out = 0;
 	return buf;
 }

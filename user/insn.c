@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 #include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
 #include <unistd.h>
 
 #include "insn.h"
@@ -10,6 +11,9 @@ int insn__read(const char *path, uint64_t offset, unsigned char *code, size_t le
 	ssize_t n;
 	int fd;
 
+	/* The offset comes from the file's own headers: past what off_t holds is no offset. */
+	if (offset > INT64_MAX)
+		return -EINVAL;
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
@@ -21,10 +25,11 @@ int insn__read(const char *path, uint64_t offset, unsigned char *code, size_t le
 /* After the kernel's arch/x86/kernel/uprobes.c: branch_setup_xol_ops, push_setup_xol_ops. */
 bool insn__emulated(const unsigned char *code, size_t len)
 {
-	unsigned char op = code[0];
+	unsigned char op;
 
 	if (len < 2)
 		return false;
+	op = code[0];
 	if (op >= 0x50 && op <= 0x57) /* push %rax ... %rdi */
 		return true;
 	if (op == 0x41 && code[1] >= 0x50 && code[1] <= 0x57) /* push %r8 ... %r15 */

@@ -37,7 +37,8 @@ static const char usage_head[] =
 static const char usage_tail[] =
 	"      --file-mode MODE   mode of the files heaptap makes (octal; default 0600: reports\n"
 	"                         may hold the target's memory)\n"
-	"      --listen [ADDR:]PORT  serve Prometheus metrics at http://ADDR:PORT/metrics\n"
+	"      --listen [ADDR:]PORT  serve Prometheus metrics at http://ADDR:PORT/metrics and\n"
+	"                         the heap profile at /debug/pprof/heap and /debug/pprof/allocs\n"
 	"                         (ADDR 127.0.0.1 when not given)\n"
 	"      --allocator PATH   trace the allocator in PATH instead of discovering it\n"
 	"      --max-allocs N     outstanding blocks tracked (default 1048576)\n"
@@ -276,10 +277,18 @@ static int parse_bytes(const char *arg, uint64_t *out)
 	v = strtoull(arg, &end, 10);
 	if (errno || end == arg)
 		return -EINVAL;
-	if (*end && !end[1] && strchr("kKmMgG", *end))
-		v <<= (*end == 'k' || *end == 'K') ? 10 : (*end == 'm' || *end == 'M') ? 20 : 30;
-	else if (*end)
+	if (*end && !end[1] && strchr("kKmMgG", *end)) {
+		unsigned int shift = (*end == 'k' || *end == 'K')   ? 10
+				     : (*end == 'm' || *end == 'M') ? 20
+								    : 30;
+
+		/* Checked before the shift, which would wrap: 17179869185g is not 1g. */
+		if (v > (1ULL << 40) >> shift)
+			return -EINVAL;
+		v <<= shift;
+	} else if (*end) {
 		return -EINVAL;
+	}
 	if (!v || v > (1ULL << 40))
 		return -EINVAL;
 	*out = v;

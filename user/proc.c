@@ -135,7 +135,7 @@ uint64_t proc__rss(int pid)
 static int parse_map_line(char *line, struct proc_map *m)
 {
 	unsigned int major, minor;
-	char perms[5];
+	char perms[5] = ""; /* zeroed: a field shorter than "rwxp" leaves no byte unset */
 	int pos = 0;
 	char *path;
 	size_t n;
@@ -161,8 +161,7 @@ static int parse_map_line(char *line, struct proc_map *m)
 
 int proc_maps__read(int pid, struct proc_maps *out)
 {
-	char path[64], *buf, *line, *next;
-	size_t cap = 0;
+	char path[64], *buf;
 	int err;
 
 	out->maps = NULL;
@@ -171,7 +170,20 @@ int proc_maps__read(int pid, struct proc_maps *out)
 	err = proc__read_file(path, &buf, NULL);
 	if (err)
 		return err;
-	for (line = buf; *line; line = next) {
+	err = proc_maps__parse(buf, out);
+	free(buf);
+	return err;
+}
+
+int proc_maps__parse(char *text, struct proc_maps *out)
+{
+	char *line, *next;
+	size_t cap = 0;
+	int err = 0;
+
+	out->maps = NULL;
+	out->n = 0;
+	for (line = text; *line; line = next) {
 		struct proc_map m;
 
 		next = strchr(line, '\n');
@@ -195,7 +207,6 @@ int proc_maps__read(int pid, struct proc_maps *out)
 		}
 		out->maps[out->n++] = m;
 	}
-	free(buf);
 	if (err)
 		proc_maps__free(out);
 	return err;
@@ -279,24 +290,30 @@ char *proc__getenv(int pid, const char *name)
 
 int proc__find_mapping(int pid, const char *name, uint64_t *start, uint64_t *end)
 {
-	char path[64], *buf, *line;
-	size_t n = strlen(name);
-	int err = -ENOENT;
+	char path[64], *buf;
+	int err;
 
 	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
 	if (proc__read_file(path, &buf, NULL))
 		return -ESRCH;
-	for (line = buf; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
+	err = proc_maps__find_name(buf, name, start, end);
+	free(buf);
+	return err;
+}
+
+int proc_maps__find_name(const char *text, const char *name, uint64_t *start, uint64_t *end)
+{
+	size_t n = strlen(name);
+	const char *line;
+
+	for (line = text; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
 		const char *eol = strchrnul(line, '\n');
 
 		if (eol - line >= (long)n && !strncmp(eol - n, name, n) &&
-		    sscanf(line, "%" SCNx64 "-%" SCNx64, start, end) == 2) {
-			err = 0;
-			break;
-		}
+		    sscanf(line, "%" SCNx64 "-%" SCNx64, start, end) == 2)
+			return 0;
 	}
-	free(buf);
-	return err;
+	return -ENOENT;
 }
 
 int proc__code_range(int pid, const char *path, uint64_t *start, uint64_t *end)

@@ -48,6 +48,11 @@ int proc__code_range(int pid, const char *path, uint64_t *start, uint64_t *end);
 
 /* Reads /proc/PID/maps; negative errno on failure. */
 int proc_maps__read(int pid, struct proc_maps *out);
+/* The same from text already read (maps, or smaps: lines that are no mapping are
+ * skipped); text is cut into lines in place. */
+int proc_maps__parse(char *text, struct proc_maps *out);
+/* proc__find_mapping's search, in text already read. */
+int proc_maps__find_name(const char *text, const char *name, uint64_t *start, uint64_t *end);
 void proc_maps__free(struct proc_maps *m);
 /* The file-backed mapping holding addr, or NULL. */
 const struct proc_map *proc_maps__find(const struct proc_maps *m, uint64_t addr);

@@ -4,15 +4,15 @@
 #include <string.h>
 
 #include "log.h"
-#include "metrics.h"
 #include "output.h"
 #include "outputs.h"
 #include "publish.h"
 #include "report.h"
+#include "serve.h"
 
 struct publisher {
 	const struct options *opts;
-	struct metrics *metrics;
+	struct serve *serve; /* --listen */
 	int errors[OUTPUTS_MAX]; /* of the last attempt at each file */
 };
 
@@ -45,7 +45,7 @@ int publish__start(const struct options *opts, struct publisher **out)
 			goto fail;
 		}
 	}
-	if (opts->listen && (err = metrics__start(opts->listen, &p->metrics)))
+	if (opts->listen && (err = serve__start(opts->listen, &p->serve)))
 		goto fail;
 	*out = p;
 	return 0;
@@ -98,12 +98,12 @@ int publish__report(struct publisher *p, const struct report *r)
 		p->errors[i] = fe;
 		files_err = files_err ?: fe;
 	}
-	if (p->metrics) {
-		int me = metrics__update(p->metrics, r);
+	if (p->serve) {
+		int se = serve__report(p->serve, r);
 
-		if (me) {
-			elog("cannot update the metrics: %s", strerror(-me));
-			files_err = files_err ?: me;
+		if (se) {
+			elog("cannot update what --listen serves: %s", strerror(-se));
+			files_err = files_err ?: se;
 		}
 	}
 	return err ?: final ? files_err : 0;
@@ -113,6 +113,6 @@ void publish__stop(struct publisher *p)
 {
 	if (!p)
 		return;
-	metrics__stop(p->metrics);
+	serve__stop(p->serve);
 	free(p);
 }

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * Where each report goes: standard output (or --output), the other files of outputs[], and
- * the metrics served with --listen. A file that cannot be written keeps its last good
- * version and is tried again at the next report: tracing goes on, the failure is said once
- * on stderr, and only the final report's failures count in the exit status.
+ * what --listen serves (metrics, heap profiles). A file that cannot be written keeps its last
+ * good version and is tried again at the next report: tracing goes on, the failure is said
+ * once on stderr, and only the final report's failures count in the exit status.
  */
 #ifndef HEAPTAP_PUBLISH_H
 #define HEAPTAP_PUBLISH_H
@@ -13,7 +13,7 @@
 struct report;
 struct publisher;
 
-/* Checks that every file can be written and starts serving metrics, before the target is
+/* Checks that every file can be written and starts serving --listen, before the target is
  * touched; says why not and returns negative errno. */
 int publish__start(const struct options *opts, struct publisher **out);
 

@@ -52,6 +52,7 @@ struct report {
 	const struct alarms *alarms;	  /* thresholds and counts of the session */
 	size_t nalerts;
 	double growth; /* live bytes per second over the latest reports; NAN: too few */
+	uint64_t number; /* of the report in the session, from 1 */
 };
 
 /* The attach plan's functions (none with --watch): how many, and the name of the one a
@@ -192,5 +193,20 @@ int report__stack_names(const struct report *r, const struct site *site,
 int report__folded(FILE *f, const struct report *r);
 int report__pprof(FILE *f, const struct report *r);
 int report__html(FILE *f, const struct report *r);
+/* The metrics --listen serves: Prometheus' text exposition format. */
+int report__prometheus(FILE *f, const struct report *r);
+
+/* The sample types of report__pprof's profile, in its order; inuse_space is its default. */
+enum pprof_type { PPROF_INUSE_OBJECTS, PPROF_INUSE_SPACE, PPROF_ALLOC_OBJECTS, PPROF_ALLOC_SPACE };
+
+/*
+ * report__pprof's profile in two pieces, so that one copy serves it under either default
+ * sample type (Go's heap and allocs profiles): report__pprof_body writes a gzip member of the
+ * profile without a default sample type, report__pprof_default a gzip member of a few bytes
+ * setting one. A gzip reader reads members one after the other, and a protobuf message
+ * followed by another is their merge: body then default is the whole profile.
+ */
+int report__pprof_body(FILE *f, const struct report *r);
+int report__pprof_default(FILE *f, enum pprof_type type);
 
 #endif

@@ -3,7 +3,9 @@
  * A pprof heap profile: profile.proto (user/proto, encoded by protobuf-c), gzip'd. Four values
  * per stack, as pprof's heap profiles have them: live blocks and bytes (inuse_*), and blocks
  * and bytes allocated since attach (alloc_*); inuse_space by default. A stack starts at the
- * allocator's caller: the allocator function itself would be every stack's leaf.
+ * allocator's caller: the allocator function itself would be every stack's leaf. Every
+ * string goes through escape.h here, whatever was done where it entered heaptap (escaping is
+ * idempotent): protobuf's strings are UTF-8, and its readers may refuse others.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -14,6 +16,7 @@
 
 #include <zlib.h>
 
+#include "escape.h"
 #include "idmap.h"
 #include "profile.pb-c.h"
 #include "report.h"
@@ -72,27 +75,43 @@ static uint64_t hash_bytes(uint64_t h, const char *s)
 	return h;
 }
 
-/* The string-table index of s, added if new; -1 on failure. A hash collision moves on to
- * the next key. */
-static int64_t string_id(struct builder *b, const char *s)
+/* The string-table index of s (escaped), added if new; -1 on failure. A hash collision
+ * moves on to the next key. */
+static int64_t string_id(struct builder *b, const char *raw)
 {
-	uint64_t key = hash_bytes(0xcbf29ce484222325ULL, s ? s : "");
+	char *escaped = NULL;
+	const char *s = raw ? raw : "";
+	uint64_t key;
 	uintptr_t slot;
+	int64_t id = -1;
 
-	if (!s)
-		s = "";
+	if (escape__needed(s)) {
+		escaped = escape__dup(s);
+		if (!escaped)
+			return -1;
+		s = escaped;
+	}
+	key = hash_bytes(0xcbf29ce484222325ULL, s);
 	while ((slot = (uintptr_t)idmap__get(&b->string_index, key))) {
-		if (!strcmp(b->strings[slot - 1], s))
+		if (!strcmp(b->strings[slot - 1], s)) {
+			free(escaped);
 			return slot - 1;
+		}
 		key++;
 	}
 	if (GROW(b, strings))
-		return -1;
-	b->strings[b->nstrings] = strdup(s);
-	if (!b->strings[b->nstrings] ||
-	    idmap__put(&b->string_index, key, (void *)(uintptr_t)(b->nstrings + 1)))
-		return -1;
-	return b->nstrings++;
+		goto out;
+	b->strings[b->nstrings] = escaped ?: strdup(s);
+	escaped = NULL;
+	if (!b->strings[b->nstrings])
+		goto out;
+	/* Counted before the index is put, so that the builder frees it either way. */
+	b->nstrings++;
+	if (!idmap__put(&b->string_index, key, (void *)(uintptr_t)b->nstrings))
+		id = b->nstrings - 1;
+out:
+	free(escaped);
+	return id;
 }
 
 static uint64_t function_id(struct builder *b, int64_t name, int64_t file)
@@ -355,22 +374,32 @@ static int value_type(struct builder *b, ValueType *v, const char *type, const c
 	return t < 0 || u < 0 ? -ENOMEM : 0;
 }
 
-/* Writes the encoded profile through gzip. */
-static int write_gzip(FILE *f, const uint8_t *data, size_t size)
+/*
+ * One gzip member of a's bytes followed by b's (nb may be 0). Served profiles are made of
+ * several members, which every gzip reader reads as one stream (RFC 1952, section 2.2).
+ */
+static int write_gzip(FILE *f, const uint8_t *a, size_t na, const uint8_t *b, size_t nb)
 {
 	uint8_t out[1 << 16];
 	z_stream z = { 0 };
+	bool second = false;
 	int ret;
 
 	/* windowBits 15 + 16: a gzip header and trailer, not zlib's. */
 	if (deflateInit2(&z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY))
 		return -ENOMEM;
-	z.next_in = (uint8_t *)data;
-	z.avail_in = size;
+	z.next_in = (uint8_t *)a;
+	z.avail_in = na;
 	do {
+		/* a, then b, then the end of the member. */
+		if (!z.avail_in && !second) {
+			second = true;
+			z.next_in = (uint8_t *)b;
+			z.avail_in = nb;
+		}
 		z.next_out = out;
 		z.avail_out = sizeof(out);
-		ret = deflate(&z, Z_FINISH);
+		ret = deflate(&z, second ? Z_FINISH : Z_NO_FLUSH);
 		if (ret == Z_STREAM_ERROR ||
 		    fwrite(out, 1, sizeof(out) - z.avail_out, f) != sizeof(out) - z.avail_out) {
 			deflateEnd(&z);
@@ -441,14 +470,24 @@ static void builder__free(struct builder *b)
 	idmap__free(&b->sample_index);
 }
 
-int report__pprof(FILE *f, const struct report *r)
+static const char *const type_names[][2] = {
+	[PPROF_INUSE_OBJECTS] = { "inuse_objects", "count" },
+	[PPROF_INUSE_SPACE] = { "inuse_space", "bytes" },
+	[PPROF_ALLOC_OBJECTS] = { "alloc_objects", "count" },
+	[PPROF_ALLOC_SPACE] = { "alloc_space", "bytes" },
+};
+
+_Static_assert(sizeof(type_names) / sizeof(type_names[0]) == VALUES, "a name per value");
+
+/* The string-table index of sample type t's name: the types' names come right after "". */
+static int64_t type_string(enum pprof_type t)
 {
-	static const char *const names[VALUES][2] = {
-		{ "inuse_objects", "count" },
-		{ "inuse_space", "bytes" },
-		{ "alloc_objects", "count" },
-		{ "alloc_space", "bytes" },
-	};
+	return 1 + t;
+}
+
+/* The profile, encoded without a default sample type (proto3 leaves a 0 out); malloc'd. */
+static int encode(const struct report *r, uint8_t **out, size_t *out_size)
+{
 	Profile p = PERFTOOLS__PROFILES__PROFILE__INIT;
 	ValueType types[VALUES], period;
 	struct builder b = { .r = r };
@@ -456,14 +495,18 @@ int report__pprof(FILE *f, const struct report *r)
 	char *comment = NULL;
 	struct timespec now;
 	uint8_t *data = NULL;
-	size_t size, i;
+	size_t size = 0, i;
 	int err = 0;
 
-	/* Entry 0 of the string table is "" by the format's rule. */
+	/* Entry 0 of the string table is "" by the format's rule; the types' names follow, where
+	 * type_string() finds them. */
 	if (string_id(&b, "") != 0)
 		err = -ENOMEM;
 	for (i = 0; !err && i < VALUES; i++)
-		err = value_type(&b, &types[i], names[i][0], names[i][1]);
+		if (string_id(&b, type_names[i][0]) != type_string(i))
+			err = -ENOMEM;
+	for (i = 0; !err && i < VALUES; i++)
+		err = value_type(&b, &types[i], type_names[i][0], type_names[i][1]);
 	if (!err)
 		err = value_type(&b, &period, "space", "bytes");
 	if (!err)
@@ -491,7 +534,6 @@ int report__pprof(FILE *f, const struct report *r)
 		p.period = r->opts->sample_bytes ? (int64_t)r->opts->sample_bytes : 1;
 		p.comment = comments;
 		p.n_comment = 2;
-		p.default_sample_type = types[1].type;
 		size = perftools__profiles__profile__get_packed_size(&p);
 		data = malloc(size ? size : 1);
 		if (!data)
@@ -499,9 +541,9 @@ int report__pprof(FILE *f, const struct report *r)
 	}
 	if (!err) {
 		perftools__profiles__profile__pack(&p, data);
-		err = write_gzip(f, data, size);
+		*out = data;
+		*out_size = size;
 	}
-	free(data);
 	free(comment);
 	free(p.sample);
 	free(p.location);
@@ -510,4 +552,45 @@ int report__pprof(FILE *f, const struct report *r)
 	free(p.sample_type);
 	builder__free(&b);
 	return err;
+}
+
+/* The field default_sample_type = t's name, encoded: what follows the profile. */
+static size_t default_field(enum pprof_type t, uint8_t out[2])
+{
+	/* Field 14, a varint: tag (14 << 3 | 0); the index is below 128, one byte. */
+	out[0] = 14 << 3;
+	out[1] = type_string(t);
+	return 2;
+}
+
+int report__pprof(FILE *f, const struct report *r)
+{
+	uint8_t *data = NULL, tail[2];
+	size_t size, n = default_field(PPROF_INUSE_SPACE, tail);
+	int err = encode(r, &data, &size);
+
+	if (!err)
+		err = write_gzip(f, data, size, tail, n);
+	free(data);
+	return err;
+}
+
+int report__pprof_body(FILE *f, const struct report *r)
+{
+	uint8_t *data = NULL;
+	size_t size;
+	int err = encode(r, &data, &size);
+
+	if (!err)
+		err = write_gzip(f, data, size, NULL, 0);
+	free(data);
+	return err;
+}
+
+int report__pprof_default(FILE *f, enum pprof_type type)
+{
+	uint8_t tail[2];
+	size_t n = default_field(type, tail);
+
+	return write_gzip(f, tail, n, NULL, 0);
 }

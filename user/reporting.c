@@ -136,6 +136,7 @@ int session__report(struct session *s, const char *type, const struct leak_check
 		return err;
 	}
 	r.snap = &snap;
+	r.number = ++s->reports;
 	r.leak = leak;
 	r.rss = s->target.exited ? 0 : proc__rss(s->target.pid);
 	r.self_rss = proc__rss(0);

@@ -80,6 +80,7 @@ struct session {
 	const char *leak_note; /* why the final report has no check made at the end */
 	struct snapshot prev;  /* the previous report's */
 	bool have_prev;
+	uint64_t reports; /* made so far */
 	bool started;	    /* tracing began: a final report is due */
 	bool attached;	    /* probes in now (--live: within a window) */
 	bool layout_known;  /* the BPF side knows the trampoline and the allocator's code */

@@ -16,23 +16,41 @@
 #define REG_RA 16 /* DWARF's x86-64 return address column */
 
 struct unwinder {
-	struct syms *syms;
+	const struct unwind_ops *ops;
+	void *ctx;
 	struct stacks *stacks;
-	int rules_fd;
 	unsigned int depth;
 	struct idmap rules; /* return address -> struct heaptap_unwind_rule */
 	struct unwind_stats stats;
+	/* The session's sources, for live_ops: the target's objects and the BPF side's map. */
+	struct syms *syms;
+	int rules_fd;
 };
 
-struct unwinder *unwinder__new(struct syms *syms, struct stacks *stacks, int rules_fd,
-			       unsigned int depth)
+static const struct unwind_ops live_ops;
+
+struct unwinder *unwinder__new_ops(const struct unwind_ops *ops, void *ctx, struct stacks *stacks,
+				   unsigned int depth)
 {
 	struct unwinder *u = calloc(1, sizeof(*u));
 
 	if (u)
 		*u = (struct unwinder){
-			.syms = syms, .stacks = stacks, .rules_fd = rules_fd, .depth = depth
+			.ops = ops, .ctx = ctx, .stacks = stacks, .depth = depth, .rules_fd = -1
 		};
+	return u;
+}
+
+struct unwinder *unwinder__new(struct syms *syms, struct stacks *stacks, int rules_fd,
+			       unsigned int depth)
+{
+	struct unwinder *u = unwinder__new_ops(&live_ops, NULL, stacks, depth);
+
+	if (u) {
+		u->ctx = u;
+		u->syms = syms;
+		u->rules_fd = rules_fd;
+	}
 	return u;
 }
 
@@ -75,6 +93,7 @@ static bool cfa_relative(const Dwarf_Op *ops, size_t nops, int64_t *offset)
 static bool to_rule(Dwarf_Frame *frame, struct heaptap_unwind_rule *rule)
 {
 	Dwarf_Op ops_mem[3], *ops;
+	Dwarf_Word reg;
 	int64_t offset;
 	size_t nops;
 	bool signal;
@@ -95,30 +114,49 @@ static bool to_rule(Dwarf_Frame *frame, struct heaptap_unwind_rule *rule)
 	if (dwarf_frame_cfa(frame, &ops, &nops) || nops != 1)
 		return false;
 	if (ops[0].atom == DW_OP_bregx) {
-		rule->cfa_reg = ops[0].number;
-		rule->cfa_offset = (int64_t)ops[0].number2;
+		reg = ops[0].number;
+		offset = (int64_t)ops[0].number2;
 	} else if (ops[0].atom >= DW_OP_breg0 && ops[0].atom <= DW_OP_breg31) {
-		rule->cfa_reg = ops[0].atom - DW_OP_breg0;
-		rule->cfa_offset = (int64_t)ops[0].number;
+		reg = ops[0].atom - DW_OP_breg0;
+		offset = (int64_t)ops[0].number;
 	} else {
 		return false;
 	}
-	if (rule->cfa_reg != HEAPTAP_REG_SP && rule->cfa_reg != HEAPTAP_REG_BP)
+	/* The CFI is the target's: a register or an offset that does not fit the rule's fields
+	 * must not be cut down to one that does (register 2^32 + 7 is not rsp). */
+	if ((reg != HEAPTAP_REG_SP && reg != HEAPTAP_REG_BP) || offset < INT32_MIN ||
+	    offset > INT32_MAX)
 		return false;
+	rule->cfa_reg = reg;
+	rule->cfa_offset = offset;
 	if (dwarf_frame_register(frame, HEAPTAP_REG_BP, ops_mem, &ops, &nops))
 		return false;
 	if (nops) {
-		if (!cfa_relative(ops, nops, &offset) || !offset)
+		if (!cfa_relative(ops, nops, &offset) || !offset || offset < INT32_MIN ||
+		    offset > INT32_MAX)
 			return false;
 		rule->bp_offset = offset;
 	}
 	return true;
 }
 
+bool unwind__cfi_rule(Dwarf_CFI *cfi, Dwarf_Addr addr, struct heaptap_unwind_rule *rule)
+{
+	Dwarf_Frame *frame;
+	bool ok;
+
+	if (dwarf_cfi_addrframe(cfi, addr, &frame))
+		return false;
+	ok = to_rule(frame, rule);
+	free(frame);
+	return ok;
+}
+
 /* The rule at return address ra (at_ip: at the instruction ra itself) from the CFI of its
  * object; false when there is none. */
-static bool cfi_rule(struct unwinder *u, uint64_t ra, bool at_ip, struct heaptap_unwind_rule *rule)
+static bool live_cfi_rule(void *ctx, uint64_t ra, bool at_ip, struct heaptap_unwind_rule *rule)
 {
+	struct unwinder *u = ctx;
 	Dwarf_Addr addr, bias;
 	Dwfl_Module *mod;
 	int pass;
@@ -129,26 +167,49 @@ static bool cfi_rule(struct unwinder *u, uint64_t ra, bool at_ip, struct heaptap
 	for (pass = 0; pass < 2; pass++) {
 		Dwarf_CFI *cfi =
 			pass ? dwfl_module_dwarf_cfi(mod, &bias) : dwfl_module_eh_cfi(mod, &bias);
-		Dwarf_Frame *frame;
-		bool ok;
 
 		/* At the call, one byte back from where it returns to. */
-		if (!cfi || dwarf_cfi_addrframe(cfi, addr - !at_ip - bias, &frame))
-			continue;
-		ok = to_rule(frame, rule);
-		free(frame);
-		if (ok)
+		if (cfi && unwind__cfi_rule(cfi, addr - !at_ip - bias, rule))
 			return true;
 	}
 	return false;
 }
 
-/* What the copied stack holds at addr. */
+static bool live_note(void *ctx, uint64_t addr)
+{
+	struct unwinder *u = ctx;
+
+	return syms__note(u->syms, addr);
+}
+
+static int live_teach(void *ctx, uint64_t key, const struct heaptap_unwind_rule *rule)
+{
+	struct unwinder *u = ctx;
+
+	return bpf_map_update_elem(u->rules_fd, &key, rule, BPF_ANY) ? -errno : 0;
+}
+
+static const struct unwind_ops live_ops = {
+	.cfi_rule = live_cfi_rule,
+	.note = live_note,
+	.teach = live_teach,
+};
+
+/*
+ * What the copied stack holds at addr. Every address here comes from the target (its
+ * registers, its stack, its CFI) and may be anything up to 2^64 - 1: the bounds are checked
+ * without a sum that could wrap (rbp = -16 made "addr + 8" 0, inside any copy).
+ */
 static bool stack_word(const struct heaptap_sample *smp, uint64_t addr, uint64_t *word)
 {
-	if (addr < smp->sp || addr + sizeof(*word) > smp->sp + smp->size)
+	uint64_t off;
+
+	if (addr < smp->sp)
 		return false;
-	memcpy(word, smp->stack + (addr - smp->sp), sizeof(*word));
+	off = addr - smp->sp;
+	if (off > smp->size || sizeof(*word) > smp->size - off)
+		return false;
+	memcpy(word, smp->stack + off, sizeof(*word));
 	return true;
 }
 
@@ -165,7 +226,7 @@ static const struct heaptap_unwind_rule *teach(struct unwinder *u, uint64_t key,
 		free(kept);
 		return NULL;
 	}
-	if (!bpf_map_update_elem(u->rules_fd, &key, kept, BPF_ANY))
+	if (!u->ops->teach(u->ctx, key, kept))
 		u->stats.rules++;
 	return kept;
 }
@@ -188,10 +249,10 @@ static const struct heaptap_unwind_rule *rule_at(struct unwinder *u, uint64_t ra
 
 	if (known)
 		return known;
-	if (cfi_rule(u, ra, at_ip, &rule))
+	if (u->ops->cfi_rule(u->ctx, ra, at_ip, &rule))
 		return teach(u, ra | at_ip, &rule);
 	u->stats.no_cfi++;
-	if (stack_word(smp, bp + 8, &caller) && syms__note(u->syms, caller))
+	if (stack_word(smp, bp + 8, &caller) && u->ops->note(u->ctx, caller))
 		return teach(u, ra | at_ip, &fp);
 	return teach(u, ra | at_ip, &end);
 }
@@ -236,10 +297,10 @@ void unwinder__sample(struct unwinder *u, const struct heaptap_sample *smp, size
 		pc = ra;
 		at_ip = 0;
 		raw[words++] = ra;
-		syms__note(u->syms, ra);
+		u->ops->note(u->ctx, ra);
 	}
-	syms__note(u->syms, raw[0]);
-	syms__note(u->syms, raw[1]);
+	u->ops->note(u->ctx, raw[0]);
+	u->ops->note(u->ctx, raw[1]);
 	stacks__add(u->stacks, smp->sample_id, raw, words);
 	u->stats.samples++;
 	u->stats.sample_bytes += smp->size;

@@ -7,13 +7,17 @@
 #ifndef HEAPTAP_UNWIND_H
 #define HEAPTAP_UNWIND_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include <elfutils/libdw.h>
 
 #include "stacks.h"
 #include "syms.h"
 
 struct heaptap_sample;
+struct heaptap_unwind_rule;
 struct unwinder;
 
 struct unwind_stats {
@@ -28,11 +32,33 @@ struct unwind_stats {
 /* rules_fd: the unwind_rules map; depth: frames after the direct caller (--stack-depth). */
 struct unwinder *unwinder__new(struct syms *syms, struct stacks *stacks, int rules_fd,
 			       unsigned int depth);
+
+/*
+ * Where an unwinder's rules come from and go. unwinder__new uses the session's: the objects'
+ * CFI through syms, and the unwind_rules map. Tests and fuzzers give their own, to unwind a
+ * stack copy with no process and no BPF map behind it.
+ */
+struct unwind_ops {
+	/* The rule at pc (at_ip: pc is the interrupted instruction, not a return address)
+	 * from the CFI of its object; false when there is none. */
+	bool (*cfi_rule)(void *ctx, uint64_t pc, bool at_ip, struct heaptap_unwind_rule *rule);
+	/* Whether addr is in a mapped file (it is then held for naming later). */
+	bool (*note)(void *ctx, uint64_t addr);
+	/* A rule learned for key (a return address, | HEAPTAP_RULE_AT_IP); 0 when taught. */
+	int (*teach)(void *ctx, uint64_t key, const struct heaptap_unwind_rule *rule);
+};
+
+struct unwinder *unwinder__new_ops(const struct unwind_ops *ops, void *ctx, struct stacks *stacks,
+				   unsigned int depth);
 void unwinder__free(struct unwinder *u);
 
 /* Unwinds a sample (size bytes of ring buffer record) and files its stack in stacks. */
 void unwinder__sample(struct unwinder *u, const struct heaptap_sample *smp, size_t size);
 
 const struct unwind_stats *unwinder__stats(const struct unwinder *u);
+
+/* The rule the CFI gives at addr (in the CFI's own address space); false when there is
+ * none, or none the BPF side can apply. */
+bool unwind__cfi_rule(Dwarf_CFI *cfi, Dwarf_Addr addr, struct heaptap_unwind_rule *rule);
 
 #endif

@@ -1,0 +1,46 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * --listen's HTTP server: named byte buffers served under paths, each with its status and
+ * content type, on libmicrohttpd. It knows nothing of reports. A thread of its own answers
+ * every request from the buffers published last, so a request never waits for a report and
+ * a report never waits for a client; many connections are served at once, each with a
+ * deadline, so one slow or idle client delays nobody.
+ */
+#ifndef HEAPTAP_HTTP_H
+#define HEAPTAP_HTTP_H
+
+#include <stddef.h>
+
+struct http_server;
+
+/* Bytes shared by every response that sends them, released with the last one. */
+struct http_buffer;
+
+/*
+ * A buffer of size bytes at data, which release(data) frees once no response uses them
+ * (NULL for bytes that live as long as the program). On failure (NULL, out of memory)
+ * data is released at once.
+ */
+struct http_buffer *http__buffer(void *data, size_t size, void (*release)(void *data));
+/* Drops the caller's reference; NULL is fine. */
+void http__buffer_put(struct http_buffer *b);
+
+/*
+ * Listens on "[ADDR:]PORT" (127.0.0.1 when ADDR is missing, an IPv6 address in brackets)
+ * and starts answering: 404 for paths nothing was published under, 405 for methods other
+ * than GET and HEAD. Says why it cannot; negative errno.
+ */
+int http__start(const char *where, struct http_server **out);
+
+/*
+ * What GET path answers from now on: status, a Content-Type, and the bytes of the n buffers
+ * one after the other (taking references of its own). Requests being answered finish with
+ * what they started with. Negative errno; the previous answer stays on failure.
+ */
+int http__publish(struct http_server *s, const char *path, unsigned int status, const char *type,
+		  struct http_buffer *const *bufs, size_t n);
+
+/* Closes every connection and the socket, at once whatever the clients do; NULL is fine. */
+void http__stop(struct http_server *s);
+
+#endif

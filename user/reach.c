@@ -74,9 +74,10 @@ struct reach_pause {
 	struct reach_hold *hold; /* the holder stopped the threads, or NULL: the tracer did */
 	bool exiting;		 /* holder: the process is held at its exit */
 	int exit_status;
-	pid_t tracer;	/* the process holding the threads, 0 once it has ended */
-	int answer_fd;	/* from the tracer: its answer, then end of file when it exits */
-	int release_fd; /* to the tracer: a byte, or end of file, and it lets the threads go */
+	uint64_t exit_ns; /* holder: when it was held there */
+	pid_t tracer;	  /* the process holding the threads, 0 once it has ended */
+	int answer_fd;	  /* from the tracer: its answer, then end of file when it exits */
+	int release_fd;	  /* to the tracer: a byte, or end of file, and it lets the threads go */
 	struct reach_thread *threads;
 	size_t n, cap;
 	unsigned int late;  /* threads seized that did not stop in time */
@@ -709,6 +710,7 @@ static void serve_stops(struct reach_pause *p)
 				if (!p->exiting) {
 					p->exiting = true;
 					p->exit_status = msg;
+					p->exit_ns = clock__now_ns();
 					send_msg(p, MSG_EXIT, 0, msg);
 				}
 				continue;
@@ -794,6 +796,9 @@ static void pause_held(struct reach_pause *p, uint64_t stop_wait_ns)
 			p->stop_ns = clock__now_ns();
 		ptrace(PTRACE_INTERRUPT, t->tid, NULL, NULL);
 	}
+	/* Held at its exit, the process has been stopped since. */
+	if (!p->stop_ns && p->exiting)
+		p->stop_ns = p->exit_ns;
 	a.err = stop_all(p, deadline);
 	if (!a.err)
 		take_registers(p);

@@ -22,6 +22,8 @@ char LICENSE[] SEC("license") = "GPL";
 const volatile __u32 stack_depth = HEAPTAP_MAX_DEPTH; /* frames after the direct caller */
 const volatile __u32 stack_mode = HEAPTAP_STACK_FP;
 const volatile __u32 stack_bytes = 16384; /* a sample's stack, at most */
+/* When the samples ring is full, how long a thread may wait for room (0: not at all) */
+const volatile __u64 sample_wait_ns = 0;
 /* Mean bytes between sampled allocations (byte-weighted Poisson sampling); 0: every one. */
 const volatile __u64 sample_interval = 0;
 /* --watch: no allocator probes; new pages of anonymous memory, by the stack that wrote them. */
@@ -595,6 +597,51 @@ static long walk_step(__u64 i, void *arg)
 	return 0;
 }
 
+struct room_wait {
+	__u64 need;
+	__u64 deadline;
+	bool room;
+};
+
+static long poll_room(__u64 i, void *ctx)
+{
+	struct room_wait *w = ctx;
+	__u64 room = bpf_ringbuf_query(&samples, BPF_RB_RING_SIZE) -
+		     bpf_ringbuf_query(&samples, BPF_RB_AVAIL_DATA);
+
+	if (room >= w->need) {
+		w->room = true;
+		return 1;
+	}
+	return bpf_ktime_get_ns() > w->deadline;
+}
+
+/* Up to 2^20 polls of the ring's room, then the clock: a bpf_loop may not run long enough. */
+static long poll_room_a_while(__u64 i, void *ctx)
+{
+	struct room_wait *w = ctx;
+
+	bpf_loop(1 << 20, poll_room, w, 0);
+	return w->room || bpf_ktime_get_ns() > w->deadline;
+}
+
+/*
+ * With sample_wait_ns (correctness asked for: a launched command, --leak-check), a full ring
+ * makes the thread wait for the loader to make room, at most that long, rather than lose
+ * the stack. It waits holding its CPU (no preemption there): the loader drains on another.
+ */
+static __always_inline void *reserve_sample(__u64 size)
+{
+	struct room_wait w = { .need = size + 8 };
+	void *smp = bpf_ringbuf_reserve(&samples, size, 0);
+
+	if (smp || !sample_wait_ns)
+		return smp;
+	w.deadline = bpf_ktime_get_ns() + sample_wait_ns;
+	bpf_loop(64, poll_room_a_while, &w, 0);
+	return w.room ? bpf_ringbuf_reserve(&samples, size, 0) : NULL;
+}
+
 /*
  * Sends the stack for the loader to unwind; returns the sample's id, or 0 when the ring is
  * full. The stack may end before stack_bytes: then ever smaller copies are tried.
@@ -606,7 +653,7 @@ static __always_inline __u64 send_sample(__u64 ip, __u64 sp, __u64 bp, __u64 at_
 	__u64 id;
 	int i;
 
-	smp = bpf_ringbuf_reserve(&samples, offsetof(struct heaptap_sample, stack) + stack_bytes, 0);
+	smp = reserve_sample(offsetof(struct heaptap_sample, stack) + stack_bytes);
 	if (!smp) {
 		__sync_fetch_and_add(&counters.lost_samples, 1);
 		return 0;

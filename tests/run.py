@@ -20,8 +20,8 @@ import lib  # noqa: E402
 
 # Run again under the sanitizers: a test per area of heaptap's user side, chosen to run
 # most of its code in about a minute: accounting, DWARF stacks (and crafted stacks and ELF
-# files), every output, block dumps, threads, the leak check, sampling, bad input,
-# detaching. Not --watch's test: its exact page count needs each fault's stack unwound
+# files), every output, block dumps, threads, the leak check (on SIGUSR1 and at an exit),
+# sampling, bad input, detaching. Not --watch's test: its exact page count needs each fault's stack unwound
 # before the final report, which the slower sanitized build misses now and then.
 SANITIZED = [
     "test_size_mix_and_leaking_sites",
@@ -39,6 +39,7 @@ SANITIZED = [
     "test_dump_shows_string_and_class",
     "test_live_bytes_by_thread_exited_included",
     "test_leak_check_categories_exact",
+    "test_leak_summary_of_the_textbook_program",
     "test_sampled_estimates_hold_the_truth",
     "test_bad_input_is_refused_and_harms_nothing",
     "test_clean_detach_on_sigint",

@@ -716,6 +716,15 @@ cleanup:
 	return err;
 }
 
+bool allocator__is_glibc(const struct allocator *a)
+{
+	const char *base = strrchr(a->file.path, '/');
+
+	base = base ? base + 1 : a->file.path;
+	return !a->file.main_program &&
+	       (!strncmp(base, "libc.so", 7) || !strncmp(base, "libc-2.", 7));
+}
+
 void allocator__free(struct allocator *a)
 {
 	if (!a)

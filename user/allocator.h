@@ -39,6 +39,9 @@ int allocator__find(int pid, const char *override, struct allocator **out);
 int allocator__find_for_program(const char *path, int argc, char *const *argv, const char *override,
 				struct allocator **out);
 
+/* Whether a is the GNU C library's malloc (libc.so.6): its heap's layout is known. */
+bool allocator__is_glibc(const struct allocator *a);
+
 void allocator__free(struct allocator *a);
 
 #endif

@@ -84,18 +84,12 @@ static bool publish_layout(struct session *s)
 /* SIGUSR1: a report now, with a leak check if --leak-check. */
 static int on_demand(struct session *s)
 {
-	struct leak_check leak;
 	bool checked = false;
-	int err;
 
 	ring_buffer__consume(s->rb);
 	if (s->opts.leak_check && !s->target.exited)
-		checked = !leak_check__run(s->skel, s->stacks, s->target.pid,
-					   s->opts.leak_check_max_ms * 1000000ULL, &leak);
-	err = session__report(s, "interval", checked ? &leak : NULL);
-	if (checked)
-		leak_check__free(&leak);
-	return err;
+		checked = !session__leak_check(s, LEAK_AT_SIGNAL);
+	return session__report(s, "interval", checked ? &s->leak : NULL);
 }
 
 static int add_fd(int epfd, int fd)
@@ -108,7 +102,7 @@ static int add_fd(int epfd, int fd)
 enum event { EVENT_NONE, EVENT_END, EVENT_ERROR };
 
 /* One readable descriptor: a stack or sample, a signal, the target's exit. */
-static enum event serve(struct session *s, int fd, int sigfd, int *err)
+static enum event serve(struct session *s, int epfd, int fd, int sigfd, int *err)
 {
 	struct signalfd_siginfo si;
 
@@ -122,6 +116,14 @@ static enum event serve(struct session *s, int fd, int sigfd, int *err)
 			return *err ? EVENT_ERROR : EVENT_NONE;
 		}
 		return EVENT_END;
+	}
+	/* The holder: the target is held at its exit (or the holder has ended). */
+	if (s->hold && fd == reach__hold_fd(s->hold)) {
+		if (reach__hold_serve(s->hold))
+			return EVENT_END;
+		if (reach__hold_fd(s->hold) < 0)
+			epoll_ctl(epfd, EPOLL_CTL_DEL, fd, NULL);
+		return EVENT_NONE;
 	}
 	/* The target exited: its last allocations' stacks are symbolized before the report. */
 	ring_buffer__consume(s->rb);
@@ -141,7 +143,8 @@ int session__run(struct session *s, int sigfd)
 		session__begin_window(s, &turn);
 	epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (epfd < 0 || add_fd(epfd, sigfd) || add_fd(epfd, s->target.pidfd) ||
-	    add_fd(epfd, ring_buffer__epoll_fd(s->rb))) {
+	    add_fd(epfd, ring_buffer__epoll_fd(s->rb)) ||
+	    (reach__hold_fd(s->hold) >= 0 && add_fd(epfd, reach__hold_fd(s->hold)))) {
 		err = -errno;
 		elog("epoll: %s", strerror(-err));
 		if (epfd >= 0)
@@ -155,8 +158,9 @@ int session__run(struct session *s, int sigfd)
 
 		if (!s->layout_known)
 			s->layout_known = publish_layout(s);
-		if (now >= end)
-			break;
+		/* Held at its exit, as a check meanwhile may have learned. */
+		if (now >= end || reach__hold_exiting(s->hold, NULL))
+			goto out;
 		wake = next < end ? next : end;
 		wake = turn < wake ? turn : wake;
 		/* Signals and the target's exit are heard between reports, however long. */
@@ -164,7 +168,7 @@ int session__run(struct session *s, int sigfd)
 		if (n < 0 && errno != EINTR)
 			err = -errno;
 		for (i = 0; i < n && !err; i++)
-			if (serve(s, evs[i].data.fd, sigfd, &err) == EVENT_END)
+			if (serve(s, epfd, evs[i].data.fd, sigfd, &err) == EVENT_END)
 				goto out;
 		if (!err && clock__now_ns() >= turn)
 			err = duty_turn(s, &turn);
@@ -179,5 +183,6 @@ int session__run(struct session *s, int sigfd)
 	}
 out:
 	close(epfd);
+	s->exit_held = reach__hold_exiting(s->hold, NULL);
 	return err;
 }

@@ -14,6 +14,7 @@
 #include "log.h"
 #include "output.h"
 #include "options.h"
+#include "reach.h"
 
 /* --dump-bytes: at most a page of each block. */
 #define HEAPTAP_MAX_DUMP 4096
@@ -72,12 +73,17 @@ static const char usage_tail[] =
 	"                         its live blocks: lost, possibly lost or reachable\n"
 	"      --leak-check-max-pause TIME  the longest the target is stopped for one scan\n"
 	"                         (default 5s; the scan is then left incomplete)\n"
+	"      --leak-check-heuristics SET  interior pointers taken for pointers to a block's\n"
+	"                         start, as memcheck's: all (default), none, or a list of\n"
+	"                         stdstring, length64, newarray, multipleinheritance\n"
+	"      --leak-exit-code N exit N when the last leak check found bytes definitely or\n"
+	"                         indirectly lost; else a launched COMMAND's own status\n"
 	"  -v, --verbose          say what heaptap decides and does on stderr\n"
 	"  -h, --help             show this help\n"
 	"  -V, --version          show the version\n"
 	"\n"
 	"Exit status: 0 done, 1 failed (the reason is printed), 2 bad usage,\n"
-	"3 an alarm fired with --exit-on-alert.\n";
+	"3 an alarm fired with --exit-on-alert; with --leak-exit-code, N or COMMAND's own.\n";
 
 enum {
 	OPT_TOP = 256,
@@ -106,6 +112,8 @@ enum {
 	OPT_DUMP_BYTES,
 	OPT_LEAK_CHECK,
 	OPT_LEAK_CHECK_MAX_PAUSE,
+	OPT_LEAK_CHECK_HEURISTICS,
+	OPT_LEAK_EXIT_CODE,
 	OPT_OUTPUT_FILE, /* + the row of outputs[] */
 };
 
@@ -140,6 +148,8 @@ static const struct option base_options[] = {
 	{ "dump-bytes", required_argument, NULL, OPT_DUMP_BYTES },
 	{ "leak-check", no_argument, NULL, OPT_LEAK_CHECK },
 	{ "leak-check-max-pause", required_argument, NULL, OPT_LEAK_CHECK_MAX_PAUSE },
+	{ "leak-check-heuristics", required_argument, NULL, OPT_LEAK_CHECK_HEURISTICS },
+	{ "leak-exit-code", required_argument, NULL, OPT_LEAK_EXIT_CODE },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, 'h' },
 	{ "version", no_argument, NULL, 'V' },
@@ -199,6 +209,32 @@ static int pick(const char *arg, const char *const *names, int n)
 		if (!strcmp(arg, names[i]))
 			return i;
 	return -1;
+}
+
+/* "all", "none", or names of memcheck's heuristics, comma-separated -> REACH_HEUR_* bits. */
+static int parse_heuristics(const char *arg, unsigned int *bits)
+{
+	const char *at = arg;
+
+	if (!strcmp(arg, "all") || !strcmp(arg, "none")) {
+		*bits = strcmp(arg, "all") ? 0 : REACH_HEUR_ALL;
+		return 0;
+	}
+	*bits = 0;
+	for (;;) {
+		size_t len = strcspn(at, ","), i;
+
+		for (i = 0; i < REACH_HEURISTICS; i++)
+			if (len == strlen(reach__heuristic_name(i)) &&
+			    !strncmp(at, reach__heuristic_name(i), len))
+				break;
+		if (i == REACH_HEURISTICS)
+			return -EINVAL;
+		*bits |= 1U << i;
+		if (!at[len])
+			return 0;
+		at += len + 1;
+	}
 }
 
 static int bad(const char *what, const char *arg, const char *expected)
@@ -355,6 +391,8 @@ int options__parse(struct options *opts, int argc, char **argv)
 		.max_overhead = 0.05,
 		.dump_bytes = 64,
 		.leak_check_max_ms = 5000,
+		.leak_heuristics = REACH_HEUR_ALL,
+		.leak_exit_code = -1,
 		.file_mode = OUTPUT_MODE,
 	};
 	build_tables(&tables);
@@ -495,6 +533,18 @@ int options__parse(struct options *opts, int argc, char **argv)
 				return bad("--leak-check-max-pause", optarg,
 					   "a time of at least 1ms, like 2s or 500ms");
 			break;
+		case OPT_LEAK_CHECK_HEURISTICS:
+			if (parse_heuristics(optarg, &opts->leak_heuristics))
+				return bad("--leak-check-heuristics", optarg,
+					   "all, none, or a list of stdstring, length64, newarray, "
+					   "multipleinheritance");
+			break;
+		case OPT_LEAK_EXIT_CODE:
+			if (parse_uint(optarg, 1, 255, &v))
+				return bad("--leak-exit-code", optarg,
+					   "an exit status from 1 to 255");
+			opts->leak_exit_code = v;
+			break;
 		case 'v': opts->verbose = true; break;
 		case 'h': usage(); return 1;
 		case 'V': printf("heaptap %s\n", HEAPTAP_VERSION); return 1;
@@ -520,6 +570,10 @@ int options__parse(struct options *opts, int argc, char **argv)
 		elog("%s needs an alarm: --alert-live, --alert-growth or --alert-rss "
 		     "(see heaptap --help)",
 		     opts->on_alert ? "--on-alert" : "--exit-on-alert");
+		return -EINVAL;
+	}
+	if (opts->leak_exit_code >= 0 && !opts->leak_check) {
+		elog("--leak-exit-code needs --leak-check (see heaptap --help)");
 		return -EINVAL;
 	}
 	if (opts->leak_check && opts->watch) {

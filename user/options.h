@@ -60,6 +60,8 @@ struct options {
 	unsigned int dump_bytes;    /* bytes of each example block shown; 0: none */
 	bool leak_check;	    /* scan for pointers at the end, and on SIGUSR1 */
 	uint64_t leak_check_max_ms; /* the longest the target may be paused for one scan */
+	unsigned int leak_heuristics; /* enum reach_heuristic bits; default all, as memcheck */
+	int leak_exit_code; /* --leak-exit-code: status when lost bytes are found; -1: not set */
 };
 
 /* Exit statuses, as documented in the README. */

@@ -20,6 +20,7 @@
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/ptrace.h>
+#include <sys/signalfd.h>
 #include <sys/uio.h>
 #include <sys/user.h>
 #include <sys/wait.h>
@@ -44,32 +45,44 @@ enum thread_state { THREAD_RUNNING, THREAD_STOPPED, THREAD_GONE };
 
 struct reach_thread {
 	int tid;
-	int sig; /* a signal that arrived meanwhile: delivered at detach */
+	int sig;    /* a signal that arrived meanwhile: delivered at detach */
+	int status; /* of its stop, as waitid tells it: (event << 8) | signal */
 	enum thread_state state;
-	bool zombie; /* exiting when found: ptrace refuses it, and it runs no more code */
-	bool has_sp; /* sp and words[0..nwords) are known */
+	bool zombie;	/* exiting when found: ptrace refuses it, and it runs no more code */
+	bool at_exit;	/* held at its exit stop: the process is exiting (holder) */
+	bool past_exit; /* let go from its exit stop: a thread that ended alone (holder) */
+	bool has_sp;	/* sp and words[0..nwords) are known */
 	unsigned int nwords;
 	uint64_t sp;
 	/* a stopped thread's registers; a late one's system call arguments, if it is in one */
 	uint64_t words[REG_WORDS];
 };
 
-/* What the tracer process sends: this, then n struct reach_thread. */
+/* What a tracer process says (MSG_PAUSED: then n struct reach_thread). */
+enum tracer_msg { MSG_HELD, MSG_PAUSED, MSG_RESUMED, MSG_EXIT };
+
 struct tracer_answer {
+	int type; /* enum tracer_msg */
 	int err;
 	uint32_t n;
+	int status; /* MSG_EXIT: the exit's wait status */
 	uint64_t stop_ns;
 };
 
 struct reach_pause {
 	int pid;
-	pid_t tracer;	/* the process holding the threads, 0 once it has ended */
-	int answer_fd;	/* from the tracer: its answer, then end of file when it exits */
-	int release_fd; /* to the tracer: a byte, or end of file, and it lets the threads go */
+	struct reach_hold *hold; /* the holder stopped the threads, or NULL: the tracer did */
+	bool exiting;		 /* holder: the process is held at its exit */
+	int exit_status;
+	uint64_t exit_ns; /* holder: when it was held there */
+	pid_t tracer;	  /* the process holding the threads, 0 once it has ended */
+	int answer_fd;	  /* from the tracer: its answer, then end of file when it exits */
+	int release_fd;	  /* to the tracer: a byte, or end of file, and it lets the threads go */
 	struct reach_thread *threads;
 	size_t n, cap;
-	unsigned int late; /* threads seized that did not stop in time */
-	uint64_t stop_ns;  /* first PTRACE_INTERRUPT */
+	unsigned int late;  /* threads seized that did not stop in time */
+	long seize_options; /* the holder's: a thread seized for a pause stays seized */
+	uint64_t stop_ns;   /* first PTRACE_INTERRUPT */
 };
 
 const char *reach__kind_name(enum reach_kind k)
@@ -81,6 +94,25 @@ const char *reach__kind_name(enum reach_kind k)
 	case REACH_REACHABLE: return "still_reachable";
 	default: return "unknown";
 	}
+}
+
+const char *reach__root_name(enum reach_root_kind k)
+{
+	switch (k) {
+	case REACH_ROOT_STACK: return "stack";
+	case REACH_ROOT_DATA: return "data";
+	case REACH_ROOT_HEAP: return "heap";
+	case REACH_ROOT_ANON: return "anonymous";
+	default: return "unknown";
+	}
+}
+
+const char *reach__heuristic_name(unsigned int i)
+{
+	static const char *const names[REACH_HEURISTICS] = { "stdstring", "length64", "newarray",
+							     "multipleinheritance" };
+
+	return i < REACH_HEURISTICS ? names[i] : "unknown";
 }
 
 const char *reach__reason_name(enum reach_reason r)
@@ -186,7 +218,7 @@ static int stop_thread(struct reach_pause *p, int tid)
 	 * A thread group-stopped (SIGSTOP) is seized all the same: the kernel moves it to a
 	 * ptrace stop at once, and back to the group stop when it is let go.
 	 */
-	if (ptrace(PTRACE_SEIZE, tid, NULL, NULL)) {
+	if (ptrace(PTRACE_SEIZE, tid, NULL, (void *)p->seize_options)) {
 		err = -errno;
 		if (err == -ESRCH) {
 			t->state = THREAD_GONE; /* exited meanwhile */
@@ -204,7 +236,9 @@ static int stop_thread(struct reach_pause *p, int tid)
 			return 0;
 		}
 		v = status_value(p->pid, tid, "TracerPid", buf, sizeof(buf));
-		return v && atoi(v) ? -EBUSY : -EPERM;
+		/* The holder's own already: a thread born since, seized at its birth. */
+		if (!v || atoi(v) != getpid())
+			return v && atoi(v) ? -EBUSY : -EPERM;
 	}
 	p->n++;
 	if (!p->stop_ns)
@@ -241,6 +275,7 @@ static bool poll_stops(struct reach_pause *p, bool *progress)
 			continue;
 		} else if (info.si_code == CLD_TRAPPED || info.si_code == CLD_STOPPED) {
 			t->state = THREAD_STOPPED;
+			t->status = info.si_status;
 			/* A signal-delivery stop (no event): the signal, to deliver at detach. */
 			if (!(info.si_status >> 8))
 				t->sig = info.si_status;
@@ -439,17 +474,10 @@ static int write_all(int fd, const void *buf, size_t len)
 	return 0;
 }
 
-/*
- * The tracer process: stops the threads for at most stop_wait_ns, answers, waits to be told,
- * lets them go.
- */
-static void __attribute__((noreturn))
-tracer_main(struct reach_pause *p, pid_t parent, uint64_t stop_wait_ns)
+/* What every tracer process does first. */
+static void tracer_setup(struct reach_pause *p, pid_t parent)
 {
-	uint64_t deadline = clock__now_ns() + stop_wait_ns;
-	struct tracer_answer a = { 0 };
 	unsigned int lo, hi;
-	char c;
 
 	/* heaptap's end, however it comes, ends the tracer, and so lets the threads go. */
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -466,6 +494,20 @@ tracer_main(struct reach_pause *p, pid_t parent, uint64_t stop_wait_ns)
 	if (hi > lo + 1)
 		close_range(lo + 1, hi - 1, 0);
 	close_range(hi + 1, ~0U, 0);
+}
+
+/*
+ * The tracer process: stops the threads for at most stop_wait_ns, answers, waits to be told,
+ * lets them go.
+ */
+static void __attribute__((noreturn))
+tracer_main(struct reach_pause *p, pid_t parent, uint64_t stop_wait_ns)
+{
+	uint64_t deadline = clock__now_ns() + stop_wait_ns;
+	struct tracer_answer a = { .type = MSG_PAUSED };
+	char c;
+
+	tracer_setup(p, parent);
 	a.err = stop_all(p, deadline);
 	if (!a.err)
 		take_registers(p);
@@ -475,6 +517,342 @@ tracer_main(struct reach_pause *p, pid_t parent, uint64_t stop_wait_ns)
 	    !write_all(p->answer_fd, p->threads, p->n * sizeof(*p->threads)))
 		while (read(p->release_fd, &c, 1) < 0 && errno == EINTR)
 			;
+	detach_stopped(p);
+	_exit(0);
+}
+
+/* ---- holding a process to its exit ---- */
+
+/*
+ * With --leak-check the tracer process stays for the whole session: the holder. It seizes
+ * every thread without stopping it, with PTRACE_O_TRACEEXIT (a thread stops at its exit, its
+ * memory still mapped) and PTRACE_O_TRACECLONE (threads created later are seized at birth),
+ * so that the process can be held at its exit for a last check. Meanwhile every stop is let
+ * go at once: a signal is delivered as untraced, a group stop (SIGSTOP) stays one under
+ * PTRACE_LISTEN, a thread that ends alone ends. A process has one tracer, so the checks
+ * meanwhile go through the holder too. Its end, whatever ends it (heaptap's included:
+ * PR_SET_PDEATHSIG), lets every thread go, a thread held at its exit to finish exiting.
+ */
+#define HOLD_OPTIONS (PTRACE_O_TRACEEXIT | PTRACE_O_TRACECLONE)
+/* The longest the holder may take to seize the threads, or to answer a request. */
+#define HOLD_WAIT_MS 2000
+
+struct reach_hold {
+	int pid;
+	pid_t holder;	 /* 0 once it has ended */
+	int answer_fd;	 /* from the holder: its messages, end of file when it exits */
+	int cmd_fd;	 /* to the holder: 'p' + 8 bytes of stop wait, 'r'; end of file: let go */
+	bool exiting;	 /* it holds the process at its exit */
+	int exit_status; /* the exit's wait status, once exiting */
+};
+
+static bool stop_signal(int sig)
+{
+	return sig == SIGSTOP || sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU;
+}
+
+/* Whether signal sig is in the hex mask of the line key (SigPnd, ShdPnd) of a status file. */
+static bool pending(int pid, int tid, const char *key, int sig)
+{
+	char buf[4096];
+	const char *v = status_value(pid, tid, key, buf, sizeof(buf));
+
+	return v && (strtoull(v, NULL, 16) >> (sig - 1)) & 1;
+}
+
+/* Whether thread u is in its exit stop, served or not. */
+static bool at_exit(const struct reach_thread *u)
+{
+	siginfo_t info = { 0 };
+
+	if (u->state == THREAD_STOPPED)
+		return (u->status >> 8) == PTRACE_EVENT_EXIT;
+	return !waitid(P_PID, u->tid, &info, WSTOPPED | WNOHANG | WNOWAIT | __WALL) &&
+	       info.si_pid && (info.si_status >> 8) == PTRACE_EVENT_EXIT;
+}
+
+/*
+ * Whether t's exit is the process's: every other thread has ended, is at or past its own
+ * exit, or has SIGKILL pending (the kernel's way of ending the others of a group exit). A
+ * thread that was between taking that SIGKILL and its exit stop passes for alive: then t goes
+ * on exiting, and that thread, the last to stop, holds the process (and its memory) instead.
+ */
+static bool process_exiting(struct reach_pause *p, const struct reach_thread *t)
+{
+	char path[64], buf[4096];
+	struct dirent *d;
+	bool exiting = true;
+	DIR *dir;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", p->pid);
+	dir = opendir(path);
+	if (!dir)
+		return true;
+	while (exiting && (d = readdir(dir))) {
+		int tid = atoi(d->d_name);
+		const struct reach_thread *u = tid > 0 ? find_thread(p, tid) : NULL;
+		const char *v;
+
+		if (tid <= 0 || tid == t->tid || (u && (u->at_exit || u->past_exit || at_exit(u))))
+			continue;
+		v = status_value(p->pid, tid, "State", buf, sizeof(buf));
+		if (!v || *v == 'Z' || *v == 'X')
+			continue;
+		exiting = pending(p->pid, tid, "SigPnd", SIGKILL) ||
+			  pending(p->pid, tid, "ShdPnd", SIGKILL);
+	}
+	closedir(dir);
+	return exiting;
+}
+
+/* Seizes every thread of the process, stopping none; threads they create are seized at birth. */
+static int seize_all(struct reach_pause *p)
+{
+	int round, added;
+
+	for (round = 0; round < MAX_ROUNDS; round++) {
+		struct dirent *d;
+		char path[64];
+		DIR *dir;
+		int err = 0;
+
+		snprintf(path, sizeof(path), "/proc/%d/task", p->pid);
+		dir = opendir(path);
+		if (!dir)
+			return errno == ENOENT ? -ESRCH : -errno;
+		added = 0;
+		while (!err && (d = readdir(dir))) {
+			int tid = atoi(d->d_name);
+			const char *v;
+			char buf[4096];
+
+			if (tid <= 0 || find_thread(p, tid))
+				continue;
+			err = reserve_thread(p);
+			if (err)
+				break;
+			if (ptrace(PTRACE_SEIZE, tid, NULL, (void *)(long)HOLD_OPTIONS)) {
+				err = -errno;
+				if (err == -ESRCH) {
+					err = 0;
+					continue;
+				}
+				v = status_value(p->pid, tid, "TracerPid", buf, sizeof(buf));
+				if (v && atoi(v) == getpid())
+					err = 0; /* born of a thread seized meanwhile */
+				else if (err == -EPERM && (!v || atoi(v) == 0) &&
+					 (v = status_value(p->pid, tid, "State", buf, sizeof(buf))) &&
+					 (*v == 'Z' || *v == 'X')) {
+					err = 0; /* exiting: it runs no more code */
+					continue;
+				} else {
+					err = v && atoi(v) ? -EBUSY : err;
+					break;
+				}
+			}
+			p->threads[p->n++] = (struct reach_thread){ .tid = tid };
+			added++;
+		}
+		closedir(dir);
+		if (err)
+			return err;
+		if (!added)
+			return p->n ? 0 : -ESRCH;
+	}
+	return -EAGAIN;
+}
+
+static void send_msg(struct reach_pause *p, int type, int err, int status)
+{
+	struct tracer_answer a = { .type = type, .err = err, .status = status };
+
+	write_all(p->answer_fd, &a, sizeof(a));
+}
+
+/*
+ * Every stop reported (left reportable, WNOWAIT, until the thread goes on, so that a signal
+ * is not lost should the holder be killed first) served as the process would be untraced,
+ * but a thread's exit stop when the process exits: that one is held, and heaptap told.
+ */
+static void serve_stops(struct reach_pause *p)
+{
+	for (size_t i = 0; i < p->n; i++) {
+		struct reach_thread *t = &p->threads[i];
+		siginfo_t info = { 0 };
+		unsigned long msg = 0;
+		int event, sig;
+
+		if (t->state != THREAD_RUNNING)
+			continue;
+		if (waitid(P_PID, t->tid, &info, WSTOPPED | WEXITED | WNOHANG | WNOWAIT | __WALL)) {
+			if (errno != EINTR)
+				t->state = THREAD_GONE;
+			continue;
+		}
+		if (!info.si_pid)
+			continue;
+		if (info.si_code != CLD_TRAPPED && info.si_code != CLD_STOPPED) {
+			/* Ended: reaped, the leader's end then goes to its parent. */
+			waitid(P_PID, t->tid, &info, WEXITED | WNOHANG | __WALL);
+			t->state = THREAD_GONE;
+			continue;
+		}
+		event = info.si_status >> 8;
+		sig = info.si_status & 0xff;
+		switch (event) {
+		case PTRACE_EVENT_EXIT:
+			ptrace(PTRACE_GETEVENTMSG, t->tid, NULL, &msg);
+			if (p->exiting || process_exiting(p, t)) {
+				t->state = THREAD_STOPPED;
+				t->status = info.si_status;
+				t->sig = 0;
+				t->at_exit = true;
+				if (!p->exiting) {
+					p->exiting = true;
+					p->exit_status = msg;
+					p->exit_ns = clock__now_ns();
+					send_msg(p, MSG_EXIT, 0, msg);
+				}
+				continue;
+			}
+			t->past_exit = true;
+			ptrace(PTRACE_CONT, t->tid, NULL, NULL);
+			break;
+		case PTRACE_EVENT_CLONE:
+			/* The new thread is seized already; its first stop is served in turn. */
+			if (!ptrace(PTRACE_GETEVENTMSG, t->tid, NULL, &msg) && msg &&
+			    !find_thread(p, msg) && !reserve_thread(p)) {
+				p->threads[p->n++] = (struct reach_thread){ .tid = msg };
+				t = &p->threads[i];
+			}
+			ptrace(PTRACE_CONT, t->tid, NULL, NULL);
+			break;
+		case PTRACE_EVENT_STOP:
+			/* A group stop stays one; an interrupt or a new thread's first stop goes on. */
+			if (stop_signal(sig))
+				ptrace(PTRACE_LISTEN, t->tid, NULL, NULL);
+			else
+				ptrace(PTRACE_CONT, t->tid, NULL, NULL);
+			break;
+		case 0: ptrace(PTRACE_CONT, t->tid, NULL, (void *)(long)sig); break;
+		default: ptrace(PTRACE_CONT, t->tid, NULL, NULL); break;
+		}
+	}
+}
+
+/* Threads that ended are forgotten, so that the table stays the size of the process. */
+static void forget_gone(struct reach_pause *p)
+{
+	size_t k = 0;
+
+	for (size_t i = 0; i < p->n; i++)
+		if (p->threads[i].state != THREAD_GONE)
+			p->threads[k++] = p->threads[i];
+	p->n = k;
+}
+
+/*
+ * The stopped threads go on: a group stop goes back to PTRACE_LISTEN, a signal is delivered.
+ * A thread held at its exit stays held; one that stopped at its exit meanwhile is left in
+ * that stop for serve_stops to judge.
+ */
+static void resume_held(struct reach_pause *p)
+{
+	for (size_t i = 0; i < p->n; i++) {
+		struct reach_thread *t = &p->threads[i];
+		int event = t->status >> 8, sig = t->status & 0xff;
+
+		if (t->state != THREAD_STOPPED || t->at_exit)
+			continue;
+		t->state = THREAD_RUNNING;
+		if (event == PTRACE_EVENT_EXIT)
+			continue;
+		if (event == PTRACE_EVENT_STOP && stop_signal(sig))
+			ptrace(PTRACE_LISTEN, t->tid, NULL, NULL);
+		else
+			ptrace(PTRACE_CONT, t->tid, NULL, (void *)(long)(event ? 0 : t->sig));
+		t->sig = 0;
+	}
+}
+
+/* A check's pause, by the holder: as tracer_main's, the threads seized already. */
+static void pause_held(struct reach_pause *p, uint64_t stop_wait_ns)
+{
+	uint64_t deadline = clock__now_ns() + stop_wait_ns;
+	struct tracer_answer a = { .type = MSG_PAUSED };
+
+	forget_gone(p);
+	p->stop_ns = 0;
+	for (size_t i = 0; i < p->n; i++) {
+		struct reach_thread *t = &p->threads[i];
+
+		t->has_sp = false;
+		t->nwords = 0;
+		if (t->state != THREAD_RUNNING)
+			continue;
+		t->sig = 0;
+		t->status = 0;
+		if (!p->stop_ns)
+			p->stop_ns = clock__now_ns();
+		ptrace(PTRACE_INTERRUPT, t->tid, NULL, NULL);
+	}
+	/* Held at its exit, the process has been stopped since. */
+	if (!p->stop_ns && p->exiting)
+		p->stop_ns = p->exit_ns;
+	a.err = stop_all(p, deadline);
+	if (!a.err)
+		take_registers(p);
+	else
+		resume_held(p);
+	a.n = a.err ? 0 : p->n;
+	a.stop_ns = p->stop_ns;
+	a.status = p->exit_status;
+	if (!write_all(p->answer_fd, &a, sizeof(a)) && !a.err)
+		write_all(p->answer_fd, p->threads, p->n * sizeof(*p->threads));
+}
+
+/* The holder process: seizes, answers, then serves stops and heaptap's requests. */
+static void __attribute__((noreturn)) holder_main(struct reach_pause *p, pid_t parent)
+{
+	struct pollfd pfd[2];
+	sigset_t set;
+	int sfd, err;
+
+	tracer_setup(p, parent);
+	p->seize_options = HOLD_OPTIONS;
+	/* Stops are told by SIGCHLD, read from a descriptor beside heaptap's requests. */
+	sigemptyset(&set);
+	sigaddset(&set, SIGCHLD);
+	sigprocmask(SIG_BLOCK, &set, NULL);
+	sfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+	err = sfd < 0 ? -errno : seize_all(p);
+	send_msg(p, MSG_HELD, err, 0);
+	if (err)
+		_exit(0);
+	pfd[0] = (struct pollfd){ .fd = p->release_fd, .events = POLLIN };
+	pfd[1] = (struct pollfd){ .fd = sfd, .events = POLLIN };
+	for (;;) {
+		struct signalfd_siginfo si;
+		uint64_t wait_ns;
+		char c;
+
+		serve_stops(p);
+		/* A SIGCHLD may stand for several stops: the timeout looks again now and then. */
+		if (poll(pfd, 2, 100) < 0 && errno != EINTR)
+			break;
+		while (read(sfd, &si, sizeof(si)) == sizeof(si))
+			;
+		if (!(pfd[0].revents & (POLLIN | POLLHUP)))
+			continue;
+		if (read(p->release_fd, &c, 1) != 1)
+			break; /* heaptap lets go, or is gone */
+		if (c == 'p' && read(p->release_fd, &wait_ns, sizeof(wait_ns)) == sizeof(wait_ns))
+			pause_held(p, wait_ns);
+		else if (c == 'r') {
+			resume_held(p);
+			send_msg(p, MSG_RESUMED, 0, p->exit_status);
+		}
+	}
 	detach_stopped(p);
 	_exit(0);
 }
@@ -511,46 +889,51 @@ static int read_by(int fd, void *buf, size_t len, uint64_t deadline)
 }
 
 /*
- * Asks the tracer to let the threads go and reaps it; if it does not exit within wait_ms,
- * kills it, which lets them go too. Its exit closes the answer pipe first, so that end of file
- * says it is exiting; the reaping that follows waits for the end of its exit, where the
- * kernel lets its threads go.
+ * Asks a tracer process (proc) to let the threads go (end of file on *cmd_fd) and reaps it;
+ * if it does not exit within wait_ms, kills it, which lets them go too. Its exit closes the
+ * answer pipe first, so that end of file says it is exiting; the reaping that follows waits
+ * for the end of its exit, where the kernel lets its threads go.
  */
-static void end_tracer(struct reach_pause *p, int wait_ms)
+static void end_process(pid_t *proc, int answer_fd, int *cmd_fd, int wait_ms)
 {
-	struct pollfd pfd = { .fd = p->answer_fd, .events = POLLIN };
+	struct pollfd pfd = { .fd = answer_fd, .events = POLLIN };
 	uint64_t deadline = clock__now_ns() + wait_ms * 1000000ULL;
 	char buf[4096];
 	int status;
 
-	if (!p->tracer)
+	if (*cmd_fd >= 0)
+		close(*cmd_fd);
+	*cmd_fd = -1;
+	if (!*proc)
 		return;
-	if (p->release_fd >= 0)
-		close(p->release_fd);
-	p->release_fd = -1;
 	for (;;) {
 		uint64_t now = clock__now_ns();
 		int ready;
 
 		if (now >= deadline) {
-			kill(p->tracer, SIGKILL);
+			kill(*proc, SIGKILL);
 			break;
 		}
 		ready = poll(&pfd, 1, (deadline - now + 999999) / 1000000);
 		if (ready < 0 && errno != EINTR) {
-			kill(p->tracer, SIGKILL);
+			kill(*proc, SIGKILL);
 			break;
 		}
 		if (ready > 0) {
-			ssize_t r = read(p->answer_fd, buf, sizeof(buf));
+			ssize_t r = read(answer_fd, buf, sizeof(buf));
 
 			if (!r || (r < 0 && errno != EINTR))
 				break;
 		}
 	}
-	while (waitpid(p->tracer, &status, 0) < 0 && errno == EINTR)
+	while (waitpid(*proc, &status, 0) < 0 && errno == EINTR)
 		;
-	p->tracer = 0;
+	*proc = 0;
+}
+
+static void end_tracer(struct reach_pause *p, int wait_ms)
+{
+	end_process(&p->tracer, p->answer_fd, &p->release_fd, wait_ms);
 }
 
 static void free_pause(struct reach_pause *p)
@@ -651,14 +1034,206 @@ cleanup:
 	return err;
 }
 
+static void resume_by_holder(struct reach_pause *p);
+
 void reach__resume(struct reach_pause *p, struct reach_stats *st)
 {
 	if (!p)
 		return;
-	end_tracer(p, RESUME_WAIT_MS);
+	if (p->hold)
+		resume_by_holder(p);
+	else
+		end_tracer(p, RESUME_WAIT_MS);
 	if (st)
 		st->pause_s = p->stop_ns ? (clock__now_ns() - p->stop_ns) / 1e9 : 0;
 	free_pause(p);
+}
+
+/* The holder's next message by the deadline; its exit, when it says so, noted on the way. */
+static int hold_read(struct reach_hold *h, struct tracer_answer *a, uint64_t deadline)
+{
+	int err = read_by(h->answer_fd, a, sizeof(*a), deadline);
+
+	if (!err && a->type == MSG_EXIT) {
+		h->exiting = true;
+		h->exit_status = a->status;
+	}
+	return err;
+}
+
+int reach__hold(int pid, struct reach_hold **out)
+{
+	int answer[2], release[2], err;
+	struct tracer_answer a;
+	struct reach_pause *p;
+	struct reach_hold *h;
+	const char *v;
+	char buf[4096];
+	pid_t self;
+
+	*out = NULL;
+	if (pid <= 0 || pid == getpid())
+		return -EINVAL;
+	v = status_value(pid, 0, "TracerPid", buf, sizeof(buf));
+	if (!v)
+		return -ESRCH;
+	if (atoi(v))
+		return -EBUSY;
+	h = calloc(1, sizeof(*h));
+	p = calloc(1, sizeof(*p)); /* the holder's copy after the fork */
+	if (!h || !p) {
+		free(h);
+		free(p);
+		return -ENOMEM;
+	}
+	h->pid = p->pid = pid;
+	h->answer_fd = h->cmd_fd = -1;
+	if (pipe2(answer, O_CLOEXEC)) {
+		err = -errno;
+		goto cleanup;
+	}
+	h->answer_fd = answer[0];
+	if (pipe2(release, O_CLOEXEC)) {
+		err = -errno;
+		close(answer[1]);
+		goto cleanup;
+	}
+	h->cmd_fd = release[1];
+	self = getpid();
+	h->holder = fork();
+	if (!h->holder) {
+		close(h->answer_fd);
+		close(h->cmd_fd);
+		p->answer_fd = answer[1];
+		p->release_fd = release[0];
+		holder_main(p, self);
+	}
+	err = h->holder < 0 ? -errno : 0;
+	close(answer[1]);
+	close(release[0]);
+	if (err) {
+		h->holder = 0;
+		goto cleanup;
+	}
+	err = hold_read(h, &a, clock__now_ns() + HOLD_WAIT_MS * 1000000ULL);
+	if (!err && a.type != MSG_HELD)
+		err = -EPROTO;
+	if (!err)
+		err = a.err;
+	if (err == -EPIPE)
+		err = -ESRCH;
+cleanup:
+	free(p);
+	if (err) {
+		reach__release(h);
+		return err;
+	}
+	*out = h;
+	return 0;
+}
+
+int reach__hold_fd(const struct reach_hold *h)
+{
+	return h && h->holder ? h->answer_fd : -1;
+}
+
+bool reach__hold_serve(struct reach_hold *h)
+{
+	struct tracer_answer a;
+	int err;
+
+	if (!h || !h->holder)
+		return false;
+	/* Readable: a message, or end of file when the holder has ended. */
+	err = hold_read(h, &a, clock__now_ns() + RESUME_WAIT_MS * 1000000ULL);
+	if (err)
+		end_process(&h->holder, h->answer_fd, &h->cmd_fd, 0);
+	return h->exiting;
+}
+
+bool reach__hold_exiting(const struct reach_hold *h, int *status)
+{
+	if (h && h->exiting && status)
+		*status = h->exit_status;
+	return h && h->exiting;
+}
+
+void reach__release(struct reach_hold *h)
+{
+	if (!h)
+		return;
+	end_process(&h->holder, h->answer_fd, &h->cmd_fd, RESUME_WAIT_MS);
+	if (h->answer_fd >= 0)
+		close(h->answer_fd);
+	free(h);
+}
+
+int reach__pause_held(struct reach_hold *h, uint64_t stop_wait_ns, struct reach_pause **out)
+{
+	char req[1 + sizeof(uint64_t)] = { 'p' };
+	struct tracer_answer a;
+	struct reach_pause *p;
+	uint64_t deadline;
+	int err;
+
+	*out = NULL;
+	if (!h || !h->holder)
+		return -ESRCH;
+	memcpy(req + 1, &stop_wait_ns, sizeof(stop_wait_ns));
+	/* As reach__pause: a quarter more than the threads get, for the registers and answer. */
+	deadline = clock__now_ns() + stop_wait_ns + stop_wait_ns / 4;
+	err = write_all(h->cmd_fd, req, sizeof(req));
+	while (!err && !(err = hold_read(h, &a, deadline)) && a.type != MSG_PAUSED)
+		;
+	if (err) {
+		/* Stuck in a request, or gone: its end lets every thread go. */
+		end_process(&h->holder, h->answer_fd, &h->cmd_fd, 0);
+		return err == -EPIPE ? -ESRCH : err;
+	}
+	if (a.err)
+		return a.err;
+	p = calloc(1, sizeof(*p));
+	if (p && a.n)
+		p->threads = malloc(a.n * sizeof(*p->threads));
+	if (!p || (a.n && !p->threads)) {
+		err = -ENOMEM;
+	} else {
+		p->pid = h->pid;
+		p->hold = h;
+		p->answer_fd = p->release_fd = -1;
+		p->n = p->cap = a.n;
+		p->stop_ns = a.stop_ns;
+		err = read_by(h->answer_fd, p->threads, a.n * sizeof(*p->threads), deadline);
+	}
+	if (err) {
+		end_process(&h->holder, h->answer_fd, &h->cmd_fd, 0);
+		if (p)
+			free_pause(p);
+		return err == -EPIPE ? -ESRCH : err;
+	}
+	for (size_t i = 0; i < p->n; i++)
+		p->late += p->threads[i].state == THREAD_RUNNING;
+	p->exiting = h->exiting;
+	p->exit_status = h->exit_status;
+	*out = p;
+	return 0;
+}
+
+/* The holder's threads go on (but those held at the exit): it says when they have. */
+static void resume_by_holder(struct reach_pause *p)
+{
+	struct reach_hold *h = p->hold;
+	uint64_t deadline = clock__now_ns() + RESUME_WAIT_MS * 1000000ULL;
+	struct tracer_answer a;
+	int err;
+
+	if (!h->holder)
+		return;
+	err = write_all(h->cmd_fd, "r", 1);
+	while (!err && !(err = hold_read(h, &a, deadline)) && a.type != MSG_RESUMED)
+		;
+	if (err)
+		end_process(&h->holder, h->answer_fd, &h->cmd_fd, 0);
 }
 
 /* ---- classification ---- */
@@ -673,9 +1248,28 @@ void reach__resume(struct reach_pause *p, struct reach_stats *st)
 enum block_state { UNREACHED, POSSIBLE, REACHABLE };
 
 #define NONE UINT32_MAX
-#define ROOT (NONE - 1)		   /* a batch entry of root memory */
-#define START_PTR (1U << 31)	   /* in a pointer between blocks: to the start of its target */
-#define MAX_BLOCKS (START_PTR - 1) /* block indexes keep that bit free */
+#define ROOT (NONE - 1) /* a batch entry of root memory */
+/*
+ * A pointer to a block, as the scan keeps it: the block's index, and what kind of pointer it
+ * is: to its start, or to its inside accepted by a heuristic (which one in PTR_HEUR_ID), or
+ * else to its inside.
+ */
+#define PTR_START (1U << 31)
+#define PTR_HEUR (1U << 30)
+#define PTR_HEUR_SHIFT 28
+#define PTR_HEUR_ID (3U << PTR_HEUR_SHIFT)
+#define PTR_INDEX ((1U << PTR_HEUR_SHIFT) - 1)
+#define MAX_BLOCKS PTR_INDEX /* block indexes keep the flags' bits free */
+#define NO_HEUR 0xff
+
+/* What a block's first words say to the heuristics (scan.hflags). */
+#define HF_LENGTH64 (1 << 0)  /* a pointer 8 bytes in is accepted by length64 */
+#define HF_NEWARRAY (1 << 1)  /* ... by newarray */
+#define HF_STDSTRING (1 << 2) /* a pointer 24 bytes in, by stdstring */
+#define HF_VTABLE (1 << 3)    /* its first word points to a vtable: multipleinheritance */
+
+/* glibc's arenas (malloc/arena.c): each heap is HEAP_MAX_SIZE (64 MiB on 64-bit) aligned. */
+#define GLIBC_HEAP_MAX (64ULL << 20)
 
 /* PAGEMAP_SCAN, Linux 6.7's uapi (linux/fs.h); Debian 12's headers predate it. */
 struct reach_page_region {
@@ -699,9 +1293,28 @@ struct sorted_block {
 	uint32_t idx;	     /* in the caller's array */
 };
 
+struct mapping {
+	uint64_t start, end;
+	bool heap;     /* the allocator's: [heap], a glibc arena */
+	bool root;     /* readable, writable, private: scanned for pointers */
+	bool unsafe;   /* a read may wait without bound: never read */
+	bool anon;     /* no file: anonymous memory */
+	bool exec;     /* executable: code */
+	bool constant; /* a file's, readable and not writable: where vtables are */
+};
+
+/* An interior pointer multipleinheritance may accept, once the word it points to is read. */
+struct mi_candidate {
+	uint32_t from; /* ROOT, or a block */
+	uint32_t to;
+	uint64_t addr;
+};
+
+#define VTABLE_CACHE 1024 /* addresses judged, a power of two */
+
 struct pointer {
 	uint32_t from;
-	uint32_t to; /* | START_PTR */
+	uint32_t to; /* | PTR_START, or PTR_HEUR and its heuristic */
 };
 
 struct scan {
@@ -738,6 +1351,18 @@ struct scan {
 	bool late;	   /* the budget ran out */
 	bool skipped_data; /* memory that may hold pointers was left unread: it could wait */
 	struct reach_stats *st;
+
+	/* the process's mappings, in address order */
+	struct mapping *maps;
+	size_t nmaps;
+	/* heuristics: by sorted block, HF_* bits (NULL: none enabled), and the heuristic that
+	 * made it reachable (NO_HEUR: a pointer to its start did) */
+	uint8_t *hflags, *heur;
+	/* glibc: by sorted block, where in it the next chunk's header lies (0: not inside) */
+	uint32_t *chunk_end;
+	struct mi_candidate *mi;
+	size_t nmi, mi_cap;
+	uint64_t vt_addr[VTABLE_CACHE]; /* judged vtable addresses, | 1 when one */
 };
 
 /* The last block starting at or before w, if w is its start or inside it; else -1. */
@@ -761,12 +1386,18 @@ static inline long find_block(const struct scan *s, uint64_t w)
 	return w < s->blk[lo].end || w == s->blk[lo].start ? (long)lo : -1;
 }
 
-static void mark(struct scan *s, uint32_t i, bool start)
+/* Block i reached by a pointer of kind how (PTR_START, PTR_HEUR and its heuristic, or 0). */
+static void mark(struct scan *s, uint32_t i, uint32_t how)
 {
-	if (start) {
+	if (how & (PTR_START | PTR_HEUR)) {
+		uint8_t h = how & PTR_START ? NO_HEUR : (how & PTR_HEUR_ID) >> PTR_HEUR_SHIFT;
+
 		if (s->state[i] != REACHABLE) {
 			s->state[i] = REACHABLE;
+			s->heur[i] = h;
 			s->reach_stack[s->reach_top++] = i;
+		} else if (h == NO_HEUR) {
+			s->heur[i] = NO_HEUR; /* reachable by its start too */
 		}
 	} else if (s->state[i] == UNREACHED) {
 		s->state[i] = POSSIBLE;
@@ -774,18 +1405,128 @@ static void mark(struct scan *s, uint32_t i, bool start)
 	}
 }
 
+/* The mapping holding addr, or NULL. */
+static const struct mapping *mapping_of(const struct scan *s, uint64_t addr)
+{
+	size_t lo = 0, hi = s->nmaps;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (s->maps[mid].end <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < s->nmaps && s->maps[lo].start <= addr ? &s->maps[lo] : NULL;
+}
+
+static ssize_t read_some(struct scan *s, struct iovec *loc, struct iovec *rem, size_t k);
+
+/* Reads stride words at each addr[i] into out[i * stride..]; 0 where unreadable. Not counted. */
+static void read_words(struct scan *s, const uint64_t *addr, uint64_t *out, size_t n, size_t stride)
+{
+	for (size_t i = 0; i < n; i += BATCH) {
+		size_t k = n - i < BATCH ? n - i : BATCH;
+		ssize_t r;
+
+		for (size_t j = 0; j < k; j++) {
+			s->loc[j] = (struct iovec){ &out[(i + j) * stride], stride * 8 };
+			s->rem[j] = (struct iovec){ (void *)addr[i + j], stride * 8 };
+		}
+		r = read_some(s, s->loc, s->rem, k);
+		if (r == (ssize_t)(k * stride * 8))
+			continue;
+		/* One read stopped at a page it could not read: the rest one by one. */
+		for (size_t j = r > 0 ? r / (stride * 8) : 0; j < k; j++)
+			if (read_some(s, &s->loc[j], &s->rem[j], 1) != (ssize_t)(stride * 8))
+				memset(&out[(i + j) * stride], 0, stride * 8);
+	}
+}
+
+/*
+ * Whether v is the address of a vtable, as a C++ object's first word (and a base part's)
+ * holds it: aligned, in a file's constant data (.data.rel.ro, .rodata), and its first entry
+ * a function, in code. Judged once per address.
+ */
+static bool is_vtable(struct scan *s, uint64_t v)
+{
+	const struct mapping *m = v && !(v & 7) ? mapping_of(s, v) : NULL;
+	size_t slot = (v >> 3) & (VTABLE_CACHE - 1);
+	uint64_t entry = 0;
+	bool yes;
+
+	if (!m || !m->constant || m->unsafe)
+		return false;
+	if ((s->vt_addr[slot] & ~1ULL) == v)
+		return s->vt_addr[slot] & 1;
+	read_words(s, &v, &entry, 1, 1);
+	m = mapping_of(s, entry);
+	yes = m && m->exec;
+	s->vt_addr[slot] = v | yes;
+	return yes;
+}
+
+/* An interior pointer to a block whose first word is a vtable: judged once it is read. */
+static void queue_mi(struct scan *s, uint32_t from, uint32_t to, uint64_t addr)
+{
+	struct mi_candidate *last = s->nmi ? &s->mi[s->nmi - 1] : NULL;
+
+	if (last && last->from == from && last->to == to && last->addr == addr)
+		return;
+	if (array__reserve(&s->mi, &s->mi_cap, s->nmi, sizeof(*s->mi))) {
+		s->err = -ENOMEM;
+		return;
+	}
+	s->mi[s->nmi++] = (struct mi_candidate){ from, to, addr };
+}
+
+#define PTR_IGNORED UINT32_MAX
+
+/*
+ * The kind of a pointer w into block i (from: ROOT or the block holding it): to its start;
+ * to its inside where a heuristic accepts it (memcheck's, in memcheck's order: stdstring,
+ * length64, newarray, multipleinheritance), or else to its inside. PTR_IGNORED: glibc's
+ * own pointer to the header of the chunk after the block's, which lies in the block's last
+ * 8 bytes when the size it asked for leaves none spare (a free chunk, the top: the arena's
+ * bins, free chunks' links); memcheck, whose allocator is its own, never sees those.
+ */
+static uint32_t pointer_kind(struct scan *s, uint32_t i, uint64_t w, uint32_t from)
+{
+	uint64_t off = w - s->blk[i].start;
+	uint8_t f;
+
+	if (!off)
+		return PTR_START;
+	if (s->chunk_end && off == s->chunk_end[i])
+		return PTR_IGNORED;
+	if (!s->hflags)
+		return 0;
+	f = s->hflags[i];
+	if (off == 24 && (f & HF_STDSTRING))
+		return PTR_HEUR | (0U << PTR_HEUR_SHIFT);
+	if (off == 8 && (f & HF_LENGTH64))
+		return PTR_HEUR | (1U << PTR_HEUR_SHIFT);
+	if (off == 8 && (f & HF_NEWARRAY))
+		return PTR_HEUR | (2U << PTR_HEUR_SHIFT);
+	if ((f & HF_VTABLE) && !(off & 7))
+		queue_mi(s, from, i, w);
+	return 0;
+}
+
 static void scan_root_words(struct scan *s, const uint64_t *w, size_t nw)
 {
 	uint64_t lo = s->lo, span = s->span;
 
 	for (size_t k = 0; k < nw; k++) {
+		uint32_t how;
 		long i;
 
 		if (w[k] - lo >= span)
 			continue;
 		i = find_block(s, w[k]);
-		if (i >= 0)
-			mark(s, i, w[k] == s->blk[i].start);
+		if (i >= 0 && (how = pointer_kind(s, i, w[k], ROOT)) != PTR_IGNORED)
+			mark(s, i, how);
 	}
 }
 
@@ -793,9 +1534,12 @@ static void add_pointer(struct scan *s, uint32_t from, uint32_t to)
 {
 	struct pointer *last = s->nptrs ? &s->ptrs[s->nptrs - 1] : NULL;
 
-	/* Runs of pointers into one block (an array of them) make one. */
-	if (last && last->from == from && (last->to & ~START_PTR) == (to & ~START_PTR)) {
-		last->to |= to;
+	/* Runs of pointers into one block (an array of them) make one, of the strongest kind. */
+	if (last && last->from == from && (last->to & PTR_INDEX) == (to & PTR_INDEX)) {
+		if (to & PTR_START)
+			last->to = (to & PTR_INDEX) | PTR_START;
+		else if ((to & PTR_HEUR) && !(last->to & (PTR_START | PTR_HEUR)))
+			last->to = to;
 		return;
 	}
 	if (s->nptrs == s->ptrs_cap) {
@@ -822,13 +1566,15 @@ static void scan_block_words(struct scan *s, uint32_t from, const uint64_t *w, s
 	uint64_t lo = s->lo, span = s->span;
 
 	for (size_t k = 0; k < nw; k++) {
+		uint32_t how;
 		long i;
 
 		if (w[k] - lo >= span)
 			continue;
 		i = find_block(s, w[k]);
-		if (i >= 0 && (uint32_t)i != from)
-			add_pointer(s, from, i | (w[k] == s->blk[i].start ? START_PTR : 0));
+		if (i >= 0 && (uint32_t)i != from &&
+		    (how = pointer_kind(s, i, w[k], from)) != PTR_IGNORED)
+			add_pointer(s, from, i | how);
 	}
 }
 
@@ -1110,13 +1856,6 @@ static int add_root(struct scan *s, uint64_t a, uint64_t b, bool read)
 	return 0;
 }
 
-struct mapping {
-	uint64_t start, end;
-	bool heap;
-	bool root;   /* readable, writable, private: scanned for pointers */
-	bool unsafe; /* a read may wait without bound: never read */
-};
-
 /*
  * VmFlags (/proc/PID/smaps) of mappings a read may wait on without bound. Userfaultfd:
  * missing (um), write-protect (uw, whose markers on empty pages show as swapped), minor (ui)
@@ -1196,6 +1935,9 @@ static int read_maps(int pid, struct mapping **out, size_t *n)
 			*nl = '\0';
 		m.root = root_mapping(perms, name);
 		m.heap = !strcmp(name, "[heap]");
+		m.anon = !*name || !strncmp(name, "[anon:", 6);
+		m.exec = perms[2] == 'x';
+		m.constant = perms[0] == 'r' && perms[1] != 'w' && perms[2] != 'x' && *name == '/';
 		if (array__reserve(&maps, &cap, *n, sizeof(*maps))) {
 			err = -ENOMEM;
 			goto cleanup;
@@ -1231,23 +1973,151 @@ static void thread_roots(struct scan *s, const struct reach_thread *t, uint64_t 
 	/* A thread running on a tracked block (a coroutine's stack) keeps it alive. */
 	b = t->sp - s->lo < s->span ? find_block(s, t->sp) : -1;
 	if (b >= 0)
-		mark(s, b, true);
+		mark(s, b, PTR_START);
 	else
 		sp[(*nsp)++] = t->sp;
+}
+
+/*
+ * The allocator's heap regions among the mappings: the main heap ([heap], grown by brk), and,
+ * with glibc, its arenas' heaps: anonymous mappings at a multiple of HEAP_MAX_SIZE (64 MiB)
+ * that start with a heap_info (malloc/arena.c): the arena's address (in an arena's first
+ * heap, just past that heap_info: 32 or 48 bytes in, as glibc's version has it; in a later
+ * heap, the same place in another one), the previous heap (none, or another such address),
+ * the size in use and the size made writable, no larger than the mapping.
+ */
+static void find_heaps(struct scan *s, const struct reach_opts *o)
+{
+	for (size_t i = 0; i < s->nmaps; i++) {
+		struct mapping *m = &s->maps[i];
+		uint64_t hi[4], at;
+
+		if (!m->heap && o->glibc && m->anon && m->root && !m->unsafe &&
+		    !(m->start % GLIBC_HEAP_MAX)) {
+			read_words(s, &m->start, hi, 1, 4);
+			at = hi[0] % GLIBC_HEAP_MAX;
+			m->heap = (at == 32 || at == 48) && hi[0] - at <= m->start &&
+				  !(hi[1] % GLIBC_HEAP_MAX) && hi[2] && hi[2] <= hi[3] &&
+				  hi[3] <= m->end - m->start;
+		}
+		if (m->heap && s->st->nheaps < REACH_MAX_HEAPS)
+			s->st->heaps[s->st->nheaps++] = (struct reach_heap){ .start = m->start,
+									     .end = m->end,
+									     .arena = m->anon };
+	}
+}
+
+/*
+ * What the heuristics need of each block, from its first two words: whether a pointer 8 bytes
+ * in is accepted (length64: the first word is the size less 8, as sqlite3MemMalloc keeps it;
+ * newarray: a count of elements new[] keeps before them, which the rest of the block holds
+ * whole), 24 bytes in (stdstring: the characters of an old-ABI std::string, after its length,
+ * capacity and reference count: the capacity and those 3 words and a NUL make the block,
+ * the length no more than the capacity), and whether the first word is a vtable (a base part
+ * of such an object may be pointed to: multipleinheritance).
+ */
+static int read_heads(struct scan *s, const struct reach_opts *o)
+{
+	unsigned int heuristics = o->heuristics;
+	uint64_t *addr, *head;
+
+	if (!heuristics && !o->glibc)
+		return 0;
+	s->hflags = heuristics ? calloc(s->n + 1, 1) : NULL;
+	s->chunk_end = o->glibc ? calloc(s->n + 1, sizeof(*s->chunk_end)) : NULL;
+	addr = malloc((s->n + 1) * sizeof(*addr));
+	head = malloc((s->n + 1) * 3 * sizeof(*head));
+	if ((heuristics && !s->hflags) || (o->glibc && !s->chunk_end) || !addr || !head) {
+		free(addr);
+		free(head);
+		return -ENOMEM;
+	}
+	/* With glibc the word before the block too: the chunk's size, in its header. */
+	for (size_t i = 0; i < s->n; i++)
+		addr[i] = s->blk[i].start - (o->glibc ? 8 : 0);
+	read_words(s, addr, head, s->n, 3);
+	for (size_t i = 0; i < s->n; i++) {
+		const struct mapping *m = mapping_of(s, s->blk[i].start);
+		const uint64_t *h = &head[3 * i + !!o->glibc];
+		uint64_t size = s->blk[i].end - s->blk[i].start, chunk = h[-1] & ~7ULL, w0 = h[0],
+			 w1 = h[1];
+		uint8_t f = 0;
+
+		/* Never read where a read could wait: those blocks' words were zeroed. */
+		if (m && m->unsafe)
+			continue;
+		/* glibc: the chunk starts 16 bytes before the block, and chunk bytes on. */
+		if (s->chunk_end && chunk >= 32 && chunk - 16 < size)
+			s->chunk_end[i] = chunk - 16;
+		if (!heuristics)
+			continue;
+		if ((heuristics & REACH_HEUR_STDSTRING) && size >= 25 && w1 == size - 25 && w0 <= w1)
+			f |= HF_STDSTRING;
+		if ((heuristics & REACH_HEUR_LENGTH64) && size >= 8 && w0 == size - 8)
+			f |= HF_LENGTH64;
+		if ((heuristics & REACH_HEUR_NEWARRAY) && size > 8 && w0 && w0 <= size - 8 &&
+		    !((size - 8) % w0))
+			f |= HF_NEWARRAY;
+		if ((heuristics & REACH_HEUR_MULTIPLE) && is_vtable(s, w0))
+			f |= HF_VTABLE;
+		s->hflags[i] = f;
+	}
+	free(addr);
+	free(head);
+	return 0;
+}
+
+/* Interior pointers to base parts of C++ objects: accepted where they point to a vtable too. */
+static void resolve_mi(struct scan *s)
+{
+	uint64_t *addr = malloc((s->nmi + 1) * sizeof(*addr)), *word;
+
+	word = malloc((s->nmi + 1) * sizeof(*word));
+	if (!addr || !word) {
+		s->err = -ENOMEM;
+		goto out;
+	}
+	for (size_t i = 0; i < s->nmi; i++)
+		addr[i] = s->mi[i].addr;
+	read_words(s, addr, word, s->nmi, 1);
+	for (size_t i = 0; i < s->nmi && !s->err; i++) {
+		uint32_t how = PTR_HEUR | (3U << PTR_HEUR_SHIFT);
+
+		if (!is_vtable(s, word[i]))
+			continue;
+		if (s->mi[i].from == ROOT)
+			mark(s, s->mi[i].to, how);
+		else
+			add_pointer(s, s->mi[i].from, s->mi[i].to | how);
+	}
+out:
+	free(addr);
+	free(word);
+}
+
+/* What a root mapping holds, for the statistics. */
+static enum reach_root_kind root_kind(const struct mapping *m, bool stack)
+{
+	if (m->heap)
+		return REACH_ROOT_HEAP;
+	if (stack)
+		return REACH_ROOT_STACK;
+	return m->anon ? REACH_ROOT_ANON : REACH_ROOT_DATA;
 }
 
 /*
  * Registers of every stopped thread (what is known of late ones), then every root mapping,
  * then the blocks outside them: every pointer from memory the process can reach, or from a
  * block. Nothing is read from a mapping a read may wait on: its bytes that may hold data are
- * counted as unreadable, and the blocks it holds are not read.
+ * counted as unreadable, and the blocks it holds are not read. The allocator's heap is not a
+ * root where every block in it is known: only its blocks are read, as they are reached.
  */
-static int read_memory(struct scan *s, struct reach_pause *p)
+static int read_memory(struct scan *s, struct reach_pause *p, const struct reach_opts *o)
 {
-	struct mapping *maps = NULL;
+	struct mapping *maps = s->maps;
+	size_t nmaps = s->nmaps, nsp = 0, m = 0;
 	uint64_t *sp = NULL;
-	size_t nmaps, nsp = 0, m = 0;
-	int err;
+	int err = 0;
 
 	sp = calloc(p->n ? p->n : 1, sizeof(*sp));
 	if (!sp)
@@ -1258,15 +2128,13 @@ static int read_memory(struct scan *s, struct reach_pause *p)
 		if (t->state != THREAD_GONE)
 			thread_roots(s, t, sp, &nsp);
 	}
-	err = read_maps(s->pid, &maps, &nmaps);
-	if (err)
-		goto cleanup;
-	/* smaps sums every mapping's pages: on a large process, that takes time too. */
-	if (s->deadline && clock__now_ns() > s->deadline)
-		s->late = true;
+	s->st->heap_roots = s->st->nheaps && !(o->all_blocks_known && o->glibc);
 	for (size_t i = 0; i < nmaps && !s->late; i++) {
 		uint64_t from = maps[i].start, lowest = UINT64_MAX;
+		enum reach_root_kind kind;
 
+		if (maps[i].heap && !s->st->heap_roots)
+			maps[i].root = false;
 		if (!maps[i].root)
 			continue;
 		if (maps[i].unsafe) {
@@ -1283,6 +2151,9 @@ static int read_memory(struct scan *s, struct reach_pause *p)
 		if (lowest != UINT64_MAX && lowest - maps[i].start > RED_ZONE)
 			from = lowest - RED_ZONE;
 		s->st->regions++;
+		kind = root_kind(&maps[i], lowest != UINT64_MAX);
+		s->st->root_regions[kind]++;
+		s->st->root_bytes[kind] += maps[i].end - from;
 		err = add_root(s, from, maps[i].end, true);
 		if (err)
 			goto cleanup;
@@ -1311,8 +2182,10 @@ static int read_memory(struct scan *s, struct reach_pause *p)
 		}
 	}
 	err = batch_flush(s);
+	if (!err && s->nmi && !s->late)
+		resolve_mi(s);
+	err = err ?: s->err;
 cleanup:
-	free(maps);
 	free(sp);
 	return err;
 }
@@ -1345,7 +2218,7 @@ static void follow_reachable(struct scan *s)
 		uint32_t i = s->reach_stack[--s->reach_top];
 
 		for (uint32_t e = s->first[i]; e < s->first[i + 1]; e++)
-			mark(s, s->to[e] & ~START_PTR, s->to[e] & START_PTR);
+			mark(s, s->to[e] & PTR_INDEX, s->to[e] & ~PTR_INDEX);
 	}
 }
 
@@ -1358,7 +2231,7 @@ static void follow_possible(struct scan *s)
 		if (s->state[i] == REACHABLE)
 			continue;
 		for (uint32_t e = s->first[i]; e < s->first[i + 1]; e++)
-			mark(s, s->to[e] & ~START_PTR, false);
+			mark(s, s->to[e] & PTR_INDEX, 0);
 	}
 }
 
@@ -1384,7 +2257,7 @@ static void find_cliques(struct scan *s, uint32_t *leader)
 			uint32_t i = stack[--top];
 
 			for (uint32_t e = s->first[i]; e < s->first[i + 1]; e++) {
-				uint32_t j = s->to[e] & ~START_PTR;
+				uint32_t j = s->to[e] & PTR_INDEX;
 
 				if (j == l || s->state[j] != UNREACHED)
 					continue;
@@ -1495,9 +2368,12 @@ static int index_blocks(struct scan *s, const struct reach_block *blocks)
 	return 0;
 }
 
-int reach__classify(struct reach_pause *p, struct reach_block *blocks, size_t n, uint64_t budget_ns,
-		    struct reach_stats *st)
+int reach__classify(struct reach_pause *p, struct reach_block *blocks, size_t n,
+		    const struct reach_opts *opts, struct reach_stats *st)
 {
+	const struct reach_opts none = { 0 };
+	const struct reach_opts *o = opts ? opts : &none;
+	uint64_t budget_ns = o->budget_ns;
 	uint64_t t0 = clock__now_ns();
 	struct reach_stats local = { 0 };
 	uint32_t *leader = NULL;
@@ -1511,6 +2387,7 @@ int reach__classify(struct reach_pause *p, struct reach_block *blocks, size_t n,
 	for (size_t i = 0; i < n; i++) {
 		blocks[i].kind = REACH_KINDS;
 		blocks[i].leader = i;
+		blocks[i].heuristic = -1;
 	}
 	if (!p)
 		return -EINVAL;
@@ -1523,19 +2400,32 @@ int reach__classify(struct reach_pause *p, struct reach_block *blocks, size_t n,
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
+	/*
+	 * The memory is read through a stopped thread: at an exit, the leader may have let go
+	 * of it already (/proc/PID/maps is then empty), while a thread held at its exit stop
+	 * still has it. /proc/TID and process_vm_readv take any thread's ID.
+	 */
 	s->pid = p->pid;
+	for (size_t i = 0; i < p->n; i++) {
+		if (p->threads[i].state == THREAD_STOPPED) {
+			s->pid = p->threads[i].tid;
+			if (s->pid == p->pid)
+				break;
+		}
+	}
 	s->n = n;
 	s->st = st;
 	s->mem_fd = -1;
 	s->deadline = budget_ns ? t0 + budget_ns : 0;
-	snprintf(path, sizeof(path), "/proc/%d/pagemap", p->pid);
+	snprintf(path, sizeof(path), "/proc/%d/pagemap", s->pid);
 	s->map_fd = open(path, O_RDONLY | O_CLOEXEC);
 	s->buf = malloc(BUF_SIZE);
 	s->blk = malloc(n * sizeof(*s->blk) + 1);
 	s->state = calloc(n + 1, 1);
+	s->heur = malloc(n + 1);
 	s->reach_stack = malloc(n * sizeof(*s->reach_stack) + 1);
 	s->loose_stack = malloc(n * sizeof(*s->loose_stack) + 1);
-	if (!s->buf || !s->blk || !s->state || !s->reach_stack || !s->loose_stack) {
+	if (!s->buf || !s->blk || !s->state || !s->heur || !s->reach_stack || !s->loose_stack) {
 		err = -ENOMEM;
 		goto cleanup;
 	}
@@ -1548,7 +2438,17 @@ int reach__classify(struct reach_pause *p, struct reach_block *blocks, size_t n,
 	if (s->deadline && clock__now_ns() > s->deadline)
 		s->late = true; /* sorting millions of blocks alone took the time */
 	if (!err)
-		err = read_memory(s, p);
+		err = read_maps(s->pid, &s->maps, &s->nmaps);
+	/* smaps sums every mapping's pages: on a large process, that takes time too. */
+	if (s->deadline && clock__now_ns() > s->deadline)
+		s->late = true;
+	if (!err) {
+		memset(s->heur, NO_HEUR, n);
+		find_heaps(s, o);
+		err = read_heads(s, o);
+	}
+	if (!err)
+		err = read_memory(s, p, o);
 	if (!err)
 		err = index_pointers(s);
 	if (err)
@@ -1577,9 +2477,14 @@ int reach__classify(struct reach_pause *p, struct reach_block *blocks, size_t n,
 	for (size_t i = 0; i < n; i++) {
 		struct reach_block *b = &blocks[s->blk[i].idx];
 
-		if (s->state[i] == REACHABLE)
+		if (s->state[i] == REACHABLE) {
 			b->kind = REACH_REACHABLE;
-		else if (!st->complete)
+			if (s->heur[i] != NO_HEUR) {
+				b->heuristic = s->heur[i];
+				st->heur_blocks[s->heur[i]]++;
+				st->heur_bytes[s->heur[i]] += b->size;
+			}
+		} else if (!st->complete)
 			continue;
 		else if (s->state[i] == POSSIBLE)
 			b->kind = REACH_POSSIBLE;
@@ -1601,6 +2506,11 @@ cleanup:
 	free(s->buf);
 	free(s->blk);
 	free(s->state);
+	free(s->heur);
+	free(s->hflags);
+	free(s->chunk_end);
+	free(s->mi);
+	free(s->maps);
 	free(s->bucket);
 	free(s->ptrs);
 	free(s->first);

@@ -128,6 +128,14 @@ const char *report__site_function(const struct report *r, const struct site *sit
 	return syms__demangle(r->syms, report__fn_name(r, site->fn));
 }
 
+uint32_t report__stack_fn(const struct report *r, uint64_t stack_id)
+{
+	for (size_t i = 0; i < r->snap->nsites; i++)
+		if (r->snap->sites[i].stack_id == stack_id)
+			return r->snap->sites[i].fn;
+	return UINT32_MAX;
+}
+
 /* Live bytes and blocks of a snapshot of this session. */
 static double snapshot_live(const struct report *r, const struct snapshot *snap, double *blocks)
 {

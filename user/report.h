@@ -47,6 +47,7 @@ struct report {
 	const struct timeline *timeline;
 	double slowdown; /* the target's time in probe hits / its CPU time; NAN: not known */
 	const struct leak_check *leak;	  /* a leak check made for this report; NULL: none */
+	const char *leak_note; /* final, --leak-check: why no check was made at the end */
 	const struct alarm_event *alerts; /* fired at this report */
 	const struct alarms *alarms;	  /* thresholds and counts of the session */
 	size_t nalerts;
@@ -130,6 +131,8 @@ uint64_t report__inexact_count(const struct heaptap_counters *c, const struct in
 /* The allocator function a site's blocks came from, demangled: the name of its stack's first
  * frame, which aliases (glibc's __libc_malloc, tcmalloc's tc_new) would otherwise pick. */
 const char *report__site_function(const struct report *r, const struct site *site);
+/* The allocator function (a site's fn) of the site of stack_id; UINT32_MAX when none. */
+uint32_t report__stack_fn(const struct report *r, uint64_t stack_id);
 
 /*
  * The sites to show, as indexes into snap->sites, at most --top: by live bytes, or with

@@ -465,6 +465,88 @@ static json_object *peak_sites(const struct report *r)
 	return a;
 }
 
+/* The heuristics used, and the blocks each made reachable. */
+static json_object *heuristics(const struct report *r, const struct reach_stats *st)
+{
+	json_object *o = json_object_new_object(), *on = json_object_new_array(),
+		    *by = json_object_new_object();
+
+	for (unsigned int h = 0; h < REACH_HEURISTICS; h++) {
+		json_object *c = json_object_new_object();
+
+		if (r->opts->leak_heuristics & (1U << h))
+			json_object_array_add(on, json_object_new_string(reach__heuristic_name(h)));
+		put(c, "blocks", u64(st->heur_blocks[h]));
+		put(c, "bytes", u64(st->heur_bytes[h]));
+		put(by, reach__heuristic_name(h), c);
+	}
+	put(o, "enabled", on);
+	put(o, "reachable", by);
+	return o;
+}
+
+/* Root mappings scanned by kind: stacks, data, heap, anonymous. */
+static json_object *roots(const struct reach_stats *st)
+{
+	json_object *a = json_object_new_array();
+
+	for (unsigned int k = 0; k < REACH_ROOT_KINDS; k++) {
+		json_object *e = json_object_new_object();
+
+		put(e, "kind", json_object_new_string(reach__root_name(k)));
+		put(e, "regions", u64(st->root_regions[k]));
+		put(e, "bytes", u64(st->root_bytes[k]));
+		json_object_array_add(a, e);
+	}
+	return a;
+}
+
+/* The allocator's heap regions found, and whether they were scanned as roots, and why. */
+static json_object *heap(const struct report *r, const struct reach_stats *st)
+{
+	json_object *o = json_object_new_object(), *a = json_object_new_array();
+
+	for (unsigned int i = 0; i < st->nheaps; i++) {
+		json_object *e = json_object_new_object();
+
+		put(e, "start", hex(st->heaps[i].start));
+		put(e, "end", hex(st->heaps[i].end));
+		put(e, "kind", json_object_new_string(st->heaps[i].arena ? "arena" : "brk"));
+		json_object_array_add(a, e);
+	}
+	put(o, "regions", a);
+	put(o, "roots", json_object_new_boolean(st->heap_roots));
+	put(o, "why",
+	    json_object_new_string(!st->nheaps	     ? "none_found"
+				   : !st->heap_roots ? "every_block_known"
+				   : r->opts->pid    ? "blocks_before_attach"
+						     : "blocks_not_all_known"));
+	return o;
+}
+
+/* memcheck's loss records: a stack's blocks of one category, the largest first. */
+static json_object *loss_records(const struct report *r, const struct leak_check *lc)
+{
+	json_object *a = json_object_new_array();
+
+	for (size_t i = 0; i < lc->nrecords; i++) {
+		const struct leak_record *rec = &lc->records[i];
+		const struct site site = { .stack_id = rec->stack_id,
+					   .fn = report__stack_fn(r, rec->stack_id) };
+		json_object *e = json_object_new_object();
+
+		put(e, "kind", json_object_new_string(reach__kind_name(rec->kind)));
+		put(e, "blocks", u64(rec->blocks));
+		put(e, "bytes", u64(rec->bytes));
+		put(e, "indirect_blocks", u64(rec->led_blocks));
+		put(e, "indirect_bytes", u64(rec->led_bytes));
+		put(e, "stack_id", hex(rec->stack_id));
+		put(e, "stack", frames(r, &site));
+		json_object_array_add(a, e);
+	}
+	return a;
+}
+
 static json_object *leak_check(const struct report *r)
 {
 	const struct leak_check *lc = r->leak;
@@ -491,6 +573,11 @@ static json_object *leak_check(const struct report *r)
 	put(o, "incomplete_reasons", reasons);
 	put(o, "unsettled_blocks", u64(lc->total.blocks[REACH_KINDS]));
 	put(o, "categories", counts(lc->total.blocks, lc->total.bytes));
+	put(o, "trigger", json_object_new_string(leak_check__trigger_name(lc->trigger)));
+	put(o, "heuristics", heuristics(r, &lc->stats));
+	put(o, "roots", roots(&lc->stats));
+	put(o, "heap", heap(r, &lc->stats));
+	put(o, "loss_records", loss_records(r, lc));
 	return o;
 }
 
@@ -604,6 +691,7 @@ json_object *report__json_object(const struct report *r)
 	put(o, "ages", ages(r));
 	put(o, "peak_sites", peak_sites(r));
 	put(o, "leak_check", leak_check(r));
+	put(o, "leak_check_note", r->leak_note ? json_object_new_string(r->leak_note) : NULL);
 	put(o, "alerts", alerts(r));
 	if (r->target_exited) {
 		json_object *t = json_object_new_object();

@@ -44,6 +44,7 @@ static struct report build_report(struct session *s, const char *type)
 		.traced_now = s->attached,
 		.timeline = &s->timeline,
 		.alarms = &s->alarms,
+		.leak_note = strcmp(type ? type : "", "final") ? NULL : s->leak_note,
 	};
 }
 

@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0
 /* A session's stages but the loop (loop.c) and the reports (reporting.c). */
 #include <errno.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -22,6 +24,9 @@
 #include "stacks.h"
 #include "syms.h"
 #include "unwind.h"
+
+/* The longest a thread of a launched command waits for room in the samples ring. */
+#define SAMPLE_WAIT_NS (1000ULL * 1000000)
 
 static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list args)
 {
@@ -92,6 +97,10 @@ static void configure(struct session *s)
 	skel->rodata->stack_depth = s->opts.stack_depth;
 	skel->rodata->stack_mode = s->stack_mode;
 	skel->rodata->stack_bytes = s->opts.stack_bytes;
+	/* A launched command with --leak-check asks for correctness: no stack lost to a full
+	 * ring, at the price of a thread waiting (bounded) while heaptap unwinds. */
+	if (s->target.launched && s->opts.leak_check)
+		skel->rodata->sample_wait_ns = SAMPLE_WAIT_NS;
 	skel->rodata->sample_interval = s->opts.sample_bytes;
 	skel->rodata->watch = s->mode == MODE_WATCH;
 	bpf_map__set_max_entries(skel->maps.site_totals, s->opts.max_stacks);
@@ -245,6 +254,14 @@ int session__start(struct session *s, int sigfd)
 	if (!s->target.launched)
 		syms__refresh(s->syms);
 
+	/* --leak-check: the target held to its exit (a launched command from before exec). */
+	if (s->opts.leak_check) {
+		s->hold_err = reach__hold(s->target.pid, &s->hold);
+		if (s->hold_err)
+			elog("no leak check at PID %d's exit: %s", s->target.pid,
+			     reach__strerror(s->hold_err));
+	}
+
 	/* Release the launched command: it runs from here, every allocation seen. */
 	err = target__release(&s->target);
 	if (err) {
@@ -255,20 +272,95 @@ int session__start(struct session *s, int sigfd)
 	return 0;
 }
 
+int session__leak_check(struct session *s, enum leak_trigger trigger)
+{
+	struct leak_check_opts o = {
+		.max_pause_ns = s->opts.leak_check_max_ms * 1000000ULL,
+		/* A holder that has ended (killed) leaves the checks to a tracer of their own. */
+		.hold = reach__hold_fd(s->hold) >= 0 ? s->hold : NULL,
+		.trigger = trigger,
+		/* Every block of its heap known: a command traced from its start, every block
+		 * recorded (none sampled out, none left out of a full map). */
+		.all_blocks_known = s->target.launched && s->mode == MODE_FULL &&
+				    !s->opts.sample_bytes && !s->skel->bss->counters.dropped_allocs,
+		.glibc = allocator__is_glibc(s->allocator),
+		.heuristics = s->opts.leak_heuristics,
+	};
+	struct leak_check lc;
+	int err;
+
+	err = leak_check__run(s->skel, s->stacks, s->target.pid, &o, &lc);
+	if (err)
+		return err;
+	if (s->have_leak)
+		leak_check__free(&s->leak);
+	s->leak = lc;
+	s->have_leak = true;
+	return 0;
+}
+
+/*
+ * The holder lets the target go: an exit held goes on, and is waited for (its status then
+ * known, a running target's too); a running target runs on untraced.
+ */
+static void let_go(struct session *s)
+{
+	struct pollfd pfd = { .fd = s->target.pidfd, .events = POLLIN };
+	int status = 0;
+
+	if (!s->hold)
+		return;
+	reach__hold_exiting(s->hold, &status);
+	reach__release(s->hold);
+	s->hold = NULL;
+	if (!s->exit_held)
+		return;
+	/* Its last steps take microseconds; a second is plenty, and the report waits no more. */
+	if (poll(&pfd, 1, 1000) == 1)
+		target__reap(&s->target);
+	if (!s->target.launched || s->target.exit_code < 0) {
+		s->target.exited = true;
+		s->target.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+		s->target.exit_signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+	}
+}
+
+/* Why the final report has no check made at the end, in a phrase; NULL when it has one. */
+static const char *missing_check(const struct session *s, bool checked)
+{
+	if (checked || !s->opts.leak_check)
+		return NULL;
+	if (!s->target.exited)
+		return "the leak check at the end failed (see stderr)";
+	if (s->hold_err == -EBUSY)
+		return "not checked at its exit: another tracer (a debugger, strace) held it";
+	if (s->hold_err)
+		return "not checked at its exit: heaptap could not hold it (see stderr)";
+	if (s->hold && reach__hold_fd(s->hold) < 0)
+		return "not checked at its exit: heaptap's holder process had ended (killed?)";
+	return "not checked at its exit: it exited before it could be held";
+}
+
 int session__finish(struct session *s, int err)
 {
-	struct leak_check leak;
-	bool have_leak = false;
+	bool checked = false;
 	uint64_t stage_ns;
 
 	if (!s->started)
 		return err;
-	/* --leak-check: while every block is still accounted for. */
-	if (s->opts.leak_check && !s->target.exited && !err) {
+	/* --leak-check: while every block is still accounted for, and its memory still there. */
+	if (s->opts.leak_check && !err && (s->exit_held || !s->target.exited)) {
+		/* Held at its exit, the target still maps every object: all are named now. */
+		if (s->exit_held)
+			syms__refresh(s->syms);
 		ring_buffer__consume(s->rb);
-		have_leak = !leak_check__run(s->skel, s->stacks, s->target.pid,
-					     s->opts.leak_check_max_ms * 1000000ULL, &leak);
+		checked = !session__leak_check(s, s->exit_held ? LEAK_AT_EXIT : LEAK_AT_END);
+		ring_buffer__consume(s->rb);
 	}
+	/* An exit the holder told of during the check: its status is waited for too. */
+	s->exit_held = s->exit_held || reach__hold_exiting(s->hold, NULL);
+	s->leak_note = missing_check(s, checked);
+	let_go(s);
 
 	/* Detach first, so the target runs untraced again at once; then the final report. */
 	stage_ns = clock__now_ns();
@@ -276,14 +368,34 @@ int session__finish(struct session *s, int err)
 	s->attached = false;
 	vlog("detached from PID %d in %.0f ms", s->target.pid, (clock__now_ns() - stage_ns) / 1e6);
 	ring_buffer__consume(s->rb);
-	err = session__report(s, "final", have_leak ? &leak : NULL) ?: err;
-	if (have_leak)
-		leak_check__free(&leak);
-	return err;
+	return session__report(s, "final", s->have_leak ? &s->leak : NULL) ?: err;
+}
+
+/*
+ * --leak-exit-code: its status when the check in the final report found bytes definitely or
+ * indirectly lost (memcheck's --errors-for-leak-kinds default, less the possibly lost); else,
+ * as memcheck's, a launched command's own status (128 + the signal that ended it).
+ */
+static int leak_exit_status(const struct session *s)
+{
+	const struct leak_counts *t = s->have_leak ? &s->leak.total : NULL;
+
+	if (t && t->bytes[REACH_DEFINITE] + t->bytes[REACH_INDIRECT])
+		return s->opts.leak_exit_code;
+	if (s->target.launched && s->target.exit_code >= 0)
+		return s->target.exit_code;
+	if (s->target.launched && s->target.exit_signal)
+		return 128 + s->target.exit_signal;
+	return EXIT_OK;
 }
 
 int session__close(struct session *s, int err)
 {
+	int status = err			   ? EXIT_FAIL
+		     : s->alarm_exit		   ? EXIT_ALERT
+		     : s->opts.leak_exit_code >= 0 ? leak_exit_status(s)
+						   : EXIT_OK;
+
 	/* --on-alert commands get a moment to finish; they are never killed. */
 	alarms__reap(&s->alarms, 5000);
 	publish__stop(s->publisher);
@@ -298,7 +410,10 @@ int session__close(struct session *s, int err)
 	stacks__free(s->stacks);
 	syms__free(s->syms);
 	allocator__free(s->allocator);
+	reach__release(s->hold);
+	if (s->have_leak)
+		leak_check__free(&s->leak);
 	target__close(&s->target);
 	free(s->program);
-	return err ? EXIT_FAIL : s->alarm_exit ? EXIT_ALERT : EXIT_OK;
+	return status;
 }

@@ -72,7 +72,13 @@ struct session {
 	struct publisher *publisher;
 	struct timeline timeline;
 	struct alarms alarms;
-	struct snapshot prev; /* the previous report's */
+	struct reach_hold *hold; /* --leak-check: the target held to its exit, or NULL */
+	int hold_err;		 /* why it could not be held (negative errno), or 0 */
+	bool exit_held;		 /* the target is held at its exit */
+	struct leak_check leak;	 /* the latest leak check, kept for the final report */
+	bool have_leak;
+	const char *leak_note; /* why the final report has no check made at the end */
+	struct snapshot prev;  /* the previous report's */
 	bool have_prev;
 	uint64_t reports; /* made so far */
 	bool started;	    /* tracing began: a final report is due */
@@ -101,6 +107,9 @@ int session__close(struct session *s, int err);
 /* One report ("interval" or "final"), with the leak check made for it (or NULL): read,
  * judged (alarms), published. */
 int session__report(struct session *s, const char *type, const struct leak_check *leak);
+/* A leak check now, kept as the session's latest; negative errno (said) when not made. */
+int session__leak_check(struct session *s, enum leak_trigger trigger);
+
 /* The attached record or line: the first thing a script can wait for. */
 void session__announce(struct session *s);
 

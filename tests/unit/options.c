@@ -15,9 +15,9 @@
 #define MAX_ARGS 16
 
 struct parsed {
-	int status;	    /* options__parse's */
-	char *said;	    /* on stderr */
-	char *printed;	    /* on stdout */
+	int status;    /* options__parse's */
+	char *said;    /* on stderr */
+	char *printed; /* on stdout */
 	struct options opts;
 	char *argv[MAX_ARGS + 2]; /* opts.command points into it */
 };
@@ -132,14 +132,20 @@ static void times(void)
 		const char *arg;
 		uint64_t ms;
 	} ok[] = {
-		{ "5", 5000 },	      { "0.5", 500 },	  { "1.5s", 1500 }, { "250ms", 250 },
-		{ "1ms", 1 },	      { "2m", 120000 },	  { "1h", 3600000 }, { "1e3ms", 1000 },
-		{ "0.0015", 1 },      /* 1.5 ms: the milliseconds' fraction dropped */
+		{ "5", 5000 },
+		{ "0.5", 500 },
+		{ "1.5s", 1500 },
+		{ "250ms", 250 },
+		{ "1ms", 1 },
+		{ "2m", 120000 },
+		{ "1h", 3600000 },
+		{ "1e3ms", 1000 },
+		{ "0.0015", 1 },		  /* 1.5 ms: the milliseconds' fraction dropped */
 		{ "315360000", 315360000000ULL }, /* ten years: the cap */
 	};
 	static const char *const bad[] = {
-		"0", "0s", "0.5ms", "-1", "", "s", "5x", "5 s", "5sec", "1d", "inf", "nan",
-		"315360001", "1e300",
+		"0",   "0s",   "0.5ms", "-1",  "",    "s",	   "5x",
+		"5 s", "5sec", "1d",	"inf", "nan", "315360001", "1e300",
 	};
 	const char *expect = "a time of at least 1ms, like 5, 0.5s or 200ms";
 	struct parsed *p;
@@ -190,9 +196,19 @@ static void sizes(void)
 		{ "1099511627776", 1ULL << 40 }, /* 1t, the most */
 	};
 	static const char *const bad[] = {
-		"0",	"0k",	     "-1", "", "k", "12kb", "1t", "1.5m", "1025g", "1099511627777",
+		"0",
+		"0k",
+		"-1",
+		"",
+		"k",
+		"12kb",
+		"1t",
+		"1.5m",
+		"1025g",
+		"1099511627777",
 		/* (2^34 + 1) << 30 wraps to 2^30: checked before the shift */
-		"17179869185g", "18446744073709551616",
+		"17179869185g",
+		"18446744073709551616",
 	};
 	struct parsed *p;
 	size_t i;
@@ -224,15 +240,17 @@ static void numbers(void)
 	} ranges[] = {
 		{ "-p", "1", "2147483647", "0", "2147483648", "a process ID" },
 		{ "--top", "0", "100000", "-1", "100001", "a number of sites from 0 to 100000" },
-		{ "--max-allocs", "1", "268435456", "0", "268435457", "a number from 1 to 268435456" },
+		{ "--max-allocs", "1", "268435456", "0", "268435457",
+		  "a number from 1 to 268435456" },
 		{ "--max-stacks", "1", "16777216", "0", "16777217", "a number from 1 to 16777216" },
 		{ "--stack-depth", "1", "127", "0", "128", "a number from 1 to 127" },
-		{ "--stack-bytes", "64", "65536", "56", "65544", "a multiple of 8 from 64 to 65536" },
+		{ "--stack-bytes", "64", "65536", "56", "65544",
+		  "a multiple of 8 from 64 to 65536" },
 		{ "--dump-bytes", "0", "4096", "-1", "4097", "a number of bytes, 0 to 4096" },
 	};
 	static const char *const what[] = {
-		"PID", "--top", "--max-allocs", "--max-stacks", "--stack-depth", "--stack-bytes",
-		"--dump-bytes",
+		"PID",		 "--top",	  "--max-allocs", "--max-stacks",
+		"--stack-depth", "--stack-bytes", "--dump-bytes",
 	};
 	struct parsed *p;
 	size_t i;
@@ -297,8 +315,10 @@ static void choices(void)
 		{ "length64,newarray", REACH_HEUR_LENGTH64 | REACH_HEUR_NEWARRAY },
 		{ "multipleinheritance,stdstring", REACH_HEUR_MULTIPLE | REACH_HEUR_STDSTRING },
 	};
-	static const char *const bad_heuristics[] = { "", "bogus", "stdstring,", ",stdstring",
-						      "all,none", "length64,,newarray", "STDSTRING" };
+	static const char *const bad_heuristics[] = { "",	    "bogus",
+						      "stdstring,", ",stdstring",
+						      "all,none",   "length64,,newarray",
+						      "STDSTRING" };
 	struct parsed *p;
 	size_t i;
 
@@ -387,8 +407,9 @@ static void output_files(void)
 	p = good(ARGS("--output", "a", "-p", "1"), "--output");
 	CHECK_STR(p->opts.files[OUTPUT_REPORT], "a", "--output");
 	parsed__free(p);
-	if (asprintf(&message, "--output and --%s both write x: give each its own file (see heaptap "
-			       "--help)",
+	if (asprintf(&message,
+		     "--output and --%s both write x: give each its own file (see heaptap "
+		     "--help)",
 		     outputs[3].option) < 0)
 		exit(2);
 	refused(ARGS("-o", "x", "--html", "x", "-p", "1"), message);
@@ -470,7 +491,7 @@ static void usage(void)
 	p = parse(ARGS("--help"));
 	CHECK_I64(p->status, 1, "--help: done, exit 0");
 	CHECK_TRUE(!strncmp(p->printed, "Usage: heaptap [options] -p PID\n", 32), "--help's first "
-										 "line");
+										  "line");
 	CHECK_TRUE(strstr(p->printed, "\n  -o, --output FILE      the latest report in FILE "
 				      "(replaced whole at each report)\n"
 				      "                         instead of standard output\n"),

@@ -92,7 +92,8 @@ static void weights(void)
 				size = at == 0 ? min : at == 1 ? min + (last - min) / 2 : last;
 				if (min >= 1ULL << 48) {
 					/* Sampled every time: each stands for itself. */
-					CHECK_U64(bpf_weight(&w, size), size, "%" PRIu64 " B, interval %" PRIu64,
+					CHECK_U64(bpf_weight(&w, size), size,
+						  "%" PRIu64 " B, interval %" PRIu64,
 						  (uint64_t)size, intervals[k]);
 					continue;
 				}
@@ -125,7 +126,7 @@ static void population__make(struct population *pop, uint64_t *seed)
 	static const struct {
 		__u64 size;
 		size_t count;
-	} mix[] = { { 24, 20000 }, { 700, 5000 }, { 4000, 2000 },
+	} mix[] = { { 24, 20000 },  { 700, 5000 },   { 4000, 2000 },
 		    { 70000, 300 }, { 1 * MIB, 50 }, { 8 * MIB, 5 } };
 	size_t i, k, j;
 	__u64 t;

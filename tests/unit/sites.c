@@ -89,7 +89,8 @@ int main(void)
 		static const uint8_t c1[] = { 0x41, 0x54, 0xc3 }, c2[] = { 0x48, 0x50, 0xc3 };
 		name = "push %r12";
 		fn = plan(name, c1, sizeof(c1), ARG0, false, k617);
-		expect(name, &fn, 0, INSN_EMULATED, HEAPTAP_GPR_DI, "the entry: the kernel emulates");
+		expect(name, &fn, 0, INSN_EMULATED, HEAPTAP_GPR_DI,
+		       "the entry: the kernel emulates");
 		name = "rex.w push %rax";
 		fn = plan(name, c2, sizeof(c2), ARG0, false, k617);
 		expect(name, &fn, 0, INSN_STEPPED, -1, "moves the stack");
@@ -135,7 +136,8 @@ int main(void)
 		expect(name, &fn, 0, INSN_STEPPED, -1, "branches, and the kernel would refuse");
 	}
 	{
-		/* 66 90: emulated from 6.2 on; before, a probe there is refused, so never chosen. */
+		/* 66 90: emulated from 6.2 on; before, a probe there is refused, so never
+		 * chosen. */
 		static const uint8_t c[] = { 0x48, 0x89, 0xf8, 0x66, 0x90, 0xc3 };
 		name = "66 90 on 6.2";
 		fn = plan(name, c, sizeof(c), ARG0, false, INSN_KERNEL(6, 2));
@@ -150,7 +152,8 @@ int main(void)
 		struct site_fn entry = { .size = sizeof(c), .args = ARG0, .at_entry = true };
 
 		name = "at_entry";
-		CHECK_I64(sites__plan_code(c, sizeof(c), 0, &entry, 1, k617), 0, "%s: planned", name);
+		CHECK_I64(sites__plan_code(c, sizeof(c), 0, &entry, 1, k617), 0, "%s: planned",
+			  name);
 		expect(name, &entry, 0, INSN_STEPPED, HEAPTAP_GPR_DI, NULL);
 	}
 	{

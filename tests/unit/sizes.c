@@ -45,11 +45,12 @@ static void known_classes(void)
 	for (i = 0; i < sizeof(known) / sizeof(known[0]); i++) {
 		CHECK_U64(heaptap_size_class(known[i].size), known[i].cls, "class of %llu",
 			  (unsigned long long)known[i].size);
-		CHECK_U64(heaptap_size_class_min(known[i].cls), known[i].min, "first size of class %u",
-			  known[i].cls);
+		CHECK_U64(heaptap_size_class_min(known[i].cls), known[i].min,
+			  "first size of class %u", known[i].cls);
 	}
 	/* The class after the last: its first size would pass 2^64. */
-	CHECK_U64(heaptap_size_class_min(HEAPTAP_SIZE_CLASSES), 0, "first size past the last class");
+	CHECK_U64(heaptap_size_class_min(HEAPTAP_SIZE_CLASSES), 0,
+		  "first size past the last class");
 	CHECK_U64(heaptap_size_class_min(UINT32_MAX), 0, "first size of class 2^32 - 1");
 }
 
@@ -60,8 +61,8 @@ static void log2_of_powers(void)
 	CHECK_U64(heaptap_log2(0), 0, "log2 of 0");
 	for (k = 0; k < 64; k++) {
 		CHECK_U64(heaptap_log2(1ULL << k), k, "log2 of 2^%u", k);
-		CHECK_U64(heaptap_log2((1ULL << k) | ((1ULL << k) - 1)), k, "log2 of 2^%u + 2^%u - 1",
-			  k, k);
+		CHECK_U64(heaptap_log2((1ULL << k) | ((1ULL << k) - 1)), k,
+			  "log2 of 2^%u + 2^%u - 1", k, k);
 	}
 }
 

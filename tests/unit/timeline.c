@@ -56,12 +56,13 @@ static void halving(void)
 	for (i = 0; i < TIMELINE_POINTS; i++)
 		add(t, i * SECOND, i);
 	CHECK_U64(t->n, TIMELINE_POINTS, "full");
-	CHECK_U64(t->points[TIMELINE_POINTS - 1].live_bytes, TIMELINE_POINTS - 1, "full: the latest");
+	CHECK_U64(t->points[TIMELINE_POINTS - 1].live_bytes, TIMELINE_POINTS - 1,
+		  "full: the latest");
 	add(t, (uint64_t)TIMELINE_POINTS * SECOND, TIMELINE_POINTS);
 	CHECK_U64(t->n, TIMELINE_POINTS / 2 + 1, "halved, then the new point");
 	for (i = 0; i < TIMELINE_POINTS / 2; i++)
-		if (!CHECK_U64(t->points[i].time_ns, 2 * i * SECOND, "point %u: the old point %u", i,
-			       2 * i))
+		if (!CHECK_U64(t->points[i].time_ns, 2 * i * SECOND, "point %u: the old point %u",
+			       i, 2 * i))
 			break;
 	CHECK_U64(t->points[TIMELINE_POINTS / 2].time_ns, (uint64_t)TIMELINE_POINTS * SECOND,
 		  "the latest point");

@@ -43,8 +43,9 @@ static inline const char *unit__u64s(uint64_t got, uint64_t want)
 {
 	static char detail[96];
 
-	snprintf(detail, sizeof(detail), "got %" PRIu64 " (%#" PRIx64 "), want %" PRIu64 " (%#" PRIx64
-		 ")", got, got, want, want);
+	snprintf(detail, sizeof(detail),
+		 "got %" PRIu64 " (%#" PRIx64 "), want %" PRIu64 " (%#" PRIx64 ")", got, got, want,
+		 want);
 	return detail;
 }
 
@@ -60,8 +61,7 @@ static inline const char *unit__doubles(double got, double want, double toleranc
 {
 	static char detail[128];
 
-	snprintf(detail, sizeof(detail), "got %.17g, want %.17g (within %g)", got, want,
-		 tolerance);
+	snprintf(detail, sizeof(detail), "got %.17g, want %.17g (within %g)", got, want, tolerance);
 	return detail;
 }
 
@@ -82,35 +82,35 @@ static inline bool unit__same_str(const char *got, const char *want)
 }
 
 /* Unsigned values, equal. */
-#define CHECK_U64(got, want, ...)                                                               \
-	({                                                                                      \
-		uint64_t got_ = (got), want_ = (want);                                          \
-		unit__report(got_ == want_, __FILE__, __LINE__, unit__u64s(got_, want_),        \
-			     __VA_ARGS__);                                                      \
+#define CHECK_U64(got, want, ...)                                                        \
+	({                                                                               \
+		uint64_t got_ = (got), want_ = (want);                                   \
+		unit__report(got_ == want_, __FILE__, __LINE__, unit__u64s(got_, want_), \
+			     __VA_ARGS__);                                               \
 	})
 
 /* Signed values (errno codes, exit statuses), equal. */
-#define CHECK_I64(got, want, ...)                                                               \
-	({                                                                                      \
-		int64_t got_ = (got), want_ = (want);                                           \
-		unit__report(got_ == want_, __FILE__, __LINE__, unit__i64s(got_, want_),        \
-			     __VA_ARGS__);                                                      \
+#define CHECK_I64(got, want, ...)                                                        \
+	({                                                                               \
+		int64_t got_ = (got), want_ = (want);                                    \
+		unit__report(got_ == want_, __FILE__, __LINE__, unit__i64s(got_, want_), \
+			     __VA_ARGS__);                                               \
 	})
 
 /* Doubles within an absolute tolerance (0: exactly equal; NAN equals NAN). */
-#define CHECK_NEAR(got, want, tolerance, ...)                                                   \
-	({                                                                                      \
-		double got_ = (got), want_ = (want), tol_ = (tolerance);                        \
+#define CHECK_NEAR(got, want, tolerance, ...)                                                    \
+	({                                                                                       \
+		double got_ = (got), want_ = (want), tol_ = (tolerance);                         \
 		unit__report((isnan(got_) && isnan(want_)) || fabs(got_ - want_) <= tol_,        \
 			     __FILE__, __LINE__, unit__doubles(got_, want_, tol_), __VA_ARGS__); \
 	})
 
 /* Strings, equal (NULL only equals NULL). */
-#define CHECK_STR(got, want, ...)                                                               \
-	({                                                                                      \
-		const char *got_ = (got), *want_ = (want);                                      \
-		unit__report(unit__same_str(got_, want_), __FILE__, __LINE__,                   \
-			     unit__strs(got_, want_), __VA_ARGS__);                             \
+#define CHECK_STR(got, want, ...)                                             \
+	({                                                                    \
+		const char *got_ = (got), *want_ = (want);                    \
+		unit__report(unit__same_str(got_, want_), __FILE__, __LINE__, \
+			     unit__strs(got_, want_), __VA_ARGS__);           \
 	})
 
 #define CHECK_TRUE(cond, ...) unit__report((cond), __FILE__, __LINE__, "false", __VA_ARGS__)

@@ -563,8 +563,9 @@ static int parse_leak_check(struct options *opts, int c)
 	return OTHER_FAMILY;
 }
 
-/* One option getopt_long returned: 0, or -EINVAL after saying what is wrong. */
-static int parse_option(struct options *opts, int c, char **argv)
+/* One option getopt_long returned: 0, -EINVAL after saying what is wrong, or OTHER_FAMILY
+ * when it is none of heaptap's (getopt's own errors). */
+static int parse_option(struct options *opts, int c)
 {
 	static int (*const families[])(struct options *opts, int c) = {
 		parse_session, parse_tracing, parse_publishing, parse_alarms, parse_leak_check,
@@ -581,11 +582,25 @@ static int parse_option(struct options *opts, int c, char **argv)
 		if (err != OTHER_FAMILY)
 			return err;
 	}
+	return OTHER_FAMILY;
+}
+
+/*
+ * An option getopt_long refused (c: ':' for a missing value, else '?'), from the argument
+ * it was at (at: optind before the call). A long option is named as given; a short one by
+ * its letter, as it may be one of a cluster (-vx), which getopt has not stepped past.
+ */
+static int bad_option(int c, char **argv, int at)
+{
+	const char *arg = argv[optind > at ? optind - 1 : at];
+	char letter[3] = { '-', (char)optopt, '\0' };
+
+	if (strncmp(arg, "--", 2) && optopt > ' ' && optopt < 0x7f)
+		arg = letter;
 	if (c == ':')
-		elog("option '%s' needs a value (see heaptap --help)",
-		     log__value(argv[optind - 1]));
+		elog("option '%s' needs a value (see heaptap --help)", log__value(arg));
 	else
-		elog("unknown option '%s' (see heaptap --help)", log__value(argv[optind - 1]));
+		elog("unknown option '%s' (see heaptap --help)", log__value(arg));
 	return -EINVAL;
 }
 
@@ -628,7 +643,7 @@ static int check_rules(struct options *opts)
 int options__parse(struct options *opts, int argc, char **argv)
 {
 	struct option_tables tables;
-	int c, err;
+	int c, err, at;
 
 	*opts = (struct options){
 		.interval_ms = 5000,
@@ -650,7 +665,8 @@ int options__parse(struct options *opts, int argc, char **argv)
 	/* '+': stop at the first non-option, so COMMAND's own options stay its own; ':' and
 	 * opterr = 0: every message about the command line is heaptap's own, on one line. */
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, tables.shorts, tables.longs, NULL)) != -1) {
+	for (at = optind ? optind : 1;
+	     (c = getopt_long(argc, argv, tables.shorts, tables.longs, NULL)) != -1; at = optind) {
 		if (c == 'h') {
 			usage();
 			return 1;
@@ -659,7 +675,9 @@ int options__parse(struct options *opts, int argc, char **argv)
 			printf("heaptap %s\n", HEAPTAP_VERSION);
 			return 1;
 		}
-		err = parse_option(opts, c, argv);
+		err = parse_option(opts, c);
+		if (err == OTHER_FAMILY)
+			return bad_option(c, argv, at);
 		if (err)
 			return err;
 	}

@@ -474,6 +474,13 @@ static void usage(void)
 	refused(ARGS("-p", "1", "--interval"), "option '--interval' needs a value (see heaptap "
 					       "--help)");
 	refused(ARGS("-p", "1", "--inter"), "option '--inter' needs a value (see heaptap --help)");
+	/* A short option is named by its letter, even within a cluster getopt is still in. */
+	refused(ARGS("-xv", "-p", "1"), "unknown option '-x' (see heaptap --help)");
+	refused(ARGS("-p", "1", "-vx"), "unknown option '-x' (see heaptap --help)");
+	refused(ARGS("-p", "1", "-vi"), "option '-i' needs a value (see heaptap --help)");
+	refused(ARGS("-p", "1", "-?"), "unknown option '-?' (see heaptap --help)");
+	refused(ARGS("-p", "1", "--verbose=3"),
+		"unknown option '--verbose=3' (see heaptap --help)");
 	/* A value is echoed escaped and cut to 64 characters: one short, printable line. */
 	refused(ARGS("--sort", "\x1b[2Jnew\xff", "-p", "1"),
 		"invalid --sort '\\x1b[2Jnew\\xff': expected size, live, calls or bytes (see "

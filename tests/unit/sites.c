@@ -9,13 +9,21 @@
 
 enum { ARG0 = 1, ARG1 = 2, ARG2 = 4 };
 
+/* Function fn in code, len bytes at offset 0, planned for kernel version kernel. */
+static int plan_bytes(const uint8_t *code, size_t len, struct site_fn *fn, unsigned int kernel)
+{
+	const struct site_segment seg = { .bytes = code, .offset = 0, .size = len };
+
+	return sites__plan_code(&seg, fn, 1, kernel);
+}
+
 /* One function at offset 0 of code, planned for kernel version kernel. */
 static struct site_fn plan(const char *name, const uint8_t *code, size_t len, uint8_t args,
 			   bool null_exits, unsigned int kernel)
 {
 	struct site_fn fn = { .entry = 0, .size = len, .args = args, .null_exits = null_exits };
 
-	CHECK_I64(sites__plan_code(code, len, 0, &fn, 1, kernel), 0, "%s: planned", name);
+	CHECK_I64(plan_bytes(code, len, &fn, kernel), 0, "%s: planned", name);
 	return fn;
 }
 
@@ -114,12 +122,12 @@ int main(void)
 
 		memcpy(c + 0x100, body, sizeof(body));
 		name = "rel32 branch from elsewhere into the prologue";
-		CHECK_I64(sites__plan_code(c, sizeof(c), 0, &far, 1, k617), 0, "%s: planned", name);
+		CHECK_I64(plan_bytes(c, sizeof(c), &far, k617), 0, "%s: planned", name);
 		expect(name, &far, 0x100, INSN_STEPPED, -1, "a branch goes to +0x3");
 		c[1] = 0xfb; /* jmp 0x100: to the entry itself, harmless */
 		far.size = 8;
 		name = "rel32 branch to the entry";
-		CHECK_I64(sites__plan_code(c, sizeof(c), 0, &far, 1, k617), 0, "%s: planned", name);
+		CHECK_I64(plan_bytes(c, sizeof(c), &far, k617), 0, "%s: planned", name);
 		expect(name, &far, 0x106, INSN_EMULATED, HEAPTAP_GPR_DI, NULL);
 	}
 	{
@@ -152,8 +160,7 @@ int main(void)
 		struct site_fn entry = { .size = sizeof(c), .args = ARG0, .at_entry = true };
 
 		name = "at_entry";
-		CHECK_I64(sites__plan_code(c, sizeof(c), 0, &entry, 1, k617), 0, "%s: planned",
-			  name);
+		CHECK_I64(plan_bytes(c, sizeof(c), &entry, k617), 0, "%s: planned", name);
 		expect(name, &entry, 0, INSN_STEPPED, HEAPTAP_GPR_DI, NULL);
 	}
 	{

@@ -120,17 +120,27 @@ __asm__(".text\n"
 	"	.cfi_offset %rbp, 0\n"
 	"	ret\n"
 	"	.cfi_endproc\n"
-	/* The rule's offsets are 32 bits: the largest fits, one more does not. */
+	/*
+	 * The rule's offsets are 32 bits: the largest fits, one more does not, nor one that
+	 * would pass for 8 cut to 32 bits. DW_CFA_def_cfa_offset's ULEB128 spelled out, as
+	 * assemblers differ (clang's takes 0x80000000 for -2^31).
+	 */
 	"unit_label unit_cfi_offset_max\n"
 	"	.cfi_startproc\n"
 	"	nop\n"
-	"	.cfi_def_cfa_offset 0x7fffffff\n"
+	"	.cfi_escape 0x0e, 0xff, 0xff, 0xff, 0xff, 0x07\n"
 	"	ret\n"
 	"	.cfi_endproc\n"
 	"unit_label unit_cfi_offset_over\n"
 	"	.cfi_startproc\n"
 	"	nop\n"
-	"	.cfi_def_cfa_offset 0x80000000\n"
+	"	.cfi_escape 0x0e, 0x80, 0x80, 0x80, 0x80, 0x08\n"
+	"	ret\n"
+	"	.cfi_endproc\n"
+	"unit_label unit_cfi_offset_wraps\n"
+	"	.cfi_startproc\n"
+	"	nop\n"
+	"	.cfi_escape 0x0e, 0x88, 0x80, 0x80, 0x80, 0x10\n"
 	"	ret\n"
 	"	.cfi_endproc\n"
 	/* A CFA below the frame pointer (DW_CFA_def_cfa_sf). */
@@ -147,7 +157,8 @@ extern const char unit_cfi_outermost[], unit_cfi_outermost_ret[], unit_cfi_fp[],
 	unit_cfi_leaf[], unit_cfi_leaf_sub[], unit_cfi_leaf_ret[], unit_cfi_none[],
 	unit_cfi_none_ret[], unit_cfi_signal[], unit_cfi_r12[], unit_cfi_cfa_expression[],
 	unit_cfi_ra_elsewhere[], unit_cfi_bp_expression[], unit_cfi_bp_register[],
-	unit_cfi_bp_at_cfa[], unit_cfi_offset_max[], unit_cfi_offset_over[], unit_cfi_negative[];
+	unit_cfi_bp_at_cfa[], unit_cfi_offset_max[], unit_cfi_offset_over[],
+	unit_cfi_offset_wraps[], unit_cfi_negative[];
 
 /* A function as the compiler builds it with frame pointers (make unit's flags). */
 __attribute__((noinline)) int unit_cfi_framed(int (*f)(int), int x)
@@ -236,6 +247,7 @@ static void rules(struct self *s)
 	expect_none(s, "rbp at the CFA", A(unit_cfi_bp_at_cfa) + 1);
 	expect(s, "CFA offset 2^31 - 1", A(unit_cfi_offset_max) + 1, SP, INT32_MAX, 0);
 	expect_none(s, "CFA offset 2^31", A(unit_cfi_offset_over) + 1);
+	expect_none(s, "CFA offset 2^32 + 8", A(unit_cfi_offset_wraps) + 1);
 	expect(s, "CFA rbp - 8", A(unit_cfi_negative) + 1, BP, -8, 0);
 }
 

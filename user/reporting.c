@@ -79,6 +79,9 @@ static double slowdown(struct session *s, const struct snapshot *snap)
 /* What the blocks of the sites a report shows first, and of the suspects, hold. */
 static void read_dumps(struct session *s, struct report *r, struct snapshot *snap)
 {
+	const struct dump_opts dump = { .pid = s->target.pid,
+					.max = s->opts.dump_bytes,
+					.syms = s->syms };
 	struct suspect *sus;
 	double *growth;
 	size_t i, n, nsus, *order;
@@ -87,10 +90,10 @@ static void read_dumps(struct session *s, struct report *r, struct snapshot *sna
 		return;
 	order = report__site_order(r, &growth, &n);
 	for (i = 0; i < n && i < DUMP_SITES; i++)
-		dump__site(s->target.pid, s->syms, s->opts.dump_bytes, &snap->sites[order[i]]);
+		dump__site(&snap->sites[order[i]], &dump);
 	nsus = report__suspects(r, &sus);
 	for (i = 0; i < nsus && i < DUMP_SITES; i++)
-		dump__site(s->target.pid, s->syms, s->opts.dump_bytes, &snap->sites[sus[i].site]);
+		dump__site(&snap->sites[sus[i].site], &dump);
 	free(order);
 	free(growth);
 	free(sus);

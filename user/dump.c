@@ -133,14 +133,22 @@ void dump__hex(const struct dump *d, char *buf)
 	buf[2 * d->n] = '\0';
 }
 
-void dump__site(int pid, struct syms *syms, unsigned int max, struct site *site)
+void dump__site(struct syms *(*syms_of)(void *ctx, uint32_t tgid), void *ctx, unsigned int max,
+		struct site *site)
 {
 	unsigned int want = site->nexamples < DUMP_BLOCKS ? site->nexamples : DUMP_BLOCKS, k;
 
 	if (site->dumps || !want || !(site->dumps = calloc(want, sizeof(*site->dumps))))
 		return;
-	for (k = 0; k < want; k++)
-		if (!dump__read(pid, syms, site->examples[k].addr, site->examples[k].size,
+	for (k = 0; k < want; k++) {
+		uint32_t tgid = site->examples[k].tgid;
+		struct syms *syms = syms_of(ctx, tgid);
+
+		/* A block of a process gone: nothing to read. */
+		if (!syms)
+			continue;
+		if (!dump__read(tgid, syms, site->examples[k].addr, site->examples[k].size,
 				site->examples[k].time_ns, max, &site->dumps[site->ndumps]))
 			site->ndumps++;
+	}
 }

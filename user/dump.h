@@ -46,9 +46,11 @@ struct site;
 /* Blocks dumped a site: its oldest. */
 #define DUMP_BLOCKS 3
 
-/* The first bytes of a site's oldest live blocks (at most DUMP_BLOCKS), read from process
- * pid now, into site->dumps; nothing if it has them already. */
-void dump__site(int pid, struct syms *syms, unsigned int max, struct site *site);
+/* The first bytes of a site's oldest live blocks (at most DUMP_BLOCKS), read now from the
+ * processes that hold them, into site->dumps; nothing if it has them already. syms_of gives
+ * the symbols of a process (for C++ classes), NULL for one that is gone. */
+void dump__site(struct syms *(*syms_of)(void *ctx, uint32_t tgid), void *ctx, unsigned int max,
+		struct site *site);
 
 /* 16 bytes a line: offset, hex, ASCII; each line prefixed with indent. */
 void dump__text(FILE *f, const struct dump *d, const char *indent);

@@ -140,7 +140,7 @@ uint32_t report__stack_fn(const struct report *r, uint64_t stack_id)
 static double snapshot_live(const struct report *r, const struct snapshot *snap, double *blocks)
 {
 	const struct heaptap_counters *c = &snap->counters;
-	double bytes = c->live_bytes, n = c->allocs - c->frees;
+	double bytes = c->live_bytes, n = c->allocs - c->frees - snap->dropped_blocks;
 
 	if (r->opts->watch) {
 		bytes = (double)c->pages_touched * sysconf(_SC_PAGESIZE);

@@ -16,6 +16,7 @@
 #include "allocator.h"
 #include "options.h"
 #include "probes.h"
+#include "procs.h"
 #include "stacks.h"
 #include "syms.h"
 #include "timeline.h"
@@ -27,7 +28,9 @@ struct report {
 	const char *comm;
 	const struct options *opts;
 	const struct allocator *allocator;
-	const struct probes *probes;
+	const struct probes *probes; /* the first process's plan */
+	size_t links;		     /* probes attached, in every process */
+	const struct procs *procs;   /* every process traced */
 	const struct snapshot *snap;
 	const struct snapshot *prev; /* the previous report's snapshot, for rates */
 	uint64_t attach_ns;	     /* CLOCK_MONOTONIC when the probes were attached */

@@ -101,7 +101,7 @@ void report__attached_json(FILE *f, const struct report *r)
 		put(e, "path", json_object_new_string(p->file->name));
 		put(e, "offset", u64(p->offset));
 		put(e, "entry_offset", u64(p->start));
-		put(e, "return", json_object_new_boolean(p->ret != NULL));
+		put(e, "return", json_object_new_boolean(p->returns));
 		put(e, "instruction",
 		    json_object_new_string(p->site.insn.len ? p->site.insn.text : "?"));
 		put(e, "emulated", json_object_new_boolean(p->site.trap == INSN_EMULATED));
@@ -519,7 +519,7 @@ static json_object *heap(const struct report *r, const struct reach_stats *st)
 	put(o, "why",
 	    json_object_new_string(!st->nheaps	     ? "none_found"
 				   : !st->heap_roots ? "every_block_known"
-				   : r->opts->pid    ? "blocks_before_attach"
+				   : r->opts->npids  ? "blocks_before_attach"
 						     : "blocks_not_all_known"));
 	return o;
 }

@@ -78,7 +78,7 @@ void report__attached_text(FILE *f, const struct report *r)
 		return;
 	}
 	fprintf(f, "heaptap: attached to PID %d (%s): %zu probes on %s\n", r->pid, r->comm,
-		r->probes->links, r->allocator->file.name);
+		r->links, r->allocator->file.name);
 	fprintf(f, "heaptap: allocator chosen: %s\n", r->allocator->reason);
 	for (i = 0; i < report__nprobes(r); i++)
 		skipped += r->probes->v[i].skipped != NULL;
@@ -101,7 +101,7 @@ void report__attached_text(FILE *f, const struct report *r)
 		fprintf(f, "heaptap:   %-40s %s at 0x%" PRIx64 " (entry+0x%" PRIx64 ": %s, %s) in %s%s",
 			p->name, probes__kind_name(p->kind), p->offset, p->offset - p->start,
 			p->site.insn.len ? p->site.insn.text : "?", insn__trap_name(p->site.trap),
-			p->file->name, p->ret ? ", and its return" : "");
+			p->file->name, p->returns ? ", and its return" : "");
 		for (a = 0; a < HEAPTAP_COOKIE_ARGS; a++)
 			if (probes__arg_name(p->kind, a))
 				fprintf(f, "; %s in %s", probes__arg_name(p->kind, a),
@@ -589,7 +589,7 @@ static void roots(FILE *f, const struct report *r, const struct reach_stats *st)
 	fprintf(f, " (%s): ", bytes(a, sizeof(a), heap));
 	if (st->heap_roots)
 		fprintf(f, "scanned as roots: %s\n",
-			r->opts->pid ? "blocks allocated before attach are unknown"
+			r->opts->npids ? "blocks allocated before attach are unknown"
 				     : "not every block in it is known (sampled, a full map, or an "
 				       "allocator whose heap heaptap cannot tell)");
 	else

@@ -44,7 +44,7 @@ USER_OBJS := $(patsubst user/%.c,$(OUTPUT)/user/%.o,$(USER_SRCS)) $(OUTPUT)/prot
 	$(OUTPUT)/user/report_page.o
 TARGETS := $(patsubst tests/targets/%.c,$(OUTPUT)/tests/%,$(wildcard tests/targets/*.c)) \
 	$(patsubst tests/targets/%.cc,$(OUTPUT)/tests/%,$(wildcard tests/targets/*.cc)) \
-	$(OUTPUT)/tests/libleaky.so $(OUTPUT)/tests/unit_sites
+	$(OUTPUT)/tests/libleaky.so
 
 ifeq ($(V),1)
 Q :=
@@ -56,14 +56,20 @@ endif
 
 .DELETE_ON_ERROR:
 .SECONDARY: $(OUTPUT)/bpf/heaptap.bpf.o $(OUTPUT)/bench/probecost.bpf.o
-.PHONY: all check-deps clean demo test vmlinux deps fuzz
+.PHONY: all check-deps clean demo test unit vmlinux deps fuzz
 
 BENCH_TARGETS := $(patsubst bench/targets/%.c,$(OUTPUT)/bench/%,$(wildcard bench/targets/*.c)) \
 	$(OUTPUT)/bench/probecost
 
+# Unit tests of logic without the kernel (tests/unit/NAME.c, tests/unit/unit.h's checks),
+# run by `make unit` without root and without BPF, in seconds. Each is linked with heaptap.a:
+# the linker takes from it the modules the test calls, and what those call.
+UNITS := $(patsubst tests/unit/%.c,%,$(wildcard tests/unit/*.c))
+UNIT_BINS := $(patsubst %,$(OUTPUT)/unit/%,$(UNITS))
+
 # libFuzzer targets, one per parser of the target's bytes, each with the modules it fuzzes
 # (and those it calls on the bytes) instrumented; whatever else they refer to comes
-# uninstrumented from heaptap's own objects (fuzz/heaptap.a: all but main).
+# uninstrumented from heaptap's own objects (heaptap.a: all but main).
 FUZZERS := elfsyms cfi unwind maps dump options
 FUZZ_USES_elfsyms := elfsyms
 FUZZ_USES_cfi := unwind
@@ -80,7 +86,8 @@ FUZZ_CORPUS := $(OUTPUT)/fuzz/corpus/.made
 ifeq ($(SANITIZE),1)
 all: check-deps $(OUTPUT)/heaptap
 else
-all: check-deps $(OUTPUT)/heaptap $(TARGETS) $(BENCH_TARGETS) $(FUZZ_BINS) $(FUZZ_CORPUS)
+all: check-deps $(OUTPUT)/heaptap $(UNIT_BINS) $(TARGETS) $(BENCH_TARGETS) $(FUZZ_BINS) \
+	$(FUZZ_CORPUS)
 endif
 
 # Debian 12 ships libbpf 1.1: fail early and clearly on anything older.
@@ -93,7 +100,7 @@ check-deps:
 	$(Q)command -v $(CLANG) >/dev/null || { echo "heaptap: clang is missing; run: sudo .ci/run deps" >&2; exit 1; }
 	$(Q)command -v $(PROTOC_C) >/dev/null || { echo "heaptap: protoc-c is missing; run: sudo .ci/run deps" >&2; exit 1; }
 
-$(OUTPUT) $(OUTPUT)/user $(OUTPUT)/bpf $(OUTPUT)/tests $(OUTPUT)/bench $(OUTPUT)/proto:
+$(OUTPUT) $(OUTPUT)/user $(OUTPUT)/bpf $(OUTPUT)/tests $(OUTPUT)/bench $(OUTPUT)/proto $(OUTPUT)/unit:
 	$(Q)mkdir -p $@
 
 $(OUTPUT)/bpf/%.bpf.o: bpf/%.bpf.c $(VMLINUX) | $(OUTPUT)/bpf
@@ -133,6 +140,11 @@ $(OUTPUT)/heaptap: $(USER_OBJS)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) $(SAN_FLAGS) $^ $(LIBS) -o $@
 
+# heaptap's objects but main, for the unit tests and the fuzzers to link with.
+$(OUTPUT)/heaptap.a: $(filter-out $(OUTPUT)/user/heaptap.o,$(USER_OBJS))
+	$(call msg,AR,$@)
+	$(Q)rm -f $@ && ar rcs $@ $^
+
 # Test targets: frame pointers on, so issue-2 stacks are whole; each file may name extra
 # flags on a line "// build: ...".
 TARGET_FLAGS = -g -O1 -fno-omit-frame-pointer -fno-optimize-sibling-calls -Wall
@@ -157,11 +169,19 @@ $(OUTPUT)/tests/pielib: tests/targets/pielib.c $(OUTPUT)/tests/libleaky.so $(TAR
 	$(Q)$(CC) $(TARGET_FLAGS) -fPIE -pie $< -o $@ -L$(OUTPUT)/tests -l:libleaky.so \
 		-Wl,-rpath,'$$ORIGIN'
 
-# Unit tests of logic without the kernel, linked with the modules they test.
-$(OUTPUT)/tests/unit_sites: tests/unit/sites.c $(OUTPUT)/user/sites.o $(OUTPUT)/user/insn.o \
-		| $(OUTPUT)/tests
+# Unit tests: with frame pointers, which tests/unit/cfi.c reads its own CFI for. Run one by
+# one, each as nobody when make runs as root (tests/unit/run.sh); with SANITIZE=1, built and
+# run with the sanitizers, from build-san/.
+$(OUTPUT)/unit/%.o: tests/unit/%.c | $(OUTPUT)/unit
 	$(call msg,CC,$@)
-	$(Q)$(CC) $(USER_CFLAGS) $^ -o $@ $(LIBS)
+	$(Q)$(CC) $(USER_CFLAGS) -fno-omit-frame-pointer -c $< -o $@
+
+$(UNIT_BINS): $(OUTPUT)/unit/%: $(OUTPUT)/unit/%.o $(OUTPUT)/heaptap.a
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(CFLAGS) $(SAN_FLAGS) $^ $(LIBS) -o $@
+
+unit: $(UNIT_BINS)
+	$(Q)tests/unit/run.sh $(UNIT_BINS)
 
 # Stripped, with the debug information in a separate file: found through .gnu_debuglink
 # next to the program, or (stripped_buildid, installed by the test) by build ID.
@@ -204,13 +224,9 @@ $(OUTPUT)/fuzz/%.o: tests/fuzz/%.c | $(OUTPUT)/fuzz
 	$(call msg,CC-FUZZ,$@)
 	$(Q)$(CLANG) $(FUZZ_CFLAGS) -c $< -o $@
 
-$(OUTPUT)/fuzz/heaptap.a: $(filter-out $(OUTPUT)/user/heaptap.o,$(USER_OBJS)) | $(OUTPUT)/fuzz
-	$(call msg,AR,$@)
-	$(Q)rm -f $@ && ar rcs $@ $^
-
 define fuzzer_rule
 $(OUTPUT)/fuzz/fuzz_$(1): $(OUTPUT)/fuzz/fuzz_$(1).o $(patsubst %,$(OUTPUT)/fuzz/user/%.o,$(FUZZ_USES_$(1))) \
-		$(OUTPUT)/fuzz/heaptap.a
+		$(OUTPUT)/heaptap.a
 	$$(call msg,LINK,$$@)
 	$$(Q)$$(CLANG) -fsanitize=fuzzer $$(FUZZ_SAN) $$^ $$(LIBS) -o $$@
 endef
@@ -244,4 +260,5 @@ test:
 clean:
 	rm -rf build build-san
 
--include $(wildcard $(OUTPUT)/user/*.d $(OUTPUT)/bpf/*.d $(OUTPUT)/fuzz/*.d $(OUTPUT)/fuzz/user/*.d)
+-include $(wildcard $(OUTPUT)/user/*.d $(OUTPUT)/bpf/*.d $(OUTPUT)/fuzz/*.d $(OUTPUT)/fuzz/user/*.d \
+	$(OUTPUT)/unit/*.d)

@@ -792,7 +792,7 @@ def test_a_new_output_is_one_file_and_one_row():
         with open(os.path.join(tree, "user", "report_toy.c"), "w") as f:
             f.write('#include <inttypes.h>\n#include "report.h"\n\n'
                     "int report__toy(FILE *f, const struct report *r)\n{\n"
-                    '\tfprintf(f, "toy %" PRIu64 "\\n", r->snap->counters.alloc_calls);\n'
+                    '\tfprintf(f, "toy %llu\\n", (unsigned long long)r->snap->counters.alloc_calls);\n'
                     "\treturn ferror(f) ? -1 : 0;\n}\n")
         with open(os.path.join(tree, "user", "outputs.c")) as f:
             table = f.read()
@@ -806,7 +806,8 @@ def test_a_new_output_is_one_file_and_one_row():
             f.write(table)
         build = subprocess.run(["make", "-s", "-C", tree, "build/heaptap"], capture_output=True,
                                text=True, timeout=600)
-        check("the toy tree builds", build.returncode, 0)
+        check_true("the toy tree builds", build.returncode == 0,
+                   f"make exited {build.returncode}: {build.stdout[-2000:]}{build.stderr[-4000:]}")
         toy = os.path.join(tree, "build", "heaptap")
         help_text = subprocess.run([toy, "--help"], capture_output=True, text=True).stdout
         check_true("--help lists the toy", "      --toy FILE         a toy format" in help_text,

@@ -1,10 +1,11 @@
 """Probe sites (user/sites.c): each function probed on the first instruction every call
 reaches that the kernel emulates, its arguments read where they are there, and every call
-still counted exactly, whichever early branch it takes."""
+still counted exactly, whichever early branch it takes. (The planner's rules on crafted code
+are unit tests: tests/unit/sites.c, run by make unit.)"""
 import os
 import subprocess
 
-from lib import (BUILD, Failure, Heaptap, Target, check, check_true, size_row, test)
+from lib import (Failure, Heaptap, Target, check, check_true, size_row, test)
 
 LIBS = "/usr/lib/x86_64-linux-gnu"
 JEMALLOC = f"{LIBS}/libjemalloc.so.2"
@@ -85,14 +86,6 @@ def test_probe_at_entry_keeps_every_probe_on_its_entry():
     check("malloc's first instruction", probes["malloc"]["instruction"], "cmpq $0x1000, %rdi")
     check("single-stepped there", probes["malloc"]["emulated"], False)
     check("why", probes["malloc"]["site_reason"], "the entry, as --probe-at entry asks")
-
-
-@test
-def test_site_planner_on_crafted_code():
-    """The planner's rules, one crafted instruction sequence each (tests/unit/sites.c)."""
-    out = subprocess.run([os.path.join(BUILD, "tests", "unit_sites")], capture_output=True,
-                         text=True, timeout=60)
-    check_true("unit_sites passed", out.returncode == 0, out.stdout + out.stderr)
 
 
 # Each group runs whole or not at all: not at all when the allocator lacks one of its

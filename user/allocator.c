@@ -346,15 +346,22 @@ static struct object *find_override(int pid, struct objects *objs, const char *o
 	return objects__match(objs, override);
 }
 
-/*
- * The common end of both searches: objs->v[0] is the executable; pid is 0 for a command
- * not started yet; where names the process in messages.
- */
-static int decide(struct objects *objs, int pid, const char *where, const char *override,
-		  const char *preload_env, const char *preload_file, struct allocator **out)
+/* What both searches learned of the process, for decide(). */
+struct search {
+	int pid;		  /* 0 for a command not started yet */
+	const char *where;	  /* the process, as messages name it */
+	const char *override;	  /* --allocator PATH, or NULL */
+	const char *preload_env;  /* LD_PRELOAD, and the loader's --preload after it */
+	const char *preload_file; /* the process's /etc/ld.so.preload */
+};
+
+/* The common end of both searches: objs->v[0] is the executable. */
+static int decide(struct objects *objs, const struct search *how, struct allocator **out)
 {
+	const char *override = how->override;
 	struct allocator found = {};
 	struct object *o;
+	int pid = how->pid;
 	int err;
 
 	objs->v[0].main_program = true;
@@ -375,12 +382,12 @@ static int decide(struct objects *objs, int pid, const char *where, const char *
 				err = take_override(&objs->v[objs->n - 1], override, out);
 		}
 	} else if (!err) {
-		err = choose(objs, preload_env, preload_file, out);
+		err = choose(objs, how->preload_env, how->preload_file, out);
 		if (err == -ESRCH)
 			elog("no object in %s defines malloc (a static program "
 			     "without a C allocator, or a runtime with its own, such as Go); "
 			     "name one with --allocator PATH if it has one",
-			     where);
+			     how->where);
 		else if (err)
 			elog("cannot read %s: %s", objs->v[0].path, strerror(-err));
 	}
@@ -539,7 +546,13 @@ int allocator__find(int pid, const char *override, struct allocator **out)
 		goto cleanup;
 	}
 	snprintf(where, sizeof(where), "PID %d", pid);
-	err = decide(&objs, pid, where, override, preload, preload_file, out);
+	err = decide(&objs,
+		     &(struct search){ .pid = pid,
+				       .where = where,
+				       .override = override,
+				       .preload_env = preload,
+				       .preload_file = preload_file },
+		     out);
 cleanup:
 	free(preload);
 	free(loader_preload);
@@ -707,7 +720,12 @@ int allocator__find_for_program(const char *path, int argc, char *const *argv, c
 		elog("out of memory");
 		goto cleanup;
 	}
-	err = decide(&objs, 0, program, override, preload, "/etc/ld.so.preload", out);
+	err = decide(&objs,
+		     &(struct search){ .where = program,
+				       .override = override,
+				       .preload_env = preload,
+				       .preload_file = "/etc/ld.so.preload" },
+		     out);
 cleanup:
 	objects__free(&objs);
 	free(program);

@@ -57,28 +57,27 @@ static int find_strings(struct dump *d)
 	return 0;
 }
 
-int dump__read(int pid, struct syms *syms, uint64_t addr, uint64_t size, uint64_t time_ns,
-	       unsigned int max, struct dump *d)
+int dump__read(struct dump *d, const struct dump_opts *opts)
 {
+	size_t want = d->size < opts->max ? d->size : opts->max;
 	struct iovec local, remote;
-	size_t want = size < max ? size : max;
 	ssize_t got;
 
-	*d = (struct dump){ .addr = addr, .size = size, .time_ns = time_ns };
+	*d = (struct dump){ .addr = d->addr, .size = d->size, .time_ns = d->time_ns };
 	if (!want)
 		return 0;
 	d->bytes = malloc(want);
 	if (!d->bytes)
 		return -ENOMEM;
 	local = (struct iovec){ d->bytes, want };
-	remote = (struct iovec){ (void *)(uintptr_t)addr, want };
-	got = process_vm_readv(pid, &local, 1, &remote, 1, 0);
+	remote = (struct iovec){ (void *)(uintptr_t)d->addr, want };
+	got = process_vm_readv(opts->pid, &local, 1, &remote, 1, 0);
 	if (got <= 0) {
 		d->error = got < 0 ? errno : EFAULT;
 		return 0;
 	}
 	d->n = got;
-	return dump__parse(d, syms);
+	return dump__parse(d, opts->syms);
 }
 
 int dump__parse(struct dump *d, struct syms *syms)
@@ -133,22 +132,24 @@ void dump__hex(const struct dump *d, char *buf)
 	buf[2 * d->n] = '\0';
 }
 
-void dump__site(struct syms *(*syms_of)(void *ctx, uint32_t tgid), void *ctx, unsigned int max,
-		struct site *site)
+void dump__site(struct site *site, const struct dump_sources *from)
 {
 	unsigned int want = site->nexamples < DUMP_BLOCKS ? site->nexamples : DUMP_BLOCKS, k;
+	struct dump *d;
 
 	if (site->dumps || !want || !(site->dumps = calloc(want, sizeof(*site->dumps))))
 		return;
 	for (k = 0; k < want; k++) {
-		uint32_t tgid = site->examples[k].tgid;
-		struct syms *syms = syms_of(ctx, tgid);
+		struct dump_opts opts = { .pid = site->examples[k].tgid, .max = from->max };
 
 		/* A block of a process gone: nothing to read. */
-		if (!syms)
+		if (!from->alive(from->ctx, site->examples[k].tgid, &opts.syms))
 			continue;
-		if (!dump__read(tgid, syms, site->examples[k].addr, site->examples[k].size,
-				site->examples[k].time_ns, max, &site->dumps[site->ndumps]))
+		d = &site->dumps[site->ndumps];
+		*d = (struct dump){ .addr = site->examples[k].addr,
+				    .size = site->examples[k].size,
+				    .time_ns = site->examples[k].time_ns };
+		if (!dump__read(d, &opts))
 			site->ndumps++;
 	}
 }

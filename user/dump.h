@@ -7,6 +7,7 @@
 #ifndef HEAPTAP_DUMP_H
 #define HEAPTAP_DUMP_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -29,11 +30,19 @@ struct dump {
 	size_t nstrings;
 };
 
-/* Reads up to max bytes of the block at addr of process pid; negative errno only when out
- * of memory, with nothing left to free (an unreadable block is a dump with n 0 and error
- * set). */
-int dump__read(int pid, struct syms *syms, uint64_t addr, uint64_t size, uint64_t time_ns,
-	       unsigned int max, struct dump *d);
+/* Where blocks are read from, and how much of each. */
+struct dump_opts {
+	int pid;
+	unsigned int max;  /* bytes of a block at most (--dump-bytes) */
+	struct syms *syms; /* names the class of a vtable; NULL: no class looked for */
+};
+
+/*
+ * Reads the first bytes of the block d names (d->addr, d->size and d->time_ns, as the
+ * caller set them; the rest is filled). Negative errno only when out of memory, with
+ * nothing left to free (an unreadable block is a dump with n 0 and error set).
+ */
+int dump__read(struct dump *d, const struct dump_opts *opts);
 void dump__free(struct dump *d);
 
 /* What the d->n bytes read hold: the class of their vtable (with syms; NULL: none looked
@@ -46,11 +55,18 @@ struct site;
 /* Blocks dumped a site: its oldest. */
 #define DUMP_BLOCKS 3
 
+/* Where the blocks of a site are read from: the process that holds each. */
+struct dump_sources {
+	unsigned int max; /* bytes of a block at most (--dump-bytes) */
+	/* Whether process tgid still runs, and its symbols (for C++ classes; NULL: no class
+	 * looked for). */
+	bool (*alive)(void *ctx, uint32_t tgid, struct syms **syms);
+	void *ctx;
+};
+
 /* The first bytes of a site's oldest live blocks (at most DUMP_BLOCKS), read now from the
- * processes that hold them, into site->dumps; nothing if it has them already. syms_of gives
- * the symbols of a process (for C++ classes), NULL for one that is gone. */
-void dump__site(struct syms *(*syms_of)(void *ctx, uint32_t tgid), void *ctx, unsigned int max,
-		struct site *site);
+ * processes that hold them, into site->dumps; nothing if it has them already. */
+void dump__site(struct site *site, const struct dump_sources *from);
 
 /* 16 bytes a line: offset, hex, ASCII; each line prefixed with indent. */
 void dump__text(FILE *f, const struct dump *d, const char *indent);

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "array.h"
 #include "elfsyms.h"
 
 struct segment {
@@ -16,7 +17,7 @@ struct segment {
 
 struct elf_syms {
 	struct elf_sym *syms;
-	size_t nsyms;
+	size_t nsyms, syms_cap;
 	struct segment *segs;
 	size_t nsegs;
 	char *interp;
@@ -27,20 +28,12 @@ struct elf_syms {
 	size_t nneeded;
 };
 
-static int add_sym(struct elf_syms *s, size_t *cap, const char *name, const GElf_Sym *sym,
-		   bool exported)
+static int add_sym(struct elf_syms *s, const char *name, const GElf_Sym *sym, bool exported)
 {
 	struct elf_sym *e;
 
-	if (s->nsyms == *cap) {
-		size_t n = *cap ? *cap * 2 : 256;
-		struct elf_sym *grown = realloc(s->syms, n * sizeof(*grown));
-
-		if (!grown)
-			return -ENOMEM;
-		s->syms = grown;
-		*cap = n;
-	}
+	if (array__reserve(&s->syms, &s->syms_cap, s->nsyms, sizeof(*s->syms)))
+		return -ENOMEM;
 	e = &s->syms[s->nsyms];
 	e->name = strdup(name);
 	if (!e->name)
@@ -54,7 +47,7 @@ static int add_sym(struct elf_syms *s, size_t *cap, const char *name, const GElf
 }
 
 static int read_symbols(struct elf_syms *s, Elf *elf, Elf_Scn *scn, GElf_Shdr *shdr,
-			Elf_Data *versym, size_t *cap)
+			Elf_Data *versym)
 {
 	size_t ent = gelf_fsize(elf, ELF_T_SYM, 1, EV_CURRENT);
 	Elf_Data *data = elf_getdata(scn, NULL);
@@ -84,7 +77,7 @@ static int read_symbols(struct elf_syms *s, Elf *elf, Elf_Scn *scn, GElf_Shdr *s
 		if (dynamic && versym)
 			gelf_getversym(versym, i, &ver);
 		/* A hidden version (foo@OLD) is kept for old binaries; nothing new binds to it. */
-		err = add_sym(s, cap, name, &sym,
+		err = add_sym(s, name, &sym,
 			      dynamic && GELF_ST_BIND(sym.st_info) != STB_LOCAL && !(ver & 0x8000));
 		if (err)
 			return err;
@@ -199,7 +192,6 @@ static int read_elf(Elf *elf, bool dynamic_only, struct elf_syms **out)
 	struct elf_syms *s;
 	Elf_Data *versym = NULL;
 	Elf_Scn *scn = NULL;
-	size_t cap = 0;
 	int err;
 
 	if (!elf || elf_kind(elf) != ELF_K_ELF)
@@ -223,7 +215,7 @@ static int read_elf(Elf *elf, bool dynamic_only, struct elf_syms **out)
 		if (!gelf_getshdr(scn, &shdr))
 			continue;
 		if (shdr.sh_type == SHT_DYNSYM || (shdr.sh_type == SHT_SYMTAB && !dynamic_only))
-			err = read_symbols(s, elf, scn, &shdr, versym, &cap);
+			err = read_symbols(s, elf, scn, &shdr, versym);
 		else if (shdr.sh_type == SHT_DYNAMIC)
 			err = read_dynamic(s, elf, scn, &shdr);
 		if (err)

@@ -131,9 +131,10 @@ static bool add_headers(struct MHD_Response *resp, const char *type)
 	       MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff") == MHD_YES;
 }
 
-int http__publish(struct http_server *s, const char *path, unsigned int status, const char *type,
-		  struct http_buffer *const *bufs, size_t n)
+int http__publish(struct http_server *s, const char *path, const struct http_reply *reply)
 {
+	struct http_buffer *const *bufs = reply->bufs;
+	size_t n = reply->n;
 	struct MHD_IoVec *iov = calloc(n ? n : 1, sizeof(*iov));
 	struct answer *a = malloc(sizeof(*a) + n * sizeof(a->bufs[0]));
 	struct MHD_Response *resp, *old;
@@ -158,7 +159,7 @@ int http__publish(struct http_server *s, const char *path, unsigned int status, 
 		answer_release(a);
 		return -ENOMEM;
 	}
-	if (!add_headers(resp, type)) {
+	if (!add_headers(resp, reply->type)) {
 		MHD_destroy_response(resp);
 		return -ENOMEM;
 	}
@@ -180,7 +181,7 @@ int http__publish(struct http_server *s, const char *path, unsigned int status, 
 	}
 	old = r ? r->response : resp;
 	if (r) {
-		r->status = status;
+		r->status = reply->status;
 		r->response = resp;
 	}
 	pthread_mutex_unlock(&s->lock);

@@ -32,13 +32,20 @@ void http__buffer_put(struct http_buffer *b);
  */
 int http__start(const char *where, struct http_server **out);
 
+/* An answer: a status, a Content-Type, and the bytes of n buffers one after the other. */
+struct http_reply {
+	unsigned int status;
+	const char *type;
+	struct http_buffer *const *bufs;
+	size_t n;
+};
+
 /*
- * What GET path answers from now on: status, a Content-Type, and the bytes of the n buffers
- * one after the other (taking references of its own). Requests being answered finish with
- * what they started with. Negative errno; the previous answer stays on failure.
+ * What GET path answers from now on (the server taking references of its own to the
+ * buffers). Requests being answered finish with what they started with. Negative errno; the
+ * previous answer stays on failure.
  */
-int http__publish(struct http_server *s, const char *path, unsigned int status, const char *type,
-		  struct http_buffer *const *bufs, size_t n);
+int http__publish(struct http_server *s, const char *path, const struct http_reply *reply);
 
 /* Closes every connection and the socket, at once whatever the clients do; NULL is fine. */
 void http__stop(struct http_server *s);

@@ -30,12 +30,17 @@ int insn__read(const char *path, uint64_t offset, unsigned char *code, size_t le
 	return n == (ssize_t)len ? 0 : -EIO;
 }
 
-/* Two Capstone handles: with operand details (slower), and without for sweeping bodies. */
-struct insn_decoder {
-	csh detail;
-	csh flow;
+/* A Capstone handle, and the instruction it decodes into. */
+struct pass {
+	csh cs;
 	cs_insn *insn;
-	cs_insn *flow_insn;
+	bool detail; /* with the operands' details and text: what is read and written */
+};
+
+/* Two passes: with operand details (slower), and without for sweeping bodies. */
+struct insn_decoder {
+	struct pass detail;
+	struct pass flow;
 };
 
 int insn__decoder_new(struct insn_decoder **out)
@@ -45,20 +50,21 @@ int insn__decoder_new(struct insn_decoder **out)
 	*out = NULL;
 	if (!d)
 		return -ENOMEM;
-	if (cs_open(CS_ARCH_X86, CS_MODE_64, &d->detail) != CS_ERR_OK) {
+	if (cs_open(CS_ARCH_X86, CS_MODE_64, &d->detail.cs) != CS_ERR_OK) {
 		free(d);
 		return -ENOMEM;
 	}
-	if (cs_open(CS_ARCH_X86, CS_MODE_64, &d->flow) != CS_ERR_OK) {
-		cs_close(&d->detail);
+	if (cs_open(CS_ARCH_X86, CS_MODE_64, &d->flow.cs) != CS_ERR_OK) {
+		cs_close(&d->detail.cs);
 		free(d);
 		return -ENOMEM;
 	}
-	cs_option(d->detail, CS_OPT_DETAIL, CS_OPT_ON);
-	cs_option(d->detail, CS_OPT_SYNTAX, CS_OPT_SYNTAX_ATT);
-	d->insn = cs_malloc(d->detail);
-	d->flow_insn = cs_malloc(d->flow);
-	if (!d->insn || !d->flow_insn) {
+	cs_option(d->detail.cs, CS_OPT_DETAIL, CS_OPT_ON);
+	cs_option(d->detail.cs, CS_OPT_SYNTAX, CS_OPT_SYNTAX_ATT);
+	d->detail.detail = true;
+	d->detail.insn = cs_malloc(d->detail.cs);
+	d->flow.insn = cs_malloc(d->flow.cs);
+	if (!d->detail.insn || !d->flow.insn) {
 		insn__decoder_free(d);
 		return -ENOMEM;
 	}
@@ -70,12 +76,12 @@ void insn__decoder_free(struct insn_decoder *d)
 {
 	if (!d)
 		return;
-	if (d->insn)
-		cs_free(d->insn, 1);
-	if (d->flow_insn)
-		cs_free(d->flow_insn, 1);
-	cs_close(&d->detail);
-	cs_close(&d->flow);
+	if (d->detail.insn)
+		cs_free(d->detail.insn, 1);
+	if (d->flow.insn)
+		cs_free(d->flow.insn, 1);
+	cs_close(&d->detail.cs);
+	cs_close(&d->flow.cs);
 	free(d);
 }
 
@@ -313,8 +319,7 @@ static bool keeps_flags(const cs_insn *ci, const uint8_t *code, size_t op, const
 	return cmov_or_set(code, op, in);
 }
 
-static void effects(struct insn_decoder *d, const cs_insn *ci, const uint8_t *code, size_t op,
-		    struct insn *out)
+static void effects(csh cs, const cs_insn *ci, const uint8_t *code, size_t op, struct insn *out)
 {
 	const cs_x86 *x = &ci->detail->x86;
 	cs_regs rd, wr;
@@ -331,7 +336,7 @@ static void effects(struct insn_decoder *d, const cs_insn *ci, const uint8_t *co
 		    (gpr = gpr_of(x->operands[i].reg)) >= 0)
 			out->writes |= INSN_GPR(gpr);
 	}
-	if (cs_regs_access(d->detail, ci, rd, &nrd, wr, &nwr) == CS_ERR_OK) {
+	if (cs_regs_access(cs, ci, rd, &nrd, wr, &nwr) == CS_ERR_OK) {
 		for (i = 0; i < nwr; i++)
 			if ((gpr = gpr_of(wr[i])) >= 0)
 				out->writes |= INSN_GPR(gpr);
@@ -352,10 +357,10 @@ static void effects(struct insn_decoder *d, const cs_insn *ci, const uint8_t *co
 	}
 }
 
-static int decode(struct insn_decoder *d, bool detail, const uint8_t *code, size_t len,
-		  uint64_t offset, struct insn *out)
+static int decode(const struct pass *pass, const uint8_t *code, size_t len, uint64_t offset,
+		  struct insn *out)
 {
-	cs_insn *ci = detail ? d->insn : d->flow_insn;
+	cs_insn *ci = pass->insn;
 	const uint8_t *p = code;
 	uint64_t addr = offset;
 	size_t left = len < INSN_MAX_LEN ? len : INSN_MAX_LEN, op;
@@ -363,7 +368,7 @@ static int decode(struct insn_decoder *d, bool detail, const uint8_t *code, size
 	memset(out, 0, sizeof(*out));
 	out->offset = offset;
 	out->copy_from = out->copy_to = out->tested = -1;
-	if (!cs_disasm_iter(detail ? d->detail : d->flow, &p, &left, &addr, ci))
+	if (!cs_disasm_iter(pass->cs, &p, &left, &addr, ci))
 		return -ENOEXEC;
 	out->len = ci->size;
 	out->kind = INSN_PLAIN;
@@ -371,9 +376,9 @@ static int decode(struct insn_decoder *d, bool detail, const uint8_t *code, size
 	if (op >= out->len)
 		return -ENOEXEC;
 	flow(code, op, out);
-	if (out->kind == INSN_PLAIN && detail)
-		effects(d, ci, code, op, out);
-	if (detail)
+	if (out->kind == INSN_PLAIN && pass->detail)
+		effects(pass->cs, ci, code, op, out);
+	if (pass->detail)
 		snprintf(out->text, sizeof(out->text), "%s%s%s", ci->mnemonic,
 			 ci->op_str[0] ? " " : "", ci->op_str);
 	return 0;
@@ -382,13 +387,13 @@ static int decode(struct insn_decoder *d, bool detail, const uint8_t *code, size
 int insn__decode(struct insn_decoder *d, const uint8_t *code, size_t len, uint64_t offset,
 		 struct insn *out)
 {
-	return decode(d, true, code, len, offset, out);
+	return decode(&d->detail, code, len, offset, out);
 }
 
 int insn__decode_flow(struct insn_decoder *d, const uint8_t *code, size_t len, uint64_t offset,
 		      struct insn *out)
 {
-	return decode(d, false, code, len, offset, out);
+	return decode(&d->flow, code, len, offset, out);
 }
 
 unsigned int insn__kernel_version(void)

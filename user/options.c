@@ -175,7 +175,8 @@ static void usage(void)
 		int col;
 
 		if (outputs[i].short_option)
-			col = printf("  -%c, --%s FILE", outputs[i].short_option, outputs[i].option);
+			col = printf("  -%c, --%s FILE", outputs[i].short_option,
+				     outputs[i].option);
 		else
 			col = printf("      --%s FILE", outputs[i].option);
 		for (; (nl = strchr(line, '\n')); line = nl + 1, col = 0)
@@ -365,10 +366,12 @@ static bool same_file_twice(const struct options *opts)
 
 	for (i = 0; i < noutputs; i++)
 		for (k = i + 1; k < noutputs; k++)
-			if (opts->files[i] && opts->files[k] && !strcmp(opts->files[i], opts->files[k])) {
+			if (opts->files[i] && opts->files[k] &&
+			    !strcmp(opts->files[i], opts->files[k])) {
 				elog("--%s and --%s both write %s: give each its own file "
 				     "(see heaptap --help)",
-				     outputs[i].option, outputs[k].option, log__value(opts->files[i]));
+				     outputs[i].option, outputs[k].option,
+				     log__value(opts->files[i]));
 				return true;
 			}
 	return false;
@@ -416,200 +419,245 @@ static int output_of(int c)
 	return -1;
 }
 
-int options__parse(struct options *opts, int argc, char **argv)
+/*
+ * Option families. Each takes the options it knows: 0, or -EINVAL after saying what is
+ * wrong; OTHER_FAMILY for an option of another family.
+ */
+#define OTHER_FAMILY 1
+
+/* What to trace, when, and how the reports read. */
+static int parse_session(struct options *opts, int c)
 {
-	struct option_tables tables;
 	unsigned long v;
 	uint64_t ms;
-	int c, i;
+	int i;
 
-	*opts = (struct options){
-		.interval_ms = 5000,
-		.top = 10,
-		.sort = SORT_SIZE,
-		.max_allocs = 1 << 20,
-		.max_stacks = 1 << 16,
-		.stack_depth = 64,
-		.stack_bytes = 16384,
-		.window_ms = 2000,
-		.max_overhead = 0.05,
-		.dump_bytes = 64,
-		.leak_check_max_ms = 5000,
-		.leak_heuristics = REACH_HEUR_ALL,
-		.leak_exit_code = -1,
-		.file_mode = OUTPUT_MODE,
-	};
-	build_tables(&tables);
-	/* '+': stop at the first non-option, so COMMAND's own options stay its own; ':' and
-	 * opterr = 0: every message about the command line is heaptap's own, on one line. */
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, tables.shorts, tables.longs, NULL)) != -1) {
-		if ((i = output_of(c)) >= 0) {
-			opts->files[i] = optarg;
-			continue;
-		}
-		switch (c) {
-		case 'p':
-			if (add_pids(opts, optarg))
-				return bad("PID", optarg, "a process ID, or several separated by commas");
-			break;
-		case 'f': opts->follow = true; break;
-		case OPT_COMM:
-			if (!*optarg || strlen(optarg) > 15)
-				return bad("--comm", optarg,
-					   "a process name as the kernel keeps it (1 to 15 bytes)");
-			opts->comm = optarg;
-			break;
-		case OPT_EXE: opts->exe = optarg; break;
-		case 'i':
-			if (parse_time(optarg, &opts->interval_ms, false))
-				return bad("interval", optarg,
-					   "a time of at least 1ms, like 5, 0.5s or 200ms");
-			break;
-		case 'd':
-			if (parse_time(optarg, &opts->duration_ms, false))
-				return bad("duration", optarg,
-					   "a time of at least 1ms, like 30, 10s or 5m");
-			break;
-		case OPT_TOP:
-			if (parse_uint(optarg, 0, 100000, &v))
-				return bad("--top", optarg, "a number of sites from 0 to 100000");
-			opts->top = v;
-			break;
-		case OPT_MIN_AGE:
-			if (parse_time(optarg, &ms, true))
-				return bad("--min-age", optarg, "a time, like 30s or 2m");
-			opts->min_age_ns = ms * 1000000;
-			break;
-		case OPT_SORT:
-			i = pick(optarg, sort_names, sizeof(sort_names) / sizeof(sort_names[0]));
-			if (i < 0)
-				return bad("--sort", optarg, "size, live, calls or bytes");
-			opts->sort = i;
-			break;
-		case OPT_STACK:
-			i = pick(optarg, stack_names, sizeof(stack_names) / sizeof(stack_names[0]));
-			if (i < 0)
-				return bad("--stack", optarg, "fp, dwarf, copy or auto");
-			opts->stack = i;
-			break;
-		case OPT_STACK_BYTES:
-			if (parse_uint(optarg, 64, HEAPTAP_MAX_STACK_BYTES, &v) || v % 8)
-				return bad("--stack-bytes", optarg,
-					   "a multiple of 8 from 64 to 65536");
-			opts->stack_bytes = v;
-			break;
-		case OPT_PROBE_AT:
-			if (strcmp(optarg, "planned") && strcmp(optarg, "entry"))
-				return bad("--probe-at", optarg, "planned or entry");
-			opts->probe_entries = !strcmp(optarg, "entry");
-			break;
-		case OPT_JSON: opts->json = true; break;
-		case OPT_ALLOCATOR: opts->allocator = optarg; break;
-		case OPT_MAX_ALLOCS:
-			if (parse_uint(optarg, 1, 1 << 28, &v))
-				return bad("--max-allocs", optarg, "a number from 1 to 268435456");
-			opts->max_allocs = v;
-			break;
-		case OPT_MAX_STACKS:
-			if (parse_uint(optarg, 1, 1 << 24, &v))
-				return bad("--max-stacks", optarg, "a number from 1 to 16777216");
-			opts->max_stacks = v;
-			break;
-		case OPT_STACK_DEPTH:
-			if (parse_uint(optarg, 1, HEAPTAP_MAX_DEPTH, &v))
-				return bad("--stack-depth", optarg, "a number from 1 to 127");
-			opts->stack_depth = v;
-			break;
-		case OPT_LIVE: opts->live = true; break;
-		case OPT_WATCH: opts->watch = true; break;
-		case OPT_SAMPLE:
-			if (parse_bytes(optarg, &opts->sample_bytes))
-				return bad("--sample", optarg, "a size from 1 byte to 1t, like 512k");
-			break;
-		case OPT_WINDOW:
-			if (parse_time(optarg, &opts->window_ms, false) || opts->window_ms < 100)
-				return bad("--window", optarg, "a time of at least 100ms, like 2s");
-			break;
-		case OPT_MAX_OVERHEAD: {
-			char *end;
-
-			errno = 0;
-			opts->max_overhead = strtod(optarg, &end) / 100;
-			if (errno || *end || !(opts->max_overhead > 0) || opts->max_overhead > 1)
-				return bad("--max-overhead", optarg,
-					   "a percentage above 0, up to 100");
-			break;
-		}
-		case OPT_FILE_MODE: {
-			char *end;
-
-			errno = 0;
-			v = strtoul(optarg, &end, 8);
-			if (errno || *end || !*optarg || *optarg == '-' || v > 0777)
-				return bad("--file-mode", optarg, "an octal mode, like 0600 or 0640");
-			opts->file_mode = v;
-			break;
-		}
-		case OPT_LISTEN:
-			if (!listen__valid(optarg))
-				return bad("--listen", optarg,
-					   "[ADDR:]PORT, like 9464, 127.0.0.1:9464 or [::1]:9464");
-			opts->listen = optarg;
-			break;
-		case OPT_ALERT_LIVE:
-		case OPT_ALERT_GROWTH:
-		case OPT_ALERT_RSS: {
-			uint64_t *to = c == OPT_ALERT_LIVE     ? &opts->alert_live
-				       : c == OPT_ALERT_GROWTH ? &opts->alert_growth
-							       : &opts->alert_rss;
-
-			if (parse_bytes(optarg, to))
-				return bad(c == OPT_ALERT_LIVE	   ? "--alert-live"
-					   : c == OPT_ALERT_GROWTH ? "--alert-growth"
-								   : "--alert-rss",
-					   optarg, "bytes, like 100m or 1g");
-			break;
-		}
-		case OPT_ON_ALERT: opts->on_alert = optarg; break;
-		case OPT_EXIT_ON_ALERT: opts->exit_on_alert = true; break;
-		case OPT_DUMP_BYTES:
-			if (parse_uint(optarg, 0, HEAPTAP_MAX_DUMP, &v))
-				return bad("--dump-bytes", optarg, "a number of bytes, 0 to 4096");
-			opts->dump_bytes = v;
-			break;
-		case OPT_LEAK_CHECK: opts->leak_check = true; break;
-		case OPT_LEAK_CHECK_MAX_PAUSE:
-			if (parse_time(optarg, &opts->leak_check_max_ms, false))
-				return bad("--leak-check-max-pause", optarg,
-					   "a time of at least 1ms, like 2s or 500ms");
-			break;
-		case OPT_LEAK_CHECK_HEURISTICS:
-			if (parse_heuristics(optarg, &opts->leak_heuristics))
-				return bad("--leak-check-heuristics", optarg,
-					   "all, none, or a list of stdstring, length64, newarray, "
-					   "multipleinheritance");
-			break;
-		case OPT_LEAK_EXIT_CODE:
-			if (parse_uint(optarg, 1, 255, &v))
-				return bad("--leak-exit-code", optarg,
-					   "an exit status from 1 to 255");
-			opts->leak_exit_code = v;
-			break;
-		case 'v': opts->verbose = true; break;
-		case 'h': usage(); return 1;
-		case 'V': printf("heaptap %s\n", HEAPTAP_VERSION); return 1;
-		case ':':
-			elog("option '%s' needs a value (see heaptap --help)",
-			     log__value(argv[optind - 1]));
-			return -EINVAL;
-		default:
-			elog("unknown option '%s' (see heaptap --help)", log__value(argv[optind - 1]));
-			return -EINVAL;
-		}
+	switch (c) {
+	case 'p':
+		if (add_pids(opts, optarg))
+			return bad("PID", optarg, "a process ID, or several separated by commas");
+		return 0;
+	case 'f': opts->follow = true; return 0;
+	case OPT_COMM:
+		if (!*optarg || strlen(optarg) > 15)
+			return bad("--comm", optarg,
+				   "a process name as the kernel keeps it (1 to 15 bytes)");
+		opts->comm = optarg;
+		return 0;
+	case OPT_EXE: opts->exe = optarg; return 0;
+	case 'i':
+		if (parse_time(optarg, &opts->interval_ms, false))
+			return bad("interval", optarg,
+				   "a time of at least 1ms, like 5, 0.5s or 200ms");
+		return 0;
+	case 'd':
+		if (parse_time(optarg, &opts->duration_ms, false))
+			return bad("duration", optarg,
+				   "a time of at least 1ms, like 30, 10s or 5m");
+		return 0;
+	case OPT_TOP:
+		if (parse_uint(optarg, 0, 100000, &v))
+			return bad("--top", optarg, "a number of sites from 0 to 100000");
+		opts->top = v;
+		return 0;
+	case OPT_MIN_AGE:
+		if (parse_time(optarg, &ms, true))
+			return bad("--min-age", optarg, "a time, like 30s or 2m");
+		opts->min_age_ns = ms * 1000000;
+		return 0;
+	case OPT_SORT:
+		i = pick(optarg, sort_names, sizeof(sort_names) / sizeof(sort_names[0]));
+		if (i < 0)
+			return bad("--sort", optarg, "size, live, calls or bytes");
+		opts->sort = i;
+		return 0;
+	case OPT_JSON: opts->json = true; return 0;
+	case 'v': opts->verbose = true; return 0;
 	}
-	if (optind < argc)
-		opts->command = &argv[optind];
+	return OTHER_FAMILY;
+}
+
+/* How the allocator is traced: what is tracked, stacks, probe sites, modes, sampling. */
+static int parse_tracing(struct options *opts, int c)
+{
+	unsigned long v;
+	char *end;
+	int i;
+
+	switch (c) {
+	case OPT_ALLOCATOR: opts->allocator = optarg; return 0;
+	case OPT_MAX_ALLOCS:
+		if (parse_uint(optarg, 1, 1 << 28, &v))
+			return bad("--max-allocs", optarg, "a number from 1 to 268435456");
+		opts->max_allocs = v;
+		return 0;
+	case OPT_MAX_STACKS:
+		if (parse_uint(optarg, 1, 1 << 24, &v))
+			return bad("--max-stacks", optarg, "a number from 1 to 16777216");
+		opts->max_stacks = v;
+		return 0;
+	case OPT_STACK_DEPTH:
+		if (parse_uint(optarg, 1, HEAPTAP_MAX_DEPTH, &v))
+			return bad("--stack-depth", optarg, "a number from 1 to 127");
+		opts->stack_depth = v;
+		return 0;
+	case OPT_STACK:
+		i = pick(optarg, stack_names, sizeof(stack_names) / sizeof(stack_names[0]));
+		if (i < 0)
+			return bad("--stack", optarg, "fp, dwarf, copy or auto");
+		opts->stack = i;
+		return 0;
+	case OPT_STACK_BYTES:
+		if (parse_uint(optarg, 64, HEAPTAP_MAX_STACK_BYTES, &v) || v % 8)
+			return bad("--stack-bytes", optarg, "a multiple of 8 from 64 to 65536");
+		opts->stack_bytes = v;
+		return 0;
+	case OPT_PROBE_AT:
+		if (strcmp(optarg, "planned") && strcmp(optarg, "entry"))
+			return bad("--probe-at", optarg, "planned or entry");
+		opts->probe_entries = !strcmp(optarg, "entry");
+		return 0;
+	case OPT_LIVE: opts->live = true; return 0;
+	case OPT_WATCH: opts->watch = true; return 0;
+	case OPT_SAMPLE:
+		if (parse_bytes(optarg, &opts->sample_bytes))
+			return bad("--sample", optarg, "a size from 1 byte to 1t, like 512k");
+		return 0;
+	case OPT_WINDOW:
+		if (parse_time(optarg, &opts->window_ms, false) || opts->window_ms < 100)
+			return bad("--window", optarg, "a time of at least 100ms, like 2s");
+		return 0;
+	case OPT_MAX_OVERHEAD:
+		errno = 0;
+		opts->max_overhead = strtod(optarg, &end) / 100;
+		if (errno || *end || !(opts->max_overhead > 0) || opts->max_overhead > 1)
+			return bad("--max-overhead", optarg, "a percentage above 0, up to 100");
+		return 0;
+	}
+	return OTHER_FAMILY;
+}
+
+/* Where reports go besides standard output, and what they show of blocks. */
+static int parse_publishing(struct options *opts, int c)
+{
+	unsigned long v;
+	char *end;
+
+	switch (c) {
+	case OPT_FILE_MODE:
+		errno = 0;
+		v = strtoul(optarg, &end, 8);
+		if (errno || *end || !*optarg || *optarg == '-' || v > 0777)
+			return bad("--file-mode", optarg, "an octal mode, like 0600 or 0640");
+		opts->file_mode = v;
+		return 0;
+	case OPT_LISTEN:
+		if (!listen__valid(optarg))
+			return bad("--listen", optarg,
+				   "[ADDR:]PORT, like 9464, 127.0.0.1:9464 or [::1]:9464");
+		opts->listen = optarg;
+		return 0;
+	case OPT_DUMP_BYTES:
+		if (parse_uint(optarg, 0, HEAPTAP_MAX_DUMP, &v))
+			return bad("--dump-bytes", optarg, "a number of bytes, 0 to 4096");
+		opts->dump_bytes = v;
+		return 0;
+	}
+	return OTHER_FAMILY;
+}
+
+/* Alarms, and what they do. */
+static int parse_alarms(struct options *opts, int c)
+{
+	switch (c) {
+	case OPT_ALERT_LIVE:
+		if (parse_bytes(optarg, &opts->alert_live))
+			return bad("--alert-live", optarg, "bytes, like 100m or 1g");
+		return 0;
+	case OPT_ALERT_GROWTH:
+		if (parse_bytes(optarg, &opts->alert_growth))
+			return bad("--alert-growth", optarg, "bytes, like 100m or 1g");
+		return 0;
+	case OPT_ALERT_RSS:
+		if (parse_bytes(optarg, &opts->alert_rss))
+			return bad("--alert-rss", optarg, "bytes, like 100m or 1g");
+		return 0;
+	case OPT_ON_ALERT: opts->on_alert = optarg; return 0;
+	case OPT_EXIT_ON_ALERT: opts->exit_on_alert = true; return 0;
+	}
+	return OTHER_FAMILY;
+}
+
+static int parse_leak_check(struct options *opts, int c)
+{
+	unsigned long v;
+
+	switch (c) {
+	case OPT_LEAK_CHECK: opts->leak_check = true; return 0;
+	case OPT_LEAK_CHECK_MAX_PAUSE:
+		if (parse_time(optarg, &opts->leak_check_max_ms, false))
+			return bad("--leak-check-max-pause", optarg,
+				   "a time of at least 1ms, like 2s or 500ms");
+		return 0;
+	case OPT_LEAK_CHECK_HEURISTICS:
+		if (parse_heuristics(optarg, &opts->leak_heuristics))
+			return bad("--leak-check-heuristics", optarg,
+				   "all, none, or a list of stdstring, length64, newarray, "
+				   "multipleinheritance");
+		return 0;
+	case OPT_LEAK_EXIT_CODE:
+		if (parse_uint(optarg, 1, 255, &v))
+			return bad("--leak-exit-code", optarg, "an exit status from 1 to 255");
+		opts->leak_exit_code = v;
+		return 0;
+	}
+	return OTHER_FAMILY;
+}
+
+/* One option getopt_long returned: 0, -EINVAL after saying what is wrong, or OTHER_FAMILY
+ * when it is none of heaptap's (getopt's own errors). */
+static int parse_option(struct options *opts, int c)
+{
+	static int (*const families[])(struct options *opts, int c) = {
+		parse_session, parse_tracing, parse_publishing, parse_alarms, parse_leak_check,
+	};
+	int row = output_of(c), err;
+	size_t i;
+
+	if (row >= 0) {
+		opts->files[row] = optarg;
+		return 0;
+	}
+	for (i = 0; i < sizeof(families) / sizeof(families[0]); i++) {
+		err = families[i](opts, c);
+		if (err != OTHER_FAMILY)
+			return err;
+	}
+	return OTHER_FAMILY;
+}
+
+/*
+ * An option getopt_long refused (c: ':' for a missing value, else '?'), from the argument
+ * it was at (at: optind before the call). A long option is named as given; a short one by
+ * its letter, as it may be one of a cluster (-vx), which getopt has not stepped past.
+ */
+static int bad_option(int c, char **argv, int at)
+{
+	const char *arg = argv[optind > at ? optind - 1 : at];
+	char letter[3] = { '-', (char)optopt, '\0' };
+
+	if (strncmp(arg, "--", 2) && optopt > ' ' && optopt < 0x7f)
+		arg = letter;
+	if (c == ':')
+		elog("option '%s' needs a value (see heaptap --help)", log__value(arg));
+	else
+		elog("unknown option '%s' (see heaptap --help)", log__value(arg));
+	return -EINVAL;
+}
+
+/* What options ask of one another, once all are read. */
+static int check_rules(struct options *opts)
+{
 	if (opts->live && opts->watch) {
 		elog("--live and --watch are two different modes: choose one (see heaptap --help)");
 		return -EINVAL;
@@ -635,9 +683,56 @@ int options__parse(struct options *opts, int argc, char **argv)
 	if (opts->live && !opts->sample_bytes)
 		opts->sample_bytes = 512 << 10;
 	if ((opts->npids || opts->comm || opts->exe) == !!opts->command) {
-		elog("%s (see heaptap --help)", opts->command ? "give either -p PID or a COMMAND, not both"
-							  : "nothing to trace: give -p PID or -- COMMAND");
+		elog("%s (see heaptap --help)",
+		     opts->command ? "give either -p PID or a COMMAND, not both"
+				   : "nothing to trace: give -p PID or -- COMMAND");
 		return -EINVAL;
 	}
 	return 0;
+}
+
+int options__parse(struct options *opts, int argc, char **argv)
+{
+	struct option_tables tables;
+	int c, err, at;
+
+	*opts = (struct options){
+		.interval_ms = 5000,
+		.top = 10,
+		.sort = SORT_SIZE,
+		.max_allocs = 1 << 20,
+		.max_stacks = 1 << 16,
+		.stack_depth = 64,
+		.stack_bytes = 16384,
+		.window_ms = 2000,
+		.max_overhead = 0.05,
+		.dump_bytes = 64,
+		.leak_check_max_ms = 5000,
+		.leak_heuristics = REACH_HEUR_ALL,
+		.leak_exit_code = -1,
+		.file_mode = OUTPUT_MODE,
+	};
+	build_tables(&tables);
+	/* '+': stop at the first non-option, so COMMAND's own options stay its own; ':' and
+	 * opterr = 0: every message about the command line is heaptap's own, on one line. */
+	opterr = 0;
+	for (at = optind ? optind : 1;
+	     (c = getopt_long(argc, argv, tables.shorts, tables.longs, NULL)) != -1; at = optind) {
+		if (c == 'h') {
+			usage();
+			return 1;
+		}
+		if (c == 'V') {
+			printf("heaptap %s\n", HEAPTAP_VERSION);
+			return 1;
+		}
+		err = parse_option(opts, c);
+		if (err == OTHER_FAMILY)
+			return bad_option(c, argv, at);
+		if (err)
+			return err;
+	}
+	if (optind < argc)
+		opts->command = &argv[optind];
+	return check_rules(opts);
 }

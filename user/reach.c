@@ -2368,43 +2368,20 @@ static int index_blocks(struct scan *s, const struct reach_block *blocks)
 	return 0;
 }
 
-int reach__classify(struct reach_pause *p, struct reach_block *blocks, size_t n,
-		    const struct reach_opts *opts, struct reach_stats *st)
+/*
+ * A scan of n blocks in the memory of the paused process p. The memory is read through a
+ * stopped thread: at an exit, the leader may have let go of it already (/proc/PID/maps is
+ * then empty), while a thread held at its exit stop still has it. /proc/TID and
+ * process_vm_readv take any thread's ID. NULL when out of memory.
+ */
+static struct scan *scan__new(const struct reach_pause *p, size_t n, struct reach_stats *st,
+			      uint64_t deadline)
 {
-	const struct reach_opts none = { 0 };
-	const struct reach_opts *o = opts ? opts : &none;
-	uint64_t budget_ns = o->budget_ns;
-	uint64_t t0 = clock__now_ns();
-	struct reach_stats local = { 0 };
-	uint32_t *leader = NULL;
-	struct scan *s;
+	struct scan *s = calloc(1, sizeof(*s));
 	char path[64];
-	int err;
 
-	if (!st)
-		st = &local;
-	*st = (struct reach_stats){ 0 };
-	for (size_t i = 0; i < n; i++) {
-		blocks[i].kind = REACH_KINDS;
-		blocks[i].leader = i;
-		blocks[i].heuristic = -1;
-	}
-	if (!p)
-		return -EINVAL;
-	for (size_t i = 0; i < p->n; i++)
-		st->threads +=
-			p->threads[i].state == THREAD_STOPPED && p->threads[i].nwords == REG_WORDS;
-	st->late_threads = p->late;
-	if (n > MAX_BLOCKS)
-		return -E2BIG;
-	s = calloc(1, sizeof(*s));
 	if (!s)
-		return -ENOMEM;
-	/*
-	 * The memory is read through a stopped thread: at an exit, the leader may have let go
-	 * of it already (/proc/PID/maps is then empty), while a thread held at its exit stop
-	 * still has it. /proc/TID and process_vm_readv take any thread's ID.
-	 */
+		return NULL;
 	s->pid = p->pid;
 	for (size_t i = 0; i < p->n; i++) {
 		if (p->threads[i].state == THREAD_STOPPED) {
@@ -2416,7 +2393,7 @@ int reach__classify(struct reach_pause *p, struct reach_block *blocks, size_t n,
 	s->n = n;
 	s->st = st;
 	s->mem_fd = -1;
-	s->deadline = budget_ns ? t0 + budget_ns : 0;
+	s->deadline = deadline;
 	snprintf(path, sizeof(path), "/proc/%d/pagemap", s->pid);
 	s->map_fd = open(path, O_RDONLY | O_CLOEXEC);
 	s->buf = malloc(BUF_SIZE);
@@ -2425,15 +2402,40 @@ int reach__classify(struct reach_pause *p, struct reach_block *blocks, size_t n,
 	s->heur = malloc(n + 1);
 	s->reach_stack = malloc(n * sizeof(*s->reach_stack) + 1);
 	s->loose_stack = malloc(n * sizeof(*s->loose_stack) + 1);
-	if (!s->buf || !s->blk || !s->state || !s->heur || !s->reach_stack || !s->loose_stack) {
-		err = -ENOMEM;
-		goto cleanup;
-	}
-	if (!n) {
-		st->complete = true;
-		err = 0;
-		goto cleanup;
-	}
+	return s;
+}
+
+static void scan__free(struct scan *s)
+{
+	if (s->map_fd >= 0)
+		close(s->map_fd);
+	if (s->mem_fd >= 0)
+		close(s->mem_fd);
+	free(s->buf);
+	free(s->blk);
+	free(s->state);
+	free(s->heur);
+	free(s->hflags);
+	free(s->chunk_end);
+	free(s->mi);
+	free(s->maps);
+	free(s->bucket);
+	free(s->ptrs);
+	free(s->first);
+	free(s->to);
+	free(s->reach_stack);
+	free(s->loose_stack);
+	free(s);
+}
+
+/* The blocks indexed, the memory read, and what is reachable followed; whether the scan is
+ * complete in s->st. 0, or negative errno. */
+static int scan__run(struct scan *s, struct reach_block *blocks, struct reach_pause *p,
+		     const struct reach_opts *o)
+{
+	struct reach_stats *st = s->st;
+	int err;
+
 	err = index_blocks(s, blocks);
 	if (s->deadline && clock__now_ns() > s->deadline)
 		s->late = true; /* sorting millions of blocks alone took the time */
@@ -2443,7 +2445,7 @@ int reach__classify(struct reach_pause *p, struct reach_block *blocks, size_t n,
 	if (s->deadline && clock__now_ns() > s->deadline)
 		s->late = true;
 	if (!err) {
-		memset(s->heur, NO_HEUR, n);
+		memset(s->heur, NO_HEUR, s->n);
 		find_heaps(s, o);
 		err = read_heads(s, o);
 	}
@@ -2452,7 +2454,7 @@ int reach__classify(struct reach_pause *p, struct reach_block *blocks, size_t n,
 	if (!err)
 		err = index_pointers(s);
 	if (err)
-		goto cleanup;
+		return err;
 	/*
 	 * Out of time, or with registers or memory unread, what is known reachable still is;
 	 * whether the rest is lost, nobody can tell.
@@ -2465,16 +2467,16 @@ int reach__classify(struct reach_pause *p, struct reach_block *blocks, size_t n,
 	if (s->skipped_data)
 		st->incomplete |= REACH_MEMORY_SKIPPED;
 	st->complete = !st->incomplete;
-	if (st->complete) {
-		leader = malloc(n * sizeof(*leader));
-		if (!leader) {
-			err = -ENOMEM;
-			goto cleanup;
-		}
-		follow_possible(s);
-		find_cliques(s, leader);
-	}
-	for (size_t i = 0; i < n; i++) {
+	return 0;
+}
+
+/* Each block's category from the scan; a complete scan's leaders (by sorted block) tell
+ * lost blocks from those lost with them. */
+static void scan__file(const struct scan *s, struct reach_block *blocks, const uint32_t *leader)
+{
+	struct reach_stats *st = s->st;
+
+	for (size_t i = 0; i < s->n; i++) {
 		struct reach_block *b = &blocks[s->blk[i].idx];
 
 		if (s->state[i] == REACHABLE) {
@@ -2495,29 +2497,66 @@ int reach__classify(struct reach_pause *p, struct reach_block *blocks, size_t n,
 			b->leader = s->blk[leader[i]].idx;
 		}
 	}
+}
+
+int reach__classify(struct reach_pause *p, struct reach_block *blocks, size_t n,
+		    const struct reach_opts *opts, struct reach_stats *st)
+{
+	const struct reach_opts none = { 0 };
+	const struct reach_opts *o = opts ? opts : &none;
+	uint64_t budget_ns = o->budget_ns;
+	uint64_t t0 = clock__now_ns();
+	struct reach_stats local = { 0 };
+	uint32_t *leader = NULL;
+	struct scan *s;
+	int err;
+
+	if (!st)
+		st = &local;
+	*st = (struct reach_stats){ 0 };
+	for (size_t i = 0; i < n; i++) {
+		blocks[i].kind = REACH_KINDS;
+		blocks[i].leader = i;
+		blocks[i].heuristic = -1;
+	}
+	if (!p)
+		return -EINVAL;
+	for (size_t i = 0; i < p->n; i++)
+		st->threads +=
+			p->threads[i].state == THREAD_STOPPED && p->threads[i].nwords == REG_WORDS;
+	st->late_threads = p->late;
+	if (n > MAX_BLOCKS)
+		return -E2BIG;
+	s = scan__new(p, n, st, budget_ns ? t0 + budget_ns : 0);
+	if (!s)
+		return -ENOMEM;
+	if (!s->buf || !s->blk || !s->state || !s->heur || !s->reach_stack || !s->loose_stack) {
+		err = -ENOMEM;
+		goto cleanup;
+	}
+	if (!n) {
+		st->complete = true;
+		err = 0;
+		goto cleanup;
+	}
+	err = scan__run(s, blocks, p, o);
+	if (err)
+		goto cleanup;
+	if (st->complete) {
+		leader = malloc(n * sizeof(*leader));
+		if (!leader) {
+			err = -ENOMEM;
+			goto cleanup;
+		}
+		follow_possible(s);
+		find_cliques(s, leader);
+	}
+	scan__file(s, blocks, leader);
 cleanup:
 	if (err)
 		for (size_t i = 0; i < n; i++)
 			blocks[i].kind = REACH_KINDS;
-	if (s->map_fd >= 0)
-		close(s->map_fd);
-	if (s->mem_fd >= 0)
-		close(s->mem_fd);
-	free(s->buf);
-	free(s->blk);
-	free(s->state);
-	free(s->heur);
-	free(s->hflags);
-	free(s->chunk_end);
-	free(s->mi);
-	free(s->maps);
-	free(s->bucket);
-	free(s->ptrs);
-	free(s->first);
-	free(s->to);
-	free(s->reach_stack);
-	free(s->loose_stack);
-	free(s);
+	scan__free(s);
 	free(leader);
 	st->scan_s = (clock__now_ns() - t0) / 1e9;
 	return err;

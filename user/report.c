@@ -424,8 +424,9 @@ uint64_t report__site_bytes(const struct report *r, const struct site *site)
 	return r->opts->sample_bytes ? (uint64_t)llround(site->est_bytes) : site->live_bytes;
 }
 
-static int frame_name(const struct report *r, const struct sym_info *si, const struct sym_frame *fr,
-		      uint64_t addr, int (*frame)(const char *name, void *ctx), void *ctx)
+/* A frame handed to frame() by its function's name, else as module+offset, else its address. */
+static int frame_name(const struct sym_info *si, const struct sym_frame *fr, uint64_t addr,
+		      int (*frame)(const char *name, void *ctx), void *ctx)
 {
 	const char *base = si->module ? strrchr(si->module, '/') : NULL;
 	char *name;
@@ -462,7 +463,7 @@ int report__stack_names(const struct report *r, const struct site *site,
 		for (j = si->nframes; !err && j-- > 0;)
 			err = !k && j + 1 == si->nframes && alias
 				      ? frame(alias, ctx)
-				      : frame_name(r, si, &si->frames[j], st->ips[k], frame, ctx);
+				      : frame_name(si, &si->frames[j], st->ips[k], frame, ctx);
 	}
 	return err;
 }

@@ -104,17 +104,20 @@ static double slowdown(struct session *s, const struct snapshot *snap)
 	return trap;
 }
 
-/* The symbols of a living process, for its blocks' dumps. */
-static struct syms *syms_of(void *ctx, uint32_t tgid)
+/* Whether a process runs still, and its symbols, for its blocks' dumps. */
+static bool alive(void *ctx, uint32_t tgid, struct syms **syms)
 {
 	struct process *p = procs__find(&((struct session *)ctx)->procs, tgid);
 
-	return p && !p->exited_ns && p->image ? p->image->syms : NULL;
+	*syms = p && p->image ? p->image->syms : NULL;
+	return p && !p->exited_ns;
 }
 
 /* What the blocks of the sites a report shows first, and of the suspects, hold. */
 static void read_dumps(struct session *s, struct report *r, struct snapshot *snap)
 {
+	const struct dump_sources dump = { .max = s->opts.dump_bytes, .alive = alive,
+					   .ctx = s };
 	struct suspect *sus;
 	double *growth;
 	size_t i, n, nsus, *order;
@@ -123,10 +126,10 @@ static void read_dumps(struct session *s, struct report *r, struct snapshot *sna
 		return;
 	order = report__site_order(r, &growth, &n);
 	for (i = 0; i < n && i < DUMP_SITES; i++)
-		dump__site(syms_of, s, s->opts.dump_bytes, &snap->sites[order[i]]);
+		dump__site(&snap->sites[order[i]], &dump);
 	nsus = report__suspects(r, &sus);
 	for (i = 0; i < nsus && i < DUMP_SITES; i++)
-		dump__site(syms_of, s, s->opts.dump_bytes, &snap->sites[sus[i].site]);
+		dump__site(&snap->sites[sus[i].site], &dump);
 	free(order);
 	free(growth);
 	free(sus);

@@ -90,6 +90,7 @@ int serve__start(const char *where, struct serve **out)
 	static const enum pprof_type inuse = PPROF_INUSE_SPACE, alloc = PPROF_ALLOC_SPACE;
 	struct serve *s = calloc(1, sizeof(*s));
 	struct http_buffer *index, *pending;
+	struct http_reply home, wait;
 	int err = 0;
 	size_t i;
 
@@ -107,12 +108,14 @@ int serve__start(const char *where, struct serve **out)
 	pending = fixed(pending_text);
 	if (!index || !pending)
 		note(&err, -ENOMEM);
+	home = (struct http_reply){ .status = 200, .type = TEXT_TYPE, .bufs = &index, .n = 1 };
+	wait = (struct http_reply){ .status = 503, .type = TEXT_TYPE, .bufs = &pending, .n = 1 };
 	if (!err)
-		note(&err, http__publish(s->http, "/", 200, TEXT_TYPE, &index, 1));
+		note(&err, http__publish(s->http, "/", &home));
 	if (!err)
-		note(&err, http__publish(s->http, "/debug/pprof/", 200, TEXT_TYPE, &index, 1));
+		note(&err, http__publish(s->http, "/debug/pprof/", &home));
 	for (i = 0; !err && i < sizeof(paths) / sizeof(paths[0]); i++)
-		note(&err, http__publish(s->http, paths[i], 503, TEXT_TYPE, &pending, 1));
+		note(&err, http__publish(s->http, paths[i], &wait));
 	http__buffer_put(index);
 	http__buffer_put(pending);
 	if (err) {
@@ -130,17 +133,24 @@ int serve__report(struct serve *s, const struct report *r)
 	int err = 0;
 
 	metrics = render(write_metrics, r, &err);
-	if (metrics)
-		note(&err, http__publish(s->http, "/metrics", 200, METRICS_TYPE, &metrics, 1));
+	if (metrics) {
+		const struct http_reply reply = {
+			.status = 200, .type = METRICS_TYPE, .bufs = &metrics, .n = 1
+		};
+
+		note(&err, http__publish(s->http, "/metrics", &reply));
+	}
 	http__buffer_put(metrics);
 	/* One copy of the profile, behind either default sample type. */
 	profile = render(write_profile, r, &err);
 	if (profile) {
 		struct http_buffer *heap[] = { profile, s->inuse }, *allocs[] = { profile, s->alloc };
+		struct http_reply reply = { .status = 200, .type = PROFILE_TYPE, .n = 2 };
 
-		note(&err, http__publish(s->http, "/debug/pprof/heap", 200, PROFILE_TYPE, heap, 2));
-		note(&err,
-		     http__publish(s->http, "/debug/pprof/allocs", 200, PROFILE_TYPE, allocs, 2));
+		reply.bufs = heap;
+		note(&err, http__publish(s->http, "/debug/pprof/heap", &reply));
+		reply.bufs = allocs;
+		note(&err, http__publish(s->http, "/debug/pprof/allocs", &reply));
 	}
 	http__buffer_put(profile);
 	return err;

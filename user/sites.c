@@ -16,13 +16,6 @@
 /* A body without a symbol size is swept this far for branches into its first bytes. */
 #define SITES_BODY_MAX 65536
 
-/* Executable bytes of the object: file offsets [offset, offset + size). */
-struct segment {
-	const uint8_t *bytes;
-	uint64_t offset;
-	uint64_t size;
-};
-
 /* The functions by entry, to find whose first bytes a branch goes into. */
 struct window {
 	uint64_t entry;
@@ -30,7 +23,7 @@ struct window {
 };
 
 struct planner {
-	const struct segment *segs;
+	const struct site_segment *segs;
 	size_t nsegs;
 	struct site_fn *fns;
 	struct window *windows; /* by entry */
@@ -51,7 +44,7 @@ static int by_entry(const void *a, const void *b)
 	return x->entry < y->entry ? -1 : x->entry > y->entry;
 }
 
-static const struct segment *segment_of(const struct planner *p, uint64_t offset)
+static const struct site_segment *segment_of(const struct planner *p, uint64_t offset)
 {
 	size_t i;
 
@@ -91,7 +84,7 @@ static void note_target(struct planner *p, uint64_t target)
  * so none is missed. Bytes that only look like one can only keep a site at its entry; with
  * 32-bit displacements, hitting the first bytes of a function by chance is rare.
  */
-static void scan_rel32(struct planner *p, const struct segment *s)
+static void scan_rel32(struct planner *p, const struct site_segment *s)
 {
 	uint64_t i;
 
@@ -113,7 +106,7 @@ static void scan_rel32(struct planner *p, const struct segment *s)
  * come from this near. */
 static void sweep_body(struct planner *p, const struct site_fn *fn)
 {
-	const struct segment *s = segment_of(p, fn->entry);
+	const struct site_segment *s = segment_of(p, fn->entry);
 	uint64_t off, end, size = fn->size ? fn->size : SITES_BODY_MAX;
 	struct insn in;
 
@@ -162,7 +155,7 @@ static void site_at(struct site_fn *fn, const struct insn *in, enum insn_trap tr
  */
 static void plan_one(struct planner *p, struct site_fn *fn)
 {
-	const struct segment *s = segment_of(p, fn->entry);
+	const struct site_segment *s = segment_of(p, fn->entry);
 	uint16_t holds[HEAPTAP_COOKIE_ARGS];
 	uint64_t off = fn->entry, end;
 	bool null_flags = false; /* the flags say whether argument 0 is NULL */
@@ -276,7 +269,7 @@ static void plan_one(struct planner *p, struct site_fn *fn)
 		 SITES_SCAN_INSNS);
 }
 
-static int plan(const struct segment *segs, size_t nsegs, struct site_fn *fns, size_t n,
+static int plan(const struct site_segment *segs, size_t nsegs, struct site_fn *fns, size_t n,
 		unsigned int kernel)
 {
 	struct planner p = { .segs = segs, .nsegs = nsegs, .fns = fns, .kernel = kernel };
@@ -315,12 +308,10 @@ out:
 	return err;
 }
 
-int sites__plan_code(const uint8_t *code, size_t size, uint64_t base, struct site_fn *fns, size_t n,
+int sites__plan_code(const struct site_segment *code, struct site_fn *fns, size_t n,
 		     unsigned int kernel)
 {
-	struct segment s = { .bytes = code, .offset = base, .size = size };
-
-	return plan(&s, 1, fns, n, kernel);
+	return plan(code, 1, fns, n, kernel);
 }
 
 /* Every function at its entry, when the object's code cannot be read. */
@@ -341,10 +332,10 @@ static void all_at_entry(struct site_fn *fns, size_t n, int err)
 }
 
 /* The executable PT_LOAD segments of the ELF image in file (size bytes). */
-static int exec_segments(int fd, const uint8_t *file, uint64_t size, struct segment **out,
+static int exec_segments(int fd, const uint8_t *file, uint64_t size, struct site_segment **out,
 			 size_t *nout)
 {
-	struct segment *segs = NULL;
+	struct site_segment *segs = NULL;
 	size_t nphdr, i, n = 0;
 	int err = -ENOEXEC;
 	Elf *elf;
@@ -369,7 +360,7 @@ static int exec_segments(int fd, const uint8_t *file, uint64_t size, struct segm
 		/* The headers are the file's word: checked against its size, no sum that wraps. */
 		if (ph.p_offset > size || ph.p_filesz > size - ph.p_offset)
 			continue;
-		segs[n++] = (struct segment){ .bytes = file + ph.p_offset,
+		segs[n++] = (struct site_segment){ .bytes = file + ph.p_offset,
 					      .offset = ph.p_offset,
 					      .size = ph.p_filesz };
 	}
@@ -387,7 +378,7 @@ out:
 
 int sites__plan(const char *path, struct site_fn *fns, size_t n, unsigned int kernel)
 {
-	struct segment *segs = NULL;
+	struct site_segment *segs = NULL;
 	size_t nsegs = 0;
 	void *file = MAP_FAILED;
 	struct stat st;

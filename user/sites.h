@@ -60,8 +60,15 @@ struct site_fn {
  */
 int sites__plan(const char *path, struct site_fn *fns, size_t n, unsigned int kernel);
 
-/* The same over size bytes of executable code in memory, the first at file offset base. */
-int sites__plan_code(const uint8_t *code, size_t size, uint64_t base, struct site_fn *fns, size_t n,
+/* Executable bytes of an object, in memory: file offsets [offset, offset + size). */
+struct site_segment {
+	const uint8_t *bytes;
+	uint64_t offset;
+	uint64_t size;
+};
+
+/* The same over one segment of executable code in memory. */
+int sites__plan_code(const struct site_segment *code, struct site_fn *fns, size_t n,
 		     unsigned int kernel);
 
 #endif

@@ -391,13 +391,20 @@ static const char *die_name(struct syms *s, Dwarf_Die *die)
 	return syms__demangle(s, name);
 }
 
+/* A place in the source: file and line, and the function it is in (NULL: not known). */
+struct place {
+	const char *file;
+	int line;
+	const char *function;
+};
+
 /*
- * The inlined calls at addr, innermost first, each with the place in it that is executing;
- * *file and *line move outwards to the place of each call, ending at the place in the
- * function they were inlined into, whose name goes to *function.
+ * The inlined calls at addr, innermost first, each with the place in it that is executing
+ * (at, on entry: the line table's); at moves outwards to the place of each call, ending at
+ * the place in the function they were inlined into, with its name.
  */
 static bool add_inlined(struct syms *s, struct module *mod, Dwarf_Addr addr, struct sym_info *info,
-			const char **file, int *line, const char **function)
+			struct place *at)
 {
 	Dwarf_Files *files = NULL;
 	Dwarf_Die *scopes = NULL, *cu;
@@ -417,7 +424,7 @@ static bool add_inlined(struct syms *s, struct module *mod, Dwarf_Addr addr, str
 
 		if (dwarf_tag(&scopes[i]) == DW_TAG_subprogram) {
 			/* The function as its source names it: level6 for level6.constprop.0. */
-			*function = die_name(s, &scopes[i]);
+			at->function = die_name(s, &scopes[i]);
 			break;
 		}
 		if (dwarf_tag(&scopes[i]) != DW_TAG_inlined_subroutine)
@@ -428,17 +435,17 @@ static bool add_inlined(struct syms *s, struct module *mod, Dwarf_Addr addr, str
 			return false;
 		}
 		f->function = die_name(s, &scopes[i]);
-		f->file = *file;
-		f->line = *line;
+		f->file = at->file;
+		f->line = at->line;
 		f->inlined = true;
-		*file = NULL;
-		*line = 0;
+		at->file = NULL;
+		at->line = 0;
 		if (files && !dwarf_formudata(dwarf_attr(&scopes[i], DW_AT_call_file, &attr), &value))
-			*file = keep(s, value < nfiles && dwarf_filesrc(files, value, NULL, NULL)
-						? strdup(dwarf_filesrc(files, value, NULL, NULL))
-						: NULL);
+			at->file = keep(s, value < nfiles && dwarf_filesrc(files, value, NULL, NULL)
+						   ? strdup(dwarf_filesrc(files, value, NULL, NULL))
+						   : NULL);
 		if (!dwarf_formudata(dwarf_attr(&scopes[i], DW_AT_call_line, &attr), &value))
-			*line = value;
+			at->line = value;
 	}
 	free(scopes);
 	return true;
@@ -448,13 +455,13 @@ static void resolve(struct syms *s, const struct location *loc, bool return_addr
 		    struct sym_info *info)
 {
 	struct module *mod = loc->module;
-	const char *file = NULL, *name, *function = NULL;
+	struct place at = {};
 	struct sym_frame *f;
+	const char *name;
 	Dwarf_Addr addr;
 	GElf_Off off;
 	Dwfl_Line *l;
 	GElf_Sym sym;
-	int line = 0;
 
 	module_load(s, mod);
 	/* A return address is looked up one byte back, inside its call. */
@@ -464,20 +471,20 @@ static void resolve(struct syms *s, const struct location *loc, bool return_addr
 	}
 	l = dwfl_module_getsrc(mod->dm, addr);
 	if (l) {
-		file = keep(s, dwfl_lineinfo(l, NULL, &line, NULL, NULL, NULL)
-				       ? strdup(dwfl_lineinfo(l, NULL, &line, NULL, NULL, NULL))
-				       : NULL);
+		at.file = keep(s, dwfl_lineinfo(l, NULL, &at.line, NULL, NULL, NULL)
+					  ? strdup(dwfl_lineinfo(l, NULL, &at.line, NULL, NULL, NULL))
+					  : NULL);
 	}
-	if (!add_inlined(s, mod, addr, info, &file, &line, &function))
+	if (!add_inlined(s, mod, addr, info, &at))
 		return;
 	f = add_frame(info);
 	if (!f)
 		return;
 	name = dwfl_module_addrinfo(mod->dm, addr, &off, &sym, NULL, NULL, NULL);
-	f->function = function ? function : syms__demangle(s, name);
+	f->function = at.function ? at.function : syms__demangle(s, name);
 	f->offset = name ? off + return_address : loc->offset;
-	f->file = file;
-	f->line = line;
+	f->file = at.file;
+	f->line = at.line;
 }
 
 const struct sym_info *syms__find(struct syms *s, uint64_t addr, bool return_address)

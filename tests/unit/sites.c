@@ -2,26 +2,20 @@
 /*
  * The site planner (user/sites.c) on crafted instruction sequences, one rule each, without
  * a kernel or a process: where each function's probe goes, what the kernel does there, and
- * where its arguments are read. Exits 1 after printing every check that failed.
+ * where its arguments are read.
  */
-#include <inttypes.h>
-#include <stdio.h>
-#include <string.h>
-
 #include "sites.h"
-
-static int failures;
-
-#define CHECK(what, got, want)                                                                 \
-	do {                                                                                   \
-		if ((uint64_t)(got) != (uint64_t)(want)) {                                     \
-			printf("FAIL %s: %s: got %" PRIu64 ", want %" PRIu64 "\n", name, what, \
-			       (uint64_t)(got), (uint64_t)(want));                             \
-			failures++;                                                            \
-		}                                                                              \
-	} while (0)
+#include "unit.h"
 
 enum { ARG0 = 1, ARG1 = 2, ARG2 = 4 };
+
+/* Function fn in code, len bytes at offset 0, planned for kernel version kernel. */
+static int plan_bytes(const uint8_t *code, size_t len, struct site_fn *fn, unsigned int kernel)
+{
+	const struct site_segment seg = { .bytes = code, .offset = 0, .size = len };
+
+	return sites__plan_code(&seg, fn, 1, kernel);
+}
 
 /* One function at offset 0 of code, planned for kernel version kernel. */
 static struct site_fn plan(const char *name, const uint8_t *code, size_t len, uint8_t args,
@@ -29,24 +23,19 @@ static struct site_fn plan(const char *name, const uint8_t *code, size_t len, ui
 {
 	struct site_fn fn = { .entry = 0, .size = len, .args = args, .null_exits = null_exits };
 
-	if (sites__plan_code(code, len, 0, &fn, 1, kernel)) {
-		printf("FAIL %s: sites__plan_code failed\n", name);
-		failures++;
-	}
+	CHECK_I64(plan_bytes(code, len, &fn, kernel), 0, "%s: planned", name);
 	return fn;
 }
 
 static void expect(const char *name, const struct site_fn *fn, uint64_t offset, enum insn_trap trap,
 		   int reg0, const char *why)
 {
-	CHECK("site", fn->offset, offset);
-	CHECK("trap", fn->trap, trap);
+	CHECK_U64(fn->offset, offset, "%s: site", name);
+	CHECK_U64(fn->trap, trap, "%s: trap", name);
 	if (reg0 >= 0)
-		CHECK("argument 1's register", fn->regs[0], reg0);
-	if (why && !strstr(fn->why, why)) {
-		printf("FAIL %s: why: \"%s\" does not say \"%s\"\n", name, fn->why, why);
-		failures++;
-	}
+		CHECK_U64(fn->regs[0], reg0, "%s: argument 1's register", name);
+	if (why)
+		CHECK_TRUE(strstr(fn->why, why), "%s: why \"%s\" says \"%s\"", name, fn->why, why);
 }
 
 static const unsigned int k617 = INSN_KERNEL(6, 17);
@@ -108,7 +97,8 @@ int main(void)
 		static const uint8_t c1[] = { 0x41, 0x54, 0xc3 }, c2[] = { 0x48, 0x50, 0xc3 };
 		name = "push %r12";
 		fn = plan(name, c1, sizeof(c1), ARG0, false, k617);
-		expect(name, &fn, 0, INSN_EMULATED, HEAPTAP_GPR_DI, "the entry: the kernel emulates");
+		expect(name, &fn, 0, INSN_EMULATED, HEAPTAP_GPR_DI,
+		       "the entry: the kernel emulates");
 		name = "rex.w push %rax";
 		fn = plan(name, c2, sizeof(c2), ARG0, false, k617);
 		expect(name, &fn, 0, INSN_STEPPED, -1, "moves the stack");
@@ -132,14 +122,12 @@ int main(void)
 
 		memcpy(c + 0x100, body, sizeof(body));
 		name = "rel32 branch from elsewhere into the prologue";
-		if (sites__plan_code(c, sizeof(c), 0, &far, 1, k617))
-			failures++;
+		CHECK_I64(plan_bytes(c, sizeof(c), &far, k617), 0, "%s: planned", name);
 		expect(name, &far, 0x100, INSN_STEPPED, -1, "a branch goes to +0x3");
 		c[1] = 0xfb; /* jmp 0x100: to the entry itself, harmless */
 		far.size = 8;
-		if (sites__plan_code(c, sizeof(c), 0, &far, 1, k617))
-			failures++;
 		name = "rel32 branch to the entry";
+		CHECK_I64(plan_bytes(c, sizeof(c), &far, k617), 0, "%s: planned", name);
 		expect(name, &far, 0x106, INSN_EMULATED, HEAPTAP_GPR_DI, NULL);
 	}
 	{
@@ -156,7 +144,8 @@ int main(void)
 		expect(name, &fn, 0, INSN_STEPPED, -1, "branches, and the kernel would refuse");
 	}
 	{
-		/* 66 90: emulated from 6.2 on; before, a probe there is refused, so never chosen. */
+		/* 66 90: emulated from 6.2 on; before, a probe there is refused, so never
+		 * chosen. */
 		static const uint8_t c[] = { 0x48, 0x89, 0xf8, 0x66, 0x90, 0xc3 };
 		name = "66 90 on 6.2";
 		fn = plan(name, c, sizeof(c), ARG0, false, INSN_KERNEL(6, 2));
@@ -171,8 +160,7 @@ int main(void)
 		struct site_fn entry = { .size = sizeof(c), .args = ARG0, .at_entry = true };
 
 		name = "at_entry";
-		if (sites__plan_code(c, sizeof(c), 0, &entry, 1, k617))
-			failures++;
+		CHECK_I64(plan_bytes(c, sizeof(c), &entry, k617), 0, "%s: planned", name);
 		expect(name, &entry, 0, INSN_STEPPED, HEAPTAP_GPR_DI, NULL);
 	}
 	{
@@ -182,6 +170,5 @@ int main(void)
 		fn = plan(name, c, sizeof(c), ARG0, false, k617);
 		expect(name, &fn, 0, INSN_STEPPED, -1, "no valid instruction at +0x3");
 	}
-	printf("%s\n", failures ? "unit_sites: FAILED" : "unit_sites: every check passed");
-	return failures ? 1 : 0;
+	return unit__done("sites");
 }

@@ -30,6 +30,10 @@ const volatile __u64 sample_interval = 0;
 const volatile __u32 watch = 0;
 /* --follow: the traced processes' children are traced too, from their fork. */
 const volatile __u32 follow_forks = 0;
+/* Processes held at once (fork, exec), at most: a hold spins on its CPU, where the kernel
+ * may not preempt it; the loader must keep a CPU to do what ends the holds. */
+const volatile __u32 max_holds = 0;
+__u32 holds;
 /* --comm, --exe: a process that execs a program of this name (comm) or file (device and
  * inode) is traced from its exec on. Empty, 0: none. */
 const volatile char match_comm[16] = {};
@@ -1501,46 +1505,6 @@ static __always_inline bool matches(struct task_struct *task, struct linux_binpr
 	return true;
 }
 
-/*
- * A process ran exec: a traced one gets a new image (its old blocks stay behind, under the
- * old one, for the loader to count as dropped); one --comm or --exe names is traced from now
- * on. Its thread's state, which survives exec, forgets the old image's rules and stacks.
- */
-SEC("tp_btf/sched_process_exec")
-int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
-{
-	__u32 tgid = BPF_CORE_READ(p, tgid), image;
-	struct heaptap_target *t = bpf_map_lookup_elem(&targets, &tgid), fresh = {};
-	struct call *c;
-
-	/* Every exec on the machine comes here: most leave at once. */
-	if (!t && !matches(p, bprm))
-		return 0;
-	image = __sync_add_and_fetch(&image_seq, 1);
-	if (t) {
-		t->image = image;
-		t->parent = 0;
-		t->forked_ns = 0;
-		/* A new layout: the loader publishes where its allocator is again. */
-		bpf_map_delete_elem(&alloc_ranges, &tgid);
-		c = thread_call(0);
-		if (c) {
-			c->image = image;
-			c->parent = 0;
-			c->forked_ns = 0;
-			c->sp = 0;
-			__builtin_memset(c->rules, 0, sizeof(c->rules));
-			__builtin_memset(c->known, 0, sizeof(c->known));
-		}
-		tell_loader(HEAPTAP_PROC_EXEC, tgid, 0, image);
-		return 0;
-	}
-	fresh.image = image;
-	if (add_target(tgid, &fresh))
-		tell_loader(HEAPTAP_PROC_MATCH, tgid, 0, image);
-	return 0;
-}
-
 struct hold {
 	__u32 tgid;
 	__u64 deadline;
@@ -1567,6 +1531,87 @@ static long poll_ack_a_while(__u64 i, void *ctx)
 }
 
 /*
+ * Holds the current process until the loader acks its notice (its probes in), at most
+ * HEAPTAP_HOLD_WAIT_NS whatever happens to the loader: so that a child or a new image is
+ * traced from its first allocation. The time held is counted, and a hold that ended first
+ * or could not be (max_holds reached) as late.
+ */
+static __always_inline void hold_for_loader(__u32 tgid)
+{
+	struct hold h = { .tgid = tgid };
+	struct heaptap_proc *p;
+	__u64 start = bpf_ktime_get_ns();
+
+	if (__sync_fetch_and_add(&holds, 1) >= max_holds) {
+		__sync_fetch_and_sub(&holds, 1);
+		__sync_fetch_and_add(&counters.late_holds, 1);
+		return;
+	}
+	h.deadline = start + HEAPTAP_HOLD_WAIT_NS;
+	bpf_loop(1 << 10, poll_ack_a_while, &h, 0);
+	__sync_fetch_and_sub(&holds, 1);
+	bpf_map_delete_elem(&fork_acks, &tgid);
+	if (!h.acked)
+		__sync_fetch_and_add(&counters.late_holds, 1);
+	p = proc_of(tgid);
+	if (p)
+		__sync_fetch_and_add(&p->held_ns, bpf_ktime_get_ns() - start);
+}
+
+/*
+ * A process ran exec: a traced one gets a new image (its old blocks stay behind, under the
+ * old one, for the loader to count as dropped); one --comm or --exe names is traced from now
+ * on. Its thread's state, which survives exec, forgets the old image's rules and stacks.
+ * Either is held here, before its first instruction, until the loader has found its
+ * allocator and put its probes in (on the allocator's file: the kernel places them when the
+ * program's loader maps it). The launched command's own exec keeps the planned image.
+ */
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
+{
+	__u32 tgid = BPF_CORE_READ(p, tgid), image;
+	struct heaptap_target *t = bpf_map_lookup_elem(&targets, &tgid), fresh = {};
+	struct call *c;
+
+	/* Every exec on the machine comes here: most leave at once. */
+	if (!t && !matches(p, bprm))
+		return 0;
+	if (t && (t->flags & HEAPTAP_TARGET_LAUNCHED)) {
+		t->flags &= ~HEAPTAP_TARGET_LAUNCHED;
+		return 0;
+	}
+	image = __sync_add_and_fetch(&image_seq, 1);
+	if (t) {
+		t->image = image;
+		t->parent = 0;
+		t->forked_ns = 0;
+		/* A new layout: the loader publishes where its allocator is again. */
+		bpf_map_delete_elem(&alloc_ranges, &tgid);
+		c = thread_call(0);
+		if (c) {
+			c->image = image;
+			c->parent = 0;
+			c->forked_ns = 0;
+			c->sp = 0;
+			__builtin_memset(c->rules, 0, sizeof(c->rules));
+			__builtin_memset(c->known, 0, sizeof(c->known));
+		}
+		/* An ack of an earlier notice, given too late, is not this one's. */
+		bpf_map_delete_elem(&fork_acks, &tgid);
+		tell_loader(HEAPTAP_PROC_EXEC, tgid, 0, image);
+		hold_for_loader(tgid);
+		return 0;
+	}
+	fresh.image = image;
+	if (add_target(tgid, &fresh)) {
+		bpf_map_delete_elem(&fork_acks, &tgid);
+		tell_loader(HEAPTAP_PROC_MATCH, tgid, 0, image);
+		hold_for_loader(tgid);
+	}
+	return 0;
+}
+
+/*
  * The return of glibc's fork (_Fork), probed in each traced process with --follow. In the
  * child, its first moment (the kernel copies the parent's return probe to it): held here
  * until the loader has its probes in, so that it is traced from its first allocation; at
@@ -1578,25 +1623,11 @@ int BPF_KRETPROBE(fork_return, long ret)
 {
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
 	struct heaptap_target *t;
-	struct hold h = { .tgid = tgid };
-	__u64 start;
 
 	if (ret != 0)
 		return 0;
 	t = bpf_map_lookup_elem(&targets, &tgid);
-	if (!t || !t->parent)
-		return 0;
-	start = bpf_ktime_get_ns();
-	h.deadline = start + HEAPTAP_HOLD_WAIT_NS;
-	bpf_loop(1 << 10, poll_ack_a_while, &h, 0);
-	bpf_map_delete_elem(&fork_acks, &tgid);
-	if (!h.acked)
-		__sync_fetch_and_add(&counters.late_children, 1);
-	{
-		struct heaptap_proc *p = proc_of(tgid);
-
-		if (p)
-			__sync_fetch_and_add(&p->held_ns, bpf_ktime_get_ns() - start);
-	}
+	if (t && t->parent)
+		hold_for_loader(tgid);
 	return 0;
 }

@@ -33,7 +33,13 @@ struct heaptap_target {
 	__u32 image;
 	__u32 parent;	 /* TGID of the traced process it was forked from; 0: none */
 	__u64 forked_ns; /* CLOCK_MONOTONIC of that fork: the parent's older blocks are its too */
+	__u32 flags;	 /* HEAPTAP_TARGET_* */
+	__u32 pad;
 };
+
+/* The launched command, held before its exec: that exec keeps the image the loader planned
+ * for the program (its allocator, its probes), rather than making a new one. */
+#define HEAPTAP_TARGET_LAUNCHED 1
 
 /* An outstanding block's key in the allocs map. */
 struct heaptap_block {
@@ -61,7 +67,7 @@ struct heaptap_proc {
 	__u64 failed;
 	__u64 unknown_frees;   /* frees of blocks never seen allocated */
 	__u64 inherited_frees; /* frees of blocks it got from its parent at fork */
-	__u64 held_ns;	       /* held at its fork's return until its probes were in */
+	__u64 held_ns;	       /* held at its fork's return or its exec until its probes were in */
 };
 
 /* Ring buffer record on the procs ring: a traced process made another, or became another. */
@@ -267,13 +273,25 @@ struct heaptap_thread {
 	__u64 first_ns;
 };
 
-/* Calls and bytes of one size class; live = allocs - frees. */
+/* Calls and bytes of one size class; live = allocs - frees - dropped. */
 struct heaptap_size_class {
 	__u64 allocs;
 	__u64 frees;
 	__u64 alloc_bytes;
 	__u64 free_bytes;
+	__u64 dropped; /* the loader's: blocks of images left by exec, of processes gone */
+	__u64 dropped_bytes;
 };
+
+static inline __u64 heaptap_class_live(const struct heaptap_size_class *c)
+{
+	return c->allocs - c->frees - c->dropped;
+}
+
+static inline __u64 heaptap_class_live_bytes(const struct heaptap_size_class *c)
+{
+	return c->alloc_bytes - c->free_bytes - c->dropped_bytes;
+}
 
 /* Global counters; everything not accounted exactly has a counter here. */
 struct heaptap_counters {
@@ -309,7 +327,8 @@ struct heaptap_counters {
 	__u64 est_peak_bytes;	/* with sampling: the highest est_live_bytes so far */
 	__u64 est_peak_ns;	/* CLOCK_MONOTONIC when est_peak_bytes was reached */
 	__u64 inherited_frees;	/* frees of blocks a child got from its parent at fork */
-	__u64 late_children;	/* children whose hold at fork ended before their probes were in */
+	__u64 late_holds;	/* processes whose hold (at fork, at exec) ended before their
+				 * probes were in */
 	__u64 lost_procs;	/* fork or exec notices the procs ring had no room for */
 };
 

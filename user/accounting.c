@@ -250,6 +250,10 @@ static int drop_block(struct reader *rd, const struct heaptap_block *key, enum b
 	t->p.live++;
 	t->p.live_bytes += size;
 	rd->drop[rd->ndrop++] = *key;
+	if (rd->o->dropped_classes) {
+		rd->o->dropped_classes[heaptap_size_class(size)].dropped++;
+		rd->o->dropped_classes[heaptap_size_class(size)].dropped_bytes += size;
+	}
 	return 0;
 }
 
@@ -545,6 +549,10 @@ int accounting__snapshot(struct heaptap_bpf *skel, struct stacks *stacks,
 	if (!err) {
 		file_tallies(&rd, out);
 		drop_blocks(skel, &rd, out);
+	}
+	for (size_t i = 0; !err && opts->dropped_classes && i < HEAPTAP_SIZE_CLASSES; i++) {
+		out->classes[i].dropped = opts->dropped_classes[i].dropped;
+		out->classes[i].dropped_bytes = opts->dropped_classes[i].dropped_bytes;
 	}
 	/* The counters last: the drops are out of their live bytes. */
 	read_counters(skel, stacks, &out->counters);

@@ -91,9 +91,11 @@ struct snapshot_opts {
 	void (*dropped)(void *ctx, uint32_t tgid, enum block_owner why, uint64_t blocks,
 			uint64_t bytes);
 	void *ctx;
-	/* Blocks dropped before this snapshot, and their bytes (the session keeps the count) */
+	/* Blocks dropped before this snapshot, and their bytes (the session keeps the count),
+	 * and by size class (HEAPTAP_SIZE_CLASSES of them; their dropped fields, added to) */
 	uint64_t dropped_blocks;
 	uint64_t dropped_bytes;
+	struct heaptap_size_class *dropped_classes;
 };
 
 /* A live block, for a leak check. */

@@ -217,6 +217,7 @@ int session__run(struct session *s, int sigfd)
 		for (i = 0; i < n && !err; i++)
 			if (serve(s, epfd, evs[i].data.fd, sigfd, &err) == EVENT_END)
 				goto out;
+		session__detach_exited(s);
 		if (!err && clock__now_ns() >= turn)
 			err = duty_turn(s, &turn);
 		if (s->alarm_exit)

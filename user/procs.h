@@ -47,6 +47,7 @@ struct process {
 	struct probe_links links; /* its probes (and --follow's return of its fork) */
 	uint64_t since_ns;  /* traced from (CLOCK_MONOTONIC) */
 	uint64_t exited_ns; /* 0 while alive */
+	uint32_t image_at_exit;
 	unsigned int execs; /* images it went through after the first */
 	struct heaptap_proc end; /* its counters when it exited */
 	uint64_t end_live;	 /* blocks it held when it exited */

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /* A session's stages but the loop (loop.c) and the reports (reporting.c). */
 #include <errno.h>
+#include <limits.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -8,6 +9,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -112,6 +114,42 @@ static int open_image(struct session *s, struct image *im)
 	return -ENOMEM;
 }
 
+/*
+ * The allocator of a process held at its exec, before its program's loader has mapped
+ * anything: asked of that loader, for the program and command line /proc shows, as for a
+ * launched command.
+ */
+static int find_after_exec(struct session *s, int pid, struct allocator **out)
+{
+	char path[64], exe[PATH_MAX], *cmdline = NULL, **argv = NULL;
+	size_t len = 0, argc = 0, i;
+	ssize_t n;
+	int err;
+
+	snprintf(path, sizeof(path), "/proc/%d/exe", pid);
+	n = readlink(path, exe, sizeof(exe) - 1);
+	if (n <= 0)
+		return -ESRCH;
+	exe[n] = '\0';
+	snprintf(path, sizeof(path), "/proc/%d/cmdline", pid);
+	err = proc__read_file(path, &cmdline, &len);
+	if (!err && len && cmdline[len - 1] == '\0')
+		len--;
+	for (i = 0; !err && i <= len; i++)
+		argc += i == len || !cmdline[i];
+	argv = err ? NULL : calloc(argc + 1, sizeof(*argv));
+	if (!err && !argv)
+		err = -ENOMEM;
+	for (i = 0, argc = 0; !err && i <= len; i++)
+		if (!i || !cmdline[i - 1])
+			argv[argc++] = &cmdline[i];
+	if (!err)
+		err = allocator__find_for_program(exe, argc, argv, s->opts.allocator, out);
+	free(argv);
+	free(cmdline);
+	return err;
+}
+
 /* A running process, by PID, with its image; the same PID twice is one. */
 static int add_running(struct session *s, int pid, int parent, bool said)
 {
@@ -196,7 +234,14 @@ static int find_targets(struct session *s)
 			err = add_running(s, pids[k], 0, false);
 		free(pids);
 	}
-	if (!err && !s->procs.n && !(s->opts.comm || s->opts.exe)) {
+	/* The first process's plan is the session's (the BPF programs it loads): a program
+	 * that starts later is matched only once one runs. */
+	if (!err && !s->procs.n && (s->opts.comm || s->opts.exe)) {
+		elog("no process %s %s runs now: heaptap starts from one (start the program first, "
+		     "or give -p PID)",
+		     s->opts.comm ? "named" : "runs", log__value(s->opts.comm ?: s->opts.exe));
+		err = -ESRCH;
+	} else if (!err && !s->procs.n) {
 		elog("no process to trace");
 		err = -ESRCH;
 	}
@@ -278,6 +323,7 @@ static void configure(struct session *s)
 	size_t ring;
 
 	skel->rodata->stack_depth = s->opts.stack_depth;
+	skel->rodata->max_holds = sysconf(_SC_NPROCESSORS_ONLN) > 1 ? sysconf(_SC_NPROCESSORS_ONLN) - 1 : 0;
 	skel->rodata->stack_mode = s->stack_mode;
 	skel->rodata->stack_bytes = s->opts.stack_bytes;
 	/* A launched command with --leak-check asks for correctness: no stack lost to a full
@@ -378,7 +424,9 @@ static int on_proc(void *ctx, void *data, size_t size)
 /* A process into the BPF side's set of targets, in its image, with counters of its own. */
 static int add_target(struct session *s, struct process *p)
 {
-	struct heaptap_target t = { .image = p->image->id, .parent = p->parent };
+	struct heaptap_target t = { .image = p->image->id,
+				    .parent = p->parent,
+				    .flags = p->t.launched ? HEAPTAP_TARGET_LAUNCHED : 0 };
 	struct heaptap_proc zero = {};
 	__u32 key = p->t.pid;
 	int err;
@@ -574,6 +622,7 @@ int session__start(struct session *s, int sigfd)
 /* A process the BPF side has put in the set: its image made or found, its probes in. */
 static struct process *take_in(struct session *s, const struct heaptap_proc_event *e)
 {
+	struct allocator *a = NULL;
 	struct process *p;
 	struct image *im;
 	struct target t;
@@ -595,20 +644,29 @@ static struct process *take_in(struct session *s, const struct heaptap_proc_even
 		im->processes++;
 		if (!im->pid || proc__state(im->pid) != PROC_RUNNING)
 			im->pid = p->t.pid;
-	} else if (place(s, p, NULL, e->image) || open_image(s, p->image)) {
+	} else if (find_after_exec(s, p->t.pid, &a) || place(s, p, a, e->image) ||
+		   open_image(s, p->image)) {
 		p->exited_ns = clock__now_ns();
 		return NULL;
+	} else {
+		syms__refresh(p->image->syms);
 	}
 	return p;
+}
+
+/* The file an allocator is (device and inode): one libc has several paths. */
+static bool file_of(const struct allocator *a, struct stat *st)
+{
+	return a && !stat(a->file.open_path, st);
 }
 
 /* A traced process ran exec: its new image; new probes if its allocator is another file
  * (the same file's keep working: the kernel puts them in the new image too). */
 static void exec_image(struct session *s, struct process *p, uint32_t id)
 {
-	const char *before = p->image ? p->image->allocator->file.path : NULL;
-	char *old = before ? strdup(before) : NULL;
-	bool same;
+	struct allocator *a = NULL;
+	struct stat before, after;
+	bool had = file_of(p->image ? p->image->allocator : NULL, &before);
 
 	procs__leave_image(p);
 	p->range_known = false;
@@ -616,15 +674,14 @@ static void exec_image(struct session *s, struct process *p, uint32_t id)
 	free(p->exe);
 	p->exe = procs__exe(p->t.pid);
 	p->execs++;
-	if (place(s, p, NULL, id) || open_image(s, p->image)) {
-		free(old);
+	if (find_after_exec(s, p->t.pid, &a) || place(s, p, a, id) || open_image(s, p->image))
 		return;
-	}
-	same = old && !strcmp(old, p->image->allocator->file.path);
-	free(old);
+	/* Its program is mapped: named even if it exits before a report. */
+	syms__refresh(p->image->syms);
 	if (p == s->procs.v[0])
 		primary(s);
-	if (same || !s->attached)
+	if (!s->attached || (had && file_of(p->image->allocator, &after) &&
+			     before.st_dev == after.st_dev && before.st_ino == after.st_ino))
 		return;
 	s->tracer->detach(s, p);
 	s->tracer->attach(s, p, -1, true);
@@ -638,19 +695,26 @@ void session__process_event(struct session *s, const struct heaptap_proc_event *
 	if (e->kind == HEAPTAP_PROC_EXEC) {
 		if (p && !p->exited_ns)
 			exec_image(s, p, e->image);
-		return;
+	} else if (!p || p->exited_ns) {
+		p = take_in(s, e);
+		if (p && s->attached && !s->tracer->attach(s, p, -1, true))
+			vlog("PID %d (%s) traced too, %s %d", p->t.pid, p->t.comm,
+			     e->kind == HEAPTAP_PROC_FORK ? "forked by" : "matched", e->parent);
+		if (p)
+			loop__watch_exit(s, p);
 	}
-	if (p && !p->exited_ns)
-		return;
-	p = take_in(s, e);
-	if (p && s->attached && !s->tracer->attach(s, p, -1, true))
-		vlog("PID %d (%s) traced too, %s %d", p->t.pid, p->t.comm,
-		     e->kind == HEAPTAP_PROC_FORK ? "forked by" : "matched", e->parent);
-	if (p)
-		loop__watch_exit(s, p);
-	/* A child held at its fork's return goes on, its probes in or not. */
-	if (e->kind == HEAPTAP_PROC_FORK)
-		bpf_map_update_elem(bpf_map__fd(s->skel->maps.fork_acks), &tgid, &one, BPF_ANY);
+	/* The process held at its fork's return or at its exec goes on, its probes in or not. */
+	bpf_map_update_elem(bpf_map__fd(s->skel->maps.fork_acks), &tgid, &one, BPF_ANY);
+}
+
+/* The probes of processes that exited, out together (loop.c, once its events are served). */
+void session__detach_exited(struct session *s)
+{
+	for (size_t i = 0; i < s->procs.n; i++)
+		if (s->procs.v[i]->exited_ns && s->procs.v[i]->attached) {
+			s->tracer->detach(s, s->procs.v[i]);
+			return;
+		}
 }
 
 void session__process_exited(struct session *s, struct process *p)
@@ -660,8 +724,11 @@ void session__process_exited(struct session *s, struct process *p)
 	if (p->exited_ns)
 		return;
 	p->exited_ns = clock__now_ns();
+	p->image_at_exit = p->image ? p->image->id : 0;
 	bpf_map_lookup_elem(bpf_map__fd(s->skel->maps.proc_counters), &key, &p->end);
-	s->tracer->detach(s, p);
+	/* Its figures are kept here; the first process's stay in the map with its blocks. */
+	if (p != s->procs.v[0])
+		bpf_map_delete_elem(bpf_map__fd(s->skel->maps.proc_counters), &key);
 	procs__leave_image(p);
 	/* Its blocks are dropped at the next report (OWNER_DROP_EXIT), its figures kept. */
 	bpf_map_delete_elem(bpf_map__fd(s->skel->maps.targets), &key);
@@ -674,8 +741,13 @@ static enum block_owner owner_of(void *ctx, uint32_t tgid, uint32_t image)
 
 	if (!p)
 		return OWNER_NONE;
-	if (p->exited_ns)
+	/* The first process's blocks at its exit are what it leaked, and the session ends with
+	 * it; another's are dropped, counted in its end figures (a service's short-lived workers
+	 * would fill the map). */
+	if (p->exited_ns && p != ((struct session *)ctx)->procs.v[0])
 		return OWNER_DROP_EXIT;
+	if (p->exited_ns)
+		return p->image_at_exit == image ? OWNER_CURRENT : OWNER_DROP_EXEC;
 	return p->image && p->image->id == image ? OWNER_CURRENT : OWNER_DROP_EXEC;
 }
 
@@ -705,6 +777,7 @@ void session__snapshot_opts(struct session *s, struct snapshot_opts *o)
 	o->ctx = s;
 	o->dropped_blocks = s->dropped_blocks;
 	o->dropped_bytes = s->dropped_bytes;
+	o->dropped_classes = s->dropped_classes;
 }
 
 uint64_t session__cpu_ns(const struct session *s)

@@ -46,7 +46,8 @@ struct tracer_ops {
 	int (*attach)(struct session *s, struct process *p, int stop_fd, bool late);
 	/* The accounting as it stands. */
 	int (*snapshot)(struct session *s, struct snapshot *out);
-	/* Every process's probes out (nothing attached is fine); or one's (p). */
+	/* Every process's probes out (nothing attached is fine); or p's, and with them those of
+	 * every process that has exited (each detach waits a grace period: together, one). */
 	void (*detach)(struct session *s, struct process *p);
 	/* Frees what the tracer holds. */
 	void (*free)(struct session *s);
@@ -72,6 +73,7 @@ struct session {
 	int epfd;		/* the loop's, once it runs: processes' exits are watched there */
 	uint64_t dropped_blocks; /* blocks dropped at exec or exit so far, and their bytes */
 	uint64_t dropped_bytes;
+	struct heaptap_size_class dropped_classes[HEAPTAP_SIZE_CLASSES]; /* by size class */
 	struct unwind_stats unwind; /* every image's, summed at each report */
 	struct fixups *fixups;	/* exceptions' return addresses, written by heaptap */
 	struct stacks *stacks;
@@ -131,6 +133,8 @@ void session__begin_window(struct session *s, uint64_t *next);
 void session__process_event(struct session *s, const struct heaptap_proc_event *e);
 /* A process exited: its figures kept, its probes out. */
 void session__process_exited(struct session *s, struct process *p);
+/* The probes of the processes that exited, out together. */
+void session__detach_exited(struct session *s);
 /* The image of a process, made (its allocator found, its probes planned, its symbols
  * opened) for one that has none; negative errno, said. */
 int session__image_for(struct session *s, struct process *p, uint32_t id);

@@ -134,7 +134,8 @@ static int snapshot(struct session *s, struct snapshot *out)
 	return accounting__snapshot(s->skel, s->stacks, &o, out);
 }
 
-/* Every process's probes out together (each waits a grace period: in parallel), or one's. */
+/* Every process's probes out together (each waits a grace period: in parallel), or one's and
+ * with them those of every process that has exited. */
 static void detach(struct session *s, struct process *one)
 {
 	struct probe_links **sets = calloc(s->procs.n + 1, sizeof(*sets));
@@ -143,7 +144,7 @@ static void detach(struct session *s, struct process *one)
 	for (i = 0; i < s->procs.n; i++) {
 		struct process *p = s->procs.v[i];
 
-		if (one && p != one)
+		if (one && p != one && !(p->exited_ns && p->attached))
 			continue;
 		if (sets)
 			sets[n++] = &p->links;

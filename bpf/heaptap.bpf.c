@@ -28,6 +28,17 @@ const volatile __u64 sample_wait_ns = 0;
 const volatile __u64 sample_interval = 0;
 /* --watch: no allocator probes; new pages of anonymous memory, by the stack that wrote them. */
 const volatile __u32 watch = 0;
+/* --follow: the traced processes' children are traced too, from their fork. */
+const volatile __u32 follow_forks = 0;
+/* Processes held at once (fork, exec), at most: a hold spins on its CPU, where the kernel
+ * may not preempt it; the loader must keep a CPU to do what ends the holds. */
+const volatile __u32 max_holds = 0;
+__u32 holds;
+/* --comm, --exe: a process that execs a program of this name (comm) or file (device and
+ * inode) is traced from its exec on. Empty, 0: none. */
+const volatile char match_comm[16] = {};
+const volatile __u64 match_exe_dev = 0;
+const volatile __u64 match_exe_ino = 0;
 
 /* Counters userspace reads straight from the mmapped .bss. */
 struct heaptap_counters counters = {};
@@ -37,22 +48,47 @@ __u64 fn_calls[HEAPTAP_MAX_FUNCS] = {};
 /* What each function's calls did, counted as they end. */
 struct heaptap_fn_stats fn_stats[HEAPTAP_MAX_FUNCS] = {};
 
-/* The processes traced, by TGID (the value is unused): a set, so that a session may hold
- * several. Probes are attached per process already; this keeps out what they do not filter
- * (a child forked with the parent's breakpoints, the page-fault tracepoint). */
+/* The processes traced, by TGID: a set, so that a session may hold several. Probes are
+ * attached per process already; this keeps out what they do not filter (a child forked with
+ * the parent's breakpoints, the page-fault tracepoint). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, HEAPTAP_MAX_TARGETS);
+	__type(key, __u32);
+	__type(value, struct heaptap_target);
+} targets SEC(".maps");
+
+/* What each traced process did, by TGID. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, HEAPTAP_MAX_TARGETS);
+	__type(key, __u32);
+	__type(value, struct heaptap_proc);
+} proc_counters SEC(".maps");
+
+/* Forks, execs and matches, for the loader to trace the processes they make. */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 64 * 1024);
+} procs SEC(".maps");
+
+/* Children whose probes are in, by TGID: their hold at fork's return ends (loader's acks). */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, HEAPTAP_MAX_TARGETS);
 	__type(key, __u32);
 	__type(value, __u32);
-} targets SEC(".maps");
+} fork_acks SEC(".maps");
 
-/* Outstanding blocks by address; max_entries is set from --max-allocs. */
+/* Images made at exec, numbered on from the loader's (struct heaptap_target). */
+__u32 image_seq = HEAPTAP_EXEC_IMAGES;
+
+/* Outstanding blocks by process, image and address; max_entries is set from --max-allocs. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__uint(max_entries, 1);
-	__type(key, __u64);
+	__type(key, struct heaptap_block);
 	__type(value, struct heaptap_alloc);
 } allocs SEC(".maps");
 
@@ -140,13 +176,13 @@ struct {
 	__type(value, struct heaptap_weight);
 } sample_weights SEC(".maps");
 
-/* Unwind rules by return address (DWARF mode), learned by the loader from samples; sized
- * from the options. */
+/* Unwind rules by image and return address (DWARF mode), learned by the loader from
+ * samples; sized from the options. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__uint(max_entries, 1);
-	__type(key, __u64);
+	__type(key, struct heaptap_rule_key);
 	__type(value, struct heaptap_unwind_rule);
 } unwind_rules SEC(".maps");
 
@@ -185,6 +221,14 @@ struct rule_slot {
  * another thread could run on the same CPU between entry and return, or even mid-program.
  */
 struct call {
+	/* Whose thread it is: the process, its image, and the parent it was forked from (its
+	 * blocks older than forked_ns are the child's too), as the targets map had them when
+	 * the state was made; exec brings the image up to date. */
+	__u32 tgid;
+	__u32 image;
+	__u32 parent;
+	__u32 pad;
+	__u64 forked_ns;
 	__u64 sp; /* stack pointer at the outermost entry; 0 when idle */
 	__u64 kind;
 	__u64 fn;
@@ -233,12 +277,25 @@ struct {
  */
 __u32 tracing = 0;
 
-static __always_inline bool is_target(void)
+static __always_inline struct heaptap_target *current_target(void)
 {
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
 
-	return bpf_map_lookup_elem(&targets, &tgid) != NULL;
+	return bpf_map_lookup_elem(&targets, &tgid);
 }
+
+/* A traced process's own counters (NULL if its entry could not be made). */
+static __always_inline struct heaptap_proc *proc_of(__u32 tgid)
+{
+	return bpf_map_lookup_elem(&proc_counters, &tgid);
+}
+
+#define PROC_ADD(c, field, v)                                          \
+	do {                                                           \
+		struct heaptap_proc *__p = proc_of((c)->tgid);         \
+		if (__p)                                               \
+			__sync_fetch_and_add(&__p->field, (v));        \
+	} while (0)
 
 static __always_inline void count_fn(void *ctx)
 {
@@ -297,9 +354,10 @@ static __always_inline void weigh_alloc(__u64 size)
 	}
 }
 
-static __always_inline bool account_alloc(__u64 size)
+static __always_inline bool account_alloc(struct call *c, __u64 size)
 {
 	struct heaptap_size_class *sc = size_class(size);
+	struct heaptap_proc *p = proc_of(c->tgid);
 	__u64 live, peak;
 	int i;
 
@@ -310,6 +368,10 @@ static __always_inline bool account_alloc(__u64 size)
 	}
 	__sync_fetch_and_add(&counters.allocs, 1);
 	__sync_fetch_and_add(&counters.alloc_bytes, size);
+	if (p) {
+		__sync_fetch_and_add(&p->allocs, 1);
+		__sync_fetch_and_add(&p->alloc_bytes, size);
+	}
 	weigh_alloc(size);
 	live = __sync_add_and_fetch(&counters.live_bytes, size);
 	for (i = 0; i < 4; i++) {
@@ -340,8 +402,9 @@ static __always_inline void keep_peak(struct heaptap_site_total *t)
 	}
 }
 
-static __always_inline void account_free(const struct heaptap_alloc *rec)
+static __always_inline void account_free(struct call *c, const struct heaptap_alloc *rec)
 {
+	struct heaptap_proc *p = proc_of(c->tgid);
 	struct heaptap_site_total *t = bpf_map_lookup_elem(&site_totals, &rec->stack_id);
 	struct heaptap_size_class *sc = size_class(rec->size);
 	__u64 size = rec->size;
@@ -358,32 +421,45 @@ static __always_inline void account_free(const struct heaptap_alloc *rec)
 	}
 	__sync_fetch_and_add(&counters.frees, 1);
 	__sync_fetch_and_add(&counters.free_bytes, size);
+	if (p) {
+		__sync_fetch_and_add(&p->frees, 1);
+		__sync_fetch_and_add(&p->free_bytes, size);
+	}
 	__sync_fetch_and_sub(&counters.live_bytes, size);
 	if (sample_interval)
 		__sync_fetch_and_sub(&counters.est_live_bytes, weight(size));
 }
 
-/* Remove ptr's record; true (and *rec filled) when it was ours to remove. */
-static __always_inline bool take_record(__u64 ptr, struct heaptap_alloc *rec)
+/* The allocs key of the block at ptr in the thread's process and image. */
+static __always_inline struct heaptap_block block_key(const struct call *c, __u64 ptr)
 {
-	struct heaptap_alloc *found = bpf_map_lookup_elem(&allocs, &ptr);
+	struct heaptap_block key = { .tgid = c->tgid, .image = c->image, .addr = ptr };
+
+	return key;
+}
+
+/* Remove ptr's record; true (and *rec filled) when it was ours to remove. */
+static __always_inline bool take_record(struct call *c, __u64 ptr, struct heaptap_alloc *rec)
+{
+	struct heaptap_block key = block_key(c, ptr);
+	struct heaptap_alloc *found = bpf_map_lookup_elem(&allocs, &key);
 
 	if (!found)
 		return false;
 	*rec = *found;
 	/* A concurrent free of the same block (a double free in the target) loses here. */
-	return bpf_map_delete_elem(&allocs, &ptr) == 0;
+	return bpf_map_delete_elem(&allocs, &key) == 0;
 }
 
 /* A block was handed out at ptr: if we still hold a record there, its free went unseen
  * (before attach, or, with --live, between windows); it is freed now. */
-static __always_inline void forget_reused(__u64 ptr)
+static __always_inline void forget_reused(struct call *c, __u64 ptr)
 {
 	struct heaptap_alloc stale;
 
-	if (take_record(ptr, &stale)) {
+	if (take_record(c, ptr, &stale)) {
 		__sync_fetch_and_add(&counters.reused_addresses, 1);
-		account_free(&stale);
+		account_free(c, &stale);
 	}
 }
 
@@ -433,8 +509,8 @@ static __always_inline bool note_thread(__u32 tid)
 
 static __always_inline void record_block(struct call *c, __u64 ptr, __u64 size)
 {
+	struct heaptap_block key = block_key(c, ptr);
 	struct heaptap_alloc rec = {};
-
 	long err;
 
 	rec.size = size;
@@ -443,16 +519,16 @@ static __always_inline void record_block(struct call *c, __u64 ptr, __u64 size)
 	rec.tid = (__u32)bpf_get_current_pid_tgid();
 	rec.fn = c->fn;
 	/* Inserted first: a record already there (a free heaptap missed) is the rare case. */
-	err = bpf_map_update_elem(&allocs, &ptr, &rec, BPF_NOEXIST);
+	err = bpf_map_update_elem(&allocs, &key, &rec, BPF_NOEXIST);
 	if (err == -EEXIST) {
-		forget_reused(ptr);
-		err = bpf_map_update_elem(&allocs, &ptr, &rec, BPF_NOEXIST);
+		forget_reused(c, ptr);
+		err = bpf_map_update_elem(&allocs, &key, &rec, BPF_NOEXIST);
 	}
 	if (err) {
 		__sync_fetch_and_add(&counters.dropped_allocs, 1);
 		return;
 	}
-	add_to_site(c->stack_id, c->fn, size, account_alloc(size));
+	add_to_site(c->stack_id, c->fn, size, account_alloc(c, size));
 	/* A thread's name is kept once: its state remembers that it was. */
 	if (!c->noted)
 		c->noted = note_thread(rec.tid);
@@ -460,7 +536,7 @@ static __always_inline void record_block(struct call *c, __u64 ptr, __u64 size)
 
 static __always_inline __u64 hash_stack(const struct heaptap_stack *s, __u32 words)
 {
-	__u64 h = HEAPTAP_HASH_SEED;
+	__u64 h = heaptap_hash_step(HEAPTAP_HASH_SEED, s->image);
 	__u32 i;
 
 	for (i = 0; i < HEAPTAP_MAX_DEPTH + 1; i++) {
@@ -477,6 +553,7 @@ static __always_inline __u64 store_stack(struct call *c, __u32 words)
 	struct heaptap_event *e;
 	__u64 id;
 
+	c->stack.image = c->image;
 	id = hash_stack(&c->stack, words);
 	/* Stored stacks stay: one this thread met lately needs no lookup. */
 	if (c->known[id & (KNOWN_STACKS - 1)] == id)
@@ -544,11 +621,12 @@ static __always_inline int stack_word(struct call *c, __u64 addr, __u64 *out)
 static __always_inline struct heaptap_unwind_rule *rule_for(struct call *c, __u64 key)
 {
 	struct rule_slot *slot = &c->rules[(key ^ key >> 7) & (RULE_SLOTS - 1)];
+	struct heaptap_rule_key map_key = { .image = c->image, .pc = key };
 	struct heaptap_unwind_rule *rule;
 
 	if (slot->key == key)
 		return &slot->rule;
-	rule = bpf_map_lookup_elem(&unwind_rules, &key);
+	rule = bpf_map_lookup_elem(&unwind_rules, &map_key);
 	if (!rule)
 		return NULL;
 	slot->rule = *rule;
@@ -646,7 +724,8 @@ static __always_inline void *reserve_sample(__u64 size)
  * Sends the stack for the loader to unwind; returns the sample's id, or 0 when the ring is
  * full. The stack may end before stack_bytes: then ever smaller copies are tried.
  */
-static __always_inline __u64 send_sample(__u64 ip, __u64 sp, __u64 bp, __u64 at_ip)
+static __always_inline __u64 send_sample(struct call *c, __u64 ip, __u64 sp, __u64 bp,
+					 __u64 at_ip)
 {
 	struct heaptap_sample *smp;
 	__u32 size = stack_bytes;
@@ -666,6 +745,7 @@ static __always_inline __u64 send_sample(__u64 ip, __u64 sp, __u64 bp, __u64 at_
 	}
 	id = HEAPTAP_SAMPLE_ID | __sync_add_and_fetch(&sample_seq, 1);
 	smp->sample_id = id;
+	smp->image = c->image;
 	smp->ip = ip;
 	smp->sp = sp;
 	smp->bp = bp;
@@ -702,7 +782,7 @@ static __always_inline __u64 dwarf_stack(struct call *c, __u64 ip, __u64 sp, __u
 	if (w.words <= HEAPTAP_MAX_DEPTH)
 		c->stack.ips[w.words & HEAPTAP_MAX_DEPTH] = 0;
 	if (w.status == WALK_UNKNOWN) {
-		id = send_sample(ip, sp, bp, at_ip);
+		id = send_sample(c, ip, sp, bp, at_ip);
 		if (id)
 			return id;
 	}
@@ -745,10 +825,21 @@ static __always_inline struct call *thread_call(__u64 flags)
 static __always_inline struct call *target_call(void)
 {
 	struct call *c = thread_call(0);
+	struct heaptap_target *t;
 
-	if (c || !is_target())
+	if (c)
 		return c;
-	return thread_call(BPF_LOCAL_STORAGE_GET_F_CREATE);
+	t = current_target();
+	if (!t)
+		return NULL;
+	c = thread_call(BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!c)
+		return NULL;
+	c->tgid = bpf_get_current_pid_tgid() >> 32;
+	c->image = t->image;
+	c->parent = t->parent;
+	c->forked_ns = t->forked_ns;
+	return c;
 }
 
 /*
@@ -759,11 +850,20 @@ static __always_inline struct call *target_call(void)
 __u64 trampoline_lo = 0;
 __u64 trampoline_hi = 0;
 
-/* The allocator's code in the target, when it is a library (published by the loader):
- * frees it makes itself, of blocks it cached (glibc's thread caches at thread exit), are
- * counted apart from the program's frees of blocks heaptap never saw. */
-__u64 allocator_lo = 0;
-__u64 allocator_hi = 0;
+/* The allocator's code in each traced process, when it is a library (published by the
+ * loader, by TGID): frees it makes itself, of blocks it cached (glibc's thread caches at
+ * thread exit), are counted apart from the program's frees of blocks heaptap never saw. */
+struct code_range {
+	__u64 lo;
+	__u64 hi;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, HEAPTAP_MAX_TARGETS);
+	__type(key, __u32);
+	__type(value, struct code_range);
+} alloc_ranges SEC(".maps");
 
 /* Whether the return address of the call c is still replaced by the trampoline: the call
  * is still in progress, its return probe still to come. */
@@ -837,13 +937,25 @@ static __always_inline bool sampled(struct call *c, __u64 size)
 }
 
 /* A free of a block heaptap holds no record of: with sampling, most likely one that was
- * not sampled; without, one allocated before attach. */
-static __always_inline void untracked_free(void)
+ * not sampled; in a forked child, one its parent allocated before the fork (its copy of the
+ * parent's heap); otherwise one allocated before attach. */
+static __always_inline void untracked_free(struct call *c, __u64 ptr)
 {
-	if (sample_interval)
+	struct heaptap_block key = { .tgid = c->parent, .image = c->image, .addr = ptr };
+	struct heaptap_alloc *rec;
+
+	if (sample_interval) {
 		__sync_fetch_and_add(&counters.untracked_frees, 1);
-	else
-		__sync_fetch_and_add(&counters.unknown_frees, 1);
+		return;
+	}
+	rec = c->parent ? bpf_map_lookup_elem(&allocs, &key) : NULL;
+	if (rec && rec->time_ns < c->forked_ns) {
+		__sync_fetch_and_add(&counters.inherited_frees, 1);
+		PROC_ADD(c, inherited_frees, 1);
+		return;
+	}
+	__sync_fetch_and_add(&counters.unknown_frees, 1);
+	PROC_ADD(c, unknown_frees, 1);
 }
 
 static __always_inline int enter(void *ctx, __u64 kind, __u64 ptr, __u64 size, __u64 memptr)
@@ -877,7 +989,7 @@ static __always_inline int enter(void *ctx, __u64 kind, __u64 ptr, __u64 size, _
 	 * realloc takes the old record out now: once the allocator frees the old block another
 	 * thread may be given its address before our return probe runs.
 	 */
-	c->has_old = ptr && take_record(ptr, &c->old);
+	c->has_old = ptr && take_record(c, ptr, &c->old);
 	return 0;
 }
 
@@ -988,6 +1100,8 @@ SEC("uprobe")
 int free_enter(struct pt_regs *ctx)
 {
 	__u64 sp = PT_REGS_SP(ctx), caller, ptr;
+	struct code_range *range;
+	struct heaptap_block key;
 	struct heaptap_alloc rec;
 	struct heaptap_fn_stats *st = fn_of(heaptap_cookie_fn(bpf_get_attach_cookie(ctx)));
 	struct call *c;
@@ -1001,13 +1115,9 @@ int free_enter(struct pt_regs *ctx)
 	 * departing return probes missed. */
 	if (!ptr || !tracing)
 		return 0;
-	/* Without state (none could be made), the free still counts. */
-	c = thread_call(0);
-	if (!c && !is_target())
-		return 0;
-	if (!c)
-		c = thread_call(BPF_LOCAL_STORAGE_GET_F_CREATE);
-	if (nested(c, sp))
+	/* Not a target's thread, or no state could be made for it (counted as lost). */
+	c = target_call();
+	if (!c || nested(c, sp))
 		return 0;
 	/*
 	 * A free the allocator makes itself from inside a freeing function, of the same block:
@@ -1018,29 +1128,30 @@ int free_enter(struct pt_regs *ctx)
 	 * cannot free the block twice unless another thread got it again meanwhile, and then
 	 * its record is back.)
 	 */
-	if (c && ptr == c->free_ptr && sp <= c->free_sp && !bpf_map_lookup_elem(&allocs, &ptr))
+	key = block_key(c, ptr);
+	if (ptr == c->free_ptr && sp <= c->free_sp && !bpf_map_lookup_elem(&allocs, &key))
 		return 0;
-	if (c) {
-		c->free_sp = sp;
-		c->free_ptr = ptr;
-	}
+	c->free_sp = sp;
+	c->free_ptr = ptr;
 	__sync_fetch_and_add(&counters.free_calls, 1);
+	PROC_ADD(c, free_calls, 1);
 	count_fn(ctx);
 	if (st) {
 		__sync_fetch_and_add(&st->calls, 1);
 		__sync_fetch_and_add(&st->freed, 1);
 	}
-	if (take_record(ptr, &rec)) {
-		account_free(&rec);
+	if (take_record(c, ptr, &rec)) {
+		account_free(c, &rec);
 		return 0;
 	}
 	/* At the entry, or at a site where the stack pointer is still the entry's: the word
 	 * at sp is the caller's return address. */
-	if (allocator_hi && !bpf_probe_read_user(&caller, sizeof(caller), (void *)sp) &&
-	    caller >= allocator_lo && caller < allocator_hi)
+	range = bpf_map_lookup_elem(&alloc_ranges, &c->tgid);
+	if (range && !bpf_probe_read_user(&caller, sizeof(caller), (void *)sp) &&
+	    caller >= range->lo && caller < range->hi)
 		__sync_fetch_and_add(&counters.own_frees, 1);
 	else
-		untracked_free();
+		untracked_free(c, ptr);
 	return 0;
 }
 
@@ -1076,8 +1187,11 @@ static __always_inline void count_end(struct call *c, bool failed, bool returned
 	struct heaptap_fn_stats *st = fn_of(c->fn);
 
 	__sync_fetch_and_add(&counters.alloc_calls, 1);
-	if (failed)
+	PROC_ADD(c, alloc_calls, 1);
+	if (failed) {
 		__sync_fetch_and_add(&counters.failed, 1);
+		PROC_ADD(c, failed, 1);
+	}
 	if (!st)
 		return;
 	__sync_fetch_and_add(&st->calls, 1);
@@ -1099,7 +1213,7 @@ static __always_inline void finish(struct call *c, __u64 ptr)
 		if (ptr && c->sampled)
 			record_block(c, ptr, c->size);
 		else if (ptr)
-			forget_reused(ptr);
+			forget_reused(c, ptr);
 		return;
 	}
 	/*
@@ -1108,23 +1222,25 @@ static __always_inline void finish(struct call *c, __u64 ptr)
 	 * is a failure that leaves old allocated.
 	 */
 	if (!ptr && c->size != 0) {
+		struct heaptap_block old = block_key(c, c->ptr);
+
 		count_end(c, true, false, false);
-		if (c->has_old && bpf_map_update_elem(&allocs, &c->ptr, &c->old, BPF_NOEXIST)) {
+		if (c->has_old && bpf_map_update_elem(&allocs, &old, &c->old, BPF_NOEXIST)) {
 			/* Untracked from now on, as when record_block finds the map full. */
 			__sync_fetch_and_add(&counters.dropped_allocs, 1);
-			account_free(&c->old);
+			account_free(c, &c->old);
 		}
 		return;
 	}
 	count_end(c, false, ptr, true);
 	if (c->has_old)
-		account_free(&c->old);
+		account_free(c, &c->old);
 	else
-		untracked_free();
+		untracked_free(c, c->ptr);
 	if (ptr && c->sampled)
 		record_block(c, ptr, c->size);
 	else if (ptr)
-		forget_reused(ptr);
+		forget_reused(c, ptr);
 }
 
 SEC("uretprobe")
@@ -1213,12 +1329,10 @@ static __always_inline bool loader_puts_back(struct call *c)
  */
 static __always_inline int unwind(struct pt_regs *ctx, bool write)
 {
-	struct call *c;
+	struct call *c = thread_call(0);
 	bool done;
 
-	if (!is_target())
-		return 0;
-	c = thread_call(0);
+	/* Only targets' threads have state. */
 	if (!c || !c->sp || c->kind != HEAPTAP_KIND_NEW)
 		return 0;
 	/* Only from inside that call, and only over the trampoline. */
@@ -1276,12 +1390,12 @@ int BPF_PROG(page_fault, unsigned long address, struct pt_regs *regs, unsigned l
 	__u64 id, *pages, one = 1;
 	long n;
 
-	if (!watch || !is_target() || (error_code & (X86_PF_PROT | X86_PF_WRITE)) != X86_PF_WRITE)
+	if (!watch || (error_code & (X86_PF_PROT | X86_PF_WRITE)) != X86_PF_WRITE)
+		return 0;
+	c = target_call();
+	if (!c)
 		return 0;
 	if (bpf_find_vma(bpf_get_current_task_btf(), address, anonymous, &anon, 0) || !anon)
-		return 0;
-	c = thread_call(BPF_LOCAL_STORAGE_GET_F_CREATE);
-	if (!c)
 		return 0;
 	__sync_fetch_and_add(&counters.pages_touched, 1);
 	c->stack.ips[0] = 0;
@@ -1304,5 +1418,216 @@ int BPF_PROG(page_fault, unsigned long address, struct pt_regs *regs, unsigned l
 	else if (bpf_map_update_elem(&growth, &id, &one, BPF_NOEXIST) &&
 		 (pages = bpf_map_lookup_elem(&growth, &id)))
 		__sync_fetch_and_add(pages, 1);
+	return 0;
+}
+
+/* A fork, exec or match, for the loader to act on. */
+static __always_inline void tell_loader(__u32 kind, __u32 tgid, __u32 parent, __u32 image)
+{
+	struct heaptap_proc_event *e = bpf_ringbuf_reserve(&procs, sizeof(*e), 0);
+
+	if (!e) {
+		__sync_fetch_and_add(&counters.lost_procs, 1);
+		return;
+	}
+	e->kind = kind;
+	e->tgid = tgid;
+	e->parent = parent;
+	e->image = image;
+	e->time_ns = bpf_ktime_get_ns();
+	bpf_ringbuf_submit(e, BPF_RB_FORCE_WAKEUP);
+}
+
+/* A traced process (and its counters) from now on; false if the set is full. */
+static __always_inline bool add_target(__u32 tgid, const struct heaptap_target *t)
+{
+	struct heaptap_proc zero = {};
+
+	if (bpf_map_update_elem(&targets, &tgid, t, BPF_NOEXIST))
+		return false;
+	bpf_map_update_elem(&proc_counters, &tgid, &zero, BPF_NOEXIST);
+	return true;
+}
+
+/*
+ * --follow: a traced process made a new one (not a thread). The child is in the set at once,
+ * in its parent's image (same code, same addresses), with its parent's blocks older than now
+ * its own too; the loader attaches its probes, and a child that returns from glibc's fork is
+ * held there until they are in (fork_return).
+ */
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
+{
+	__u32 ptgid = BPF_CORE_READ(parent, tgid), ctgid = BPF_CORE_READ(child, tgid);
+	struct heaptap_target *p, t = {};
+	struct code_range *range;
+
+	if (!follow_forks || ptgid == ctgid)
+		return 0;
+	p = bpf_map_lookup_elem(&targets, &ptgid);
+	if (!p)
+		return 0;
+	t.image = p->image;
+	t.parent = ptgid;
+	t.forked_ns = bpf_ktime_get_ns();
+	if (!add_target(ctgid, &t))
+		return 0;
+	/* The same code at the same place as its parent's. */
+	range = bpf_map_lookup_elem(&alloc_ranges, &ptgid);
+	if (range)
+		bpf_map_update_elem(&alloc_ranges, &ctgid, range, BPF_ANY);
+	tell_loader(HEAPTAP_PROC_FORK, ctgid, ptgid, t.image);
+	return 0;
+}
+
+/* Whether the program exec'd is the one --comm (by name) or --exe (by file) asks for. */
+static __always_inline bool matches(struct task_struct *task, struct linux_binprm *bprm)
+{
+	char comm[16];
+	int i;
+
+	if (match_exe_ino) {
+		struct inode *inode = BPF_CORE_READ(bprm, file, f_inode);
+
+		return BPF_CORE_READ(inode, i_ino) == match_exe_ino &&
+		       BPF_CORE_READ(inode, i_sb, s_dev) == match_exe_dev;
+	}
+	if (!match_comm[0])
+		return false;
+	if (bpf_probe_read_kernel_str(comm, sizeof(comm), task->comm) < 0)
+		return false;
+	for (i = 0; i < 16; i++) {
+		if (comm[i] != match_comm[i])
+			return false;
+		if (!comm[i])
+			return true;
+	}
+	return true;
+}
+
+struct hold {
+	__u32 tgid;
+	__u64 deadline;
+	bool acked;
+};
+
+static long poll_ack(__u64 i, void *ctx)
+{
+	struct hold *h = ctx;
+
+	if (bpf_map_lookup_elem(&fork_acks, &h->tgid)) {
+		h->acked = true;
+		return 1;
+	}
+	return bpf_ktime_get_ns() > h->deadline;
+}
+
+static long poll_ack_a_while(__u64 i, void *ctx)
+{
+	struct hold *h = ctx;
+
+	bpf_loop(1 << 16, poll_ack, h, 0);
+	return h->acked || bpf_ktime_get_ns() > h->deadline;
+}
+
+/*
+ * Holds the current process until the loader acks its notice (its probes in), at most
+ * HEAPTAP_HOLD_WAIT_NS whatever happens to the loader: so that a child or a new image is
+ * traced from its first allocation. The time held is counted, and a hold that ended first
+ * or could not be (max_holds reached) as late.
+ */
+static __always_inline void hold_for_loader(__u32 tgid)
+{
+	struct hold h = { .tgid = tgid };
+	struct heaptap_proc *p;
+	__u64 start = bpf_ktime_get_ns();
+
+	if (__sync_fetch_and_add(&holds, 1) >= max_holds) {
+		__sync_fetch_and_sub(&holds, 1);
+		__sync_fetch_and_add(&counters.late_holds, 1);
+		return;
+	}
+	h.deadline = start + HEAPTAP_HOLD_WAIT_NS;
+	bpf_loop(1 << 10, poll_ack_a_while, &h, 0);
+	__sync_fetch_and_sub(&holds, 1);
+	bpf_map_delete_elem(&fork_acks, &tgid);
+	if (!h.acked)
+		__sync_fetch_and_add(&counters.late_holds, 1);
+	p = proc_of(tgid);
+	if (p)
+		__sync_fetch_and_add(&p->held_ns, bpf_ktime_get_ns() - start);
+}
+
+/*
+ * A process ran exec: a traced one gets a new image (its old blocks stay behind, under the
+ * old one, for the loader to count as dropped); one --comm or --exe names is traced from now
+ * on. Its thread's state, which survives exec, forgets the old image's rules and stacks.
+ * Either is held here, before its first instruction, until the loader has found its
+ * allocator and put its probes in (on the allocator's file: the kernel places them when the
+ * program's loader maps it). The launched command's own exec keeps the planned image.
+ */
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
+{
+	__u32 tgid = BPF_CORE_READ(p, tgid), image;
+	struct heaptap_target *t = bpf_map_lookup_elem(&targets, &tgid), fresh = {};
+	struct call *c;
+
+	/* Every exec on the machine comes here: most leave at once. */
+	if (!t && !matches(p, bprm))
+		return 0;
+	if (t && (t->flags & HEAPTAP_TARGET_LAUNCHED)) {
+		t->flags &= ~HEAPTAP_TARGET_LAUNCHED;
+		return 0;
+	}
+	image = __sync_add_and_fetch(&image_seq, 1);
+	if (t) {
+		t->image = image;
+		t->parent = 0;
+		t->forked_ns = 0;
+		/* A new layout: the loader publishes where its allocator is again. */
+		bpf_map_delete_elem(&alloc_ranges, &tgid);
+		c = thread_call(0);
+		if (c) {
+			c->image = image;
+			c->parent = 0;
+			c->forked_ns = 0;
+			c->sp = 0;
+			__builtin_memset(c->rules, 0, sizeof(c->rules));
+			__builtin_memset(c->known, 0, sizeof(c->known));
+		}
+		/* An ack of an earlier notice, given too late, is not this one's. */
+		bpf_map_delete_elem(&fork_acks, &tgid);
+		tell_loader(HEAPTAP_PROC_EXEC, tgid, 0, image);
+		hold_for_loader(tgid);
+		return 0;
+	}
+	fresh.image = image;
+	if (add_target(tgid, &fresh)) {
+		bpf_map_delete_elem(&fork_acks, &tgid);
+		tell_loader(HEAPTAP_PROC_MATCH, tgid, 0, image);
+		hold_for_loader(tgid);
+	}
+	return 0;
+}
+
+/*
+ * The return of glibc's fork (_Fork), probed in each traced process with --follow. In the
+ * child, its first moment (the kernel copies the parent's return probe to it): held here
+ * until the loader has its probes in, so that it is traced from its first allocation; at
+ * most HEAPTAP_HOLD_WAIT_NS, whatever happens to the loader. The parent passes (its return
+ * value is the child's PID).
+ */
+SEC("uretprobe")
+int BPF_KRETPROBE(fork_return, long ret)
+{
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	struct heaptap_target *t;
+
+	if (ret != 0)
+		return 0;
+	t = bpf_map_lookup_elem(&targets, &tgid);
+	if (t && t->parent)
+		hold_for_loader(tgid);
 	return 0;
 }

@@ -22,6 +22,76 @@
 /* Processes one session may trace at once. */
 #define HEAPTAP_MAX_TARGETS 4096
 
+/*
+ * A traced process, in the targets map (key: its TGID). Its image is its address space's
+ * layout: a process made by exec gets a new one, a child made by fork shares its parent's
+ * (same code at the same addresses, until either execs). Stacks and unwind rules are per
+ * image; blocks are keyed by process and image, so that an exec leaves the old image's
+ * blocks behind, never taken for the new one's.
+ */
+struct heaptap_target {
+	__u32 image;
+	__u32 parent;	 /* TGID of the traced process it was forked from; 0: none */
+	__u64 forked_ns; /* CLOCK_MONOTONIC of that fork: the parent's older blocks are its too */
+	__u32 flags;	 /* HEAPTAP_TARGET_* */
+	__u32 pad;
+};
+
+/* The launched command, held before its exec: that exec keeps the image the loader planned
+ * for the program (its allocator, its probes), rather than making a new one. */
+#define HEAPTAP_TARGET_LAUNCHED 1
+
+/* An outstanding block's key in the allocs map. */
+struct heaptap_block {
+	__u32 tgid;
+	__u32 image;
+	__u64 addr;
+};
+
+/* An unwind rule's key: the return address (or HEAPTAP_RULE_AT_IP | the instruction) in an
+ * image's layout. */
+struct heaptap_rule_key {
+	__u32 image;
+	__u32 pad;
+	__u64 pc;
+};
+
+/* What one process did since it was traced (the proc_counters map; key: its TGID). */
+struct heaptap_proc {
+	__u64 alloc_calls;
+	__u64 free_calls;
+	__u64 allocs; /* blocks recorded */
+	__u64 frees;  /* recorded blocks freed */
+	__u64 alloc_bytes;
+	__u64 free_bytes;
+	__u64 failed;
+	__u64 unknown_frees;   /* frees of blocks never seen allocated */
+	__u64 inherited_frees; /* frees of blocks it got from its parent at fork */
+	__u64 held_ns;	       /* held at its fork's return or its exec until its probes were in */
+};
+
+/* Ring buffer record on the procs ring: a traced process made another, or became another. */
+enum heaptap_proc_event_kind {
+	HEAPTAP_PROC_FORK = 1, /* tgid forked from parent: trace it too (--follow) */
+	HEAPTAP_PROC_EXEC,     /* tgid (traced) ran exec: a new image */
+	HEAPTAP_PROC_MATCH,    /* tgid, not traced, exec'd a program --comm or --exe names */
+};
+
+struct heaptap_proc_event {
+	__u32 kind;
+	__u32 tgid;
+	__u32 parent;
+	__u32 image;
+	__u64 time_ns;
+};
+
+/* Images the BPF side made at exec are numbered from here; the loader's are below. */
+#define HEAPTAP_EXEC_IMAGES (1U << 20)
+
+/* Children held at their fork's return until the loader acks (fork_acks[tgid % SLOTS]). */
+#define HEAPTAP_HOLD_SLOTS 64
+#define HEAPTAP_HOLD_WAIT_NS (1000 * 1000 * 1000ULL)
+
 /* Attach cookies index per-function call counters; the allocator table is far smaller. */
 #define HEAPTAP_MAX_FUNCS 64
 
@@ -146,6 +216,7 @@ struct heaptap_unwind_rule {
  */
 struct heaptap_sample {
 	__u64 sample_id; /* HEAPTAP_SAMPLE_ID | sequence */
+	__u64 image;	 /* of the process it was taken in (struct heaptap_target) */
 	__u64 ip;	 /* registers at the probe */
 	__u64 sp;
 	__u64 bp;
@@ -154,7 +225,7 @@ struct heaptap_sample {
 	__u8 stack[HEAPTAP_MAX_STACK_BYTES];
 };
 
-/* One outstanding block, keyed by its address in the allocs map. */
+/* One outstanding block, keyed by process, image and address in the allocs map. */
 struct heaptap_alloc {
 	__u64 size;	/* bytes requested */
 	__u64 time_ns;	/* CLOCK_MONOTONIC of the (re)allocation */
@@ -170,6 +241,8 @@ struct heaptap_alloc {
  * ips[2...] the frame-pointer chain. Unused slots are zero.
  */
 struct heaptap_stack {
+	__u32 image; /* whose addresses these are */
+	__u32 pad;
 	__u64 ips[HEAPTAP_MAX_DEPTH + 1];
 };
 
@@ -200,13 +273,25 @@ struct heaptap_thread {
 	__u64 first_ns;
 };
 
-/* Calls and bytes of one size class; live = allocs - frees. */
+/* Calls and bytes of one size class; live = allocs - frees - dropped. */
 struct heaptap_size_class {
 	__u64 allocs;
 	__u64 frees;
 	__u64 alloc_bytes;
 	__u64 free_bytes;
+	__u64 dropped; /* the loader's: blocks of images left by exec, of processes gone */
+	__u64 dropped_bytes;
 };
+
+static inline __u64 heaptap_class_live(const struct heaptap_size_class *c)
+{
+	return c->allocs - c->frees - c->dropped;
+}
+
+static inline __u64 heaptap_class_live_bytes(const struct heaptap_size_class *c)
+{
+	return c->alloc_bytes - c->free_bytes - c->dropped_bytes;
+}
 
 /* Global counters; everything not accounted exactly has a counter here. */
 struct heaptap_counters {
@@ -241,6 +326,10 @@ struct heaptap_counters {
 	__u64 est_live_bytes;	/* with sampling: the live bytes the sampled blocks stand for */
 	__u64 est_peak_bytes;	/* with sampling: the highest est_live_bytes so far */
 	__u64 est_peak_ns;	/* CLOCK_MONOTONIC when est_peak_bytes was reached */
+	__u64 inherited_frees;	/* frees of blocks a child got from its parent at fork */
+	__u64 late_holds;	/* processes whose hold (at fork, at exec) ended before their
+				 * probes were in */
+	__u64 lost_procs;	/* fork or exec notices the procs ring had no room for */
 };
 
 /*
@@ -288,7 +377,8 @@ struct heaptap_fixup {
 #define HEAPTAP_FIXUP_SLOTS 16
 #define HEAPTAP_FIXUP_WAIT_NS (1000 * 1000 * 1000ULL)
 
-/* The id of a stack: a hash of its words, folded one by one, the same on both sides. */
+/* The id of a stack: a hash of its image and words, folded one by one, the same on both
+ * sides. */
 #define HEAPTAP_HASH_SEED 0x9e3779b97f4a7c15ULL
 
 static inline __u64 heaptap_hash_step(__u64 h, __u64 word)

@@ -55,7 +55,8 @@ def test_bad_input_is_refused_and_harms_nothing():
             "heaptap: invalid interval '0': expected a time of at least 1ms, like 5, 0.5s or "
             "200ms (see heaptap --help)")
     refused(["-p", "twelve"], 2,
-            "heaptap: invalid PID 'twelve': expected a process ID (see heaptap --help)")
+            "heaptap: invalid PID 'twelve': expected a process ID, or several separated by "
+            "commas (see heaptap --help)")
     refused(["--bogus", "-p", pid], 2, "heaptap: unknown option '--bogus' (see heaptap --help)")
     # A value is echoed cut to 64 characters, and escaped: one short, printable line.
     refused(["--listen", "x" * 100000, "-p", pid], 2,

@@ -33,7 +33,8 @@ static void sort_array(void *v, size_t n, size_t size, int (*cmp)(const void *, 
 }
 
 /* Keeps the block among the site's examples if it is one of its oldest. */
-static void add_example(struct site *site, uint64_t addr, const struct heaptap_alloc *a)
+static void add_example(struct site *site, const struct heaptap_block *key,
+			const struct heaptap_alloc *a)
 {
 	unsigned int i = site->nexamples;
 
@@ -45,9 +46,10 @@ static void add_example(struct site *site, uint64_t addr, const struct heaptap_a
 		site->nexamples++;
 	for (; i > 0 && site->examples[i - 1].time_ns > a->time_ns; i--)
 		site->examples[i] = site->examples[i - 1];
-	site->examples[i].addr = addr;
+	site->examples[i].addr = key->addr;
 	site->examples[i].size = a->size;
 	site->examples[i].time_ns = a->time_ns;
+	site->examples[i].tgid = key->tgid;
 }
 
 static void add_age(struct snapshot *s, const struct heaptap_alloc *a)
@@ -136,8 +138,9 @@ static void add_size(struct site *site, uint64_t size)
 	site->nsizes++;
 }
 
-static int add_block(struct snapshot *s, struct idmap *index, size_t *cap, uint64_t addr,
-		     const struct heaptap_alloc *a, uint64_t stack_id, uint64_t sample_bytes)
+static int add_block(struct snapshot *s, struct idmap *index, size_t *cap,
+		     const struct heaptap_block *key, const struct heaptap_alloc *a,
+		     uint64_t stack_id, uint64_t sample_bytes)
 {
 	double p = sampling__p(a->size, sample_bytes);
 	uintptr_t slot = (uintptr_t)idmap__get(index, stack_id);
@@ -156,7 +159,7 @@ static int add_block(struct snapshot *s, struct idmap *index, size_t *cap, uint6
 	}
 	site = &s->sites[slot - 1];
 	add_size(site, a->size);
-	add_example(site, addr, a);
+	add_example(site, key, a);
 	site->live++;
 	site->live_bytes += a->size;
 	site->est_blocks += 1 / p;
@@ -187,13 +190,80 @@ static int list_block(struct snapshot *s, size_t *cap, uint64_t addr, uint64_t s
 	return 0;
 }
 
-static int read_sites(int fd, struct stacks *stacks, uint64_t min_age_ns, uint64_t sample_bytes,
-		      bool blocks, struct snapshot *s)
+/* A process's share of a site, or of the whole (site SIZE_MAX). */
+struct tally {
+	size_t site;
+	struct site_proc p;
+};
+
+/* What one read of the allocs map gathers besides the sites. */
+struct reader {
+	const struct snapshot_opts *o;
+	struct idmap tallies;	  /* (site << 32 | tgid) -> index + 1 in v */
+	struct tally *v;	  /* by site, and per process (site SIZE_MAX) */
+	size_t n, cap;
+	struct heaptap_block *drop; /* keys of blocks to drop */
+	size_t ndrop, drop_cap;
+	struct idmap dropped;	  /* tgid << 2 | why -> index + 1 in dropped_v */
+	struct tally *dropped_v;  /* blocks and bytes dropped, by process and why (in p) */
+	size_t ndropped, dropped_cap;
+};
+
+static struct tally *tally_of(struct idmap *index, struct tally **v, size_t *n, size_t *cap,
+			      uint64_t key, size_t site, uint32_t tgid)
 {
+	uintptr_t slot = (uintptr_t)idmap__get(index, key);
+
+	if (slot)
+		return &(*v)[slot - 1];
+	if (array__reserve(v, cap, *n, sizeof(**v)))
+		return NULL;
+	(*v)[*n] = (struct tally){ .site = site, .p.tgid = tgid };
+	if (idmap__put(index, key, (void *)(uintptr_t)(*n + 1)))
+		return NULL;
+	return &(*v)[(*n)++];
+}
+
+/* A block of tgid counted for the process, and for site (SIZE_MAX: none). */
+static int tally_block(struct reader *rd, size_t site, uint32_t tgid, uint64_t size)
+{
+	struct tally *t = tally_of(&rd->tallies, &rd->v, &rd->n, &rd->cap,
+				   (uint64_t)(site == SIZE_MAX ? 0xffffffffULL : site) << 32 | tgid,
+				   site, tgid);
+
+	if (!t)
+		return -ENOMEM;
+	t->p.live++;
+	t->p.live_bytes += size;
+	return 0;
+}
+
+/* A block to drop (an image left by exec, a process gone): counted, its key kept. */
+static int drop_block(struct reader *rd, const struct heaptap_block *key, enum block_owner why,
+		      uint64_t size)
+{
+	struct tally *t = tally_of(&rd->dropped, &rd->dropped_v, &rd->ndropped, &rd->dropped_cap,
+				   (uint64_t)key->tgid << 2 | why, why, key->tgid);
+
+	if (!t || array__reserve(&rd->drop, &rd->drop_cap, rd->ndrop, sizeof(*rd->drop)))
+		return -ENOMEM;
+	t->p.live++;
+	t->p.live_bytes += size;
+	rd->drop[rd->ndrop++] = *key;
+	if (rd->o->dropped_classes) {
+		rd->o->dropped_classes[heaptap_size_class(size)].dropped++;
+		rd->o->dropped_classes[heaptap_size_class(size)].dropped_bytes += size;
+	}
+	return 0;
+}
+
+static int read_sites(int fd, struct stacks *stacks, struct reader *rd, bool blocks,
+		      uint32_t only, struct snapshot *s)
+{
+	const struct snapshot_opts *o = rd->o;
 	size_t bcap = 0;
 	struct heaptap_alloc *values = calloc(BATCH, sizeof(*values));
-	__u64 *keys = calloc(BATCH, sizeof(*keys));
-	uint64_t cursor = 0, next = 0;
+	struct heaptap_block *keys = calloc(BATCH, sizeof(*keys)), cursor = {}, next = {};
 	struct idmap index = {}, tids = {};
 	size_t cap = 0, tcap = 0;
 	bool first = true, done = false;
@@ -215,25 +285,44 @@ static int read_sites(int fd, struct stacks *stacks, uint64_t min_age_ns, uint64
 		first = false;
 		cursor = next;
 		for (i = 0; i < count && !err; i++) {
-			struct thread_live *t = thread_of(s, &tids, &tcap, values[i].tid);
-			uint64_t stack_id = stacks__canonical(stacks, values[i].stack_id);
+			enum block_owner owner =
+				o && o->owner ? o->owner(o->ctx, keys[i].tgid, keys[i].image)
+					      : OWNER_CURRENT;
+			struct thread_live *t;
+			uint64_t stack_id;
 
-			if (!t ||
-			    (blocks && list_block(s, &bcap, keys[i], values[i].size, stack_id))) {
+			if (owner == OWNER_DROP_EXEC || owner == OWNER_DROP_EXIT) {
+				err = drop_block(rd, &keys[i], owner, values[i].size);
+				continue;
+			}
+			if (owner != OWNER_CURRENT || (only && keys[i].tgid != only))
+				continue;
+			stack_id = stacks__canonical(stacks, values[i].stack_id);
+			if (blocks) {
+				err = list_block(s, &bcap, keys[i].addr, values[i].size, stack_id);
+				continue;
+			}
+			t = thread_of(s, &tids, &tcap, values[i].tid);
+			if (!t || tally_block(rd, SIZE_MAX, keys[i].tgid, values[i].size)) {
 				err = -ENOMEM;
 				break;
 			}
 			t->live++;
 			t->live_bytes += values[i].size;
 			add_age(s, &values[i]);
-			add_estimate(s, values[i].size, sample_bytes);
+			add_estimate(s, values[i].size, o ? o->sample_bytes : 0);
 			/* Allocated while this read runs: as young as can be. */
-			if (min_age_ns && (values[i].time_ns >= s->time_ns ||
-					   s->time_ns - values[i].time_ns < min_age_ns)) {
+			if (o && o->min_age_ns &&
+			    (values[i].time_ns >= s->time_ns ||
+			     s->time_ns - values[i].time_ns < o->min_age_ns)) {
 				s->young++;
 				continue;
 			}
-			err = add_block(s, &index, &cap, keys[i], &values[i], stack_id, sample_bytes);
+			err = add_block(s, &index, &cap, &keys[i], &values[i], stack_id,
+					o ? o->sample_bytes : 0);
+			if (!err)
+				err = tally_block(rd, (uintptr_t)idmap__get(&index, stack_id) - 1,
+						  keys[i].tgid, values[i].size);
 		}
 	}
 	idmap__free(&index);
@@ -241,6 +330,91 @@ static int read_sites(int fd, struct stacks *stacks, uint64_t min_age_ns, uint64
 	free(values);
 	free(keys);
 	return err;
+}
+
+static int by_site_then_bytes(const void *a, const void *b)
+{
+	const struct tally *x = a, *y = b;
+
+	if (x->site != y->site)
+		return x->site < y->site ? -1 : 1;
+	if (x->p.live_bytes != y->p.live_bytes)
+		return x->p.live_bytes > y->p.live_bytes ? -1 : 1;
+	return x->p.tgid < y->p.tgid ? -1 : x->p.tgid > y->p.tgid;
+}
+
+/* Each site's processes, most bytes first; each process's live blocks. */
+static void file_tallies(struct reader *rd, struct snapshot *s)
+{
+	size_t i, k;
+
+	sort_array(rd->v, rd->n, sizeof(*rd->v), by_site_then_bytes);
+	for (i = 0; i < rd->n; i++) {
+		struct tally *t = &rd->v[i];
+
+		if (t->site == SIZE_MAX) {
+			for (k = 0; k < s->nprocs; k++)
+				if (s->procs[k].tgid == t->p.tgid) {
+					s->procs[k].live = t->p.live;
+					s->procs[k].live_bytes = t->p.live_bytes;
+				}
+			continue;
+		}
+		if (t->site >= s->nsites)
+			continue;
+		if (s->sites[t->site].nprocs < SITE_PROCS)
+			s->sites[t->site].procs[s->sites[t->site].nprocs] = t->p;
+		s->sites[t->site].nprocs++;
+	}
+}
+
+/* Blocks of images left by exec and of processes gone: out of the map, and out of the BPF
+ * side's live bytes (its peak follows what is live), told per process. */
+static void drop_blocks(struct heaptap_bpf *skel, struct reader *rd, struct snapshot *s)
+{
+	int fd = bpf_map__fd(skel->maps.allocs);
+	size_t i;
+
+	for (i = 0; i < rd->ndrop; i++)
+		bpf_map_delete_elem(fd, &rd->drop[i]);
+	for (i = 0; i < rd->ndropped; i++) {
+		const struct tally *t = &rd->dropped_v[i];
+
+		__atomic_fetch_sub(&skel->bss->counters.live_bytes, t->p.live_bytes,
+				   __ATOMIC_RELAXED);
+		s->dropped_blocks += t->p.live;
+		s->dropped_bytes += t->p.live_bytes;
+		if (rd->o && rd->o->dropped)
+			rd->o->dropped(rd->o->ctx, t->p.tgid, (enum block_owner)t->site, t->p.live,
+				       t->p.live_bytes);
+	}
+}
+
+static void reader__free(struct reader *rd)
+{
+	idmap__free(&rd->tallies);
+	idmap__free(&rd->dropped);
+	free(rd->v);
+	free(rd->drop);
+	free(rd->dropped_v);
+}
+
+/* Every process's counters (the proc_counters map), their live figures filled later. */
+static int read_procs(int fd, struct snapshot *s)
+{
+	__u32 key, next, *prev = NULL;
+	size_t cap = 0;
+
+	while (!bpf_map_get_next_key(fd, prev, &next)) {
+		key = next;
+		prev = &key;
+		if (array__reserve(&s->procs, &cap, s->nprocs, sizeof(*s->procs)))
+			return -ENOMEM;
+		s->procs[s->nprocs] = (struct proc_live){ .tgid = key };
+		if (!bpf_map_lookup_elem(fd, &key, &s->procs[s->nprocs].c))
+			s->nprocs++;
+	}
+	return 0;
 }
 
 static int by_thread_bytes(const void *a, const void *b)
@@ -351,39 +525,55 @@ static void read_counters(struct heaptap_bpf *skel, struct stacks *stacks,
 	c->new_stacks += stacks__stored(stacks);
 }
 
-int accounting__snapshot(struct heaptap_bpf *skel, struct stacks *stacks, uint64_t min_age_ns,
-			 uint64_t sample_bytes, int pid, struct snapshot *out)
+int accounting__snapshot(struct heaptap_bpf *skel, struct stacks *stacks,
+			 const struct snapshot_opts *opts, struct snapshot *out)
 {
+	struct reader rd = { .o = opts };
 	uint64_t peak_epoch;
 	int err;
 
 	memset(out, 0, sizeof(*out));
 	out->time_ns = clock__now_ns();
-	read_counters(skel, stacks, &out->counters);
+	out->dropped_blocks = opts->dropped_blocks;
+	out->dropped_bytes = opts->dropped_bytes;
 	peak_epoch = __atomic_load_n(&skel->bss->peak_epoch, __ATOMIC_ACQUIRE);
 	memcpy(out->fn_calls, skel->bss->fn_calls, sizeof(out->fn_calls));
 	memcpy(out->fn_stats, skel->bss->fn_stats, sizeof(out->fn_stats));
 	err = read_classes(bpf_map__fd(skel->maps.size_classes), out->classes);
 	if (!err)
-		err = read_sites(bpf_map__fd(skel->maps.allocs), stacks, min_age_ns, sample_bytes,
-				 false, out);
+		err = read_procs(bpf_map__fd(skel->maps.proc_counters), out);
+	if (!err)
+		err = read_sites(bpf_map__fd(skel->maps.allocs), stacks, &rd, false, 0, out);
 	if (!err)
 		err = read_totals(bpf_map__fd(skel->maps.site_totals), stacks, peak_epoch, out);
+	if (!err) {
+		file_tallies(&rd, out);
+		drop_blocks(skel, &rd, out);
+	}
+	for (size_t i = 0; !err && opts->dropped_classes && i < HEAPTAP_SIZE_CLASSES; i++) {
+		out->classes[i].dropped = opts->dropped_classes[i].dropped;
+		out->classes[i].dropped_bytes = opts->dropped_classes[i].dropped_bytes;
+	}
+	/* The counters last: the drops are out of their live bytes. */
+	read_counters(skel, stacks, &out->counters);
+	reader__free(&rd);
 	if (err) {
 		snapshot__free(out);
 		return err;
 	}
-	name_threads(bpf_map__fd(skel->maps.threads), pid, out);
+	name_threads(bpf_map__fd(skel->maps.threads), opts->pid, out);
 	sort_array(out->sites, out->nsites, sizeof(*out->sites), by_live_bytes);
 	return 0;
 }
 
-int accounting__blocks(struct heaptap_bpf *skel, struct stacks *stacks, struct live_block **out,
-		       size_t *n)
+int accounting__blocks(struct heaptap_bpf *skel, struct stacks *stacks, uint32_t tgid,
+		       struct live_block **out, size_t *n)
 {
 	struct snapshot all = { .time_ns = clock__now_ns() };
-	int err = read_sites(bpf_map__fd(skel->maps.allocs), stacks, 0, 0, true, &all);
+	struct reader rd = {};
+	int err = read_sites(bpf_map__fd(skel->maps.allocs), stacks, &rd, true, tgid, &all);
 
+	reader__free(&rd);
 	*out = err ? NULL : all.blocks;
 	*n = err ? 0 : all.nblocks;
 	if (!err)
@@ -479,6 +669,7 @@ void snapshot__free(struct snapshot *s)
 	free(s->sites);
 	free(s->totals);
 	free(s->threads);
+	free(s->procs);
 	s->sites = NULL;
 	s->totals = NULL;
 	s->threads = NULL;

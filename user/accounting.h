@@ -18,6 +18,8 @@ struct stacks;
 #define SITE_SIZES 8
 /* Live blocks kept per site as examples (for dumps): its oldest. */
 #define SITE_EXAMPLES 4
+/* Processes kept per site, by live bytes. */
+#define SITE_PROCS 8
 /* Ages of live blocks: under 1 s, 10 s, 1 min, 10 min, 1 h, 1 day, and older. */
 #define AGE_BUCKETS 7
 extern const uint64_t accounting__age_limits_s[AGE_BUCKETS - 1];
@@ -38,7 +40,16 @@ struct site {
 		uint64_t addr;
 		uint64_t size;
 		uint64_t time_ns;
+		uint32_t tgid; /* whose block it is */
 	} examples[SITE_EXAMPLES]; /* the oldest live blocks, oldest first */
+	/* The processes its blocks are in, most bytes first (a site of a forked service spans
+	 * its processes): the first SITE_PROCS, and how many in all */
+	struct site_proc {
+		uint32_t tgid;
+		uint64_t live;
+		uint64_t live_bytes;
+	} procs[SITE_PROCS];
+	unsigned int nprocs;
 	unsigned int nexamples;
 	/* With sampling, what the sampled blocks stand for: each s-byte block was sampled
 	 * with probability p = 1 - exp(-s / interval) and counts 1/p blocks, s/p bytes
@@ -50,6 +61,41 @@ struct site {
 	/* Filled at the report for the top sites: what some of its blocks hold. */
 	struct dump *dumps;
 	size_t ndumps;
+};
+
+/* One process's figures at the snapshot: its counters, and its live blocks. */
+struct proc_live {
+	uint32_t tgid;
+	struct heaptap_proc c;
+	uint64_t live;
+	uint64_t live_bytes;
+};
+
+/* Whose a block is, as the session sees it: a process's current image (counted), an image
+ * it left by exec or a process that exited (its blocks are dropped from the map and counted
+ * apart), or neither (a process it no longer follows: left alone). */
+enum block_owner {
+	OWNER_CURRENT,
+	OWNER_DROP_EXEC,
+	OWNER_DROP_EXIT,
+	OWNER_NONE,
+};
+
+struct snapshot_opts {
+	uint64_t min_age_ns;   /* blocks younger than this are left out of the sites */
+	uint64_t sample_bytes; /* the mean sampling interval, 0 when every block is tracked */
+	int pid;	       /* the first process, whose threads are named from /proc */
+	/* Whose a block is (NULL: every block is current) */
+	enum block_owner (*owner)(void *ctx, uint32_t tgid, uint32_t image);
+	/* Blocks dropped: told per process, once each */
+	void (*dropped)(void *ctx, uint32_t tgid, enum block_owner why, uint64_t blocks,
+			uint64_t bytes);
+	void *ctx;
+	/* Blocks dropped before this snapshot, and their bytes (the session keeps the count),
+	 * and by size class (HEAPTAP_SIZE_CLASSES of them; their dropped fields, added to) */
+	uint64_t dropped_blocks;
+	uint64_t dropped_bytes;
+	struct heaptap_size_class *dropped_classes;
 };
 
 /* A live block, for a leak check. */
@@ -102,17 +148,21 @@ struct snapshot {
 	uint64_t age_bytes[AGE_BUCKETS];
 	struct live_block *blocks; /* accounting__blocks() only */
 	size_t nblocks;
+	struct proc_live *procs; /* every process with counters, in no order */
+	size_t nprocs;
+	uint64_t dropped_blocks; /* blocks dropped so far (exec, exit): not live, not freed */
+	uint64_t dropped_bytes;	 /* (the BPF side's live bytes are kept without them) */
 };
 
-/* Takes a snapshot; blocks younger than min_age_ns are left out of the sites. */
-/* Sites are keyed by stacks' canonical ids (a sampled block's, once unwound, by its
- * stack's). sample_bytes: the mean sampling interval, 0 when every block is tracked. */
-int accounting__snapshot(struct heaptap_bpf *skel, struct stacks *stacks, uint64_t min_age_ns,
-			 uint64_t sample_bytes, int pid, struct snapshot *out);
+/* Takes a snapshot. Sites are keyed by stacks' canonical ids (a sampled block's, once
+ * unwound, by its stack's). */
+int accounting__snapshot(struct heaptap_bpf *skel, struct stacks *stacks,
+			 const struct snapshot_opts *opts, struct snapshot *out);
 
-/* Every live block, for a leak check: malloc'd into *out. */
-int accounting__blocks(struct heaptap_bpf *skel, struct stacks *stacks, struct live_block **out,
-		       size_t *n);
+/* Every live block of process tgid (0: of every process), for a leak check: malloc'd. */
+int accounting__blocks(struct heaptap_bpf *skel, struct stacks *stacks, uint32_t tgid,
+		       struct live_block **out, size_t *n);
+
 
 /* --watch: the sites are the stacks that first wrote new pages, a page a block: live and
  * live_bytes count those pages. */

@@ -7,6 +7,7 @@
 #ifndef HEAPTAP_DUMP_H
 #define HEAPTAP_DUMP_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -54,9 +55,18 @@ struct site;
 /* Blocks dumped a site: its oldest. */
 #define DUMP_BLOCKS 3
 
-/* The first bytes of a site's oldest live blocks (at most DUMP_BLOCKS), read now, into
- * site->dumps; nothing if it has them already. */
-void dump__site(struct site *site, const struct dump_opts *opts);
+/* Where the blocks of a site are read from: the process that holds each. */
+struct dump_sources {
+	unsigned int max; /* bytes of a block at most (--dump-bytes) */
+	/* Whether process tgid still runs, and its symbols (for C++ classes; NULL: no class
+	 * looked for). */
+	bool (*alive)(void *ctx, uint32_t tgid, struct syms **syms);
+	void *ctx;
+};
+
+/* The first bytes of a site's oldest live blocks (at most DUMP_BLOCKS), read now from the
+ * processes that hold them, into site->dumps; nothing if it has them already. */
+void dump__site(struct site *site, const struct dump_sources *from);
 
 /* 16 bytes a line: offset, hex, ASCII; each line prefixed with indent. */
 void dump__text(FILE *f, const struct dump *d, const char *indent);

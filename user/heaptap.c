@@ -63,6 +63,7 @@ int main(int argc, char **argv)
 	/* Parse the command line. */
 	err = options__parse(&opts, argc, argv);
 	if (err) {
+		options__free(&opts);
 		close(sigfd);
 		return err > 0 ? EXIT_OK : EXIT_USAGE;
 	}
@@ -86,6 +87,7 @@ int main(int argc, char **argv)
 	/* Leak check, detach, final report. */
 	err = session__finish(&s, err);
 	status = session__close(&s, err);
+	options__free(&opts);
 	close(sigfd);
 	return status;
 }

@@ -129,7 +129,7 @@ int leak_check__run(struct heaptap_bpf *skel, struct stacks *stacks, int pid,
 		return err;
 	}
 	out->time_ns = clock__now_ns();
-	err = accounting__blocks(skel, stacks, &blocks, &n);
+	err = accounting__blocks(skel, stacks, pid, &blocks, &n);
 	out->listed_ns = clock__now_ns() - out->time_ns;
 	if (!err && n && !(rb = calloc(n, sizeof(*rb))))
 		err = -ENOMEM;

@@ -12,6 +12,7 @@
 #include <sys/signalfd.h>
 #include <unistd.h>
 
+#include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
 #include "allocator.h"
@@ -26,7 +27,7 @@
 
 void session__begin_window(struct session *s, uint64_t *next)
 {
-	s->window_cpu_ns = overhead__target_cpu_ns(s->target.pid);
+	s->window_cpu_ns = session__cpu_ns(s);
 	memcpy(s->window_calls, s->skel->bss->fn_calls, sizeof(s->window_calls));
 	*next = clock__now_ns() + s->duty.window_ns;
 }
@@ -38,25 +39,26 @@ static int duty_turn(struct session *s, uint64_t *next)
 	int err;
 
 	if (!s->attached) {
-		err = s->tracer->attach(s, -1);
+		err = session__attach_all(s, -1);
 		if (err)
 			return err;
-		s->attached = true;
 		session__begin_window(s, next);
 		return 0;
 	}
 	pause = duty__pause_ns(&s->duty,
 			       overhead__trap_ns(s->probes, &s->costs, s->window_calls,
 						 (const uint64_t *)s->skel->bss->fn_calls),
-			       overhead__target_cpu_ns(s->target.pid) - s->window_cpu_ns);
+			       session__cpu_ns(s) - s->window_cpu_ns);
 	if (!pause) {
 		session__begin_window(s, next);
 		return 0;
 	}
 	if (s->duty.windows == 1)
-		probes__retire_unused(s->probes, (const uint64_t *)s->skel->bss->fn_calls);
-	s->tracer->detach(s);
-	s->attached = false;
+		for (size_t i = 0; i < s->procs.nimages; i++)
+			if (s->procs.images[i]->plan)
+				probes__retire_unused(s->procs.images[i]->plan,
+						      (const uint64_t *)s->skel->bss->fn_calls);
+	session__detach_all(s);
 	*next = clock__now_ns() + pause;
 	vlog("window %" PRIu64 ": slowdown %.1f%% while tracing, pausing %.1fs", s->duty.windows,
 	     s->duty.window_slowdown * 100, pause / 1e9);
@@ -64,21 +66,38 @@ static int duty_turn(struct session *s, uint64_t *next)
 }
 
 /*
- * What the BPF side learns of the target's layout once it is there: the return probes'
- * trampoline (made at the first hit), and where the allocator's code is, when it is a
- * library (mapped at exec, for a launched command). True once both are known.
+ * What the BPF side learns of the targets' layouts once they are there: where each one's
+ * allocator code is, when it is a library (mapped at exec, for a launched command), and, for
+ * a session of one process, the return probes' trampoline (made at the first hit; with
+ * several, the BPF side reads each one's from its own memory). True once all are known.
  */
 static bool publish_layout(struct session *s)
 {
-	uint64_t lo, hi;
+	int fd = bpf_map__fd(s->skel->maps.alloc_ranges);
+	bool known = true;
+	size_t i;
 
-	if (!s->skel->bss->allocator_hi && !s->allocator->file.main_program &&
-	    !proc__code_range(s->target.pid, s->allocator->file.path, &lo, &hi)) {
-		s->skel->bss->allocator_lo = lo;
-		__atomic_store_n(&s->skel->bss->allocator_hi, hi, __ATOMIC_RELEASE);
+	for (i = 0; i < s->procs.n; i++) {
+		struct process *p = s->procs.v[i];
+		struct {
+			uint64_t lo, hi;
+		} range;
+		__u32 key = p->t.pid;
+
+		if (p->exited_ns || !p->image || p->image->allocator->file.main_program ||
+		    p->range_known)
+			continue;
+		if (proc__code_range(p->t.pid, p->image->allocator->file.path, &range.lo,
+				     &range.hi) ||
+		    bpf_map_update_elem(fd, &key, &range, BPF_ANY)) {
+			known = false;
+			continue;
+		}
+		p->range_known = true;
 	}
-	return fixups__publish_trampoline(s->skel, s->target.pid) &&
-	       (s->skel->bss->allocator_hi || s->allocator->file.main_program);
+	if (procs__alive(&s->procs) > 1 || s->opts.follow || s->opts.comm || s->opts.exe)
+		return known;
+	return fixups__publish_trampoline(s->skel, s->target->pid) && known;
 }
 
 /* SIGUSR1: a report now, with a leak check if --leak-check. */
@@ -87,7 +106,7 @@ static int on_demand(struct session *s)
 	bool checked = false;
 
 	ring_buffer__consume(s->rb);
-	if (s->opts.leak_check && !s->target.exited)
+	if (s->opts.leak_check && s->target && !s->target->exited)
 		checked = !session__leak_check(s, LEAK_AT_SIGNAL);
 	return session__report(s, "interval", checked ? &s->leak : NULL);
 }
@@ -97,6 +116,18 @@ static int add_fd(int epfd, int fd)
 	struct epoll_event ev = { .events = EPOLLIN, .data.fd = fd };
 
 	return epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev) ? -errno : 0;
+}
+
+void loop__watch_exit(struct session *s, struct process *p)
+{
+	if (s->epfd >= 0 && p->t.pidfd >= 0)
+		add_fd(s->epfd, p->t.pidfd);
+}
+
+/* Whether the session goes on with no process left: --comm and --exe wait for more. */
+static bool more_to_come(const struct session *s)
+{
+	return procs__alive(&s->procs) || s->opts.comm || s->opts.exe;
 }
 
 enum event { EVENT_NONE, EVENT_END, EVENT_ERROR };
@@ -125,10 +156,23 @@ static enum event serve(struct session *s, int epfd, int fd, int sigfd, int *err
 			epoll_ctl(epfd, EPOLL_CTL_DEL, fd, NULL);
 		return EVENT_NONE;
 	}
-	/* The target exited: its last allocations' stacks are symbolized before the report. */
+	/* A process exited: its last allocations' stacks are symbolized before it goes. */
 	ring_buffer__consume(s->rb);
-	target__reap(&s->target);
-	return EVENT_END;
+	for (size_t i = 0; i < s->procs.n; i++) {
+		struct process *p = s->procs.v[i];
+
+		if (p->t.pidfd != fd || p->exited_ns)
+			continue;
+		epoll_ctl(epfd, EPOLL_CTL_DEL, fd, NULL);
+		target__reap(&p->t);
+		p->t.exited = true;
+		session__process_exited(s, p);
+		/* The command launched is the session's: its end is the session's, but for
+		 * --follow, whose children may live on. */
+		if (p == s->procs.v[0] && p->t.launched && !s->opts.follow)
+			return EVENT_END;
+	}
+	return more_to_come(s) ? EVENT_NONE : EVENT_END;
 }
 
 int session__run(struct session *s, int sigfd)
@@ -142,8 +186,7 @@ int session__run(struct session *s, int sigfd)
 	if (s->mode == MODE_LIVE)
 		session__begin_window(s, &turn);
 	epfd = epoll_create1(EPOLL_CLOEXEC);
-	if (epfd < 0 || add_fd(epfd, sigfd) || add_fd(epfd, s->target.pidfd) ||
-	    add_fd(epfd, ring_buffer__epoll_fd(s->rb)) ||
+	if (epfd < 0 || add_fd(epfd, sigfd) || add_fd(epfd, ring_buffer__epoll_fd(s->rb)) ||
 	    (reach__hold_fd(s->hold) >= 0 && add_fd(epfd, reach__hold_fd(s->hold)))) {
 		err = -errno;
 		elog("epoll: %s", strerror(-err));
@@ -151,6 +194,10 @@ int session__run(struct session *s, int sigfd)
 			close(epfd);
 		return err;
 	}
+	s->epfd = epfd;
+	for (size_t i = 0; i < s->procs.n; i++)
+		if (!s->procs.v[i]->exited_ns)
+			loop__watch_exit(s, s->procs.v[i]);
 	while (!err) {
 		struct epoll_event evs[4];
 		uint64_t now = clock__now_ns(), wake;
@@ -170,6 +217,7 @@ int session__run(struct session *s, int sigfd)
 		for (i = 0; i < n && !err; i++)
 			if (serve(s, epfd, evs[i].data.fd, sigfd, &err) == EVENT_END)
 				goto out;
+		session__detach_exited(s);
 		if (!err && clock__now_ns() >= turn)
 			err = duty_turn(s, &turn);
 		if (s->alarm_exit)
@@ -183,6 +231,7 @@ int session__run(struct session *s, int sigfd)
 	}
 out:
 	close(epfd);
+	s->epfd = -1;
 	s->exit_held = reach__hold_exiting(s->hold, NULL);
 	return err;
 }

@@ -21,12 +21,16 @@
 
 /* --help, around the lines of the output files (outputs.c). */
 static const char usage_head[] =
-	"Usage: heaptap [options] -p PID\n"
+	"Usage: heaptap [options] -p PID[,PID...] [-p PID...] [--comm NAME] [--exe PATH]\n"
 	"       heaptap [options] -- COMMAND [ARGS...]\n"
 	"Trace every allocation of a running process (or of COMMAND from its first malloc) and\n"
 	"report size tables and unfreed allocations by stack.\n"
 	"\n"
-	"  -p, --pid PID          attach to the running process PID\n"
+	"  -p, --pid PID          attach to the running process PID (several: -p 1,2 or -p 1 -p 2)\n"
+	"  -f, --follow           trace their descendants too: those running now, and every\n"
+	"                         process they fork from now on\n"
+	"      --comm NAME        trace every process named NAME, running now or started later\n"
+	"      --exe PATH         trace every process running the program PATH, now or later\n"
 	"  -i, --interval TIME    report every TIME (default 5s; units ms, s, m, h)\n"
 	"  -d, --duration TIME    stop after TIME (default: until Ctrl-C or the target exits)\n"
 	"      --top N            show the N sites with the most live bytes (default 10)\n"
@@ -87,6 +91,8 @@ static const char usage_tail[] =
 
 enum {
 	OPT_TOP = 256,
+	OPT_COMM,
+	OPT_EXE,
 	OPT_MIN_AGE,
 	OPT_SORT,
 	OPT_JSON,
@@ -120,6 +126,9 @@ enum {
 /* Then one per row of outputs[], added at parse time. */
 static const struct option base_options[] = {
 	{ "pid", required_argument, NULL, 'p' },
+	{ "follow", no_argument, NULL, 'f' },
+	{ "comm", required_argument, NULL, OPT_COMM },
+	{ "exe", required_argument, NULL, OPT_EXE },
 	{ "interval", required_argument, NULL, 'i' },
 	{ "duration", required_argument, NULL, 'd' },
 	{ "top", required_argument, NULL, OPT_TOP },
@@ -300,6 +309,41 @@ static int parse_bytes(const char *arg, uint64_t *out)
 	return 0;
 }
 
+static int parse_uint(const char *arg, unsigned long min, unsigned long max, unsigned long *out);
+
+/* -p's "PID[,PID...]", added to the PIDs given so far. */
+static int add_pids(struct options *opts, const char *arg)
+{
+	char *copy = strdup(arg), *tok, *save = NULL;
+	unsigned long v;
+	int err = copy ? 0 : -ENOMEM;
+
+	for (tok = copy ? strtok_r(copy, ",", &save) : NULL; tok && !err;
+	     tok = strtok_r(NULL, ",", &save)) {
+		int *grown = realloc(opts->pids, (opts->npids + 1) * sizeof(*grown));
+
+		if (parse_uint(tok, 1, INT_MAX, &v) || !grown) {
+			if (grown)
+				opts->pids = grown;
+			err = -EINVAL;
+			break;
+		}
+		opts->pids = grown;
+		opts->pids[opts->npids++] = v;
+	}
+	if (!err && (!copy || !opts->npids || arg[strlen(arg) - 1] == ',' || *arg == ','))
+		err = -EINVAL;
+	free(copy);
+	return err;
+}
+
+void options__free(struct options *opts)
+{
+	free(opts->pids);
+	opts->pids = NULL;
+	opts->npids = 0;
+}
+
 static int parse_uint(const char *arg, unsigned long min, unsigned long max, unsigned long *out)
 {
 	unsigned long v;
@@ -348,7 +392,7 @@ static void build_tables(struct option_tables *t)
 	char *p;
 
 	memcpy(t->longs, base_options, n * sizeof(base_options[0]));
-	strcpy(t->shorts, "+:p:i:d:vhV");
+	strcpy(t->shorts, "+:p:fi:d:vhV");
 	p = t->shorts + strlen(t->shorts);
 	for (i = 0; i < noutputs; i++) {
 		t->longs[n++] = (struct option){ outputs[i].option, required_argument, NULL,
@@ -390,10 +434,17 @@ static int parse_session(struct options *opts, int c)
 
 	switch (c) {
 	case 'p':
-		if (parse_uint(optarg, 1, INT_MAX, &v))
-			return bad("PID", optarg, "a process ID");
-		opts->pid = v;
+		if (add_pids(opts, optarg))
+			return bad("PID", optarg, "a process ID, or several separated by commas");
 		return 0;
+	case 'f': opts->follow = true; return 0;
+	case OPT_COMM:
+		if (!*optarg || strlen(optarg) > 15)
+			return bad("--comm", optarg,
+				   "a process name as the kernel keeps it (1 to 15 bytes)");
+		opts->comm = optarg;
+		return 0;
+	case OPT_EXE: opts->exe = optarg; return 0;
 	case 'i':
 		if (parse_time(optarg, &opts->interval_ms, false))
 			return bad("interval", optarg,
@@ -631,10 +682,10 @@ static int check_rules(struct options *opts)
 	}
 	if (opts->live && !opts->sample_bytes)
 		opts->sample_bytes = 512 << 10;
-	if (!opts->pid == !opts->command) {
+	if ((opts->npids || opts->comm || opts->exe) == !!opts->command) {
 		elog("%s (see heaptap --help)",
-		     opts->pid ? "give either -p PID or a COMMAND, not both"
-			       : "nothing to trace: give -p PID or -- COMMAND");
+		     opts->command ? "give either -p PID or a COMMAND, not both"
+				   : "nothing to trace: give -p PID or -- COMMAND");
 		return -EINVAL;
 	}
 	return 0;

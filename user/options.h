@@ -25,7 +25,11 @@ enum stack_choice {
 };
 
 struct options {
-	int pid;	/* 0 when launching a command */
+	int *pids;	/* -p, in order (malloc'd; options__free) */
+	size_t npids;
+	bool follow;	/* --follow: descendants now, and children forked later */
+	const char *comm; /* --comm: every process of this name, now and later */
+	const char *exe;  /* --exe: every process of this program file, now and later */
 	char **command; /* argv of the command to launch, NULL-terminated */
 	uint64_t interval_ms;
 	uint64_t duration_ms; /* 0: until interrupted or the target exits */
@@ -77,6 +81,9 @@ enum {
  * -EINVAL after printing what is wrong (exit EXIT_USAGE).
  */
 int options__parse(struct options *opts, int argc, char **argv);
+
+/* Frees what options__parse allocated. */
+void options__free(struct options *opts);
 
 const char *options__sort_name(enum sort_key key);
 const char *options__stack_name(enum stack_choice stack);

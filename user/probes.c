@@ -364,54 +364,67 @@ void probes__choose_programs(const struct probes *p, struct heaptap_bpf *skel)
 	bpf_program__set_autoload(skel->progs.unwind_wait, p->unwinding && p->fixup == FIXUP_LOADER);
 }
 
-int probes__attach(struct probes *p, struct heaptap_bpf *skel, int pid,
+int probes__attach(const struct probes *p, struct probe_links *l, struct heaptap_bpf *skel, int pid,
 		   const struct probes_attach_opts *opts)
 {
 	int stop_fd = opts ? opts->stop_fd : -1;
+	bool late = opts && opts->late;
 	enum phase phase;
 	size_t i;
 
 	if (opts && opts->failed)
 		*opts->failed = NULL;
-	/* Entries note, and count nothing, until every probe is in. */
-	p->skel = skel;
-	skel->bss->tracing = 0;
+	if (!l->v) {
+		l->v = calloc(2 * p->n + 1, sizeof(*l->v));
+		if (!l->v)
+			return -ENOMEM;
+		l->n = p->n;
+		l->plan = p;
+	}
 	for (phase = 0; phase < PHASES; phase++) {
 		for (i = 0; i < p->n; i++) {
-			struct probe *pr = &p->v[i];
+			const struct probe *pr = &p->v[i];
 			struct bpf_program *entry, *ret;
 			struct bpf_link **link;
-			bool unwinder = pr->kind == PROBE_UNWIND;
+			bool unwinder = pr->kind == PROBE_UNWIND, returns;
 
 			if (pr->skipped || pr->dormant || (unwinder && !p->unwinding) ||
 			    (unwinder != (phase == PHASE_UNWINDERS)))
 				continue;
 			programs_for(p, skel, pr->kind, &entry, &ret);
-			if (phase == PHASE_RETURNS && !ret)
+			/*
+			 * A process added while others are traced is not frozen: its returns go
+			 * in before its entries, so that no call of it is seen half (entered,
+			 * never returned), but for operator new that may throw, whose entry
+			 * must note the return address an exception's fixup puts back.
+			 */
+			returns = late && pr->kind != HEAPTAP_KIND_NEW ? phase == PHASE_ENTRIES
+								      : phase == PHASE_RETURNS;
+			if (phase != PHASE_UNWINDERS && returns && !ret)
 				continue;
 			/* Ctrl-C while attaching: what is in comes out again. */
 			if (interrupted(stop_fd)) {
-				probes__detach(p);
+				probes__detach(&l, 1);
 				return -EINTR;
 			}
-			link = phase == PHASE_RETURNS ? &pr->ret : &pr->entry;
-			*link = attach_one(phase == PHASE_RETURNS ? ret : entry, pid, pr, i,
-					   phase == PHASE_RETURNS);
+			link = &l->v[2 * i + (phase != PHASE_UNWINDERS && returns)];
+			if (*link)
+				continue;
+			*link = attach_one(phase != PHASE_UNWINDERS && returns ? ret : entry, pid,
+					   pr, i, phase != PHASE_UNWINDERS && returns);
 			if (!*link) {
 				int err = -errno;
 
 				if (opts && opts->failed) {
 					*opts->failed = pr;
-					*opts->failed_return = phase == PHASE_RETURNS;
+					*opts->failed_return = returns;
 				}
-				probes__detach(p);
+				probes__detach(&l, 1);
 				return err;
 			}
-			p->links++;
+			l->count++;
 		}
 	}
-	/* Each attach its own number: a call entered in an earlier one is not missed. */
-	__atomic_store_n(&skel->bss->tracing, ++p->attaches, __ATOMIC_RELEASE);
 	return 0;
 }
 
@@ -538,38 +551,52 @@ out:
 	return pid;
 }
 
-void probes__detach(struct probes *p)
+void probes__detach(struct probe_links **sets, size_t nsets)
 {
-	size_t i, k, n[PHASES] = {}, total = 0;
+	size_t i, k, total = 0, n[PHASES] = {}, all = 0;
 	struct bpf_link **links;
 	int phase, go = -1;
 	pid_t closer;
 
-	if (!p)
-		return;
-	/* From here, calls are only noted for their exceptions' sake, as while attaching. */
-	if (p->skel)
-		__atomic_store_n(&p->skel->bss->tracing, 0, __ATOMIC_RELEASE);
+	for (k = 0; k < nsets; k++)
+		all += sets[k] ? 2 * sets[k]->n + 1 : 0;
 	/* Every link, in the order they come out: returns, entries, the unwinder's. */
-	links = calloc(2 * p->n + 1, sizeof(*links));
+	links = calloc(all + 1, sizeof(*links));
 	for (phase = PHASES - 1; phase >= 0; phase--) {
-		for (i = 0; i < p->n; i++) {
-			struct probe *pr = &p->v[i];
-			struct bpf_link **link = phase == PHASE_RETURNS ? &pr->ret : &pr->entry;
+		for (k = 0; k < nsets; k++) {
+			struct probe_links *l = sets[k];
 
-			if (!*link || (pr->kind == PROBE_UNWIND) != (phase == PHASE_UNWINDERS))
-				continue;
-			/* Without memory for the list, one by one: still every link. */
-			if (links) {
-				links[total++] = *link;
-				n[PHASES - 1 - phase]++;
-			} else {
-				bpf_link__destroy(*link);
+			for (i = 0; l && l->v && i < 2 * l->n; i++) {
+				struct bpf_link **link = &l->v[i];
+				int its = i % 2				      ? PHASE_RETURNS
+					  : l->plan->v[i / 2].kind == PROBE_UNWIND ? PHASE_UNWINDERS
+										   : PHASE_ENTRIES;
+
+				if (!*link || its != phase)
+					continue;
+				/* Without memory for the list, one by one: still every link. */
+				if (links) {
+					links[total++] = *link;
+					n[PHASES - 1 - phase]++;
+				} else {
+					bpf_link__destroy(*link);
+				}
+				*link = NULL;
 			}
-			*link = NULL;
+			/* The extra return probe goes with the returns. */
+			if (l && l->extra && phase == PHASE_RETURNS) {
+				if (links) {
+					links[total++] = l->extra;
+					n[PHASES - 1 - phase]++;
+				} else {
+					bpf_link__destroy(l->extra);
+				}
+				l->extra = NULL;
+			}
+			if (l)
+				l->count = 0;
 		}
 	}
-	p->links = 0;
 	closer = total ? start_closer(links, n, total, &go) : -1;
 	if (closer > 0) {
 		/* Not the last references: quick, and nothing comes out before the closer's turn. */
@@ -586,11 +613,19 @@ void probes__detach(struct probes *p)
 	free(links);
 }
 
+void probes__links_free(struct probe_links *l)
+{
+	if (!l)
+		return;
+	probes__detach(&l, 1);
+	free(l->v);
+	*l = (struct probe_links){};
+}
+
 void probes__free(struct probes *p)
 {
 	if (!p)
 		return;
-	probes__detach(p);
 	free(p->v);
 	free(p);
 }

@@ -29,18 +29,23 @@ struct probe {
 	struct site_fn site; /* the site's instruction, where arguments are read, and why there */
 	bool returns;	     /* its return is probed too */
 	bool dormant;	     /* --live: not called in the first window, left out */
-	struct bpf_link *entry;
-	struct bpf_link *ret; /* NULL for functions that only free */
 };
 
+/* Where an allocator's probes go: the plan, the same for every process that maps it. */
 struct probes {
 	struct probe *v; /* the family table's order, then unwinders; index = cookie */
 	size_t n;
-	size_t links;		  /* uprobes and uretprobes attached */
-	enum fixup_mode fixup;	  /* how exceptions get out of operator new here */
-	bool unwinding;		  /* the unwinder is probed (with FIXUP_LOADER: serve fixups) */
-	struct heaptap_bpf *skel; /* of the last attach */
-	uint32_t attaches;	  /* attaches so far: the BPF side's `tracing` while traced */
+	enum fixup_mode fixup; /* how exceptions get out of operator new here */
+	bool unwinding;	       /* the unwinder is probed (with FIXUP_LOADER: serve fixups) */
+};
+
+/* One process's probes: v[2 * i] the entry of the plan's probe i, v[2 * i + 1] its return. */
+struct probe_links {
+	const struct probes *plan;
+	struct bpf_link **v;
+	size_t n;		/* the plan's probes */
+	size_t count;		/* links attached */
+	struct bpf_link *extra; /* a return probe outside the plan (--follow's fork), or NULL */
 };
 
 struct probes_plan_opts {
@@ -66,19 +71,25 @@ void probes__choose_programs(const struct probes *p, struct heaptap_bpf *skel);
 
 struct probes_attach_opts {
 	int stop_fd; /* readable: stop, detach what is in, return -EINTR; -1: none */
+	/* Added while others are traced, so not frozen: returns go in before entries */
+	bool late;
 	/* On failure, the probe that could not be attached, and whether it was its return */
 	const struct probe **failed;
 	bool *failed_return;
 };
 
-/* Attaches the plan, for process pid only; opts may be NULL. On failure detaches what was
- * attached and returns negative errno (the caller says why: the target may have exited). */
-int probes__attach(struct probes *p, struct heaptap_bpf *skel, int pid,
-		   const struct probes_attach_opts *opts);
+/* Attaches the plan p for process pid only, into l (zeroed the first time; what is in already
+ * stays); opts may be NULL. On failure detaches what was attached and returns negative errno
+ * (the caller says why: the target may have exited). */
+int probes__attach(const struct probes *p, struct probe_links *l, struct heaptap_bpf *skel,
+		   int pid, const struct probes_attach_opts *opts);
 
-/* Detaches every probe, in parallel: each detach waits for a grace period. The plan stays. */
-void probes__detach(struct probes *p);
-/* Detaches what is still attached and frees p. */
+/* Detaches every probe of the sets (NULL ones skipped), phase by phase (returns, entries,
+ * the unwinder's), in parallel: each detach waits for a grace period. Plans stay. */
+void probes__detach(struct probe_links **sets, size_t nsets);
+/* Detaches what is still attached and frees the set's table (not the set itself). */
+void probes__links_free(struct probe_links *l);
+/* Frees a plan. */
 void probes__free(struct probes *p);
 
 const char *probes__kind_name(int kind);

@@ -15,7 +15,7 @@
 static uint64_t sort_value(const struct size_row *row, enum sort_key key)
 {
 	switch (key) {
-	case SORT_LIVE: return row->c.alloc_bytes - row->c.free_bytes;
+	case SORT_LIVE: return heaptap_class_live_bytes(&row->c);
 	case SORT_CALLS: return row->c.allocs;
 	case SORT_BYTES: return row->c.alloc_bytes;
 	default: return 0;
@@ -103,6 +103,8 @@ const struct inexact_cause report__inexact_causes[] = {
 	CAUSE(lost_threads, "calls untraced: no thread state"),
 	CAUSE(reused_addresses, "frees missed (address handed out again)"),
 	CAUSE(dropped_sites, "blocks without site totals: site map full, raise --max-stacks"),
+	CAUSE(late_holds, "processes traced late: held 1 s at fork or exec, probes not in yet"),
+	CAUSE(lost_procs, "forks or execs missed: process notices lost"),
 };
 
 const size_t report__ninexact_causes =
@@ -140,7 +142,7 @@ uint32_t report__stack_fn(const struct report *r, uint64_t stack_id)
 static double snapshot_live(const struct report *r, const struct snapshot *snap, double *blocks)
 {
 	const struct heaptap_counters *c = &snap->counters;
-	double bytes = c->live_bytes, n = c->allocs - c->frees;
+	double bytes = c->live_bytes, n = c->allocs - c->frees - snap->dropped_blocks;
 
 	if (r->opts->watch) {
 		bytes = (double)c->pages_touched * sysconf(_SC_PAGESIZE);
@@ -457,7 +459,7 @@ int report__stack_names(const struct report *r, const struct site *site,
 	if (!st)
 		return frame("[stack not stored]", ctx);
 	for (k = st->n; !err && k-- > 0;) {
-		const struct sym_info *si = syms__find(r->syms, st->ips[k], k > 0);
+		const struct sym_info *si = syms__find(report__syms(r, st), st->ips[k], k > 0);
 
 		/* The allocator function goes by the name it was called by, not an alias. */
 		for (j = si->nframes; !err && j-- > 0;)
@@ -466,4 +468,42 @@ int report__stack_names(const struct report *r, const struct site *site,
 				      : frame_name(si, &si->frames[j], st->ips[k], frame, ctx);
 	}
 	return err;
+}
+
+size_t report__processes(const struct report *r, struct report_process **out)
+{
+	const struct snapshot *snap = r->snap;
+	size_t i, k, n = r->procs ? r->procs->n : 0;
+
+	*out = n ? calloc(n, sizeof(**out)) : NULL;
+	if (!*out)
+		return 0;
+	for (i = 0; i < n; i++) {
+		const struct process *p = r->procs->v[i];
+		struct report_process *rp = &(*out)[i];
+
+		rp->p = p;
+		rp->c = p->end;
+		rp->live = p->end_live;
+		rp->live_bytes = p->end_live_bytes;
+		for (k = 0; k < snap->nprocs; k++) {
+			if (snap->procs[k].tgid != (uint32_t)p->t.pid)
+				continue;
+			if (!p->exited_ns)
+				rp->c = snap->procs[k].c;
+			/* The first process's blocks at its exit are kept as live sites. */
+			if (!p->exited_ns || i == 0) {
+				rp->live = snap->procs[k].live;
+				rp->live_bytes = snap->procs[k].live_bytes;
+			}
+		}
+	}
+	return n;
+}
+
+struct syms *report__syms(const struct report *r, const struct stack *st)
+{
+	struct image *im = r->procs && st ? procs__image(r->procs, st->image) : NULL;
+
+	return im && im->syms ? im->syms : r->syms;
 }

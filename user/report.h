@@ -16,6 +16,7 @@
 #include "allocator.h"
 #include "options.h"
 #include "probes.h"
+#include "procs.h"
 #include "stacks.h"
 #include "syms.h"
 #include "timeline.h"
@@ -27,7 +28,9 @@ struct report {
 	const char *comm;
 	const struct options *opts;
 	const struct allocator *allocator;
-	const struct probes *probes;
+	const struct probes *probes; /* the first process's plan */
+	size_t links;		     /* probes attached, in every process */
+	const struct procs *procs;   /* every process traced */
 	const struct snapshot *snap;
 	const struct snapshot *prev; /* the previous report's snapshot, for rates */
 	uint64_t attach_ns;	     /* CLOCK_MONOTONIC when the probes were attached */
@@ -123,6 +126,22 @@ extern const size_t report__ninexact_causes;
 
 /* The size classes used so far, in --sort order; returns how many, into rows[CLASSES]. */
 size_t report__size_rows(const struct report *r, struct size_row *rows);
+
+/* The symbols a stack's addresses are named by: those of its image. */
+struct syms *report__syms(const struct report *r, const struct stack *st);
+
+/* A process of the session as reports show it: its counters and live blocks now, or when it
+ * exited. */
+struct report_process {
+	const struct process *p;
+	struct heaptap_proc c;
+	uint64_t live;
+	uint64_t live_bytes;
+};
+
+/* Every process traced, in the order they were taken in (malloc'd into *out); 0 when out of
+ * memory. */
+size_t report__processes(const struct report *r, struct report_process **out);
 double report__rate(const struct report *r, uint64_t now, uint64_t before);
 /* The sum of the inexact causes; a cause's own count. */
 uint64_t report__inexact(const struct heaptap_counters *c);

@@ -12,7 +12,7 @@
 #include "clock.h"
 #include "report.h"
 
-#define SCHEMA_VERSION 1
+#define SCHEMA_VERSION 2
 
 static void put(json_object *o, const char *key, json_object *v)
 {
@@ -101,7 +101,7 @@ void report__attached_json(FILE *f, const struct report *r)
 		put(e, "path", json_object_new_string(p->file->name));
 		put(e, "offset", u64(p->offset));
 		put(e, "entry_offset", u64(p->start));
-		put(e, "return", json_object_new_boolean(p->ret != NULL));
+		put(e, "return", json_object_new_boolean(p->returns));
 		put(e, "instruction",
 		    json_object_new_string(p->site.insn.len ? p->site.insn.text : "?"));
 		put(e, "emulated", json_object_new_boolean(p->site.trap == INSN_EMULATED));
@@ -201,8 +201,8 @@ static json_object *sizes(const struct report *r)
 		put(e, "max", u64(rows[i].max));
 		put(e, "allocs", u64(c->allocs));
 		put(e, "frees", u64(c->frees));
-		put(e, "live", u64(c->allocs - c->frees));
-		put(e, "live_bytes", u64(c->alloc_bytes - c->free_bytes));
+		put(e, "live", u64(heaptap_class_live(c)));
+		put(e, "live_bytes", u64(heaptap_class_live_bytes(c)));
 		put(e, "total_bytes", u64(c->alloc_bytes));
 		json_object_array_add(a, e);
 	}
@@ -220,7 +220,7 @@ static json_object *frames(const struct report *r, const struct site *site)
 		return json_object_new_null();
 	a = json_object_new_array();
 	for (i = 0; i < st->n; i++) {
-		const struct sym_info *si = syms__find(r->syms, st->ips[i], i > 0);
+		const struct sym_info *si = syms__find(report__syms(r, st), st->ips[i], i > 0);
 
 		for (k = 0; k < si->nframes; k++) {
 			const struct sym_frame *fr = &si->frames[k];
@@ -302,6 +302,23 @@ static json_object *dumps(const struct report *r, const struct site *site)
 	return a;
 }
 
+/* The processes a site's blocks are in, most bytes first. */
+static json_object *site_processes(const struct site *site)
+{
+	json_object *a = json_object_new_array();
+	unsigned int k;
+
+	for (k = 0; k < site->nprocs && k < SITE_PROCS; k++) {
+		json_object *e = json_object_new_object();
+
+		put(e, "pid", json_object_new_int(site->procs[k].tgid));
+		put(e, "live", u64(site->procs[k].live));
+		put(e, "live_bytes", u64(site->procs[k].live_bytes));
+		json_object_array_add(a, e);
+	}
+	return a;
+}
+
 static json_object *sites(const struct report *r)
 {
 	const struct snapshot *s = r->snap;
@@ -336,6 +353,8 @@ static json_object *sites(const struct report *r)
 			    : NULL);
 		put(e, "stack_id", hex(site->stack_id));
 		put(e, "stack", frames(r, site));
+		put(e, "processes", site_processes(site));
+		put(e, "processes_total", u64(site->nprocs));
 		put(e, "trend",
 		    r->history && history__trend(r->history, site->stack_id, &t) ? trend(&t) : NULL);
 		put(e, "blocks", dumps(r, site));
@@ -345,6 +364,47 @@ static json_object *sites(const struct report *r)
 	}
 	free(order);
 	free(growth);
+	return a;
+}
+
+/* Every process traced: who it is, what it did, what it holds (or held at its exit). */
+static json_object *processes(const struct report *r)
+{
+	json_object *a = json_object_new_array();
+	struct report_process *v;
+	size_t n = report__processes(r, &v), i;
+
+	for (i = 0; i < n; i++) {
+		const struct process *p = v[i].p;
+		json_object *e = json_object_new_object();
+
+		put(e, "pid", json_object_new_int(p->t.pid));
+		put(e, "comm", json_object_new_string(p->t.comm));
+		put(e, "exe", json_object_new_string(p->exe ? p->exe : "?"));
+		put(e, "parent", p->parent ? json_object_new_int(p->parent) : NULL);
+		put(e, "alive", json_object_new_boolean(!p->exited_ns));
+		put(e, "exited_elapsed_s",
+		    p->exited_ns ? seconds(p->exited_ns > r->attach_ns ? p->exited_ns - r->attach_ns
+									: 0)
+				 : NULL);
+		put(e, "execs", u64(p->execs));
+		put(e, "alloc_calls", u64(v[i].c.alloc_calls));
+		put(e, "free_calls", u64(v[i].c.free_calls));
+		put(e, "allocs", u64(v[i].c.allocs));
+		put(e, "frees", u64(v[i].c.frees));
+		put(e, "alloc_bytes", u64(v[i].c.alloc_bytes));
+		put(e, "free_bytes", u64(v[i].c.free_bytes));
+		put(e, "failed_calls", u64(v[i].c.failed));
+		put(e, "unknown_frees", u64(v[i].c.unknown_frees));
+		put(e, "inherited_frees", u64(v[i].c.inherited_frees));
+		put(e, "held_s", seconds(v[i].c.held_ns));
+		put(e, "live", u64(v[i].live));
+		put(e, "live_bytes", u64(v[i].live_bytes));
+		put(e, "dropped_at_exec", u64(p->dropped_at_exec));
+		put(e, "dropped_at_exec_bytes", u64(p->dropped_at_exec_bytes));
+		json_object_array_add(a, e);
+	}
+	free(v);
 	return a;
 }
 
@@ -519,7 +579,7 @@ static json_object *heap(const struct report *r, const struct reach_stats *st)
 	put(o, "why",
 	    json_object_new_string(!st->nheaps	     ? "none_found"
 				   : !st->heap_roots ? "every_block_known"
-				   : r->opts->pid    ? "blocks_before_attach"
+				   : r->opts->npids  ? "blocks_before_attach"
 						     : "blocks_not_all_known"));
 	return o;
 }
@@ -679,6 +739,10 @@ json_object *report__json_object(const struct report *r)
 	put(self, "map_bytes", u64(r->self_maps));
 	put(o, "heaptap", self);
 	put(o, "inexact", inexact(c));
+	put(o, "processes", processes(r));
+	put(o, "dropped_blocks", u64(r->snap->dropped_blocks));
+	put(o, "dropped_bytes", u64(r->snap->dropped_bytes));
+	put(o, "inherited_frees", u64(c->inherited_frees));
 	put(o, "functions", functions(r));
 	put(o, "sizes", sizes(r));
 	put(o, "sites_total", u64(r->snap->nsites));

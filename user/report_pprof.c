@@ -192,16 +192,20 @@ static int64_t anonymous_name(struct builder *b, const struct sym_info *si, uint
 }
 
 /* The location of a stack's address: its source lines, innermost inlined call first. */
-static uint64_t location_id(struct builder *b, uint64_t addr, bool return_address, const char *alias)
+/* A location per address of an image (images' addresses may coincide: the image in the key's
+ * top bits, above any user address). */
+static uint64_t location_id(struct builder *b, const struct stack *st, uint64_t addr,
+			   bool return_address, const char *alias)
 {
-	uintptr_t slot = (uintptr_t)idmap__get(&b->location_index, addr);
+	uint64_t key = addr | (uint64_t)(st->image & 0xffff) << 48;
+	uintptr_t slot = (uintptr_t)idmap__get(&b->location_index, key);
 	const struct sym_info *si;
 	Location *loc;
 	size_t i;
 
 	if (slot)
 		return slot;
-	si = syms__find(b->r->syms, addr, return_address);
+	si = syms__find(report__syms(b->r, st), addr, return_address);
 	if (GROW(b, locations))
 		return 0;
 	loc = &b->locations[b->nlocations];
@@ -232,7 +236,7 @@ static uint64_t location_id(struct builder *b, uint64_t addr, bool return_addres
 		if (!line->function_id)
 			return 0;
 	}
-	if (idmap__put(&b->location_index, addr, (void *)(uintptr_t)loc->id))
+	if (idmap__put(&b->location_index, key, (void *)(uintptr_t)loc->id))
 		return 0;
 	return loc->id;
 }
@@ -299,7 +303,7 @@ static Sample *sample_of(struct builder *b, uint64_t stack_id, uint32_t fn)
 	if (st && !first && report__fn_name(b->r, fn))
 		alias = syms__demangle(b->r->syms, report__fn_name(b->r, fn));
 	for (k = first; st && k < st->n; k++) {
-		uint64_t id = location_id(b, st->ips[k], k > 0, k ? NULL : alias);
+		uint64_t id = location_id(b, st, st->ips[k], k > 0, k ? NULL : alias);
 
 		if (!id)
 			return NULL;

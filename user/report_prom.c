@@ -89,8 +89,8 @@ static void size_classes(struct prom *p, const struct report *r)
 	for (i = 0; i < n; i++) {
 		k = pow2_index(rows[i].max);
 		c[k].allocs += rows[i].c.allocs;
-		c[k].live += rows[i].c.allocs - rows[i].c.frees;
-		c[k].live_bytes += rows[i].c.alloc_bytes - rows[i].c.free_bytes;
+		c[k].live += heaptap_class_live(&rows[i].c);
+		c[k].live_bytes += heaptap_class_live_bytes(&rows[i].c);
 		c[k].total_bytes += rows[i].c.alloc_bytes;
 	}
 	for (i = 0; i < 4; i++) {
@@ -126,7 +126,7 @@ static const struct sym_frame *site_frame(const struct report *r, const struct s
 
 	if (!st || st->n <= k)
 		return NULL;
-	return &syms__find(r->syms, st->ips[k], k > 0)->frames[0];
+	return &syms__find(report__syms(r, st), st->ips[k], k > 0)->frames[0];
 }
 
 static void sites(struct prom *p, const struct report *r)

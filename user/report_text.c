@@ -78,7 +78,7 @@ void report__attached_text(FILE *f, const struct report *r)
 		return;
 	}
 	fprintf(f, "heaptap: attached to PID %d (%s): %zu probes on %s\n", r->pid, r->comm,
-		r->probes->links, r->allocator->file.name);
+		r->links, r->allocator->file.name);
 	fprintf(f, "heaptap: allocator chosen: %s\n", r->allocator->reason);
 	for (i = 0; i < report__nprobes(r); i++)
 		skipped += r->probes->v[i].skipped != NULL;
@@ -101,7 +101,7 @@ void report__attached_text(FILE *f, const struct report *r)
 		fprintf(f, "heaptap:   %-40s %s at 0x%" PRIx64 " (entry+0x%" PRIx64 ": %s, %s) in %s%s",
 			p->name, probes__kind_name(p->kind), p->offset, p->offset - p->start,
 			p->site.insn.len ? p->site.insn.text : "?", insn__trap_name(p->site.trap),
-			p->file->name, p->ret ? ", and its return" : "");
+			p->file->name, p->returns ? ", and its return" : "");
 		for (a = 0; a < HEAPTAP_COOKIE_ARGS; a++)
 			if (probes__arg_name(p->kind, a))
 				fprintf(f, "; %s in %s", probes__arg_name(p->kind, a),
@@ -223,8 +223,8 @@ static void size_table(FILE *f, const struct report *r)
 				 rows[i].max);
 		fprintf(f, "%-24s %10s   %10s   %10s   %11s   %11s\n", range,
 			count(v[0], sizeof(v[0]), c->allocs), count(v[1], sizeof(v[1]), c->frees),
-			count(v[2], sizeof(v[2]), c->allocs - c->frees),
-			count(v[3], sizeof(v[3]), c->alloc_bytes - c->free_bytes),
+			count(v[2], sizeof(v[2]), heaptap_class_live(c)),
+			count(v[3], sizeof(v[3]), heaptap_class_live_bytes(c)),
 			count(v[4], sizeof(v[4]), c->alloc_bytes));
 	}
 	if (!n)
@@ -262,7 +262,7 @@ static void stack(FILE *f, const struct report *r, const struct site *site)
 		return;
 	}
 	for (i = 0; i < st->n; i++) {
-		const struct sym_info *si = syms__find(r->syms, st->ips[i], i > 0);
+		const struct sym_info *si = syms__find(report__syms(r, st), st->ips[i], i > 0);
 
 		for (k = 0; k < si->nframes; k++) {
 			const struct sym_frame *fr = &si->frames[k];
@@ -344,6 +344,21 @@ static void dumps(FILE *f, const struct site *site)
 	}
 }
 
+
+/* A site whose blocks are in several processes (a forked service's): how many in each. */
+static void site_processes(FILE *f, const struct site *site)
+{
+	char a[32];
+	unsigned int k;
+
+	if (site->nprocs < 2)
+		return;
+	fprintf(f, "    in %u processes:", site->nprocs);
+	for (k = 0; k < site->nprocs && k < SITE_PROCS; k++)
+		fprintf(f, "%s PID %u %s", k ? "," : "", site->procs[k].tgid,
+			bytes(a, sizeof(a), site->procs[k].live_bytes));
+	fprintf(f, "%s\n", site->nprocs > SITE_PROCS ? ", ..." : "");
+}
 static void sites(FILE *f, const struct report *r)
 {
 	const struct snapshot *s = r->snap;
@@ -393,6 +408,7 @@ static void sites(FILE *f, const struct report *r)
 		if (r->history && history__trend(r->history, site->stack_id, &t))
 			fprintf(f, " [%s]", history__trend_name(t.kind));
 		fprintf(f, "\n");
+		site_processes(f, site);
 		stack(f, r, site);
 		leak_counts(f, r, site);
 		dumps(f, site);
@@ -453,7 +469,8 @@ static void changes(FILE *f, const struct report *r)
 
 		/* Named by the first frame past the allocator. */
 		if (st && st->n > 1)
-			where = syms__find(r->syms, st->ips[1], true)->frames[0].function ?: "?";
+			where = syms__find(report__syms(r, st), st->ips[1], true)->frames[0].function
+					?: "?";
 		fprintf(f, "  %c%-12s %+8" PRId64 " blocks  %s%s\n", sc->delta_bytes < 0 ? '-' : '+',
 			bytes(a, sizeof(a), llabs(sc->delta_bytes)), sc->delta_blocks, where,
 			sc->is_new ? " (new)"
@@ -481,6 +498,32 @@ static void threads(FILE *f, const struct report *r)
 	}
 	if (s->nthreads > r->opts->top)
 		fprintf(f, "  (%zu more threads)\n", s->nthreads - r->opts->top);
+}
+
+/* With more than one process: each one's figures, those that exited with their end. */
+static void processes(FILE *f, const struct report *r)
+{
+	struct report_process *v;
+	size_t n = report__processes(r, &v), i;
+	char a[32], b[32], c[32], d[32];
+
+	if (n > 1 && !r->opts->watch) {
+		fprintf(f, "\nPROCESSES  %zu traced\n", n);
+		fprintf(f, "  %8s %8s  %-16s %12s %12s %12s %12s\n", "PID", "PARENT", "NAME", "ALLOCS",
+			"FREES", "LIVE BYTES", "BLOCKS");
+	}
+	for (i = 0; n > 1 && i < n && !r->opts->watch; i++) {
+		const struct process *p = v[i].p;
+
+		fprintf(f, "  %8d %8d  %-16s %12s %12s %12s %12s", p->t.pid, p->parent, p->t.comm,
+			count(a, sizeof(a), v[i].c.allocs), count(b, sizeof(b), v[i].c.frees),
+			count(c, sizeof(c), v[i].live_bytes), count(d, sizeof(d), v[i].live));
+		if (p->execs)
+			fprintf(f, "  (%u exec, %" PRIu64 " blocks dropped)", p->execs,
+				p->dropped_at_exec);
+		fprintf(f, "%s\n", p->exited_ns ? "  (exited: held at its exit)" : "");
+	}
+	free(v);
 }
 
 static void ages(FILE *f, const struct report *r)
@@ -589,7 +632,7 @@ static void roots(FILE *f, const struct report *r, const struct reach_stats *st)
 	fprintf(f, " (%s): ", bytes(a, sizeof(a), heap));
 	if (st->heap_roots)
 		fprintf(f, "scanned as roots: %s\n",
-			r->opts->pid ? "blocks allocated before attach are unknown"
+			r->opts->npids ? "blocks allocated before attach are unknown"
 				     : "not every block in it is known (sampled, a full map, or an "
 				       "allocator whose heap heaptap cannot tell)");
 	else
@@ -707,6 +750,7 @@ int report__text(FILE *f, const struct report *r)
 	sites(f, r);
 	changes(f, r);
 	threads(f, r);
+	processes(f, r);
 	ages(f, r);
 	at_peak(f, r);
 	leak_check(f, r);

@@ -20,25 +20,53 @@
 /* Sites whose blocks are dumped: the first of the report, and the first suspects. */
 #define DUMP_SITES 5
 
+/* Every image's unwinding, summed. */
+static const struct unwind_stats *unwind_stats(struct session *s)
+{
+	size_t i;
+
+	memset(&s->unwind, 0, sizeof(s->unwind));
+	for (i = 0; i < s->procs.nimages; i++) {
+		const struct unwind_stats *u;
+
+		if (!s->procs.images[i]->unwinder)
+			continue;
+		u = unwinder__stats(s->procs.images[i]->unwinder);
+		s->unwind.samples += u->samples;
+		s->unwind.sample_bytes += u->sample_bytes;
+		s->unwind.unwind_ns += u->unwind_ns;
+		s->unwind.truncated += u->truncated;
+		s->unwind.rules += u->rules;
+		s->unwind.no_cfi += u->no_cfi;
+	}
+	return &s->unwind;
+}
+
 /* The report's frame: what the session is, before any figure is read. */
 static struct report build_report(struct session *s, const char *type)
 {
+	size_t links = 0, i;
+
+	for (i = 0; i < s->procs.n; i++)
+		links += s->procs.v[i]->links.count;
 	return (struct report){
 		.type = type,
-		.pid = s->target.pid,
-		.comm = s->target.comm,
+		.pid = s->target->pid,
+		.comm = s->target->comm,
 		.opts = &s->opts,
 		.allocator = s->allocator,
 		.probes = s->probes,
+		.links = links,
+		.procs = &s->procs,
 		.prev = s->have_prev ? &s->prev : NULL,
 		.attach_ns = s->attach_ns,
 		.stacks = s->stacks,
 		.syms = s->syms,
-		.target_exited = s->target.exited,
-		.exit_code = s->target.exit_code,
-		.exit_signal = s->target.exit_signal,
+		.target_exited = s->target->exited,
+		.exit_code = s->target->exit_code,
+		.exit_signal = s->target->exit_signal,
 		.stack_mode = s->stack_mode,
-		.unwind = s->unwinder ? unwinder__stats(s->unwinder) : NULL,
+		.unwind = s->stack_mode != HEAPTAP_STACK_FP ? unwind_stats(s) : NULL,
 		.history = s->history,
 		.duty = s->mode == MODE_LIVE ? &s->duty : NULL,
 		.traced_now = s->attached,
@@ -62,7 +90,7 @@ void session__announce(struct session *s)
 static double slowdown(struct session *s, const struct snapshot *snap)
 {
 	static const uint64_t none[HEAPTAP_MAX_FUNCS];
-	uint64_t cpu = overhead__target_cpu_ns(s->target.pid);
+	uint64_t cpu = session__cpu_ns(s);
 	double trap;
 
 	if (s->mode == MODE_LIVE)
@@ -76,17 +104,25 @@ static double slowdown(struct session *s, const struct snapshot *snap)
 	return trap;
 }
 
+/* Whether a process runs still, and its symbols, for its blocks' dumps. */
+static bool alive(void *ctx, uint32_t tgid, struct syms **syms)
+{
+	struct process *p = procs__find(&((struct session *)ctx)->procs, tgid);
+
+	*syms = p && p->image ? p->image->syms : NULL;
+	return p && !p->exited_ns;
+}
+
 /* What the blocks of the sites a report shows first, and of the suspects, hold. */
 static void read_dumps(struct session *s, struct report *r, struct snapshot *snap)
 {
-	const struct dump_opts dump = { .pid = s->target.pid,
-					.max = s->opts.dump_bytes,
-					.syms = s->syms };
+	const struct dump_sources dump = { .max = s->opts.dump_bytes, .alive = alive,
+					   .ctx = s };
 	struct suspect *sus;
 	double *growth;
 	size_t i, n, nsus, *order;
 
-	if (!s->opts.dump_bytes || s->mode == MODE_WATCH || s->target.exited)
+	if (!s->opts.dump_bytes || s->mode == MODE_WATCH || !procs__alive(&s->procs))
 		return;
 	order = report__site_order(r, &growth, &n);
 	for (i = 0; i < n && i < DUMP_SITES; i++)
@@ -142,10 +178,10 @@ int session__report(struct session *s, const char *type, const struct leak_check
 	r.snap = &snap;
 	r.number = ++s->reports;
 	r.leak = leak;
-	r.rss = s->target.exited ? 0 : proc__rss(s->target.pid);
+	r.rss = session__rss(s);
 	r.self_rss = proc__rss(0);
 	r.self_maps = accounting__map_bytes(s->skel);
-	r.slowdown = s->target.exited ? NAN : slowdown(s, &snap);
+	r.slowdown = procs__alive(&s->procs) ? slowdown(s, &snap) : NAN;
 	timeline__add(&s->timeline,
 		      &(struct timeline_point){ .time_ns = snap.time_ns,
 						.live_bytes = llround(report__live(&r, NULL)),

@@ -1,23 +1,28 @@
 // SPDX-License-Identifier: GPL-2.0
 /* A session's stages but the loop (loop.c) and the reports (reporting.c). */
 #include <errno.h>
+#include <limits.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
 #include "allocator.h"
 #include "clock.h"
+#include "escape.h"
 #include "heaptap.h"
 #include "heaptap.skel.h"
 #include "history.h"
 #include "log.h"
 #include "probes.h"
+#include "proc.h"
 #include "publish.h"
 #include "sampling.h"
 #include "session.h"
@@ -36,32 +41,247 @@ static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list 
 	return vfprintf(stderr, fmt, args);
 }
 
-/* The target: a running process, or a command held before exec; and its allocator. */
-static int find_target(struct session *s)
+/* Whether processes a and b, of the same program and allocator file, have them at the same
+ * address: a child forked from the other, both still in the same image. */
+static bool same_layout(int a, int b, const struct allocator *alloc)
 {
-	int err, argc = 0;
+	uint64_t alo, ahi, blo, bhi;
+	char *ea, *eb;
+	bool same;
 
-	if (s->opts.pid) {
-		err = target__attach(&s->target, s->opts.pid);
-		return err ?: allocator__find(s->target.pid, s->opts.allocator, &s->allocator);
+	ea = procs__exe(a);
+	eb = procs__exe(b);
+	same = ea && eb && !strcmp(ea, eb) &&
+	       !proc__code_range(a, alloc->file.path, &alo, &ahi) &&
+	       !proc__code_range(b, alloc->file.path, &blo, &bhi) && alo == blo && ahi == bhi;
+	free(ea);
+	free(eb);
+	return same;
+}
+
+/* The image of p, found for it (attached, or launched with allocator a): an image of a
+ * process already traced when p is a fork of it (same program, allocator, addresses), or a
+ * new one, planned. id: the BPF side's, or 0 for the loader's next. */
+static int place(struct session *s, struct process *p, struct allocator *a, uint32_t id)
+{
+	struct image *im;
+	size_t i;
+	int err;
+
+	if (!a) {
+		err = allocator__find(p->t.pid, s->opts.allocator, &a);
+		if (err)
+			return err;
 	}
-	s->program = target__find_program(s->opts.command[0]);
-	if (!s->program) {
-		elog("%s: command not found or not executable", log__value(s->opts.command[0]));
-		return -ENOENT;
+	for (i = 0; !id && i < s->procs.nimages; i++) {
+		im = s->procs.images[i];
+		if (im->processes && !strcmp(im->allocator->file.path, a->file.path) &&
+		    same_layout(im->pid, p->t.pid, a)) {
+			allocator__free(a);
+			p->image = im;
+			im->processes++;
+			p->first_image = im->id;
+			return 0;
+		}
 	}
-	while (s->opts.command[argc])
-		argc++;
-	err = allocator__find_for_program(s->program, argc, s->opts.command, s->opts.allocator,
-					  &s->allocator);
-	return err ?: target__launch(&s->target, s->program, s->opts.command);
+	im = procs__new_image(&s->procs, id);
+	if (!im) {
+		allocator__free(a);
+		elog("out of memory");
+		return -ENOMEM;
+	}
+	im->pid = p->t.pid;
+	im->allocator = a;
+	im->exe = procs__exe(p->t.pid);
+	im->processes = 1;
+	p->image = im;
+	p->first_image = im->id;
+	return s->tracer->plan(s, im);
+}
+
+/* The symbols and unwinder of an image (the BPF object loaded). */
+static int open_image(struct session *s, struct image *im)
+{
+	if (!im->syms)
+		im->syms = syms__new(im->pid);
+	if (!im->unwinder)
+		im->unwinder = unwinder__new(im->syms, s->stacks,
+					     bpf_map__fd(s->skel->maps.unwind_rules),
+					     s->opts.stack_depth, im->id);
+	if (im->syms && im->unwinder)
+		return 0;
+	elog("out of memory");
+	return -ENOMEM;
+}
+
+/*
+ * The allocator of a process held at its exec, before its program's loader has mapped
+ * anything: asked of that loader, for the program and command line /proc shows, as for a
+ * launched command.
+ */
+static int find_after_exec(struct session *s, int pid, struct allocator **out)
+{
+	char path[64], exe[PATH_MAX], *cmdline = NULL, **argv = NULL;
+	size_t len = 0, argc = 0, i;
+	ssize_t n;
+	int err;
+
+	snprintf(path, sizeof(path), "/proc/%d/exe", pid);
+	n = readlink(path, exe, sizeof(exe) - 1);
+	if (n <= 0)
+		return -ESRCH;
+	exe[n] = '\0';
+	snprintf(path, sizeof(path), "/proc/%d/cmdline", pid);
+	err = proc__read_file(path, &cmdline, &len);
+	if (!err && len && cmdline[len - 1] == '\0')
+		len--;
+	for (i = 0; !err && i <= len; i++)
+		argc += i == len || !cmdline[i];
+	argv = err ? NULL : calloc(argc + 1, sizeof(*argv));
+	if (!err && !argv)
+		err = -ENOMEM;
+	for (i = 0, argc = 0; !err && i <= len; i++)
+		if (!i || !cmdline[i - 1])
+			argv[argc++] = &cmdline[i];
+	if (!err)
+		err = allocator__find_for_program(exe, argc, argv, s->opts.allocator, out);
+	free(argv);
+	free(cmdline);
+	return err;
+}
+
+/* A running process, by PID, with its image; the same PID twice is one. */
+static int add_running(struct session *s, int pid, int parent, bool said)
+{
+	struct target t;
+	struct process *p;
+	int err;
+
+	if (procs__find(&s->procs, pid))
+		return 0;
+	/* Descendants and matches that go away meanwhile are no error: they are skipped. */
+	err = said ? target__attach(&t, pid) : target__probe(&t, pid);
+	if (err)
+		return said ? err : 0;
+	if (procs__find(&s->procs, t.pid)) {
+		target__close(&t);
+		return 0;
+	}
+	p = procs__add(&s->procs, &t, parent);
+	if (!p) {
+		target__close(&t);
+		elog("out of memory");
+		return -ENOMEM;
+	}
+	p->exe = procs__exe(t.pid);
+	err = place(s, p, NULL, 0);
+	return said || err == -ENOMEM ? err : 0;
+}
+
+/* The processes to trace: the command launched (held before exec), or the running ones -p,
+ * --follow, --comm and --exe name. */
+static int find_targets(struct session *s)
+{
+	struct allocator *a = NULL;
+	struct process *p;
+	struct target t;
+	int *pids = NULL, err = 0, argc = 0;
+	size_t i, k, n;
+
+	if (s->opts.command) {
+		s->program = target__find_program(s->opts.command[0]);
+		if (!s->program) {
+			elog("%s: command not found or not executable",
+			     log__value(s->opts.command[0]));
+			return -ENOENT;
+		}
+		while (s->opts.command[argc])
+			argc++;
+		err = allocator__find_for_program(s->program, argc, s->opts.command,
+						  s->opts.allocator, &a) ?:
+		      target__launch(&t, s->program, s->opts.command);
+		if (err) {
+			allocator__free(a);
+			return err;
+		}
+		p = procs__add(&s->procs, &t, 0);
+		if (!p) {
+			target__close(&t);
+			allocator__free(a);
+			return -ENOMEM;
+		}
+		p->exe = escape__dup(s->program);
+		return place(s, p, a, 0);
+	}
+	for (i = 0; !err && i < s->opts.npids; i++)
+		err = add_running(s, s->opts.pids[i], 0, true);
+	/* --follow: each one's descendants, those running now (a prefork server's workers). */
+	for (i = 0; !err && s->opts.follow && i < s->procs.n; i++) {
+		int parent = s->procs.v[i]->t.pid;
+
+		if (procs__descendants(parent, &pids, &n))
+			continue;
+		for (k = 0; !err && k < n; k++)
+			err = add_running(s, pids[k], parent, false);
+		free(pids);
+		pids = NULL;
+	}
+	if (!err && (s->opts.comm || s->opts.exe)) {
+		err = procs__matching(s->opts.comm, s->opts.exe, &pids, &n);
+		if (err)
+			elog("cannot list the processes: %s", strerror(-err));
+		for (k = 0; !err && k < n; k++)
+			err = add_running(s, pids[k], 0, false);
+		free(pids);
+	}
+	/* The first process's plan is the session's (the BPF programs it loads): a program
+	 * that starts later is matched only once one runs. */
+	if (!err && !s->procs.n && (s->opts.comm || s->opts.exe)) {
+		elog("no process %s %s runs now: heaptap starts from one (start the program first, "
+		     "or give -p PID)",
+		     s->opts.comm ? "named" : "runs", log__value(s->opts.comm ?: s->opts.exe));
+		err = -ESRCH;
+	} else if (!err && !s->procs.n) {
+		elog("no process to trace");
+		err = -ESRCH;
+	}
+	return err;
+}
+
+/* --exe: the program must be there now (its file identifies its processes); --comm: its
+ * name as the kernel keeps it. Said before anything is touched. */
+static int check_matching(struct session *s)
+{
+	struct stat st;
+
+	if (s->opts.exe && stat(s->opts.exe, &st)) {
+		int err = -errno;
+
+		elog("cannot read --exe %s: %s", log__value(s->opts.exe), strerror(-err));
+		return err;
+	}
+	return 0;
+}
+
+/* The session's first process: what a single-process session's report is about. */
+static void primary(struct session *s)
+{
+	struct process *p = s->procs.v[0];
+
+	s->target = &p->t;
+	s->allocator = p->image ? p->image->allocator : NULL;
+	s->probes = p->image ? p->image->plan : NULL;
+	s->syms = p->image ? p->image->syms : NULL;
+	s->unwinder = p->image ? p->image->unwinder : NULL;
 }
 
 int session__open(struct session *s, const struct options *opts)
 {
+	bool fp = true;
+	size_t i;
 	int err;
 
-	*s = (struct session){ .opts = *opts, .target = { .release_fd = -1, .pidfd = -1 } };
+	*s = (struct session){ .opts = *opts, .epfd = -1 };
 	s->mode = opts->watch ? MODE_WATCH : opts->live ? MODE_LIVE : MODE_FULL;
 	s->tracer = s->mode == MODE_WATCH ? &fault_tracer : &probe_tracer;
 	s->alarms.threshold[ALARM_LIVE] = opts->alert_live;
@@ -74,35 +294,53 @@ int session__open(struct session *s, const struct options *opts)
 	signal(SIGPIPE, SIG_IGN);
 
 	/* Nothing is touched without the privileges to finish the job. */
-	err = target__check_privileges() ?: find_target(s);
+	err = target__check_privileges() ?: check_matching(s) ?: find_targets(s);
 	if (err)
 		return err;
-	vlog("allocator %s, opened as %s", s->allocator->file.name,
-	     log__value(s->allocator->file.open_path));
+	/* The first process is the session's own: launched, or the first -p. The others come
+	 * and go; reports name them one by one. */
+	if (s->procs.n)
+		primary(s);
+	for (i = 0; i < s->procs.n; i++)
+		vlog("PID %d (%s): allocator %s", s->procs.v[i]->t.pid, s->procs.v[i]->t.comm,
+		     s->procs.v[i]->image->allocator->file.name);
 
 	/* Stacks by frame pointers where every object keeps them, else by their CFI. */
-	if (opts->stack == STACK_FP || (opts->stack == STACK_AUTO && s->allocator->frame_pointers))
+	for (i = 0; i < s->procs.nimages; i++)
+		fp &= s->procs.images[i]->allocator->frame_pointers;
+	if (opts->stack == STACK_FP || (opts->stack == STACK_AUTO && fp && s->procs.nimages))
 		s->stack_mode = HEAPTAP_STACK_FP;
 	else
 		s->stack_mode = opts->stack == STACK_COPY ? HEAPTAP_STACK_COPY : HEAPTAP_STACK_DWARF;
-	return s->tracer->plan(s);
+	return 0;
 }
 
 /* The BPF object's settings and map sizes, from the options. */
 static void configure(struct session *s)
 {
 	struct heaptap_bpf *skel = s->skel;
+	struct stat st;
 	size_t ring;
 
 	skel->rodata->stack_depth = s->opts.stack_depth;
+	skel->rodata->max_holds = sysconf(_SC_NPROCESSORS_ONLN) > 1 ? sysconf(_SC_NPROCESSORS_ONLN) - 1 : 0;
 	skel->rodata->stack_mode = s->stack_mode;
 	skel->rodata->stack_bytes = s->opts.stack_bytes;
 	/* A launched command with --leak-check asks for correctness: no stack lost to a full
 	 * ring, at the price of a thread waiting (bounded) while heaptap unwinds. */
-	if (s->target.launched && s->opts.leak_check)
+	if (s->target && s->target->launched && s->opts.leak_check)
 		skel->rodata->sample_wait_ns = SAMPLE_WAIT_NS;
 	skel->rodata->sample_interval = s->opts.sample_bytes;
 	skel->rodata->watch = s->mode == MODE_WATCH;
+	skel->rodata->follow_forks = s->opts.follow;
+	if (s->opts.comm)
+		strncpy((char *)skel->rodata->match_comm, s->opts.comm,
+			sizeof(skel->rodata->match_comm) - 1);
+	if (s->opts.exe && !stat(s->opts.exe, &st)) {
+		skel->rodata->match_exe_dev = st.st_dev;
+		skel->rodata->match_exe_ino = st.st_ino;
+	}
+	bpf_program__set_autoload(skel->progs.on_fork, s->opts.follow);
 	bpf_map__set_max_entries(skel->maps.site_totals, s->opts.max_stacks);
 	bpf_map__set_max_entries(skel->maps.threads, HEAPTAP_MAX_THREADS);
 	/* DWARF stacks: room for 64 samples, and a rule per return address met, however few
@@ -146,41 +384,68 @@ static int on_new_stack(void *ctx, void *data, size_t size)
 	const struct heaptap_event *e = data;
 	struct session *s = ctx;
 	const struct stack *st;
+	struct image *im;
 	size_t i;
 
 	if (size < sizeof(*e))
 		return 0;
 	st = stacks__get(s->stacks, e->stack_id);
-	for (i = 0; st && i < st->n; i++)
-		syms__note(s->syms, st->ips[i]);
+	im = st ? procs__image(&s->procs, st->image) : NULL;
+	for (i = 0; im && im->syms && i < st->n; i++)
+		syms__note(im->syms, st->ips[i]);
 	return 0;
 }
 
 /* A stack the BPF side could not walk: unwind it here, teaching it the rules met. */
 static int on_sample(void *ctx, void *data, size_t size)
 {
+	const struct heaptap_sample *smp = data;
 	struct session *s = ctx;
+	struct image *im;
 
-	unwinder__sample(s->unwinder, data, size);
+	if (size < offsetof(struct heaptap_sample, stack))
+		return 0;
+	im = procs__image(&s->procs, smp->image);
+	if (im && im->unwinder)
+		unwinder__sample(im->unwinder, smp, size);
 	return 0;
 }
 
-/* A process into the BPF side's set of targets. */
-static int add_target(struct session *s, int pid)
+/* A fork, an exec or a match: the process is traced from now on. */
+static int on_proc(void *ctx, void *data, size_t size)
 {
-	__u32 key = pid, one = 1;
+	struct session *s = ctx;
+
+	if (size >= sizeof(struct heaptap_proc_event))
+		session__process_event(s, data);
+	return 0;
+}
+
+/* A process into the BPF side's set of targets, in its image, with counters of its own. */
+static int add_target(struct session *s, struct process *p)
+{
+	struct heaptap_target t = { .image = p->image->id,
+				    .parent = p->parent,
+				    .flags = p->t.launched ? HEAPTAP_TARGET_LAUNCHED : 0 };
+	struct heaptap_proc zero = {};
+	__u32 key = p->t.pid;
 	int err;
 
-	if (!bpf_map_update_elem(bpf_map__fd(s->skel->maps.targets), &key, &one, BPF_ANY))
+	if (!bpf_map_update_elem(bpf_map__fd(s->skel->maps.targets), &key, &t, BPF_ANY) &&
+	    !bpf_map_update_elem(bpf_map__fd(s->skel->maps.proc_counters), &key, &zero,
+				 BPF_NOEXIST)) {
+		p->since_ns = clock__now_ns();
 		return 0;
+	}
 	err = -errno;
-	elog("cannot add PID %d to the processes traced: %s", pid, strerror(-err));
+	elog("cannot add PID %d to the processes traced: %s", p->t.pid, strerror(-err));
 	return err;
 }
 
 int session__load(struct session *s)
 {
-	int err;
+	size_t i;
+	int err = 0;
 
 	/* Open the BPF object; settings and map sizes come from the options. */
 	s->skel = heaptap_bpf__open();
@@ -198,7 +463,8 @@ int session__load(struct session *s)
 		     log__verbose() ? "" : " (-v shows the verifier's log)");
 		return err;
 	}
-	err = add_target(s, s->target.pid);
+	for (i = 0; !err && i < s->procs.n; i++)
+		err = add_target(s, s->procs.v[i]);
 	if (err)
 		return err;
 	calibrate(s);
@@ -211,17 +477,88 @@ int session__load(struct session *s)
 	/* What reports are made of: stacks, their symbols, the sites' course. */
 	s->history = history__new();
 	s->stacks = stacks__new(bpf_map__fd(s->skel->maps.stacks), s->opts.stack_depth);
-	s->syms = syms__new(s->target.pid);
-	s->unwinder = unwinder__new(s->syms, s->stacks, bpf_map__fd(s->skel->maps.unwind_rules),
-				    s->opts.stack_depth);
+	for (i = 0; s->stacks && !err && i < s->procs.nimages; i++)
+		err = open_image(s, s->procs.images[i]);
+	if (err)
+		return err;
+	if (s->procs.n)
+		primary(s);
 	s->rb = ring_buffer__new(bpf_map__fd(s->skel->maps.events), on_new_stack, s, NULL);
-	if (s->rb && ring_buffer__add(s->rb, bpf_map__fd(s->skel->maps.samples), on_sample, s)) {
+	if (s->rb && (ring_buffer__add(s->rb, bpf_map__fd(s->skel->maps.samples), on_sample, s) ||
+		      ring_buffer__add(s->rb, bpf_map__fd(s->skel->maps.procs), on_proc, s))) {
 		ring_buffer__free(s->rb);
 		s->rb = NULL;
 	}
-	if (!s->stacks || !s->syms || !s->unwinder || !s->rb || !s->history) {
+	if (!s->stacks || !s->rb || !s->history) {
 		elog("out of memory");
 		return -ENOMEM;
+	}
+	return 0;
+}
+
+/* While probes come or go, accounting is frozen: nothing half seen is counted. */
+static void freeze(struct session *s)
+{
+	__atomic_store_n(&s->skel->bss->tracing, 0, __ATOMIC_RELEASE);
+}
+
+/* Each attach its own number: a call entered in an earlier one is not a missed return. */
+static void thaw(struct session *s)
+{
+	__atomic_store_n(&s->skel->bss->tracing, ++s->attaches, __ATOMIC_RELEASE);
+}
+
+int session__attach_all(struct session *s, int stop_fd)
+{
+	size_t i;
+	int err = 0;
+
+	freeze(s);
+	for (i = 0; !err && i < s->procs.n; i++)
+		if (!s->procs.v[i]->exited_ns && !s->procs.v[i]->attached)
+			err = s->tracer->attach(s, s->procs.v[i], stop_fd, false);
+	if (err) {
+		s->tracer->detach(s, NULL);
+		return err;
+	}
+	thaw(s);
+	s->attached = true;
+	return 0;
+}
+
+void session__detach_all(struct session *s)
+{
+	freeze(s);
+	s->tracer->detach(s, NULL);
+	s->attached = false;
+}
+
+/* Forks, execs and --comm/--exe's matches are seen from the start. */
+static int watch_processes(struct session *s)
+{
+	if (s->opts.follow && !(s->fork_link = bpf_program__attach(s->skel->progs.on_fork)))
+		goto fail;
+	if (!(s->exec_link = bpf_program__attach(s->skel->progs.on_exec)))
+		goto fail;
+	return 0;
+fail:
+	elog("cannot watch the processes' forks and execs: %s", strerror(errno));
+	return -errno;
+}
+
+/* --comm, --exe, none running yet: the first to start is the session's first process. */
+static int wait_for_first(struct session *s, int sigfd)
+{
+	struct pollfd pfd[2] = { { .fd = ring_buffer__epoll_fd(s->rb), .events = POLLIN },
+				 { .fd = sigfd, .events = POLLIN } };
+
+	vlog("no process of %s runs yet: waiting for one", log__value(s->opts.comm ?: s->opts.exe));
+	while (!procs__alive(&s->procs)) {
+		if (poll(pfd, 2, -1) < 0 && errno != EINTR)
+			return -errno;
+		if (pfd[1].revents)
+			return -EINTR;
+		ring_buffer__consume(s->rb);
 	}
 	return 0;
 }
@@ -229,47 +566,240 @@ int session__load(struct session *s)
 int session__start(struct session *s, int sigfd)
 {
 	uint64_t stage_ns;
+	size_t links = 0, i;
 	int err;
 
 	/* Outputs are checked, and metrics served, before the target is touched. */
-	err = publish__start(&s->opts, &s->publisher);
+	err = publish__start(&s->opts, &s->publisher) ?: watch_processes(s);
 	if (err)
 		return err;
+	if (!s->procs.n) {
+		err = wait_for_first(s, sigfd);
+		if (err == -EINTR)
+			return 0;
+		if (err)
+			return err;
+	}
 
-	/* Attach, for this process only; a Ctrl-C meanwhile takes everything out again. */
+	/* Attach, for these processes only; a Ctrl-C meanwhile takes everything out again. */
 	stage_ns = clock__now_ns();
-	err = s->tracer->attach(s, sigfd);
+	err = session__attach_all(s, sigfd);
 	if (err == -EINTR) {
 		elog("interrupted while attaching: no probe is left, nothing was traced");
 		return 0;
 	}
 	if (err)
 		return err;
-	s->attached = s->started = true;
+	s->started = true;
 	s->attach_ns = clock__now_ns();
-	s->report_cpu_ns = overhead__target_cpu_ns(s->target.pid);
-	vlog("%zu probes attached in %.1f ms", s->probes ? s->probes->links : 0,
-	     (s->attach_ns - stage_ns) / 1e6);
+	s->report_cpu_ns = session__cpu_ns(s);
+	for (i = 0; i < s->procs.n; i++)
+		links += s->procs.v[i]->links.count;
+	vlog("%zu probes attached in %.1f ms", links, (s->attach_ns - stage_ns) / 1e6);
 	/* A running target's objects are held open now, should it exit before any report. */
-	if (!s->target.launched)
-		syms__refresh(s->syms);
+	for (i = 0; i < s->procs.nimages; i++)
+		if (s->procs.images[i]->syms && !s->target->launched)
+			syms__refresh(s->procs.images[i]->syms);
 
 	/* --leak-check: the target held to its exit (a launched command from before exec). */
 	if (s->opts.leak_check) {
-		s->hold_err = reach__hold(s->target.pid, &s->hold);
+		s->hold_err = reach__hold(s->target->pid, &s->hold);
 		if (s->hold_err)
-			elog("no leak check at PID %d's exit: %s", s->target.pid,
+			elog("no leak check at PID %d's exit: %s", s->target->pid,
 			     reach__strerror(s->hold_err));
 	}
 
 	/* Release the launched command: it runs from here, every allocation seen. */
-	err = target__release(&s->target);
+	err = target__release(s->target);
 	if (err) {
 		elog("cannot release the command: %s", strerror(-err));
 		return err;
 	}
 	session__announce(s);
 	return 0;
+}
+
+/* A process the BPF side has put in the set: its image made or found, its probes in. */
+static struct process *take_in(struct session *s, const struct heaptap_proc_event *e)
+{
+	struct allocator *a = NULL;
+	struct process *p;
+	struct image *im;
+	struct target t;
+
+	if (target__probe(&t, e->tgid))
+		return NULL;
+	p = procs__add(&s->procs, &t, e->parent);
+	if (!p) {
+		target__close(&t);
+		return NULL;
+	}
+	p->exe = procs__exe(t.pid);
+	p->since_ns = e->time_ns;
+	im = procs__image(&s->procs, e->image);
+	if (im) {
+		/* A child forked by a traced process: its parent's image. */
+		p->image = im;
+		p->first_image = im->id;
+		im->processes++;
+		if (!im->pid || proc__state(im->pid) != PROC_RUNNING)
+			im->pid = p->t.pid;
+	} else if (find_after_exec(s, p->t.pid, &a) || place(s, p, a, e->image) ||
+		   open_image(s, p->image)) {
+		p->exited_ns = clock__now_ns();
+		return NULL;
+	} else {
+		syms__refresh(p->image->syms);
+	}
+	return p;
+}
+
+/* The file an allocator is (device and inode): one libc has several paths. */
+static bool file_of(const struct allocator *a, struct stat *st)
+{
+	return a && !stat(a->file.open_path, st);
+}
+
+/* A traced process ran exec: its new image; new probes if its allocator is another file
+ * (the same file's keep working: the kernel puts them in the new image too). */
+static void exec_image(struct session *s, struct process *p, uint32_t id)
+{
+	struct allocator *a = NULL;
+	struct stat before, after;
+	bool had = file_of(p->image ? p->image->allocator : NULL, &before);
+
+	procs__leave_image(p);
+	p->range_known = false;
+	proc__comm(p->t.pid, p->t.comm, sizeof(p->t.comm));
+	free(p->exe);
+	p->exe = procs__exe(p->t.pid);
+	p->execs++;
+	if (find_after_exec(s, p->t.pid, &a) || place(s, p, a, id) || open_image(s, p->image))
+		return;
+	/* Its program is mapped: named even if it exits before a report. */
+	syms__refresh(p->image->syms);
+	if (p == s->procs.v[0])
+		primary(s);
+	if (!s->attached || (had && file_of(p->image->allocator, &after) &&
+			     before.st_dev == after.st_dev && before.st_ino == after.st_ino))
+		return;
+	s->tracer->detach(s, p);
+	s->tracer->attach(s, p, -1, true);
+}
+
+void session__process_event(struct session *s, const struct heaptap_proc_event *e)
+{
+	struct process *p = procs__find(&s->procs, e->tgid);
+	__u32 one = 1, tgid = e->tgid;
+
+	if (e->kind == HEAPTAP_PROC_EXEC) {
+		if (p && !p->exited_ns)
+			exec_image(s, p, e->image);
+	} else if (!p || p->exited_ns) {
+		p = take_in(s, e);
+		if (p && s->attached && !s->tracer->attach(s, p, -1, true))
+			vlog("PID %d (%s) traced too, %s %d", p->t.pid, p->t.comm,
+			     e->kind == HEAPTAP_PROC_FORK ? "forked by" : "matched", e->parent);
+		if (p)
+			loop__watch_exit(s, p);
+	}
+	/* The process held at its fork's return or at its exec goes on, its probes in or not. */
+	bpf_map_update_elem(bpf_map__fd(s->skel->maps.fork_acks), &tgid, &one, BPF_ANY);
+}
+
+/* The probes of processes that exited, out together (loop.c, once its events are served). */
+void session__detach_exited(struct session *s)
+{
+	for (size_t i = 0; i < s->procs.n; i++)
+		if (s->procs.v[i]->exited_ns && s->procs.v[i]->attached) {
+			s->tracer->detach(s, s->procs.v[i]);
+			return;
+		}
+}
+
+void session__process_exited(struct session *s, struct process *p)
+{
+	__u32 key = p->t.pid;
+
+	if (p->exited_ns)
+		return;
+	p->exited_ns = clock__now_ns();
+	p->image_at_exit = p->image ? p->image->id : 0;
+	bpf_map_lookup_elem(bpf_map__fd(s->skel->maps.proc_counters), &key, &p->end);
+	/* Its figures are kept here; the first process's stay in the map with its blocks. */
+	if (p != s->procs.v[0])
+		bpf_map_delete_elem(bpf_map__fd(s->skel->maps.proc_counters), &key);
+	procs__leave_image(p);
+	/* Its blocks are dropped at the next report (OWNER_DROP_EXIT), its figures kept. */
+	bpf_map_delete_elem(bpf_map__fd(s->skel->maps.targets), &key);
+}
+
+/* Whose a block is: the session's processes decide. */
+static enum block_owner owner_of(void *ctx, uint32_t tgid, uint32_t image)
+{
+	struct process *p = procs__find(&((struct session *)ctx)->procs, tgid);
+
+	if (!p)
+		return OWNER_NONE;
+	/* The first process's blocks at its exit are what it leaked, and the session ends with
+	 * it; another's are dropped, counted in its end figures (a service's short-lived workers
+	 * would fill the map). */
+	if (p->exited_ns && p != ((struct session *)ctx)->procs.v[0])
+		return OWNER_DROP_EXIT;
+	if (p->exited_ns)
+		return p->image_at_exit == image ? OWNER_CURRENT : OWNER_DROP_EXEC;
+	return p->image && p->image->id == image ? OWNER_CURRENT : OWNER_DROP_EXEC;
+}
+
+static void dropped(void *ctx, uint32_t tgid, enum block_owner why, uint64_t blocks,
+		    uint64_t bytes)
+{
+	struct session *s = ctx;
+	struct process *p = procs__find(&s->procs, tgid);
+
+	s->dropped_blocks += blocks;
+	s->dropped_bytes += bytes;
+	if (!p)
+		return;
+	if (why == OWNER_DROP_EXEC) {
+		p->dropped_at_exec += blocks;
+		p->dropped_at_exec_bytes += bytes;
+	} else {
+		p->end_live += blocks;
+		p->end_live_bytes += bytes;
+	}
+}
+
+void session__snapshot_opts(struct session *s, struct snapshot_opts *o)
+{
+	o->owner = owner_of;
+	o->dropped = dropped;
+	o->ctx = s;
+	o->dropped_blocks = s->dropped_blocks;
+	o->dropped_bytes = s->dropped_bytes;
+	o->dropped_classes = s->dropped_classes;
+}
+
+uint64_t session__cpu_ns(const struct session *s)
+{
+	uint64_t sum = 0;
+	size_t i;
+
+	for (i = 0; i < s->procs.n; i++)
+		if (!s->procs.v[i]->exited_ns)
+			sum += overhead__target_cpu_ns(s->procs.v[i]->t.pid);
+	return sum;
+}
+
+uint64_t session__rss(const struct session *s)
+{
+	uint64_t sum = 0;
+	size_t i;
+
+	for (i = 0; i < s->procs.n; i++)
+		if (!s->procs.v[i]->exited_ns)
+			sum += proc__rss(s->procs.v[i]->t.pid);
+	return sum;
 }
 
 int session__leak_check(struct session *s, enum leak_trigger trigger)
@@ -281,7 +811,7 @@ int session__leak_check(struct session *s, enum leak_trigger trigger)
 		.trigger = trigger,
 		/* Every block of its heap known: a command traced from its start, every block
 		 * recorded (none sampled out, none left out of a full map). */
-		.all_blocks_known = s->target.launched && s->mode == MODE_FULL &&
+		.all_blocks_known = s->target->launched && s->mode == MODE_FULL &&
 				    !s->opts.sample_bytes && !s->skel->bss->counters.dropped_allocs,
 		.glibc = allocator__is_glibc(s->allocator),
 		.heuristics = s->opts.leak_heuristics,
@@ -289,7 +819,7 @@ int session__leak_check(struct session *s, enum leak_trigger trigger)
 	struct leak_check lc;
 	int err;
 
-	err = leak_check__run(s->skel, s->stacks, s->target.pid, &o, &lc);
+	err = leak_check__run(s->skel, s->stacks, s->target->pid, &o, &lc);
 	if (err)
 		return err;
 	if (s->have_leak)
@@ -305,7 +835,7 @@ int session__leak_check(struct session *s, enum leak_trigger trigger)
  */
 static void let_go(struct session *s)
 {
-	struct pollfd pfd = { .fd = s->target.pidfd, .events = POLLIN };
+	struct pollfd pfd = { .fd = s->target->pidfd, .events = POLLIN };
 	int status = 0;
 
 	if (!s->hold)
@@ -317,11 +847,11 @@ static void let_go(struct session *s)
 		return;
 	/* Its last steps take microseconds; a second is plenty, and the report waits no more. */
 	if (poll(&pfd, 1, 1000) == 1)
-		target__reap(&s->target);
-	if (!s->target.launched || s->target.exit_code < 0) {
-		s->target.exited = true;
-		s->target.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-		s->target.exit_signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+		target__reap(s->target);
+	if (!s->target->launched || s->target->exit_code < 0) {
+		s->target->exited = true;
+		s->target->exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+		s->target->exit_signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
 	}
 }
 
@@ -330,7 +860,7 @@ static const char *missing_check(const struct session *s, bool checked)
 {
 	if (checked || !s->opts.leak_check)
 		return NULL;
-	if (!s->target.exited)
+	if (!s->target->exited)
 		return "the leak check at the end failed (see stderr)";
 	if (s->hold_err == -EBUSY)
 		return "not checked at its exit: another tracer (a debugger, strace) held it";
@@ -349,7 +879,7 @@ int session__finish(struct session *s, int err)
 	if (!s->started)
 		return err;
 	/* --leak-check: while every block is still accounted for, and its memory still there. */
-	if (s->opts.leak_check && !err && (s->exit_held || !s->target.exited)) {
+	if (s->opts.leak_check && !err && s->target && (s->exit_held || !s->target->exited)) {
 		/* Held at its exit, the target still maps every object: all are named now. */
 		if (s->exit_held)
 			syms__refresh(s->syms);
@@ -362,11 +892,14 @@ int session__finish(struct session *s, int err)
 	s->leak_note = missing_check(s, checked);
 	let_go(s);
 
-	/* Detach first, so the target runs untraced again at once; then the final report. */
+	/* Detach first, so the targets run untraced again at once; then the final report. */
 	stage_ns = clock__now_ns();
-	s->tracer->detach(s);
-	s->attached = false;
-	vlog("detached from PID %d in %.0f ms", s->target.pid, (clock__now_ns() - stage_ns) / 1e6);
+	session__detach_all(s);
+	bpf_link__destroy(s->fork_link);
+	bpf_link__destroy(s->exec_link);
+	s->fork_link = s->exec_link = NULL;
+	vlog("detached from %zu processes in %.0f ms", s->procs.n,
+	     (clock__now_ns() - stage_ns) / 1e6);
 	ring_buffer__consume(s->rb);
 	return session__report(s, "final", s->have_leak ? &s->leak : NULL) ?: err;
 }
@@ -382,10 +915,12 @@ static int leak_exit_status(const struct session *s)
 
 	if (t && t->bytes[REACH_DEFINITE] + t->bytes[REACH_INDIRECT])
 		return s->opts.leak_exit_code;
-	if (s->target.launched && s->target.exit_code >= 0)
-		return s->target.exit_code;
-	if (s->target.launched && s->target.exit_signal)
-		return 128 + s->target.exit_signal;
+	if (!s->target)
+		return EXIT_OK;
+	if (s->target->launched && s->target->exit_code >= 0)
+		return s->target->exit_code;
+	if (s->target->launched && s->target->exit_signal)
+		return 128 + s->target->exit_signal;
 	return EXIT_OK;
 }
 
@@ -396,24 +931,29 @@ int session__close(struct session *s, int err)
 		     : s->opts.leak_exit_code >= 0 ? leak_exit_status(s)
 						   : EXIT_OK;
 
+	size_t i;
+
 	/* --on-alert commands get a moment to finish; they are never killed. */
 	alarms__reap(&s->alarms, 5000);
 	publish__stop(s->publisher);
 	if (s->tracer)
 		s->tracer->free(s);
+	bpf_link__destroy(s->fork_link);
+	bpf_link__destroy(s->exec_link);
 	ring_buffer__free(s->rb);
 	heaptap_bpf__destroy(s->skel);
 	if (s->have_prev)
 		snapshot__free(&s->prev);
-	unwinder__free(s->unwinder);
 	history__free(s->history);
-	stacks__free(s->stacks);
-	syms__free(s->syms);
-	allocator__free(s->allocator);
 	reach__release(s->hold);
 	if (s->have_leak)
 		leak_check__free(&s->leak);
-	target__close(&s->target);
+	/* Each process's own (a launched command never released exits without running), then
+	 * the images: symbols, unwinders, allocators, plans. */
+	for (i = 0; i < s->procs.n; i++)
+		target__close(&s->procs.v[i]->t);
+	procs__free(&s->procs);
+	stacks__free(s->stacks);
 	free(s->program);
 	return status;
 }

@@ -20,8 +20,10 @@
 #include "options.h"
 #include "duty.h"
 #include "overhead.h"
+#include "procs.h"
 #include "target.h"
 #include "timeline.h"
+#include "unwind.h"
 
 enum mode {
 	MODE_FULL,  /* every call traced */
@@ -34,18 +36,20 @@ struct session;
 /* What a session traces, and how: the allocator's probes, or page faults. */
 struct tracer_ops {
 	const char *name;
-	/* Before the BPF object is opened: what to attach, where. */
-	int (*plan)(struct session *s);
+	/* Before the BPF object is opened, or when a process comes with a new image: what to
+	 * attach in the image, where. */
+	int (*plan)(struct session *s, struct image *im);
 	/* On the opened object, before it is loaded: the programs to load, map sizes. */
 	void (*configure)(struct session *s);
-	/* Everything in, for the target only; -EINTR when stop_fd (-1: none) turned readable,
-	 * with nothing left in. Says why it failed. */
-	int (*attach)(struct session *s, int stop_fd);
+	/* One process's probes in; -EINTR when stop_fd (-1: none) turned readable, with
+	 * nothing of it left in. late: added while others are traced. Says why it failed. */
+	int (*attach)(struct session *s, struct process *p, int stop_fd, bool late);
 	/* The accounting as it stands. */
 	int (*snapshot)(struct session *s, struct snapshot *out);
-	/* Everything out (nothing attached is fine). */
-	void (*detach)(struct session *s);
-	/* Frees the plan. */
+	/* Every process's probes out (nothing attached is fine); or p's, and with them those of
+	 * every process that has exited (each detach waits a grace period: together, one). */
+	void (*detach)(struct session *s, struct process *p);
+	/* Frees what the tracer holds. */
 	void (*free)(struct session *s);
 };
 
@@ -56,18 +60,26 @@ struct session {
 	struct options opts;
 	enum mode mode;
 	const struct tracer_ops *tracer;
-	struct target target;
-	char *program; /* launched: the program file the command runs */
-	struct allocator *allocator;
+	struct procs procs;	/* every process traced, and their images */
+	struct target *target;	/* the first of them: launched, or the first -p */
+	char *program;		/* launched: the program file the command runs */
+	struct allocator *allocator; /* the first's (its image's), as are probes, syms, unwinder */
 	int stack_mode; /* enum heaptap_stack_mode */
 	struct heaptap_bpf *skel;
-	struct probes *probes;	/* the probe tracer's plan; NULL with --watch */
+	struct probes *probes;	/* the probe tracer's plan for the first image; NULL with --watch */
+	uint32_t attaches;	/* attaches so far: the BPF side's `tracing` while traced */
 	struct bpf_link *watch; /* the fault tracer's program */
+	struct bpf_link *fork_link, *exec_link; /* forks (--follow), execs and matches */
+	int epfd;		/* the loop's, once it runs: processes' exits are watched there */
+	uint64_t dropped_blocks; /* blocks dropped at exec or exit so far, and their bytes */
+	uint64_t dropped_bytes;
+	struct heaptap_size_class dropped_classes[HEAPTAP_SIZE_CLASSES]; /* by size class */
+	struct unwind_stats unwind; /* every image's, summed at each report */
 	struct fixups *fixups;	/* exceptions' return addresses, written by heaptap */
 	struct stacks *stacks;
 	struct syms *syms;
 	struct unwinder *unwinder;
-	struct ring_buffer *rb; /* new stacks, samples to unwind */
+	struct ring_buffer *rb; /* new stacks, samples to unwind, forks and execs */
 	struct history *history;
 	struct publisher *publisher;
 	struct timeline timeline;
@@ -115,5 +127,26 @@ void session__announce(struct session *s);
 
 /* --live's duty cycle: a window begins, and its turns (loop.c). */
 void session__begin_window(struct session *s, uint64_t *next);
+
+/* A process made by a fork or an exec of a traced one, or one --comm or --exe names
+ * (procs.c's events, from the BPF side): traced from now on. */
+void session__process_event(struct session *s, const struct heaptap_proc_event *e);
+/* A process exited: its figures kept, its probes out. */
+void session__process_exited(struct session *s, struct process *p);
+/* The probes of the processes that exited, out together. */
+void session__detach_exited(struct session *s);
+/* The image of a process, made (its allocator found, its probes planned, its symbols
+ * opened) for one that has none; negative errno, said. */
+int session__image_for(struct session *s, struct process *p, uint32_t id);
+/* Attach every process not attached (accounting frozen meanwhile), or detach all. */
+int session__attach_all(struct session *s, int stop_fd);
+void session__detach_all(struct session *s);
+/* The snapshot's rules of ownership (which blocks count, which are dropped). */
+void session__snapshot_opts(struct session *s, struct snapshot_opts *o);
+/* The loop watches p's exit (its pidfd), once it runs. */
+void loop__watch_exit(struct session *s, struct process *p);
+/* Every living process's figure of the target's CPU time and RSS, summed. */
+uint64_t session__cpu_ns(const struct session *s);
+uint64_t session__rss(const struct session *s);
 
 #endif

@@ -45,7 +45,7 @@ void stacks__free(struct stacks *s)
  * The stored order is [word at sp, probed address, frame-pointer chain...]. When the kernel
  * itself adds the word at sp (it does for probes on push %rbp), the chain starts with it.
  */
-static struct stack *normalize(uint64_t id, const uint64_t *raw, size_t words)
+static struct stack *normalize(uint64_t id, uint32_t image, const uint64_t *raw, size_t words)
 {
 	uint64_t caller = words ? raw[0] : 0;
 	struct stack *st;
@@ -55,6 +55,7 @@ static struct stack *normalize(uint64_t id, const uint64_t *raw, size_t words)
 	if (!st)
 		return NULL;
 	st->id = id;
+	st->image = image;
 	if (words > 1 && raw[1])
 		st->ips[n++] = raw[1];
 	if (caller)
@@ -83,9 +84,10 @@ static int cache(struct stacks *s, struct stack *st)
 
 /* A stack into the BPF side's map, in its layout: 0 stored, 1 there already, -E2BIG when
  * the map is full. */
-static int store(struct stacks *s, uint64_t id, const uint64_t *raw, size_t words)
+static int store(struct stacks *s, uint64_t id, uint32_t image, const uint64_t *raw,
+		 size_t words)
 {
-	struct heaptap_stack stack = {};
+	struct heaptap_stack stack = { .image = image };
 
 	if (words > HEAPTAP_MAX_DEPTH + 1)
 		words = HEAPTAP_MAX_DEPTH + 1;
@@ -96,9 +98,10 @@ static int store(struct stacks *s, uint64_t id, const uint64_t *raw, size_t word
 	return errno == EEXIST ? 1 : -errno;
 }
 
-int stacks__add(struct stacks *s, uint64_t sample_id, const uint64_t *raw, size_t words)
+int stacks__add(struct stacks *s, uint32_t image, uint64_t sample_id, const uint64_t *raw,
+		size_t words)
 {
-	uint64_t h = HEAPTAP_HASH_SEED, id;
+	uint64_t h = heaptap_hash_step(HEAPTAP_HASH_SEED, image), id;
 	struct stack *st;
 	size_t i;
 	int err;
@@ -109,7 +112,7 @@ int stacks__add(struct stacks *s, uint64_t sample_id, const uint64_t *raw, size_
 	if (!idmap__get(&s->cache, id)) {
 		/* Stored in the map too, as if the BPF side had walked it: the same --max-stacks
 		 * bounds every stack, and the next walk down this path finds it there. */
-		err = store(s, id, raw, words);
+		err = store(s, id, image, raw, words);
 		if (err == -E2BIG) {
 			/* Full: the sample's blocks go with the other blocks whose stack was not
 			 * stored. */
@@ -117,7 +120,7 @@ int stacks__add(struct stacks *s, uint64_t sample_id, const uint64_t *raw, size_
 			return idmap__put(&s->samples, sample_id, (void *)(uintptr_t)NOT_STORED);
 		}
 		s->stored += !err;
-		st = normalize(id, raw, words);
+		st = normalize(id, image, raw, words);
 		if (!st || cache(s, st))
 			return -ENOMEM;
 	}
@@ -157,6 +160,6 @@ const struct stack *stacks__get(struct stacks *s, uint64_t id)
 		return st;
 	if ((id & HEAPTAP_SAMPLE_ID) || bpf_map_lookup_elem(s->map_fd, &id, &raw))
 		return NULL;
-	st = normalize(id, (const uint64_t *)raw.ips, 1 + s->depth);
+	st = normalize(id, raw.image, (const uint64_t *)raw.ips, 1 + s->depth);
 	return st && !cache(s, st) ? st : NULL;
 }

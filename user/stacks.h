@@ -8,6 +8,7 @@
 
 struct stack {
 	uint64_t id;
+	uint32_t image; /* whose addresses these are (struct heaptap_target) */
 	size_t n;
 	/* ips[0] is the allocator function itself; the rest are return addresses, the
 	 * allocation's direct caller first. */
@@ -27,7 +28,8 @@ const struct stack *stacks__get(struct stacks *s, uint64_t id);
  * callers...]), under the id the BPF side gives the same stack, in the stacks map too;
  * sample_id names it. When the map is full the stack is dropped (stacks__dropped()) and
  * sample_id stands for no stack. */
-int stacks__add(struct stacks *s, uint64_t sample_id, const uint64_t *raw, size_t words);
+int stacks__add(struct stacks *s, uint32_t image, uint64_t sample_id, const uint64_t *raw,
+		size_t words);
 
 /* Stacks unwound from samples that --max-stacks left no room for, and those stored. */
 uint64_t stacks__dropped(const struct stacks *s);

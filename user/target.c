@@ -68,40 +68,61 @@ static int open_pidfd(pid_t pid)
 	return syscall(SYS_pidfd_open, pid, 0);
 }
 
-int target__attach(struct target *t, int pid)
+/* Validates pid and fills t; says why not unless quiet. */
+static int attach(struct target *t, int pid, bool quiet)
 {
 	int tgid;
 
 	*t = (struct target){ .pid = pid, .release_fd = -1, .pidfd = -1, .exit_code = -1 };
 	switch (proc__state(pid)) {
-	case PROC_MISSING: elog("no process with PID %d", pid); return -ESRCH;
+	case PROC_MISSING:
+		if (!quiet)
+			elog("no process with PID %d", pid);
+		return -ESRCH;
 	case PROC_KERNEL_THREAD:
 		proc__comm(pid, t->comm, sizeof(t->comm));
-		elog("PID %d (%s) is a kernel thread: it has no user-space "
-		     "allocator to trace",
-		     pid, t->comm);
+		if (!quiet)
+			elog("PID %d (%s) is a kernel thread: it has no user-space "
+			     "allocator to trace",
+			     pid, t->comm);
 		return -EINVAL;
 	case PROC_ZOMBIE:
-		elog("PID %d has exited (a zombie): nothing left to trace", pid);
+		if (!quiet)
+			elog("PID %d has exited (a zombie): nothing left to trace", pid);
 		return -ESRCH;
 	case PROC_RUNNING: break;
 	}
 	tgid = proc__tgid(pid);
 	if (tgid && tgid != pid) {
-		elog("%d is a thread of PID %d: tracing the whole process", pid, tgid);
+		if (!quiet)
+			elog("%d is a thread of PID %d: tracing the whole process", pid, tgid);
 		t->pid = pid = tgid;
 	}
 	if (pid == getpid()) {
-		elog("PID %d is heaptap itself, which cannot trace itself", pid);
+		if (!quiet)
+			elog("PID %d is heaptap itself, which cannot trace itself", pid);
 		return -EINVAL;
 	}
 	proc__comm(pid, t->comm, sizeof(t->comm));
 	t->pidfd = open_pidfd(pid);
 	if (t->pidfd < 0) {
-		elog("PID %d: %s", pid, strerror(errno));
-		return -errno;
+		int err = -errno;
+
+		if (!quiet)
+			elog("PID %d: %s", pid, strerror(-err));
+		return err;
 	}
 	return 0;
+}
+
+int target__attach(struct target *t, int pid)
+{
+	return attach(t, pid, false);
+}
+
+int target__probe(struct target *t, int pid)
+{
+	return attach(t, pid, true);
 }
 
 char *target__find_program(const char *name)

@@ -23,6 +23,8 @@ int target__check_privileges(void);
 
 /* Validates pid (a thread's ID stands for its process) and fills t. Prints why not. */
 int target__attach(struct target *t, int pid);
+/* The same, quietly: for processes found rather than named (descendants, forks, matches). */
+int target__probe(struct target *t, int pid);
 
 /* The program file a command name runs, as execvp would find it; malloc'd, or NULL. */
 char *target__find_program(const char *name);

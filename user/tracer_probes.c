@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0
 /* The tracer of full and --live modes: uprobes on every function of the allocator family. */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <bpf/libbpf.h>
 
 #include "allocator.h"
+#include "elfsyms.h"
 #include "fixups.h"
 #include "heaptap.h"
 #include "heaptap.skel.h"
@@ -14,49 +16,105 @@
 #include "proc.h"
 #include "session.h"
 
+/*
+ * --follow: the return of glibc's fork (_Fork, fork in glibc before 2.34), where a child's
+ * first moment is held until its probes are in. Only where the allocator is glibc: its
+ * file is the C library heaptap already has.
+ */
+static void plan_fork(struct session *s, struct image *im)
+{
+	static const char *const names[] = { "_Fork", "__libc_fork", "fork" };
+	const struct target_file *libc = &im->allocator->file;
+	const struct elf_sym *sym = NULL;
+	uint64_t offset;
+	size_t i;
+
+	if (!s->opts.follow || !allocator__is_glibc(im->allocator))
+		return;
+	for (i = 0; !sym && i < sizeof(names) / sizeof(names[0]); i++)
+		sym = elf_syms__binding(libc->elf, names[i], false);
+	if (!sym || elf_syms__file_offset(libc->elf, sym->addr, &offset))
+		return;
+	im->fork_probe = (struct probe){ .name = sym->name, .file = libc, .start = offset,
+					 .offset = offset, .returns = true };
+	im->has_fork_probe = true;
+}
+
 /* Which functions, where, and how exceptions get out of operator new. */
-static int plan(struct session *s)
+static int plan(struct session *s, struct image *im)
 {
 	const char *no_fixup_why;
-	enum fixup_mode fixup = fixups__mode(s->target.pid, &no_fixup_why);
+	enum fixup_mode fixup = fixups__mode(im->pid, &no_fixup_why);
 	struct probes_plan_opts opts = { .entries = s->opts.probe_entries };
-	int err = probes__plan(s->allocator, fixup, no_fixup_why, &opts, &s->probes);
+	int err = probes__plan(im->allocator, fixup, no_fixup_why, &opts, &im->plan);
 
-	if (err)
+	if (err) {
 		elog("out of memory");
-	return err;
+		return err;
+	}
+	plan_fork(s, im);
+	return 0;
 }
 
 static void configure(struct session *s)
 {
+	size_t i;
+
 	bpf_program__set_autoload(s->skel->progs.page_fault, false);
 	bpf_map__set_max_entries(s->skel->maps.growth, 1);
-	probes__choose_programs(s->probes, s->skel);
+	/* One image decides which of the unwinder's programs to load: the first that needs
+	 * one (the fixup mode is the machine's, the same for all). */
+	for (i = 0; i < s->procs.nimages; i++)
+		if (s->procs.images[i]->plan && s->procs.images[i]->plan->unwinding)
+			break;
+	probes__choose_programs(i < s->procs.nimages ? s->procs.images[i]->plan : s->probes,
+				s->skel);
+	bpf_program__set_autoload(s->skel->progs.fork_return, s->opts.follow);
 }
 
-/* A failure says why: most often the target exited meanwhile. */
-static int attach(struct session *s, int stop_fd)
+static int attach_fork_probe(struct session *s, struct process *p)
+{
+	const struct probe *pr = &p->image->fork_probe;
+	LIBBPF_OPTS(bpf_uprobe_opts, opts, .retprobe = true);
+
+	if (!p->image->has_fork_probe || p->links.extra)
+		return 0;
+	p->links.extra = bpf_program__attach_uprobe_opts(s->skel->progs.fork_return, p->t.pid,
+							 pr->file->open_path, pr->offset, &opts);
+	return p->links.extra ? 0 : -errno;
+}
+
+/* A failure says why: most often the process exited meanwhile. */
+static int attach(struct session *s, struct process *p, int stop_fd, bool late)
 {
 	const struct probe *failed = NULL;
 	bool failed_return = false;
 	struct probes_attach_opts opts = { .stop_fd = stop_fd,
+					   .late = late,
 					   .failed = &failed,
 					   .failed_return = &failed_return };
+	struct probes *plan = p->image->plan;
 	int err;
 
 	/* Exceptions leaving operator new need their return addresses back: served first. */
-	if (!s->fixups && s->probes->unwinding && s->probes->fixup == FIXUP_LOADER) {
-		err = fixups__start(s->skel, s->target.pid, &s->fixups);
+	if (!s->fixups && plan->unwinding && plan->fixup == FIXUP_LOADER) {
+		err = fixups__start(s->skel, s->target->pid, &s->fixups);
 		if (err) {
 			elog("cannot start its exception helper: %s", strerror(-err));
 			return err;
 		}
 	}
-	err = probes__attach(s->probes, s->skel, s->target.pid, &opts);
-	if (!err || err == -EINTR)
+	err = probes__attach(plan, &p->links, s->skel, p->t.pid, &opts) ?:
+	      attach_fork_probe(s, p);
+	if (!err) {
+		p->attached = true;
+		return 0;
+	}
+	if (err == -EINTR)
 		return err;
-	if (proc__state(s->target.pid) != PROC_RUNNING)
-		elog("PID %d exited while heaptap was attaching: nothing was traced", s->target.pid);
+	probes__detach((struct probe_links *[]){ &p->links }, 1);
+	if (proc__state(p->t.pid) != PROC_RUNNING)
+		elog("PID %d exited while heaptap was attaching: nothing was traced", p->t.pid);
 	else if (failed)
 		elog("cannot attach a %s to %s in %s: %s", failed_return ? "uretprobe" : "uprobe",
 		     failed->name, failed->file->name, strerror(-err));
@@ -65,23 +123,45 @@ static int attach(struct session *s, int stop_fd)
 	return err;
 }
 
+/* The session's blocks: which are counted, which dropped (session.c knows the processes). */
 static int snapshot(struct session *s, struct snapshot *out)
 {
-	return accounting__snapshot(s->skel, s->stacks, s->opts.min_age_ns, s->opts.sample_bytes,
-				    s->target.pid, out);
+	struct snapshot_opts o = { .min_age_ns = s->opts.min_age_ns,
+				   .sample_bytes = s->opts.sample_bytes,
+				   .pid = s->target->pid };
+
+	session__snapshot_opts(s, &o);
+	return accounting__snapshot(s->skel, s->stacks, &o, out);
 }
 
-static void detach(struct session *s)
+/* Every process's probes out together (each waits a grace period: in parallel), or one's and
+ * with them those of every process that has exited. */
+static void detach(struct session *s, struct process *one)
 {
-	probes__detach(s->probes);
+	struct probe_links **sets = calloc(s->procs.n + 1, sizeof(*sets));
+	size_t i, n = 0;
+
+	for (i = 0; i < s->procs.n; i++) {
+		struct process *p = s->procs.v[i];
+
+		if (one && p != one && !(p->exited_ns && p->attached))
+			continue;
+		if (sets)
+			sets[n++] = &p->links;
+		else
+			probes__detach((struct probe_links *[]){ &p->links }, 1);
+		p->attached = false;
+	}
+	if (sets)
+		probes__detach(sets, n);
+	free(sets);
 }
 
-static void free_plan(struct session *s)
+static void free_tracer(struct session *s)
 {
+	detach(s, NULL);
 	fixups__stop(s->fixups);
 	s->fixups = NULL;
-	probes__free(s->probes);
-	s->probes = NULL;
 }
 
 const struct tracer_ops probe_tracer = {
@@ -91,5 +171,5 @@ const struct tracer_ops probe_tracer = {
 	.attach = attach,
 	.snapshot = snapshot,
 	.detach = detach,
-	.free = free_plan,
+	.free = free_tracer,
 };

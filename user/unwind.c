@@ -25,6 +25,7 @@ struct unwinder {
 	/* The session's sources, for live_ops: the target's objects and the BPF side's map. */
 	struct syms *syms;
 	int rules_fd;
+	uint32_t image; /* the layout whose rules it learns (struct heaptap_target) */
 };
 
 static const struct unwind_ops live_ops;
@@ -42,7 +43,7 @@ struct unwinder *unwinder__new_ops(const struct unwind_ops *ops, void *ctx, stru
 }
 
 struct unwinder *unwinder__new(struct syms *syms, struct stacks *stacks, int rules_fd,
-			       unsigned int depth)
+			       unsigned int depth, uint32_t image)
 {
 	struct unwinder *u = unwinder__new_ops(&live_ops, NULL, stacks, depth);
 
@@ -50,6 +51,7 @@ struct unwinder *unwinder__new(struct syms *syms, struct stacks *stacks, int rul
 		u->ctx = u;
 		u->syms = syms;
 		u->rules_fd = rules_fd;
+		u->image = image;
 	}
 	return u;
 }
@@ -185,8 +187,9 @@ static bool live_note(void *ctx, uint64_t addr)
 static int live_teach(void *ctx, uint64_t key, const struct heaptap_unwind_rule *rule)
 {
 	struct unwinder *u = ctx;
+	struct heaptap_rule_key k = { .image = u->image, .pc = key };
 
-	return bpf_map_update_elem(u->rules_fd, &key, rule, BPF_ANY) ? -errno : 0;
+	return bpf_map_update_elem(u->rules_fd, &k, rule, BPF_ANY) ? -errno : 0;
 }
 
 static const struct unwind_ops live_ops = {
@@ -301,7 +304,7 @@ void unwinder__sample(struct unwinder *u, const struct heaptap_sample *smp, size
 	}
 	u->ops->note(u->ctx, raw[0]);
 	u->ops->note(u->ctx, raw[1]);
-	stacks__add(u->stacks, smp->sample_id, raw, words);
+	stacks__add(u->stacks, smp->image, smp->sample_id, raw, words);
 	u->stats.samples++;
 	u->stats.sample_bytes += smp->size;
 	u->stats.truncated += cut;

@@ -29,9 +29,10 @@ struct unwind_stats {
 	uint64_t no_cfi;       /* return addresses without CFI, walked by frame pointer */
 };
 
-/* rules_fd: the unwind_rules map; depth: frames after the direct caller (--stack-depth). */
+/* rules_fd: the unwind_rules map; depth: frames after the direct caller (--stack-depth);
+ * image: the layout the samples it unwinds come from (struct heaptap_target). */
 struct unwinder *unwinder__new(struct syms *syms, struct stacks *stacks, int rules_fd,
-			       unsigned int depth);
+			       unsigned int depth, uint32_t image);
 
 /*
  * Where an unwinder's rules come from and go. unwinder__new uses the session's: the objects'

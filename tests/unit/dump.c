@@ -111,10 +111,17 @@ static void forms(void)
 }
 
 /* A site's oldest blocks, DUMP_BLOCKS of them, read once. */
+/* This process, alive, without symbols. */
+static bool this_process(void *ctx, uint32_t tgid, struct syms **syms)
+{
+	*syms = NULL;
+	return tgid == (uint32_t)getpid();
+}
+
 static void sites(void)
 {
 	static const char blocks[4][8] = { "block-0", "block-1", "block-2", "block-3" };
-	const struct dump_opts opts = { .pid = getpid(), .max = 64 };
+	const struct dump_sources opts = { .max = 64, .alive = this_process };
 	struct site site = { .nexamples = 4 };
 	unsigned int k;
 
@@ -123,6 +130,8 @@ static void sites(void)
 		site.examples[k].size = sizeof(blocks[k]);
 		site.examples[k].time_ns = k;
 	}
+	for (k = 0; k < 4; k++)
+		site.examples[k].tgid = getpid();
 	dump__site(&site, &opts);
 	CHECK_U64(site.ndumps, DUMP_BLOCKS, "dumps of a site");
 	for (k = 0; k < site.ndumps; k++) {
@@ -134,6 +143,16 @@ static void sites(void)
 	site.nexamples = 1;
 	dump__site(&site, &opts);
 	CHECK_U64(site.ndumps, DUMP_BLOCKS, "read once");
+	for (k = 0; k < site.ndumps; k++)
+		dump__free(&site.dumps[k]);
+	free(site.dumps);
+	/* The blocks of a process gone are not read. */
+	site = (struct site){ .nexamples = 2 };
+	site.examples[0] = (typeof(site.examples[0])){ .tgid = 1, .addr = (uintptr_t)blocks[0], .size = 8 };
+	site.examples[1] = (typeof(site.examples[1])){ .tgid = getpid(), .addr = (uintptr_t)blocks[1], .size = 8 };
+	dump__site(&site, &opts);
+	CHECK_U64(site.ndumps, 1, "the block of a process gone is not read");
+	CHECK_U64(site.dumps[0].addr, (uintptr_t)blocks[1], "the living process's block is");
 	for (k = 0; k < site.ndumps; k++)
 		dump__free(&site.dumps[k]);
 	free(site.dumps);

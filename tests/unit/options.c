@@ -45,6 +45,7 @@ static struct parsed *parse(const char *const *args)
 
 static void parsed__free(struct parsed *p)
 {
+	options__free(&p->opts);
 	free(p->said);
 	free(p->printed);
 	free(p);
@@ -95,7 +96,8 @@ static void defaults(void)
 	const struct options *o = &p->opts;
 	size_t i;
 
-	CHECK_I64(o->pid, 42, "pid");
+	CHECK_U64(o->npids, 1, "one pid");
+	CHECK_I64(o->pids[0], 42, "pid");
 	CHECK_TRUE(!o->command, "no command");
 	CHECK_U64(o->interval_ms, 5000, "default interval");
 	CHECK_U64(o->duration_ms, 0, "default duration: none");
@@ -238,7 +240,7 @@ static void numbers(void)
 	static const struct {
 		const char *option, *lo, *hi, *below, *above, *expected;
 	} ranges[] = {
-		{ "-p", "1", "2147483647", "0", "2147483648", "a process ID" },
+		{ "-p", "1", "2147483647", "0", "2147483648", "a process ID, or several separated by commas" },
 		{ "--top", "0", "100000", "-1", "100001", "a number of sites from 0 to 100000" },
 		{ "--max-allocs", "1", "268435456", "0", "268435457",
 		  "a number from 1 to 268435456" },
@@ -268,12 +270,12 @@ static void numbers(void)
 		invalid(ranges[i].option, "", what[i], ranges[i].expected);
 	}
 	invalid("--stack-bytes", "100", "--stack-bytes", "a multiple of 8 from 64 to 65536");
-	invalid("-p", "twelve", "PID", "a process ID");
+	invalid("-p", "twelve", "PID", "a process ID, or several separated by commas");
 	p = good(ARGS("--top", "0", "--max-allocs", "8000000", "--max-stacks", "200000",
 		      "--stack-depth", "20", "--stack-bytes", "32768", "--dump-bytes", "0", "-p",
 		      "2147483647"),
 		 "numbers");
-	CHECK_I64(p->opts.pid, 2147483647, "-p 2147483647");
+	CHECK_I64(p->opts.pids[0], 2147483647, "-p 2147483647");
 	CHECK_U64(p->opts.top, 0, "--top 0");
 	CHECK_U64(p->opts.max_allocs, 8000000, "--max-allocs");
 	CHECK_U64(p->opts.max_stacks, 200000, "--max-stacks");
@@ -422,7 +424,7 @@ static void rules(void)
 	struct parsed *p;
 
 	p = good(ARGS("--", "ls", "-l"), "-- ls -l");
-	CHECK_I64(p->opts.pid, 0, "no pid with a command");
+	CHECK_U64(p->opts.npids, 0, "no pid with a command");
 	CHECK_TRUE(p->opts.command && !strcmp(p->opts.command[0], "ls") &&
 			   !strcmp(p->opts.command[1], "-l") && !p->opts.command[2],
 		   "command ls -l");
@@ -432,7 +434,7 @@ static void rules(void)
 	CHECK_TRUE(p->opts.command && !strcmp(p->opts.command[0], "ls") &&
 			   !strcmp(p->opts.command[1], "-p"),
 		   "command ls -p 3");
-	CHECK_I64(p->opts.pid, 0, "-p after the command is the command's");
+	CHECK_U64(p->opts.npids, 0, "-p after the command is the command's");
 	parsed__free(p);
 	refused(ARGS("-p", "1", "--", "true"),
 		"give either -p PID or a COMMAND, not both (see heaptap --help)");
@@ -497,8 +499,9 @@ static void usage(void)
 	free(long_value);
 	p = parse(ARGS("--help"));
 	CHECK_I64(p->status, 1, "--help: done, exit 0");
-	CHECK_TRUE(!strncmp(p->printed, "Usage: heaptap [options] -p PID\n", 32), "--help's first "
-										  "line");
+	CHECK_TRUE(!strncmp(p->printed, "Usage: heaptap [options] -p PID[,PID...] [-p PID...] "
+					"[--comm NAME] [--exe PATH]\n", 80),
+		   "--help's first line");
 	CHECK_TRUE(strstr(p->printed, "\n  -o, --output FILE      the latest report in FILE "
 				      "(replaced whole at each report)\n"
 				      "                         instead of standard output\n"),
@@ -513,6 +516,34 @@ static void usage(void)
 	parsed__free(p);
 }
 
+/* Processes: -p lists, --follow, --comm and --exe. */
+static void processes(void)
+{
+	struct parsed *p;
+
+	p = good(ARGS("-p", "3,1", "-p", "7", "-f"), "-p 3,1 -p 7 -f");
+	CHECK_U64(p->opts.npids, 3, "three pids");
+	CHECK_I64(p->opts.pids[0], 3, "first pid");
+	CHECK_I64(p->opts.pids[1], 1, "second pid");
+	CHECK_I64(p->opts.pids[2], 7, "third pid");
+	CHECK_TRUE(p->opts.follow, "--follow");
+	parsed__free(p);
+	p = good(ARGS("--comm", "postgres", "--exe", "/usr/sbin/nginx"), "--comm, --exe");
+	CHECK_STR(p->opts.comm, "postgres", "--comm");
+	CHECK_STR(p->opts.exe, "/usr/sbin/nginx", "--exe");
+	CHECK_U64(p->opts.npids, 0, "no pid");
+	parsed__free(p);
+	invalid("-p", "1,", "PID", "a process ID, or several separated by commas");
+	invalid("-p", ",1", "PID", "a process ID, or several separated by commas");
+	invalid("-p", "1,x", "PID", "a process ID, or several separated by commas");
+	invalid("-p", "0", "PID", "a process ID, or several separated by commas");
+	invalid("--comm", "a-name-of-16-byt", "--comm",
+		"a process name as the kernel keeps it (1 to 15 bytes)");
+	invalid("--comm", "", "--comm", "a process name as the kernel keeps it (1 to 15 bytes)");
+	refused(ARGS("--comm", "x", "--", "true"),
+		"give either -p PID or a COMMAND, not both (see heaptap --help)");
+}
+
 int main(void)
 {
 	defaults();
@@ -522,6 +553,7 @@ int main(void)
 	choices();
 	output_files();
 	rules();
+	processes();
 	usage();
 	return unit__done("options");
 }

@@ -1,0 +1,168 @@
+"""Whole services: several processes in one session (-p lists), their children (--follow),
+programs they exec, and programs started later (--comm): each process counted exactly, a
+site of forked processes merged with per-process counts, exec'd programs' old blocks
+dropped, never live or lost."""
+import os
+import subprocess
+import time
+
+from lib import (TARGETS, Failure, Heaptap, Target, check, check_true, functions, test)
+
+LAUNCH = os.path.join(TARGETS, "launch")
+
+
+def by_pid(rec):
+    return {p["pid"]: p for p in rec["processes"]}
+
+
+def figures(p, *keys):
+    return tuple(p[k] for k in keys)
+
+
+CALLS = ("alloc_calls", "free_calls", "allocs", "frees", "alloc_bytes", "free_bytes",
+         "unknown_frees", "inherited_frees")
+
+
+def wait_record(ht, cond, what, timeout=30):
+    """Interval records until one meets cond (within timeout seconds)."""
+    deadline = time.monotonic() + timeout
+    rec = None
+    while time.monotonic() < deadline:
+        rec = ht.record()
+        if rec is None:
+            raise Failure(f"heaptap ended before {what}: {ht.stderr_text()}")
+        if rec["type"] == "interval" and cond(rec):
+            return rec
+    raise Failure(f"no report within {timeout} s where {what}: processes "
+                  f"{rec and rec['processes']}")
+
+
+@test
+def test_follow_counts_children_and_exec_per_process():
+    """family.c under --follow: the parent's 3 blocks of 100 bytes; children 1..3 each free
+    one of them (inherited, not unknown), allocate i x 1000 bytes and 7 they free; a fourth
+    child allocates 5 x 333 bytes and execs launch.c (4242 + 3 x 17 bytes). Every figure is
+    the program's, per process; the children's site is one, in 3 processes."""
+    family = Target("family", args=[LAUNCH])
+    ht = Heaptap(["-p", str(family.target_pid), "--follow", "-i", "200ms"])
+    ht.attached()
+    family.do("alloc 3 100")
+    # The first stacks unwound load the program's debug information (up to a second here):
+    # a child forked meanwhile would wait for it, past its hold (inexact.late_holds).
+    wait_record(ht, lambda r: any(s["sizes"] == [100] and functions(s)[1:2] == ["main"]
+                                  for s in r["sites"]), "the parent's blocks are named")
+    kids = [int(x) for x in family.do("fork 3").split()]
+    execed = int(family.do("exec"))
+    rec = wait_record(ht, lambda r: by_pid(r).get(execed, {}).get("comm") == "launch" and
+                      by_pid(r)[execed]["live"] == 4, "the exec'd program allocated")
+    procs = by_pid(rec)
+    check("processes traced", sorted(procs), sorted([family.target_pid] + kids + [execed]))
+    check("the parent", figures(procs[family.target_pid], *CALLS), (3, 0, 3, 0, 300, 0, 0, 0))
+    for i, pid in enumerate(kids, 1):
+        p = procs[pid]
+        check(f"child {i}", figures(p, *CALLS),
+              (i + 1, 2, i + 1, 1, 1000 * i + 7, 7, 0, 1))
+        check(f"child {i}'s parent", p["parent"], family.target_pid)
+        check(f"child {i} live", (p["live"], p["live_bytes"]), (i, 1000 * i))
+    p = procs[execed]
+    check("the exec'd child", figures(p, *CALLS), (9, 0, 9, 0, 5 * 333 + 4242 + 51, 0, 0, 0))
+    check("its name and program", (p["comm"], p["exe"], p["execs"]), ("launch", LAUNCH, 1))
+    check("dropped at its exec", (p["dropped_at_exec"], p["dropped_at_exec_bytes"]),
+          (5, 5 * 333))
+    check("its live blocks, the new program's only", (p["live"], p["live_bytes"]),
+          (4, 4242 + 51))
+    check("dropped in all", (rec["dropped_blocks"], rec["dropped_bytes"]), (5, 5 * 333))
+    check("inherited frees", rec["inherited_frees"], 3)
+    check("inexact", rec["inexact"]["total"], 0)
+    check("live in all", (rec["live_allocs"], rec["live_bytes"]),
+          (3 + 6 + 4, 300 + 6000 + 4242 + 51))
+    work = [s for s in rec["sites"] if s["sizes"] == [1000]]
+    check("the children's site: one", len(work), 1)
+    check_true("... allocated in child_work", "child_work" in functions(work[0]),
+               functions(work[0]))
+    check("... in 3 processes", work[0]["processes_total"], 3)
+    check("... each's blocks, most bytes first",
+          [(x["pid"], x["live"], x["live_bytes"]) for x in work[0]["processes"]],
+          [(kids[2], 3, 3000), (kids[1], 2, 2000), (kids[0], 1, 1000)])
+    launched = [s for s in rec["sites"] if s["sizes"] == [4242]]
+    check("launch.c's first block, named in the new program", functions(launched[0])[1], "main")
+    check("no site of the dropped blocks", [s for s in rec["sites"] if s["sizes"] == [333]], [])
+    check("the children ended well", family.do("end"), "3")
+    final, status = ht.finish()
+    check("heaptap exit status", status, 0)
+    procs = by_pid(final)
+    for pid in kids + [execed]:
+        check_true(f"PID {pid} exited", not procs[pid]["alive"], procs[pid])
+    check("an exited child keeps its end figures", figures(procs[kids[2]], "live", "live_bytes"),
+          (3, 3000))
+    check("only the parent's blocks are live at the end", (final["live_allocs"],
+                                                            final["live_bytes"]), (3, 300))
+    check("inexact at the end", final["inexact"]["total"], 0)
+
+
+@test
+def test_launch_follows_exec_through_wrappers():
+    """heaptap -- env A=1 setarch -R launch: the program traced is launch.c, under its own
+    name, from its first allocation; env's and setarch's blocks dropped at their exec."""
+    ht = Heaptap(["-i", "1h", "--", "env", "A=1", "setarch", "-R", LAUNCH],
+                 stdin=subprocess.PIPE)
+    ht.attached()
+    ht.popen.stdin.close()
+    final, status = ht.finish(sig=None)
+    check("heaptap exit status", status, 0)
+    check("the command's exit status", final["target_exit"]["exit_code"], 7)
+    check("the name followed", final["comm"], "launch")
+    p = final["processes"][0]
+    check("one process, two execs", (len(final["processes"]), p["execs"]), (1, 2))
+    check_true("the wrappers' blocks dropped", p["dropped_at_exec"] > 0, p)
+    check("the live blocks are launch.c's", (final["live_allocs"], final["live_bytes"]),
+          (4, 4242 + 51))
+    first = [s for s in final["sites"] if s["sizes"] == [4242]]
+    check("its first malloc, named", functions(first[0])[1], "main")
+    check("inexact", final["inexact"]["total"], 0)
+
+
+@test
+def test_several_pids_and_programs_started_later():
+    """-p A,B: two processes, each counted apart; --comm: a process of that name started
+    after heaptap is traced from its first allocation."""
+    a, b = Target("family"), Target("family")
+    ht = Heaptap(["-p", f"{a.target_pid},{b.target_pid}", "-i", "200ms"])
+    ht.attached()
+    a.do("alloc 3 100")
+    b.do("alloc 2 55")
+    rec = wait_record(ht, lambda r: r["live_allocs"] == 5, "both allocated")
+    procs = by_pid(rec)
+    check("A", figures(procs[a.target_pid], "allocs", "alloc_bytes", "live"), (3, 300, 3))
+    check("B", figures(procs[b.target_pid], "allocs", "alloc_bytes", "live"), (2, 110, 2))
+    final, status = ht.finish()
+    check("heaptap exit status", status, 0)
+
+    # --comm starts from a process of that name running now (or refuses, clearly).
+    ht = Heaptap(["--comm", "launch", "-i", "200ms"])
+    final, status = ht.finish(sig=None)
+    check("--comm with no such process: exit status", status, 1)
+    check("... and why", ht.stderr_text().strip(),
+          "heaptap: no process named launch runs now: heaptap starts from one (start the "
+          "program first, or give -p PID)")
+    first = subprocess.Popen([LAUNCH], stdin=subprocess.PIPE, stderr=subprocess.PIPE)
+    launch = None
+    try:
+        check("the first launch.c says it runs", first.stderr.readline(), b"launched\n")
+        ht = Heaptap(["--comm", "launch", "-i", "200ms"])
+        ht.attached()
+        launch = subprocess.Popen([LAUNCH], stdin=subprocess.PIPE, stderr=subprocess.PIPE)
+        rec = wait_record(ht, lambda r: by_pid(r).get(launch.pid, {}).get("live") == 4,
+                          "the new process allocated")
+        p = by_pid(rec)[launch.pid]
+        check("traced from its first malloc", figures(p, "allocs", "alloc_bytes"),
+              (4, 4242 + 51))
+        check("inexact", rec["inexact"]["total"], 0)
+        check_true("the first one traced too (from attach)", first.pid in by_pid(rec))
+    finally:
+        for p in (first, launch):
+            if p:
+                p.stdin.close()
+                check("launch.c's own status", p.wait(timeout=30), 7)
+    final, status = ht.finish()
+    check("heaptap exit status", status, 0)

@@ -1,0 +1,256 @@
+// SPDX-License-Identifier: GPL-2.0
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "allocator.h"
+#include "array.h"
+#include "escape.h"
+#include "proc.h"
+#include "procs.h"
+#include "syms.h"
+#include "unwind.h"
+
+struct process *procs__add(struct procs *ps, const struct target *t, int parent)
+{
+	struct process *p;
+
+	if (array__reserve(&ps->v, &ps->cap, ps->n, sizeof(*ps->v)))
+		return NULL;
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return NULL;
+	p->t = *t;
+	p->parent = parent;
+	ps->v[ps->n++] = p;
+	return p;
+}
+
+struct process *procs__find(const struct procs *ps, int pid)
+{
+	size_t i;
+
+	for (i = ps->n; i-- > 0;)
+		if (ps->v[i]->t.pid == pid)
+			return ps->v[i];
+	return NULL;
+}
+
+struct image *procs__image(const struct procs *ps, uint32_t id)
+{
+	size_t i;
+
+	for (i = 0; i < ps->nimages; i++)
+		if (ps->images[i]->id == id)
+			return ps->images[i];
+	return NULL;
+}
+
+struct image *procs__new_image(struct procs *ps, uint32_t id)
+{
+	struct image *im;
+
+	if (array__reserve(&ps->images, &ps->images_cap, ps->nimages, sizeof(*ps->images)))
+		return NULL;
+	im = calloc(1, sizeof(*im));
+	if (!im)
+		return NULL;
+	/* The loader's ids start at 1: 0 is no image. */
+	im->id = id ? id : ++ps->next_image;
+	ps->images[ps->nimages++] = im;
+	return im;
+}
+
+size_t procs__alive(const struct procs *ps)
+{
+	size_t i, n = 0;
+
+	for (i = 0; i < ps->n; i++)
+		n += !ps->v[i]->exited_ns;
+	return n;
+}
+
+void procs__leave_image(struct process *p)
+{
+	if (p->image && p->image->processes)
+		p->image->processes--;
+	p->image = NULL;
+}
+
+static void image__free(struct image *im)
+{
+	unwinder__free(im->unwinder);
+	syms__free(im->syms);
+	probes__free(im->plan);
+	allocator__free(im->allocator);
+	free(im->exe);
+	free(im);
+}
+
+void procs__free(struct procs *ps)
+{
+	size_t i;
+
+	for (i = 0; i < ps->n; i++) {
+		probes__links_free(&ps->v[i]->links);
+		free(ps->v[i]->exe);
+		free(ps->v[i]);
+	}
+	for (i = 0; i < ps->nimages; i++)
+		image__free(ps->images[i]);
+	free(ps->v);
+	free(ps->images);
+	*ps = (struct procs){};
+}
+
+char *procs__exe(int pid)
+{
+	char path[64], *target = NULL, *escaped;
+	ssize_t n, size = 256;
+
+	snprintf(path, sizeof(path), "/proc/%d/exe", pid);
+	for (;;) {
+		char *grown = realloc(target, size);
+
+		if (!grown)
+			break;
+		target = grown;
+		n = readlink(path, target, size);
+		if (n < 0)
+			break;
+		if (n < size) {
+			target[n] = '\0';
+			escaped = escape__dup(target);
+			free(target);
+			return escaped;
+		}
+		size *= 2;
+	}
+	free(target);
+	return strdup("?");
+}
+
+struct pid_parent {
+	int pid;
+	int ppid;
+};
+
+/* Every process of /proc with its parent; malloc'd. */
+static int read_parents(struct pid_parent **out, size_t *n)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *e;
+	size_t cap = 0;
+
+	*out = NULL;
+	*n = 0;
+	if (!d)
+		return -errno;
+	while ((e = readdir(d))) {
+		char path[64], *text, *close_paren;
+		int pid, ppid;
+
+		if (!isdigit((unsigned char)e->d_name[0]))
+			continue;
+		pid = atoi(e->d_name);
+		snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+		if (proc__read_file(path, &text, NULL))
+			continue;
+		/* The name may hold anything, ')' too: the fields resume after the last. */
+		close_paren = strrchr(text, ')');
+		if (close_paren && sscanf(close_paren + 1, " %*c %d", &ppid) == 1 &&
+		    !array__reserve(out, &cap, *n, sizeof(**out)))
+			(*out)[(*n)++] = (struct pid_parent){ pid, ppid };
+		free(text);
+	}
+	closedir(d);
+	return 0;
+}
+
+int procs__descendants(int pid, int **out, size_t *n)
+{
+	struct pid_parent *all;
+	size_t nall, cap = 0, head = 0, i;
+	int err = read_parents(&all, &nall);
+	int parent;
+
+	*out = NULL;
+	*n = 0;
+	if (err)
+		return err;
+	/* Breadth first: a parent is listed before its children. */
+	for (parent = pid;; parent = (*out)[head++]) {
+		for (i = 0; i < nall; i++) {
+			if (all[i].ppid != parent)
+				continue;
+			if (array__reserve(out, &cap, *n, sizeof(**out))) {
+				err = -ENOMEM;
+				goto done;
+			}
+			(*out)[(*n)++] = all[i].pid;
+		}
+		if (head >= *n)
+			break;
+	}
+done:
+	free(all);
+	return err;
+}
+
+int procs__matching(const char *comm, const char *exe, int **out, size_t *n)
+{
+	struct pid_parent *all;
+	struct stat want, st;
+	size_t nall, cap = 0, i;
+	int err = read_parents(&all, &nall);
+
+	*out = NULL;
+	*n = 0;
+	if (err)
+		return err;
+	if (exe && stat(exe, &want)) {
+		err = -errno;
+		free(all);
+		return err;
+	}
+	for (i = 0; i < nall; i++) {
+		char path[64], name[64];
+		bool match;
+
+		if (all[i].pid == getpid() || proc__state(all[i].pid) != PROC_RUNNING)
+			continue;
+		if (exe) {
+			snprintf(path, sizeof(path), "/proc/%d/exe", all[i].pid);
+			match = !stat(path, &st) && st.st_dev == want.st_dev &&
+				st.st_ino == want.st_ino;
+		} else {
+			char raw[32];
+			FILE *f;
+
+			snprintf(path, sizeof(path), "/proc/%d/comm", all[i].pid);
+			f = fopen(path, "re");
+			raw[0] = '\0';
+			if (f) {
+				if (fgets(raw, sizeof(raw), f))
+					raw[strcspn(raw, "\n")] = '\0';
+				fclose(f);
+			}
+			snprintf(name, sizeof(name), "%s", raw);
+			match = !strcmp(name, comm);
+		}
+		if (!match)
+			continue;
+		if (array__reserve(out, &cap, *n, sizeof(**out))) {
+			err = -ENOMEM;
+			break;
+		}
+		(*out)[(*n)++] = all[i].pid;
+	}
+	free(all);
+	return err;
+}

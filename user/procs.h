@@ -1,0 +1,98 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The processes a session traces, and their images. An image is an address space's layout as
+ * exec made it: the program, its allocator and where its probes go, its symbols and unwind
+ * rules. A child made by fork shares its parent's image (the same code at the same
+ * addresses) until either execs; a process that execs gets a new one. Processes are found
+ * by PID (-p), as descendants (--follow), by program (--comm, --exe), or launched.
+ */
+#ifndef HEAPTAP_PROCS_H
+#define HEAPTAP_PROCS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <linux/types.h>
+
+#include "heaptap.h"
+#include "probes.h"
+#include "target.h"
+
+struct allocator;
+struct syms;
+struct unwinder;
+struct bpf_link;
+
+struct image {
+	uint32_t id;	/* as the BPF side numbers it (struct heaptap_target) */
+	int pid;	/* a process of it, alive if any is: for /proc and its files */
+	char *exe;	/* its program, escaped (escape.h), as /proc/PID/exe names it */
+	struct allocator *allocator;
+	struct probes *plan; /* where its allocator's probes go; NULL with --watch */
+	/* --follow: the return of glibc's fork, where a child is held until it is traced */
+	struct probe fork_probe;
+	bool has_fork_probe;
+	struct syms *syms;
+	struct unwinder *unwinder;
+	unsigned int processes; /* alive in it */
+};
+
+struct process {
+	struct target t;	  /* PID, name, pidfd, launch and exit */
+	int parent;		  /* the traced process it was forked from; 0: none */
+	struct image *image;	  /* NULL once it has exited */
+	uint32_t first_image;	  /* the image it was traced in first */
+	char *exe;		  /* its program, escaped, as it was last */
+	struct probe_links links; /* its probes (and --follow's return of its fork) */
+	uint64_t since_ns;  /* traced from (CLOCK_MONOTONIC) */
+	uint64_t exited_ns; /* 0 while alive */
+	uint32_t image_at_exit;
+	unsigned int execs; /* images it went through after the first */
+	struct heaptap_proc end; /* its counters when it exited */
+	uint64_t end_live;	 /* blocks it held when it exited */
+	uint64_t end_live_bytes;
+	uint64_t dropped_at_exec; /* blocks of its earlier images, dropped at exec */
+	uint64_t dropped_at_exec_bytes;
+	bool attached;	  /* its probes are in */
+	bool range_known; /* the BPF side knows where its allocator's code is */
+};
+
+struct procs {
+	struct process **v;
+	size_t n;
+	size_t cap;
+	struct image **images;
+	size_t nimages;
+	size_t images_cap;
+	uint32_t next_image; /* the loader's next image id (below HEAPTAP_EXEC_IMAGES) */
+};
+
+/* A new process in the set (its target t as given); NULL when out of memory. */
+struct process *procs__add(struct procs *ps, const struct target *t, int parent);
+/* The process with this PID, alive or not (the latest one); NULL if none. */
+struct process *procs__find(const struct procs *ps, int pid);
+/* The image with this id, NULL if none. */
+struct image *procs__image(const struct procs *ps, uint32_t id);
+/* A new image (id: given, or 0 for the loader's next); NULL when out of memory. */
+struct image *procs__new_image(struct procs *ps, uint32_t id);
+/* Processes alive. */
+size_t procs__alive(const struct procs *ps);
+/* The process leaves its image (it exited, or exec'd); an image no process is in stays. */
+void procs__leave_image(struct process *p);
+void procs__free(struct procs *ps);
+
+/*
+ * The descendants of pid alive now (children, their children...), from /proc, into *out
+ * (malloc'd, *n of them, parents before children).
+ */
+int procs__descendants(int pid, int **out, size_t *n);
+
+/* Processes alive now whose name (comm) is comm, or whose program is the file exe (the same
+ * device and inode), heaptap excepted; malloc'd into *out. */
+int procs__matching(const char *comm, const char *exe, int **out, size_t *n);
+
+/* The escaped path of pid's program (/proc/PID/exe), malloc'd; "?" when unknown. */
+char *procs__exe(int pid);
+
+#endif

@@ -30,10 +30,6 @@ const volatile __u64 sample_interval = 0;
 const volatile __u32 watch = 0;
 /* --follow: the traced processes' children are traced too, from their fork. */
 const volatile __u32 follow_forks = 0;
-/* Processes held at once (fork, exec), at most: a hold spins on its CPU, where the kernel
- * may not preempt it; the loader must keep a CPU to do what ends the holds. */
-const volatile __u32 max_holds = 0;
-__u32 holds;
 /* --comm, --exe: a process that execs a program of this name (comm) or file (device and
  * inode) is traced from its exec on. Empty, 0: none. */
 const volatile char match_comm[16] = {};
@@ -73,12 +69,6 @@ struct {
 } procs SEC(".maps");
 
 /* Children whose probes are in, by TGID: their hold at fork's return ends (loader's acks). */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, HEAPTAP_MAX_TARGETS);
-	__type(key, __u32);
-	__type(value, __u32);
-} fork_acks SEC(".maps");
 
 /* Images made at exec, numbered on from the loader's (struct heaptap_target). */
 __u32 image_seq = HEAPTAP_EXEC_IMAGES;
@@ -1452,8 +1442,8 @@ static __always_inline bool add_target(__u32 tgid, const struct heaptap_target *
 /*
  * --follow: a traced process made a new one (not a thread). The child is in the set at once,
  * in its parent's image (same code, same addresses), with its parent's blocks older than now
- * its own too; the loader attaches its probes, and a child that returns from glibc's fork is
- * held there until they are in (fork_return).
+ * its own too; the loader attaches its probes. It runs meanwhile (see on_exec: why it is not
+ * held): what it allocates before its probes are in is not seen (counters.late_procs).
  */
 SEC("tp_btf/sched_process_fork")
 int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
@@ -1472,6 +1462,7 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 	t.forked_ns = bpf_ktime_get_ns();
 	if (!add_target(ctgid, &t))
 		return 0;
+	__sync_fetch_and_add(&counters.late_procs, 1);
 	/* The same code at the same place as its parent's. */
 	range = bpf_map_lookup_elem(&alloc_ranges, &ptgid);
 	if (range)
@@ -1505,66 +1496,15 @@ static __always_inline bool matches(struct task_struct *task, struct linux_binpr
 	return true;
 }
 
-struct hold {
-	__u32 tgid;
-	__u64 deadline;
-	bool acked;
-};
-
-static long poll_ack(__u64 i, void *ctx)
-{
-	struct hold *h = ctx;
-
-	if (bpf_map_lookup_elem(&fork_acks, &h->tgid)) {
-		h->acked = true;
-		return 1;
-	}
-	return bpf_ktime_get_ns() > h->deadline;
-}
-
-static long poll_ack_a_while(__u64 i, void *ctx)
-{
-	struct hold *h = ctx;
-
-	bpf_loop(1 << 16, poll_ack, h, 0);
-	return h->acked || bpf_ktime_get_ns() > h->deadline;
-}
-
-/*
- * Holds the current process until the loader acks its notice (its probes in), at most
- * HEAPTAP_HOLD_WAIT_NS whatever happens to the loader: so that a child or a new image is
- * traced from its first allocation. The time held is counted, and a hold that ended first
- * or could not be (max_holds reached) as late.
- */
-static __always_inline void hold_for_loader(__u32 tgid)
-{
-	struct hold h = { .tgid = tgid };
-	struct heaptap_proc *p;
-	__u64 start = bpf_ktime_get_ns();
-
-	if (__sync_fetch_and_add(&holds, 1) >= max_holds) {
-		__sync_fetch_and_sub(&holds, 1);
-		__sync_fetch_and_add(&counters.late_holds, 1);
-		return;
-	}
-	h.deadline = start + HEAPTAP_HOLD_WAIT_NS;
-	bpf_loop(1 << 10, poll_ack_a_while, &h, 0);
-	__sync_fetch_and_sub(&holds, 1);
-	bpf_map_delete_elem(&fork_acks, &tgid);
-	if (!h.acked)
-		__sync_fetch_and_add(&counters.late_holds, 1);
-	p = proc_of(tgid);
-	if (p)
-		__sync_fetch_and_add(&p->held_ns, bpf_ktime_get_ns() - start);
-}
-
 /*
  * A process ran exec: a traced one gets a new image (its old blocks stay behind, under the
  * old one, for the loader to count as dropped); one --comm or --exe names is traced from now
  * on. Its thread's state, which survives exec, forgets the old image's rules and stacks.
- * Either is held here, before its first instruction, until the loader has found its
- * allocator and put its probes in (on the allocator's file: the kernel places them when the
- * program's loader maps it). The launched command's own exec keeps the planned image.
+ * Neither is held: a hold would spin here, and a BPF program that spins holds up every RCU
+ * grace period on the machine, the one the loader's uprobe registration waits for among
+ * them. A traced process's probes stay through exec on the same allocator file (the kernel
+ * places them in the new image); a new allocator or a matched process is traced once the
+ * loader has its probes in. The launched command's own exec keeps the planned image.
  */
 SEC("tp_btf/sched_process_exec")
 int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
@@ -1596,38 +1536,14 @@ int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm 
 			__builtin_memset(c->rules, 0, sizeof(c->rules));
 			__builtin_memset(c->known, 0, sizeof(c->known));
 		}
-		/* An ack of an earlier notice, given too late, is not this one's. */
-		bpf_map_delete_elem(&fork_acks, &tgid);
 		tell_loader(HEAPTAP_PROC_EXEC, tgid, 0, image);
-		hold_for_loader(tgid);
 		return 0;
 	}
 	fresh.image = image;
 	if (add_target(tgid, &fresh)) {
-		bpf_map_delete_elem(&fork_acks, &tgid);
+		__sync_fetch_and_add(&counters.late_procs, 1);
 		tell_loader(HEAPTAP_PROC_MATCH, tgid, 0, image);
-		hold_for_loader(tgid);
 	}
 	return 0;
 }
 
-/*
- * The return of glibc's fork (_Fork), probed in each traced process with --follow. In the
- * child, its first moment (the kernel copies the parent's return probe to it): held here
- * until the loader has its probes in, so that it is traced from its first allocation; at
- * most HEAPTAP_HOLD_WAIT_NS, whatever happens to the loader. The parent passes (its return
- * value is the child's PID).
- */
-SEC("uretprobe")
-int BPF_KRETPROBE(fork_return, long ret)
-{
-	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
-	struct heaptap_target *t;
-
-	if (ret != 0)
-		return 0;
-	t = bpf_map_lookup_elem(&targets, &tgid);
-	if (t && t->parent)
-		hold_for_loader(tgid);
-	return 0;
-}

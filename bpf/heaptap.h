@@ -67,7 +67,6 @@ struct heaptap_proc {
 	__u64 failed;
 	__u64 unknown_frees;   /* frees of blocks never seen allocated */
 	__u64 inherited_frees; /* frees of blocks it got from its parent at fork */
-	__u64 held_ns;	       /* held at its fork's return or its exec until its probes were in */
 };
 
 /* Ring buffer record on the procs ring: a traced process made another, or became another. */
@@ -88,9 +87,6 @@ struct heaptap_proc_event {
 /* Images the BPF side made at exec are numbered from here; the loader's are below. */
 #define HEAPTAP_EXEC_IMAGES (1U << 20)
 
-/* Children held at their fork's return until the loader acks (fork_acks[tgid % SLOTS]). */
-#define HEAPTAP_HOLD_SLOTS 64
-#define HEAPTAP_HOLD_WAIT_NS (1000 * 1000 * 1000ULL)
 
 /* Attach cookies index per-function call counters; the allocator table is far smaller. */
 #define HEAPTAP_MAX_FUNCS 64
@@ -327,8 +323,9 @@ struct heaptap_counters {
 	__u64 est_peak_bytes;	/* with sampling: the highest est_live_bytes so far */
 	__u64 est_peak_ns;	/* CLOCK_MONOTONIC when est_peak_bytes was reached */
 	__u64 inherited_frees;	/* frees of blocks a child got from its parent at fork */
-	__u64 late_holds;	/* processes whose hold (at fork, at exec) ended before their
-				 * probes were in */
+	__u64 late_procs;	/* processes traced from after their start (a child of a fork, a
+				 * program matched at its exec, an exec into another allocator):
+				 * what they allocated before their probes were in is not seen */
 	__u64 lost_procs;	/* fork or exec notices the procs ring had no room for */
 };
 

@@ -3,7 +3,7 @@ import os
 import signal
 import time
 
-from lib import (HEAPTAP, TARGETS, Proc, Target, check, check_true, run_heaptap, test,
+from lib import (HEAPTAP, TARGETS, Failure, Proc, Target, check, check_true, run_heaptap, test,
                  uprobes_of)
 from test_accounting import check_mix, traced
 
@@ -144,8 +144,12 @@ def test_target_exiting_while_heaptap_attaches():
     ht = Proc([HEAPTAP, "-v", "-p", str(pid), "-i", "1h", "--json"])
     # The allocator is found, the programs are still to be loaded: hold heaptap there while
     # the target goes.
-    while b"heaptap: allocator " not in ht.popen.stderr.readline():
-        pass
+    said = b""
+    while f"heaptap: PID {pid} (sizes): allocator ".encode() not in said:
+        line = ht.popen.stderr.readline()
+        if not line:
+            raise Failure(f"heaptap ended before finding the allocator: {said!r}")
+        said = line
     os.kill(ht.pid, signal.SIGSTOP)
     target.end()
     os.kill(ht.pid, signal.SIGCONT)

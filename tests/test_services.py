@@ -41,19 +41,21 @@ def wait_record(ht, cond, what, timeout=30):
 def test_follow_counts_children_and_exec_per_process():
     """family.c under --follow: the parent's 3 blocks of 100 bytes; children 1..3 each free
     one of them (inherited, not unknown), allocate i x 1000 bytes and 7 they free; a fourth
-    child allocates 5 x 333 bytes and execs launch.c (4242 + 3 x 17 bytes). Every figure is
-    the program's, per process; the children's site is one, in 3 processes."""
+    child allocates 5 x 333 bytes and execs launch.c (4242 + 3 x 17 bytes), traced through
+    the exec without a gap (the same C library: its probes stay). Every figure is the
+    program's, per process; the children's site is one, in 3 processes."""
     family = Target("family", args=[LAUNCH])
     ht = Heaptap(["-p", str(family.target_pid), "--follow", "-i", "200ms"])
     ht.attached()
     family.do("alloc 3 100")
-    # The first stacks unwound load the program's debug information (up to a second here):
-    # a child forked meanwhile would wait for it, past its hold (inexact.late_holds).
-    wait_record(ht, lambda r: any(s["sizes"] == [100] and functions(s)[1:2] == ["main"]
-                                  for s in r["sites"]), "the parent's blocks are named")
     kids = [int(x) for x in family.do("fork 3").split()]
     execed = int(family.do("exec"))
-    rec = wait_record(ht, lambda r: by_pid(r).get(execed, {}).get("comm") == "launch" and
+    # A child runs at once (heaptap does not hold it: see README, Services): it waits here
+    # until its probes are in, which a report with it in the processes shows.
+    wait_record(ht, lambda r: all(pid in by_pid(r) for pid in kids + [execed]),
+                "the children are in")
+    family.do("go")
+    rec = wait_record(ht, lambda r: by_pid(r)[execed]["comm"] == "launch" and
                       by_pid(r)[execed]["live"] == 4, "the exec'd program allocated")
     procs = by_pid(rec)
     check("processes traced", sorted(procs), sorted([family.target_pid] + kids + [execed]))
@@ -73,7 +75,8 @@ def test_follow_counts_children_and_exec_per_process():
           (4, 4242 + 51))
     check("dropped in all", (rec["dropped_blocks"], rec["dropped_bytes"]), (5, 5 * 333))
     check("inherited frees", rec["inherited_frees"], 3)
-    check("inexact", rec["inexact"]["total"], 0)
+    check("inexact: the 4 children, traced from after their fork",
+          (rec["inexact"]["total"], rec["inexact"]["late_procs"]), (4, 4))
     check("live in all", (rec["live_allocs"], rec["live_bytes"]),
           (3 + 6 + 4, 300 + 6000 + 4242 + 51))
     work = [s for s in rec["sites"] if s["sizes"] == [1000]]
@@ -97,16 +100,20 @@ def test_follow_counts_children_and_exec_per_process():
           (3, 3000))
     check("only the parent's blocks are live at the end", (final["live_allocs"],
                                                             final["live_bytes"]), (3, 300))
-    check("inexact at the end", final["inexact"]["total"], 0)
+    check("inexact at the end: the children's late start only",
+          final["inexact"]["total"], final["inexact"]["late_procs"])
 
 
 @test
 def test_launch_follows_exec_through_wrappers():
     """heaptap -- env A=1 setarch -R launch: the program traced is launch.c, under its own
     name, from its first allocation; env's and setarch's blocks dropped at their exec."""
-    ht = Heaptap(["-i", "1h", "--", "env", "A=1", "setarch", "-R", LAUNCH],
+    ht = Heaptap(["-i", "200ms", "--", "env", "A=1", "setarch", "-R", LAUNCH],
                  stdin=subprocess.PIPE)
     ht.attached()
+    # Named while it runs (a program that is gone has no maps to read its names from).
+    wait_record(ht, lambda r: r["comm"] == "launch" and r["live_allocs"] == 4,
+                "launch.c runs")
     ht.popen.stdin.close()
     final, status = ht.finish(sig=None)
     check("heaptap exit status", status, 0)
@@ -125,7 +132,7 @@ def test_launch_follows_exec_through_wrappers():
 @test
 def test_several_pids_and_programs_started_later():
     """-p A,B: two processes, each counted apart; --comm: a process of that name started
-    after heaptap is traced from its first allocation."""
+    after heaptap is traced (once its probes are in)."""
     a, b = Target("family"), Target("family")
     ht = Heaptap(["-p", f"{a.target_pid},{b.target_pid}", "-i", "200ms"])
     ht.attached()
@@ -145,24 +152,18 @@ def test_several_pids_and_programs_started_later():
     check("... and why", ht.stderr_text().strip(),
           "heaptap: no process named launch runs now: heaptap starts from one (start the "
           "program first, or give -p PID)")
-    first = subprocess.Popen([LAUNCH], stdin=subprocess.PIPE, stderr=subprocess.PIPE)
-    launch = None
-    try:
-        check("the first launch.c says it runs", first.stderr.readline(), b"launched\n")
-        ht = Heaptap(["--comm", "launch", "-i", "200ms"])
-        ht.attached()
-        launch = subprocess.Popen([LAUNCH], stdin=subprocess.PIPE, stderr=subprocess.PIPE)
-        rec = wait_record(ht, lambda r: by_pid(r).get(launch.pid, {}).get("live") == 4,
-                          "the new process allocated")
-        p = by_pid(rec)[launch.pid]
-        check("traced from its first malloc", figures(p, "allocs", "alloc_bytes"),
-              (4, 4242 + 51))
-        check("inexact", rec["inexact"]["total"], 0)
-        check_true("the first one traced too (from attach)", first.pid in by_pid(rec))
-    finally:
-        for p in (first, launch):
-            if p:
-                p.stdin.close()
-                check("launch.c's own status", p.wait(timeout=30), 7)
+    first = Target("family")
+    ht = Heaptap(["--comm", "family", "-i", "200ms"])
+    ht.attached()
+    later = Target("family")
+    wait_record(ht, lambda r: later.target_pid in by_pid(r), "the new process is in")
+    later.do("alloc 4 77")
+    rec = wait_record(ht, lambda r: by_pid(r)[later.target_pid]["live"] == 4,
+                      "the new process allocated")
+    p = by_pid(rec)[later.target_pid]
+    check("a process started later, traced", figures(p, "allocs", "alloc_bytes", "parent"),
+          (4, 308, None))
+    check_true("the one running at the start, too", first.target_pid in by_pid(rec))
+    check("inexact: the one matched at its exec", rec["inexact"]["late_procs"], 1)
     final, status = ht.finish()
     check("heaptap exit status", status, 0)

@@ -583,16 +583,6 @@ void probes__detach(struct probe_links **sets, size_t nsets)
 				}
 				*link = NULL;
 			}
-			/* The extra return probe goes with the returns. */
-			if (l && l->extra && phase == PHASE_RETURNS) {
-				if (links) {
-					links[total++] = l->extra;
-					n[PHASES - 1 - phase]++;
-				} else {
-					bpf_link__destroy(l->extra);
-				}
-				l->extra = NULL;
-			}
 			if (l)
 				l->count = 0;
 		}

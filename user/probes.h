@@ -45,7 +45,6 @@ struct probe_links {
 	struct bpf_link **v;
 	size_t n;		/* the plan's probes */
 	size_t count;		/* links attached */
-	struct bpf_link *extra; /* a return probe outside the plan (--follow's fork), or NULL */
 };
 
 struct probes_plan_opts {

@@ -30,9 +30,6 @@ struct image {
 	char *exe;	/* its program, escaped (escape.h), as /proc/PID/exe names it */
 	struct allocator *allocator;
 	struct probes *plan; /* where its allocator's probes go; NULL with --watch */
-	/* --follow: the return of glibc's fork, where a child is held until it is traced */
-	struct probe fork_probe;
-	bool has_fork_probe;
 	struct syms *syms;
 	struct unwinder *unwinder;
 	unsigned int processes; /* alive in it */
@@ -44,10 +41,10 @@ struct process {
 	struct image *image;	  /* NULL once it has exited */
 	uint32_t first_image;	  /* the image it was traced in first */
 	char *exe;		  /* its program, escaped, as it was last */
-	struct probe_links links; /* its probes (and --follow's return of its fork) */
+	struct probe_links links; /* its probes */
 	uint64_t since_ns;  /* traced from (CLOCK_MONOTONIC) */
 	uint64_t exited_ns; /* 0 while alive */
-	uint32_t image_at_exit;
+	uint32_t image_id; /* the image it is in (kept once it has exited) */
 	unsigned int execs; /* images it went through after the first */
 	struct heaptap_proc end; /* its counters when it exited */
 	uint64_t end_live;	 /* blocks it held when it exited */

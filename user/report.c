@@ -103,7 +103,7 @@ const struct inexact_cause report__inexact_causes[] = {
 	CAUSE(lost_threads, "calls untraced: no thread state"),
 	CAUSE(reused_addresses, "frees missed (address handed out again)"),
 	CAUSE(dropped_sites, "blocks without site totals: site map full, raise --max-stacks"),
-	CAUSE(late_holds, "processes traced late: held 1 s at fork or exec, probes not in yet"),
+	CAUSE(late_procs, "processes traced from after their start (fork, exec): first calls unseen"),
 	CAUSE(lost_procs, "forks or execs missed: process notices lost"),
 };
 

@@ -397,7 +397,6 @@ static json_object *processes(const struct report *r)
 		put(e, "failed_calls", u64(v[i].c.failed));
 		put(e, "unknown_frees", u64(v[i].c.unknown_frees));
 		put(e, "inherited_frees", u64(v[i].c.inherited_frees));
-		put(e, "held_s", seconds(v[i].c.held_ns));
 		put(e, "live", u64(v[i].live));
 		put(e, "live_bytes", u64(v[i].live_bytes));
 		put(e, "dropped_at_exec", u64(p->dropped_at_exec));

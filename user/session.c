@@ -80,7 +80,7 @@ static int place(struct session *s, struct process *p, struct allocator *a, uint
 			allocator__free(a);
 			p->image = im;
 			im->processes++;
-			p->first_image = im->id;
+			p->first_image = p->image_id = im->id;
 			return 0;
 		}
 	}
@@ -95,7 +95,7 @@ static int place(struct session *s, struct process *p, struct allocator *a, uint
 	im->exe = procs__exe(p->t.pid);
 	im->processes = 1;
 	p->image = im;
-	p->first_image = im->id;
+	p->first_image = p->image_id = im->id;
 	return s->tracer->plan(s, im);
 }
 
@@ -323,7 +323,6 @@ static void configure(struct session *s)
 	size_t ring;
 
 	skel->rodata->stack_depth = s->opts.stack_depth;
-	skel->rodata->max_holds = sysconf(_SC_NPROCESSORS_ONLN) > 1 ? sysconf(_SC_NPROCESSORS_ONLN) - 1 : 0;
 	skel->rodata->stack_mode = s->stack_mode;
 	skel->rodata->stack_bytes = s->opts.stack_bytes;
 	/* A launched command with --leak-check asks for correctness: no stack lost to a full
@@ -640,7 +639,7 @@ static struct process *take_in(struct session *s, const struct heaptap_proc_even
 	if (im) {
 		/* A child forked by a traced process: its parent's image. */
 		p->image = im;
-		p->first_image = im->id;
+		p->first_image = p->image_id = im->id;
 		im->processes++;
 		if (!im->pid || proc__state(im->pid) != PROC_RUNNING)
 			im->pid = p->t.pid;
@@ -669,6 +668,7 @@ static void exec_image(struct session *s, struct process *p, uint32_t id)
 	bool had = file_of(p->image ? p->image->allocator : NULL, &before);
 
 	procs__leave_image(p);
+	p->image_id = id; /* its blocks from now on, even if it is gone before it is placed */
 	p->range_known = false;
 	proc__comm(p->t.pid, p->t.comm, sizeof(p->t.comm));
 	free(p->exe);
@@ -683,6 +683,8 @@ static void exec_image(struct session *s, struct process *p, uint32_t id)
 	if (!s->attached || (had && file_of(p->image->allocator, &after) &&
 			     before.st_dev == after.st_dev && before.st_ino == after.st_ino))
 		return;
+	/* Another allocator: traced once its probes are in. */
+	__atomic_fetch_add(&s->skel->bss->counters.late_procs, 1, __ATOMIC_RELAXED);
 	s->tracer->detach(s, p);
 	s->tracer->attach(s, p, -1, true);
 }
@@ -690,7 +692,6 @@ static void exec_image(struct session *s, struct process *p, uint32_t id)
 void session__process_event(struct session *s, const struct heaptap_proc_event *e)
 {
 	struct process *p = procs__find(&s->procs, e->tgid);
-	__u32 one = 1, tgid = e->tgid;
 
 	if (e->kind == HEAPTAP_PROC_EXEC) {
 		if (p && !p->exited_ns)
@@ -703,8 +704,7 @@ void session__process_event(struct session *s, const struct heaptap_proc_event *
 		if (p)
 			loop__watch_exit(s, p);
 	}
-	/* The process held at its fork's return or at its exec goes on, its probes in or not. */
-	bpf_map_update_elem(bpf_map__fd(s->skel->maps.fork_acks), &tgid, &one, BPF_ANY);
+
 }
 
 /* The probes of processes that exited, out together (loop.c, once its events are served). */
@@ -724,7 +724,6 @@ void session__process_exited(struct session *s, struct process *p)
 	if (p->exited_ns)
 		return;
 	p->exited_ns = clock__now_ns();
-	p->image_at_exit = p->image ? p->image->id : 0;
 	bpf_map_lookup_elem(bpf_map__fd(s->skel->maps.proc_counters), &key, &p->end);
 	/* Its figures are kept here; the first process's stay in the map with its blocks. */
 	if (p != s->procs.v[0])
@@ -746,9 +745,10 @@ static enum block_owner owner_of(void *ctx, uint32_t tgid, uint32_t image)
 	 * would fill the map). */
 	if (p->exited_ns && p != ((struct session *)ctx)->procs.v[0])
 		return OWNER_DROP_EXIT;
-	if (p->exited_ns)
-		return p->image_at_exit == image ? OWNER_CURRENT : OWNER_DROP_EXEC;
-	return p->image && p->image->id == image ? OWNER_CURRENT : OWNER_DROP_EXEC;
+	if (image == p->image_id)
+		return OWNER_CURRENT;
+	/* An image of an exec heaptap has not heard of yet (ids only grow): left for later. */
+	return image > p->image_id && image >= HEAPTAP_EXEC_IMAGES ? OWNER_NONE : OWNER_DROP_EXEC;
 }
 
 static void dropped(void *ctx, uint32_t tgid, enum block_owner why, uint64_t blocks,

@@ -16,30 +16,6 @@
 #include "proc.h"
 #include "session.h"
 
-/*
- * --follow: the return of glibc's fork (_Fork, fork in glibc before 2.34), where a child's
- * first moment is held until its probes are in. Only where the allocator is glibc: its
- * file is the C library heaptap already has.
- */
-static void plan_fork(struct session *s, struct image *im)
-{
-	static const char *const names[] = { "_Fork", "__libc_fork", "fork" };
-	const struct target_file *libc = &im->allocator->file;
-	const struct elf_sym *sym = NULL;
-	uint64_t offset;
-	size_t i;
-
-	if (!s->opts.follow || !allocator__is_glibc(im->allocator))
-		return;
-	for (i = 0; !sym && i < sizeof(names) / sizeof(names[0]); i++)
-		sym = elf_syms__binding(libc->elf, names[i], false);
-	if (!sym || elf_syms__file_offset(libc->elf, sym->addr, &offset))
-		return;
-	im->fork_probe = (struct probe){ .name = sym->name, .file = libc, .start = offset,
-					 .offset = offset, .returns = true };
-	im->has_fork_probe = true;
-}
-
 /* Which functions, where, and how exceptions get out of operator new. */
 static int plan(struct session *s, struct image *im)
 {
@@ -52,7 +28,6 @@ static int plan(struct session *s, struct image *im)
 		elog("out of memory");
 		return err;
 	}
-	plan_fork(s, im);
 	return 0;
 }
 
@@ -69,19 +44,6 @@ static void configure(struct session *s)
 			break;
 	probes__choose_programs(i < s->procs.nimages ? s->procs.images[i]->plan : s->probes,
 				s->skel);
-	bpf_program__set_autoload(s->skel->progs.fork_return, s->opts.follow);
-}
-
-static int attach_fork_probe(struct session *s, struct process *p)
-{
-	const struct probe *pr = &p->image->fork_probe;
-	LIBBPF_OPTS(bpf_uprobe_opts, opts, .retprobe = true);
-
-	if (!p->image->has_fork_probe || p->links.extra)
-		return 0;
-	p->links.extra = bpf_program__attach_uprobe_opts(s->skel->progs.fork_return, p->t.pid,
-							 pr->file->open_path, pr->offset, &opts);
-	return p->links.extra ? 0 : -errno;
 }
 
 /* A failure says why: most often the process exited meanwhile. */
@@ -104,8 +66,7 @@ static int attach(struct session *s, struct process *p, int stop_fd, bool late)
 			return err;
 		}
 	}
-	err = probes__attach(plan, &p->links, s->skel, p->t.pid, &opts) ?:
-	      attach_fork_probe(s, p);
+	err = probes__attach(plan, &p->links, s->skel, p->t.pid, &opts);
 	if (!err) {
 		p->attached = true;
 		return 0;

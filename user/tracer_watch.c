@@ -26,7 +26,6 @@ static void configure(struct session *s)
 	/* No allocator function is probed: none of their programs is loaded. */
 	bpf_program__set_autoload(s->skel->progs.unwind_write, false);
 	bpf_program__set_autoload(s->skel->progs.unwind_wait, false);
-	bpf_program__set_autoload(s->skel->progs.fork_return, false);
 }
 
 static int attach(struct session *s, struct process *p, int stop_fd, bool late)

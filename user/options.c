@@ -333,7 +333,7 @@ static int add_pids(struct options *opts, const char *arg)
 		opts->pids = grown;
 		opts->pids[opts->npids++] = v;
 	}
-	if (!err && (!copy || !opts->npids || arg[strlen(arg) - 1] == ',' || *arg == ','))
+	if (!err && (!copy || !*arg || !opts->npids || arg[strlen(arg) - 1] == ',' || *arg == ','))
 		err = -EINVAL;
 	free(copy);
 	return err;

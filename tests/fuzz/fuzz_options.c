@@ -38,6 +38,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	optind = 0;
 	if (!options__parse(&opts, argc, argv) && opts.command && opts.command[0] == NULL)
 		__builtin_trap(); /* a command is never empty */
+	options__free(&opts); /* -p's list, whatever the parse said */
 	if (!loader__parse(argc, argv, &run) && (run.program < 1 || run.program >= argc))
 		__builtin_trap(); /* PROGRAM is one of the arguments */
 	for (i = 1; i < (size_t)argc; i++)

@@ -537,6 +537,8 @@ static void processes(void)
 	invalid("-p", ",1", "PID", "a process ID, or several separated by commas");
 	invalid("-p", "1,x", "PID", "a process ID, or several separated by commas");
 	invalid("-p", "0", "PID", "a process ID, or several separated by commas");
+	refused(ARGS("-p", "1", "-p", ""), "invalid PID '': expected a process ID, or several "
+					   "separated by commas (see heaptap --help)");
 	invalid("--comm", "a-name-of-16-byt", "--comm",
 		"a process name as the kernel keeps it (1 to 15 bytes)");
 	invalid("--comm", "", "--comm", "a process name as the kernel keeps it (1 to 15 bytes)");

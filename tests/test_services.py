@@ -3,8 +3,10 @@ programs they exec, and programs started later (--comm): each process counted ex
 site of forked processes merged with per-process counts, exec'd programs' old blocks
 dropped, never live or lost."""
 import os
+import socket
 import subprocess
 import time
+import urllib.request
 
 from lib import (TARGETS, Failure, Heaptap, Target, check, check_true, functions, test)
 
@@ -45,7 +47,11 @@ def test_follow_counts_children_and_exec_per_process():
     the exec without a gap (the same C library: its probes stay). Every figure is the
     program's, per process; the children's site is one, in 3 processes."""
     family = Target("family", args=[LAUNCH])
-    ht = Heaptap(["-p", str(family.target_pid), "--follow", "-i", "200ms"])
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    ht = Heaptap(["-p", str(family.target_pid), "--follow", "-i", "200ms", "--listen",
+                  f"127.0.0.1:{port}"])
     ht.attached()
     family.do("alloc 3 100")
     kids = [int(x) for x in family.do("fork 3").split()]
@@ -90,6 +96,12 @@ def test_follow_counts_children_and_exec_per_process():
     launched = [s for s in rec["sites"] if s["sizes"] == [4242]]
     check("launch.c's first block, named in the new program", functions(launched[0])[1], "main")
     check("no site of the dropped blocks", [s for s in rec["sites"] if s["sizes"] == [333]], [])
+    metrics = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read()
+    metrics = metrics.decode()
+    check_true("Prometheus: the processes traced", "\nheaptap_processes 5\n" in metrics, metrics)
+    check_true("Prometheus: a child's live bytes, by pid and comm",
+               f'heaptap_process_live_bytes{{pid="{kids[2]}",comm="family"}} 3000\n' in metrics,
+               metrics)
     check("the children ended well", family.do("end"), "3")
     final, status = ht.finish()
     check("heaptap exit status", status, 0)

@@ -253,6 +253,52 @@ static void health(struct prom *p, const struct report *r)
 	       snapshot__age(r->snap, r->attach_ns) / 1e9);
 }
 
+/* Processes shown by pid and comm, at most: labels of bounded cardinality, however many
+ * workers a service forks. */
+#define PROM_PROCESSES 20
+
+static int by_process_bytes(const void *a, const void *b)
+{
+	const struct report_process *x = a, *y = b;
+
+	if (x->live_bytes != y->live_bytes)
+		return x->live_bytes > y->live_bytes ? -1 : 1;
+	return x->p->t.pid - y->p->t.pid;
+}
+
+/* The processes traced now, the PROM_PROCESSES with the most live bytes, and how many. */
+static void processes(struct prom *p, const struct report *r)
+{
+	static const char *const names[] = { "heaptap_process_live_bytes",
+					     "heaptap_process_allocs_total" };
+	static const char *const helps[] = {
+		"Live bytes of a traced process (the first 20 by live bytes).",
+		"Blocks a traced process allocated since it was traced (the same 20).",
+	};
+	struct report_process *v;
+	size_t n = report__processes(r, &v), alive = 0, i, k;
+
+	for (i = 0; i < n; i++)
+		if (!v[i].p->exited_ns)
+			v[alive++] = v[i];
+	qsort(v, alive, sizeof(*v), by_process_bytes);
+	single(p, "heaptap_processes", "gauge", "Processes traced now.", alive);
+	for (k = 0; k < 2; k++) {
+		family(p, names[k], k ? "counter" : "gauge", helps[k]);
+		for (i = 0; i < alive && i < PROM_PROCESSES; i++) {
+			char pid[16];
+
+			snprintf(pid, sizeof(pid), "%d", v[i].p->t.pid);
+			fprintf(p->f, "%s{", names[k]);
+			label(p, "pid", pid);
+			fputc(',', p->f);
+			label(p, "comm", v[i].p->t.comm);
+			fprintf(p->f, "} %" PRIu64 "\n", k ? (uint64_t)v[i].c.allocs : v[i].live_bytes);
+		}
+	}
+	free(v);
+}
+
 int report__prometheus(FILE *f, const struct report *r)
 {
 	struct prom p = { .f = f };
@@ -272,6 +318,7 @@ int report__prometheus(FILE *f, const struct report *r)
 	counters(&p, r);
 	size_classes(&p, r);
 	sites(&p, r);
+	processes(&p, r);
 	health(&p, r);
 	return p.err ?: ferror(f) ? -EIO : 0;
 }

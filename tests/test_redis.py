@@ -55,3 +55,42 @@ def test_redis_set_path_through_jemalloc():
                "setGenericCommand" in names and "setCommand" in names, names)
     check("stack mode", final["stacks"]["mode"], "dwarf")
     check_true("redis-server still serving", redis.popen.poll() is None)
+
+
+@test
+def test_redis_bgsave_child_followed():
+    """redis forks a child for BGSAVE: with --follow it is traced (its parent, its calls, its
+    end), the server serving on."""
+    port = free_port()
+    with tempfile.TemporaryDirectory(prefix="heaptap-redis-") as workdir:
+        redis = Proc(["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+                      "--appendonly", "no", "--daemonize", "no", "--dir", workdir],
+                     stdin=subprocess.DEVNULL)
+        wait_listening(port, redis)
+        # Enough keys for the child to take a while writing them.
+        fill = subprocess.run(["redis-benchmark", "-p", str(port), "-t", "set", "-c", "2",
+                               "-P", "64", "-d", "100", "-n", "300000", "-r", "300000", "-q"],
+                              capture_output=True, timeout=300)
+        check("redis-benchmark exit status", fill.returncode, 0)
+        ht = Heaptap(["-p", str(redis.pid), "-f", "-i", "300ms"])
+        ht.attached()
+        cli = subprocess.run(["redis-cli", "-p", str(port), "bgsave"], capture_output=True,
+                             text=True, timeout=60)
+        check_true("BGSAVE started", "Background saving started" in cli.stdout, cli.stdout)
+        deadline = time.monotonic() + 60
+        child = None
+        while child is None or child["alive"]:
+            rec = ht.record()
+            check_true("reports until the BGSAVE child has ended",
+                       rec is not None and time.monotonic() < deadline,
+                       rec and rec["processes"])
+            child = next((p for p in rec["processes"] if p["parent"] == redis.pid), None)
+        check_true("the child allocated (its RDB writer's buffers)", child["alloc_calls"] > 0,
+                   child)
+        check("the child, traced from after its fork", rec["inexact"]["late_procs"], 1)
+        check_true("dump.rdb written", os.path.exists(os.path.join(workdir, "dump.rdb")))
+        ping = subprocess.run(["redis-cli", "-p", str(port), "ping"], capture_output=True,
+                              text=True, timeout=30)
+        check("redis-server still serving", ping.stdout.strip(), "PONG")
+        final, status = ht.finish()
+    check("heaptap exit status", status, 0)

@@ -33,11 +33,12 @@ def test_torture_short():
             break
         lines.append(line)
     status = run.wait()
+    stderr = run.stderr_text()   # read once: it is a pipe
     summary = next((line for line in lines if " cycles in " in line), None)
     check_true("the torture run's summary", summary,
-               f"({replay}) last lines: {lines[-3:]}; stderr: {run.stderr_text()[-2000:]}")
+               f"({replay}) last lines: {lines[-3:]}; stderr: {stderr[-2000:]}")
     failed = [line for line in lines if line.startswith("FAILED") or "  FAIL: " in line]
     check(f"failed torture cycles ({replay}): {failed[:3]}", len(failed), 0)
     check_true("torture cycles run", int(summary.split()[0]) > 0, summary)
     check_true(f"torture.py exit status ({replay})", status == 0,
-               f"expected 0, got {status}: {summary}; stderr: {run.stderr_text()[-3000:]}")
+               f"expected 0, got {status}: {lines[-12:]}; stderr: {stderr[-3000:]}")

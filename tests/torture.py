@@ -68,6 +68,7 @@ import statistics
 import subprocess
 import sys
 import time
+import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import lib  # noqa: E402
@@ -812,6 +813,9 @@ def main(argv):
             done += 1
     except Failure as e:
         torture.failures.append(f"run stopped: {e}")
+    except Exception as e:   # noqa: BLE001 -- said in the summary, not lost after it
+        torture.failures.append(f"run stopped by {type(e).__name__}: {e} "
+                                f"({traceback.format_exc(limit=3)!r})")
     except KeyboardInterrupt:
         torture.failures.append("run interrupted")
     finally:

@@ -39,7 +39,6 @@ struct process {
 	struct target t;	  /* PID, name, pidfd, launch and exit */
 	int parent;		  /* the traced process it was forked from; 0: none */
 	struct image *image;	  /* NULL once it has exited */
-	uint32_t first_image;	  /* the image it was traced in first */
 	char *exe;		  /* its program, escaped, as it was last */
 	struct probe_links links; /* its probes */
 	uint64_t since_ns;  /* traced from (CLOCK_MONOTONIC) */

@@ -80,7 +80,7 @@ static int place(struct session *s, struct process *p, struct allocator *a, uint
 			allocator__free(a);
 			p->image = im;
 			im->processes++;
-			p->first_image = p->image_id = im->id;
+			p->image_id = im->id;
 			return 0;
 		}
 	}
@@ -95,7 +95,7 @@ static int place(struct session *s, struct process *p, struct allocator *a, uint
 	im->exe = procs__exe(p->t.pid);
 	im->processes = 1;
 	p->image = im;
-	p->first_image = p->image_id = im->id;
+	p->image_id = im->id;
 	return s->tracer->plan(s, im);
 }
 
@@ -639,7 +639,7 @@ static struct process *take_in(struct session *s, const struct heaptap_proc_even
 	if (im) {
 		/* A child forked by a traced process: its parent's image. */
 		p->image = im;
-		p->first_image = p->image_id = im->id;
+		p->image_id = im->id;
 		im->processes++;
 		if (!im->pid || proc__state(im->pid) != PROC_RUNNING)
 			im->pid = p->t.pid;

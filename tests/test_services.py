@@ -3,8 +3,11 @@ programs they exec, and programs started later (--comm): each process counted ex
 site of forked processes merged with per-process counts, exec'd programs' old blocks
 dropped, never live or lost."""
 import os
+import re
 import socket
 import subprocess
+import shutil
+import tempfile
 import time
 import urllib.request
 
@@ -50,8 +53,9 @@ def test_follow_counts_children_and_exec_per_process():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
+    profile = os.path.join(tempfile.mkdtemp(prefix="heaptap-services-"), "heap.pb.gz")
     ht = Heaptap(["-p", str(family.target_pid), "--follow", "-i", "200ms", "--listen",
-                  f"127.0.0.1:{port}"])
+                  f"127.0.0.1:{port}", "--pprof", profile])
     ht.attached()
     family.do("alloc 3 100")
     kids = [int(x) for x in family.do("fork 3").split()]
@@ -102,8 +106,15 @@ def test_follow_counts_children_and_exec_per_process():
     check_true("Prometheus: a child's live bytes, by pid and comm",
                f'heaptap_process_live_bytes{{pid="{kids[2]}",comm="family"}} 3000\n' in metrics,
                metrics)
+    tags = subprocess.run(["go", "tool", "pprof", "-tags", "-sample_index=inuse_space", profile],
+                          capture_output=True, text=True, timeout=120)
+    by_pid_bytes = {int(m.group(2)): m.group(1) for m in
+                    re.finditer(r"^\s*([\d.]+k?B) \(\s*[\d.]+%\): (\d+)$", tags.stdout, re.M)}
+    check("pprof: live bytes by pid label (go tool pprof -tags)",
+          [by_pid_bytes.get(pid) for pid in kids], ["1000.0B", "2.0kB", "2.9kB"])
     check("the children ended well", family.do("end"), "3")
     final, status = ht.finish()
+    shutil.rmtree(os.path.dirname(profile))
     check("heaptap exit status", status, 0)
     procs = by_pid(final)
     for pid in kids + [execed]:

@@ -24,6 +24,7 @@
 typedef Perftools__Profiles__Profile Profile;
 typedef Perftools__Profiles__ValueType ValueType;
 typedef Perftools__Profiles__Sample Sample;
+typedef Perftools__Profiles__Label Label;
 typedef Perftools__Profiles__Mapping Mapping;
 typedef Perftools__Profiles__Location Location;
 typedef Perftools__Profiles__Line Line;
@@ -272,17 +273,14 @@ static uint64_t unstored_location(struct builder *b)
 	return loc->id;
 }
 
-/* The sample of a stack, made with its locations on first sight; NULL on failure. */
-static Sample *sample_of(struct builder *b, uint64_t stack_id, uint32_t fn)
+/* A new sample of a stack, with its locations; NULL on failure. */
+static Sample *new_sample(struct builder *b, uint64_t stack_id, uint32_t fn)
 {
-	uintptr_t slot = (uintptr_t)idmap__get(&b->sample_index, stack_id);
 	const struct stack *st = stacks__get(b->r->stacks, stack_id);
 	const char *alias = NULL;
 	Sample *smp;
 	size_t k, first = 0;
 
-	if (slot)
-		return &b->samples[slot - 1];
 	if (GROW(b, samples))
 		return NULL;
 	smp = &b->samples[b->nsamples];
@@ -315,9 +313,61 @@ static Sample *sample_of(struct builder *b, uint64_t stack_id, uint32_t fn)
 			return NULL;
 		smp->n_location_id = 1;
 	}
-	if (idmap__put(&b->sample_index, stack_id, (void *)(uintptr_t)b->nsamples))
+	return smp;
+}
+
+/* The sample of a stack, made on first sight; NULL on failure. */
+static Sample *sample_of(struct builder *b, uint64_t stack_id, uint32_t fn)
+{
+	uintptr_t slot = (uintptr_t)idmap__get(&b->sample_index, stack_id);
+	Sample *smp;
+
+	if (slot)
+		return &b->samples[slot - 1];
+	smp = new_sample(b, stack_id, fn);
+	if (!smp || idmap__put(&b->sample_index, stack_id, (void *)(uintptr_t)b->nsamples))
 		return NULL;
 	return smp;
+}
+
+/*
+ * With several processes (and every block tracked), a site's live blocks by process: a
+ * sample each, labelled pid, and what the site's first SITE_PROCS processes do not hold on
+ * the site's own sample. 0, or -ENOMEM.
+ */
+static int process_samples(struct builder *b, const struct site *site, Sample *merged)
+{
+	unsigned int k;
+
+	if (!b->r->procs || b->r->procs->n < 2 || b->r->opts->sample_bytes)
+		return 0;
+	for (k = 0; k < site->nprocs && k < SITE_PROCS; k++) {
+		Sample *smp;
+		Label *l;
+
+		/* new_sample may move the samples: the merged one is found again by index. */
+		size_t at = merged - b->samples;
+
+		smp = new_sample(b, site->stack_id, site->fn);
+		merged = &b->samples[at];
+		l = smp ? calloc(1, sizeof(*l)) : NULL;
+		if (!l)
+			return -ENOMEM;
+		*l = (Label)PERFTOOLS__PROFILES__LABEL__INIT;
+		l->key = string_id(b, "pid");
+		l->num = site->procs[k].tgid;
+		smp->label = calloc(1, sizeof(*smp->label));
+		if (!smp->label) {
+			free(l);
+			return -ENOMEM;
+		}
+		smp->label[smp->n_label++] = l;
+		smp->value[0] = site->procs[k].live;
+		smp->value[1] = site->procs[k].live_bytes;
+		merged->value[0] -= site->procs[k].live;
+		merged->value[1] -= site->procs[k].live_bytes;
+	}
+	return 0;
 }
 
 /*
@@ -349,6 +399,8 @@ static int add_samples(struct builder *b)
 			return -ENOMEM;
 		smp->value[0] += llround(site->est_blocks);
 		smp->value[1] += llround(site->est_bytes);
+		if (process_samples(b, site, smp))
+			return -ENOMEM;
 	}
 	for (i = 0; i < s->ntotals; i++) {
 		const struct site_total *t = &s->totals[i];
@@ -461,6 +513,9 @@ static void builder__free(struct builder *b)
 	for (i = 0; i < b->nsamples; i++) {
 		free(b->samples[i].value);
 		free(b->samples[i].location_id);
+		for (k = 0; k < b->samples[i].n_label; k++)
+			free(b->samples[i].label[k]);
+		free(b->samples[i].label);
 	}
 	free(b->strings);
 	free(b->functions);

@@ -55,7 +55,7 @@ def test_follow_counts_children_and_exec_per_process():
         port = s.getsockname()[1]
     profile = os.path.join(tempfile.mkdtemp(prefix="heaptap-services-"), "heap.pb.gz")
     ht = Heaptap(["-p", str(family.target_pid), "--follow", "-i", "200ms", "--listen",
-                  f"127.0.0.1:{port}", "--pprof", profile])
+                  f"127.0.0.1:{port}", "--pprof", profile, "--folded", profile + ".folded"])
     ht.attached()
     family.do("alloc 3 100")
     kids = [int(x) for x in family.do("fork 3").split()]
@@ -112,6 +112,16 @@ def test_follow_counts_children_and_exec_per_process():
                     re.finditer(r"^\s*([\d.]+k?B) \(\s*[\d.]+%\): (\d+)$", tags.stdout, re.M)}
     check("pprof: live bytes by pid label (go tool pprof -tags)",
           [by_pid_bytes.get(pid) for pid in kids], ["1000.0B", "2.0kB", "2.9kB"])
+    with open(profile + ".folded") as f:
+        folded = [line.rsplit(" ", 1) for line in f.read().splitlines()]
+    rooted = {}
+    for stack, value in folded:
+        root = stack.split(";")[0]
+        rooted[root] = rooted.get(root, 0) + int(value)
+    check("folded: each child's stacks under its own root frame",
+          [rooted.get(f"family [{pid}]") for pid in kids], [1000, 2000, 3000])
+    check("folded: the values add up to the live bytes",
+          sum(int(v) for _, v in folded), rec["live_bytes"])
     check("the children ended well", family.do("end"), "3")
     final, status = ht.finish()
     shutil.rmtree(os.path.dirname(profile))

@@ -2,7 +2,9 @@
 /*
  * Folded stacks: one line per stack, its frames from the outermost down to the allocator
  * function, separated by ';', then its live bytes. flamegraph.pl, inferno and speedscope
- * read it; the values add up to the report's live bytes.
+ * read it; the values add up to the report's live bytes. In a session of several processes
+ * (every block tracked), a stack's bytes are split by process, each line rooted in a frame
+ * "COMM [PID]"; what a site's first SITE_PROCS processes do not hold stays unrooted.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -30,22 +32,51 @@ static int put_frame(const char *name, void *ctx)
 	return 0;
 }
 
+/* One line: the stack under root (NULL: none), and its value. */
+static int put_line(FILE *f, const struct report *r, const struct site *site, const char *root,
+		    uint64_t value)
+{
+	struct folded_line line = { .f = f, .first = true };
+	int err;
+
+	if (!value)
+		return 0;
+	if (root)
+		put_frame(root, &line);
+	err = report__stack_names(r, site, put_frame, &line);
+	if (!err)
+		fprintf(f, " %" PRIu64 "\n", value);
+	return err;
+}
+
+/* The name of process pid as a root frame: "COMM [PID]". */
+static void process_root(const struct report *r, uint32_t pid, char *buf, size_t size)
+{
+	const struct process *p = procs__find(r->procs, pid);
+
+	snprintf(buf, size, "%s [%u]", p ? p->t.comm : "?", pid);
+}
+
 int report__folded(FILE *f, const struct report *r)
 {
 	const struct snapshot *s = r->snap;
+	bool split = r->procs && r->procs->n > 1 && !r->opts->sample_bytes && !r->opts->watch;
+	char root[96];
 	size_t i;
-	int err;
+	int err = 0;
 
-	for (i = 0; i < s->nsites; i++) {
-		struct folded_line line = { .f = f, .first = true };
-		uint64_t value = report__site_bytes(r, &s->sites[i]);
+	for (i = 0; !err && i < s->nsites; i++) {
+		const struct site *site = &s->sites[i];
+		uint64_t value = report__site_bytes(r, site);
+		unsigned int k;
 
-		if (!value)
-			continue;
-		err = report__stack_names(r, &s->sites[i], put_frame, &line);
-		if (err)
-			return err;
-		fprintf(f, " %" PRIu64 "\n", value);
+		for (k = 0; split && k < site->nprocs && k < SITE_PROCS && !err; k++) {
+			process_root(r, site->procs[k].tgid, root, sizeof(root));
+			err = put_line(f, r, site, root, site->procs[k].live_bytes);
+			value -= site->procs[k].live_bytes;
+		}
+		if (!err)
+			err = put_line(f, r, site, NULL, value);
 	}
-	return ferror(f) ? -EIO : 0;
+	return err ?: ferror(f) ? -EIO : 0;
 }

@@ -507,3 +507,27 @@ struct syms *report__syms(const struct report *r, const struct stack *st)
 
 	return im && im->syms ? im->syms : r->syms;
 }
+
+int report__site_shares(const struct report *r, const struct site *site,
+			int (*share)(const char *root, uint64_t bytes, uint64_t blocks, void *ctx),
+			void *ctx)
+{
+	bool split = r->procs && r->procs->n > 1 && !r->opts->sample_bytes && !r->opts->watch;
+	uint64_t bytes = report__site_bytes(r, site), blocks = site->live;
+	char root[96];
+	unsigned int k;
+	int err = 0;
+
+	if (r->opts->sample_bytes)
+		blocks = llround(site->est_blocks);
+	for (k = 0; split && !err && k < site->nprocs && k < SITE_PROCS; k++) {
+		const struct process *p = procs__find(r->procs, site->procs[k].tgid);
+
+		snprintf(root, sizeof(root), "%s [%u]", p ? p->t.comm : "?", site->procs[k].tgid);
+		if (site->procs[k].live_bytes)
+			err = share(root, site->procs[k].live_bytes, site->procs[k].live, ctx);
+		bytes -= site->procs[k].live_bytes;
+		blocks -= site->procs[k].live;
+	}
+	return err || !bytes ? err : share(NULL, bytes, blocks, ctx);
+}

@@ -127,6 +127,16 @@ extern const size_t report__ninexact_causes;
 /* The size classes used so far, in --sort order; returns how many, into rows[CLASSES]. */
 size_t report__size_rows(const struct report *r, struct size_row *rows);
 
+/*
+ * A site's live bytes and blocks as the flame graphs split them: in a session of several
+ * processes (every block tracked), a share per process (of the site's first SITE_PROCS),
+ * named by a root frame "COMM [PID]", and the rest without one (root NULL). Shares of 0
+ * bytes are left out. Stops at share's first nonzero return, which it returns.
+ */
+int report__site_shares(const struct report *r, const struct site *site,
+			int (*share)(const char *root, uint64_t bytes, uint64_t blocks, void *ctx),
+			void *ctx);
+
 /* The symbols a stack's addresses are named by: those of its image. */
 struct syms *report__syms(const struct report *r, const struct stack *st);
 

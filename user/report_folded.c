@@ -32,51 +32,36 @@ static int put_frame(const char *name, void *ctx)
 	return 0;
 }
 
-/* One line: the stack under root (NULL: none), and its value. */
-static int put_line(FILE *f, const struct report *r, const struct site *site, const char *root,
-		    uint64_t value)
+struct folded_site {
+	FILE *f;
+	const struct report *r;
+	const struct site *site;
+};
+
+/* One line: the site's stack under root (NULL: none), and its bytes. */
+static int put_line(const char *root, uint64_t bytes, uint64_t blocks, void *ctx)
 {
-	struct folded_line line = { .f = f, .first = true };
+	struct folded_site *fs = ctx;
+	struct folded_line line = { .f = fs->f, .first = true };
 	int err;
 
-	if (!value)
-		return 0;
 	if (root)
 		put_frame(root, &line);
-	err = report__stack_names(r, site, put_frame, &line);
+	err = report__stack_names(fs->r, fs->site, put_frame, &line);
 	if (!err)
-		fprintf(f, " %" PRIu64 "\n", value);
+		fprintf(fs->f, " %" PRIu64 "\n", bytes);
 	return err;
-}
-
-/* The name of process pid as a root frame: "COMM [PID]". */
-static void process_root(const struct report *r, uint32_t pid, char *buf, size_t size)
-{
-	const struct process *p = procs__find(r->procs, pid);
-
-	snprintf(buf, size, "%s [%u]", p ? p->t.comm : "?", pid);
 }
 
 int report__folded(FILE *f, const struct report *r)
 {
-	const struct snapshot *s = r->snap;
-	bool split = r->procs && r->procs->n > 1 && !r->opts->sample_bytes && !r->opts->watch;
-	char root[96];
 	size_t i;
 	int err = 0;
 
-	for (i = 0; !err && i < s->nsites; i++) {
-		const struct site *site = &s->sites[i];
-		uint64_t value = report__site_bytes(r, site);
-		unsigned int k;
+	for (i = 0; !err && i < r->snap->nsites; i++) {
+		struct folded_site fs = { .f = f, .r = r, .site = &r->snap->sites[i] };
 
-		for (k = 0; split && k < site->nprocs && k < SITE_PROCS && !err; k++) {
-			process_root(r, site->procs[k].tgid, root, sizeof(root));
-			err = put_line(f, r, site, root, site->procs[k].live_bytes);
-			value -= site->procs[k].live_bytes;
-		}
-		if (!err)
-			err = put_line(f, r, site, NULL, value);
+		err = report__site_shares(r, fs.site, put_line, &fs);
 	}
 	return err ?: ferror(f) ? -EIO : 0;
 }

@@ -5,7 +5,6 @@
  * the session's timeline. The page draws them itself and needs nothing else.
  */
 #include <errno.h>
-#include <math.h>
 #include <string.h>
 
 #include <json-c/json.h>
@@ -21,33 +20,43 @@ static int add_name(const char *name, void *ctx)
 	return json_object_array_add(ctx, json_object_new_string(name)) ? -ENOMEM : 0;
 }
 
+struct html_site {
+	const struct report *r;
+	const struct site *site;
+	json_object *stacks;
+};
+
+/* A stack of the flame graph: the site's frames under root (NULL: none), its share. */
+static int add_stack(const char *root, uint64_t bytes, uint64_t blocks, void *ctx)
+{
+	struct html_site *hs = ctx;
+	json_object *o = json_object_new_object(), *frames = json_object_new_array();
+
+	if ((root && add_name(root, frames)) || report__stack_names(hs->r, hs->site, add_name,
+								    frames)) {
+		json_object_put(frames);
+		json_object_put(o);
+		return -ENOMEM;
+	}
+	json_object_object_add(o, "frames", frames);
+	json_object_object_add(o, "bytes", json_object_new_int64(bytes));
+	json_object_object_add(o, "blocks", json_object_new_int64(blocks));
+	return json_object_array_add(hs->stacks, o) ? -ENOMEM : 0;
+}
+
 static json_object *stacks(const struct report *r)
 {
-	json_object *a = json_object_new_array();
+	struct html_site hs = { .r = r, .stacks = json_object_new_array() };
 	size_t i;
 
 	for (i = 0; i < r->snap->nsites; i++) {
-		const struct site *site = &r->snap->sites[i];
-		json_object *o = json_object_new_object(), *frames = json_object_new_array();
-		uint64_t bytes = report__site_bytes(r, site);
-
-		if (!bytes)
-			continue;
-		if (report__stack_names(r, site, add_name, frames)) {
-			json_object_put(frames);
-			json_object_put(o);
-			json_object_put(a);
+		hs.site = &r->snap->sites[i];
+		if (report__site_shares(r, hs.site, add_stack, &hs)) {
+			json_object_put(hs.stacks);
 			return NULL;
 		}
-		json_object_object_add(o, "frames", frames);
-		json_object_object_add(o, "bytes", json_object_new_int64(bytes));
-		json_object_object_add(o, "blocks",
-				       json_object_new_int64(r->opts->sample_bytes
-								     ? llround(site->est_blocks)
-								     : (int64_t)site->live));
-		json_object_array_add(a, o);
 	}
-	return a;
+	return hs.stacks;
 }
 
 static json_object *timeline(const struct report *r)

@@ -200,3 +200,30 @@ def test_several_pids_and_programs_started_later():
     check("inexact: the one matched at its exec", rec["inexact"]["late_procs"], 1)
     final, status = ht.finish()
     check("heaptap exit status", status, 0)
+
+
+@test
+def test_html_report_of_a_forked_family_in_chromium():
+    """The HTML report of a session of several processes: its processes table, and its flame
+    graph with each process's stacks under a root frame of its own (rendered in Chromium)."""
+    from test_outputs import Dom, chromium, out_dir, page_checks
+    path = os.path.join(out_dir("services-html"), "report.html")
+    family = Target("family")
+    ht = Heaptap(["-p", str(family.target_pid), "-f", "-i", "200ms", "--html", path])
+    ht.attached()
+    family.do("alloc 3 100")
+    kids = [int(x) for x in family.do("fork 2").split()]
+    wait_record(ht, lambda r: all(pid in by_pid(r) for pid in kids), "the children are in")
+    family.do("go")
+    wait_record(ht, lambda r: r["live_allocs"] == 3 + 3, "the children allocated")
+    final, status = ht.finish()
+    check("heaptap exit status", status, 0)
+    out, err = chromium(["--dump-dom", "file://" + path])
+    dom = Dom(out)
+    page_checks(dom, err)
+    rows = dom.one("table", id="processes").find("tr")
+    check("processes table rows (header and one per process)", len(rows), 1 + 3)
+    text = dom.root.text()
+    for pid in kids:
+        check_true(f"the flame graph's root frame of PID {pid}", f"family [{pid}]" in text)
+    family.do("end")

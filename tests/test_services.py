@@ -11,7 +11,8 @@ import tempfile
 import time
 import urllib.request
 
-from lib import (TARGETS, Failure, Heaptap, Target, check, check_true, functions, test)
+from lib import (TARGETS, Failure, Heaptap, Target, check, check_true, functions,
+                 probed_text_intact, test)
 
 LAUNCH = os.path.join(TARGETS, "launch")
 
@@ -24,6 +25,8 @@ def figures(p, *keys):
     return tuple(p[k] for k in keys)
 
 
+CHILDREN = 8
+WORK_BLOCKS = CHILDREN * (CHILDREN + 1) // 2
 CALLS = ("alloc_calls", "free_calls", "allocs", "frees", "alloc_bytes", "free_bytes",
          "unknown_frees", "inherited_frees")
 
@@ -44,21 +47,23 @@ def wait_record(ht, cond, what, timeout=30):
 
 @test
 def test_follow_counts_children_and_exec_per_process():
-    """family.c under --follow: the parent's 3 blocks of 100 bytes; children 1..3 each free
-    one of them (inherited, not unknown), allocate i x 1000 bytes and 7 they free; a fourth
+    """family.c under --follow: the parent's 3 blocks of 100 bytes; children 1..8 each free
+    one of them (inherited, not unknown), allocate i x 1000 bytes and 7 they free; a ninth
     child allocates 5 x 333 bytes and execs launch.c (4242 + 3 x 17 bytes), traced through
     the exec without a gap (the same C library: its probes stay). Every figure is the
-    program's, per process; the children's site is one, in 3 processes."""
+    program's, per process; the children's site is one, in 8 processes. A process outside
+    the set never traps; the children's code is the file's again after detach."""
     family = Target("family", args=[LAUNCH])
+    host = Target("family")   # the same program, outside the set
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     profile = os.path.join(tempfile.mkdtemp(prefix="heaptap-services-"), "heap.pb.gz")
     ht = Heaptap(["-p", str(family.target_pid), "--follow", "-i", "200ms", "--listen",
                   f"127.0.0.1:{port}", "--pprof", profile, "--folded", profile + ".folded"])
-    ht.attached()
+    attached = ht.attached()
     family.do("alloc 3 100")
-    kids = [int(x) for x in family.do("fork 3").split()]
+    kids = [int(x) for x in family.do(f"fork {CHILDREN}").split()]
     execed = int(family.do("exec"))
     # A child runs at once (heaptap does not hold it: see README, Services): it waits here
     # until its probes are in, which a report with it in the processes shows.
@@ -84,25 +89,36 @@ def test_follow_counts_children_and_exec_per_process():
     check("its live blocks, the new program's only", (p["live"], p["live_bytes"]),
           (4, 4242 + 51))
     check("dropped in all", (rec["dropped_blocks"], rec["dropped_bytes"]), (5, 5 * 333))
-    check("inherited frees", rec["inherited_frees"], 3)
-    check("inexact: the 4 children, traced from after their fork",
-          (rec["inexact"]["total"], rec["inexact"]["late_procs"]), (4, 4))
+    check("inherited frees", rec["inherited_frees"], CHILDREN)
+    check("inexact: the children, traced from after their fork",
+          (rec["inexact"]["total"], rec["inexact"]["late_procs"]), (CHILDREN + 1,) * 2)
     check("live in all", (rec["live_allocs"], rec["live_bytes"]),
-          (3 + 6 + 4, 300 + 6000 + 4242 + 51))
+          (3 + WORK_BLOCKS + 4, 300 + 1000 * WORK_BLOCKS + 4242 + 51))
+    # The children's stack is one: one site across them, each child's blocks counted in it.
+    # (Known exception: a process's first stack is at times unwound one frame short of
+    # _start, a site of its own; then two sites, the same blocks.)
     work = [s for s in rec["sites"] if s["sizes"] == [1000]]
-    check("the children's site: one", len(work), 1)
-    check_true("... allocated in child_work", "child_work" in functions(work[0]),
-               functions(work[0]))
-    check("... in 3 processes", work[0]["processes_total"], 3)
-    check("... each's blocks, most bytes first",
-          [(x["pid"], x["live"], x["live_bytes"]) for x in work[0]["processes"]],
-          [(kids[2], 3, 3000), (kids[1], 2, 2000), (kids[0], 1, 1000)])
+    check_true("the children's site: one (two at most)", 1 <= len(work) <= 2,
+               [(s["stack_id"], s["processes"], functions(s)) for s in work])
+    check_true("... allocated in child_work", all("child_work" in functions(s) for s in work),
+               [functions(s) for s in work])
+    check_true("... most of them in one site", work[0]["processes_total"] >= CHILDREN - 1,
+               work[0]["processes"])
+    check("... in all the children", sum(s["processes_total"] for s in work), CHILDREN)
+    check("... each's blocks",
+          sorted((x["pid"], x["live"], x["live_bytes"]) for s in work for x in s["processes"]),
+          sorted((pid, i, 1000 * i) for i, pid in enumerate(kids, 1)))
+    check("... most bytes first", [x["live_bytes"] for x in work[0]["processes"]],
+          sorted((x["live_bytes"] for x in work[0]["processes"]), reverse=True))
     launched = [s for s in rec["sites"] if s["sizes"] == [4242]]
-    check("launch.c's first block, named in the new program", functions(launched[0])[1], "main")
+    check_true("launch.c's first block: a site", launched,
+               [(s["sizes"], s["processes"], functions(s)[:3]) for s in rec["sites"]])
+    check("... named in the new program", functions(launched[0])[1], "main")
     check("no site of the dropped blocks", [s for s in rec["sites"] if s["sizes"] == [333]], [])
     metrics = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read()
     metrics = metrics.decode()
-    check_true("Prometheus: the processes traced", "\nheaptap_processes 5\n" in metrics, metrics)
+    check_true("Prometheus: the processes traced",
+               f"\nheaptap_processes {CHILDREN + 2}\n" in metrics, metrics)
     check_true("Prometheus: a child's live bytes, by pid and comm",
                f'heaptap_process_live_bytes{{pid="{kids[2]}",comm="family"}} 3000\n' in metrics,
                metrics)
@@ -111,7 +127,7 @@ def test_follow_counts_children_and_exec_per_process():
     by_pid_bytes = {int(m.group(2)): m.group(1) for m in
                     re.finditer(r"^\s*([\d.]+k?B) \(\s*[\d.]+%\): (\d+)$", tags.stdout, re.M)}
     check("pprof: live bytes by pid label (go tool pprof -tags)",
-          [by_pid_bytes.get(pid) for pid in kids], ["1000.0B", "2.0kB", "2.9kB"])
+          [by_pid_bytes.get(pid) for pid in kids[:3]], ["1000.0B", "2.0kB", "2.9kB"])
     with open(profile + ".folded") as f:
         folded = [line.rsplit(" ", 1) for line in f.read().splitlines()]
     rooted = {}
@@ -119,10 +135,14 @@ def test_follow_counts_children_and_exec_per_process():
         root = stack.split(";")[0]
         rooted[root] = rooted.get(root, 0) + int(value)
     check("folded: each child's stacks under its own root frame",
-          [rooted.get(f"family [{pid}]") for pid in kids], [1000, 2000, 3000])
+          [rooted.get(f"family [{pid}]") for pid in kids], [1000 * i for i in range(1, 9)])
     check("folded: the values add up to the live bytes",
           sum(int(v) for _, v in folded), rec["live_bytes"])
-    check("the children ended well", family.do("end"), "3")
+    check("a process outside the set: its C library's code is the file's (no trap)",
+          probed_text_intact(host.target_pid, attached), [])
+    check_true("a child's has heaptap's breakpoints (what the check above would see)",
+               probed_text_intact(kids[0], attached))
+    check("the children ended well", family.do("end"), str(CHILDREN))
     final, status = ht.finish()
     shutil.rmtree(os.path.dirname(profile))
     check("heaptap exit status", status, 0)
@@ -210,7 +230,7 @@ def test_html_report_of_a_forked_family_in_chromium():
     path = os.path.join(out_dir("services-html"), "report.html")
     family = Target("family")
     ht = Heaptap(["-p", str(family.target_pid), "-f", "-i", "200ms", "--html", path])
-    ht.attached()
+    attached = ht.attached()
     family.do("alloc 3 100")
     kids = [int(x) for x in family.do("fork 2").split()]
     wait_record(ht, lambda r: all(pid in by_pid(r) for pid in kids), "the children are in")
@@ -218,6 +238,8 @@ def test_html_report_of_a_forked_family_in_chromium():
     wait_record(ht, lambda r: r["live_allocs"] == 3 + 3, "the children allocated")
     final, status = ht.finish()
     check("heaptap exit status", status, 0)
+    for pid in [family.target_pid] + kids:
+        check(f"PID {pid}'s code after detach: the file's", probed_text_intact(pid, attached), [])
     out, err = chromium(["--dump-dom", "file://" + path])
     dom = Dom(out)
     page_checks(dom, err)

@@ -482,9 +482,12 @@ int session__load(struct session *s)
 		return err;
 	if (s->procs.n)
 		primary(s);
-	s->rb = ring_buffer__new(bpf_map__fd(s->skel->maps.events), on_new_stack, s, NULL);
-	if (s->rb && (ring_buffer__add(s->rb, bpf_map__fd(s->skel->maps.samples), on_sample, s) ||
-		      ring_buffer__add(s->rb, bpf_map__fd(s->skel->maps.procs), on_proc, s))) {
+	/* Forks and execs first at each turn: a new image's stack samples, which can only
+	 * come after its exec's notice, find the image made (its unwinder) by then. */
+	s->rb = ring_buffer__new(bpf_map__fd(s->skel->maps.procs), on_proc, s, NULL);
+	if (s->rb &&
+	    (ring_buffer__add(s->rb, bpf_map__fd(s->skel->maps.events), on_new_stack, s) ||
+	     ring_buffer__add(s->rb, bpf_map__fd(s->skel->maps.samples), on_sample, s))) {
 		ring_buffer__free(s->rb);
 		s->rb = NULL;
 	}

@@ -516,9 +516,11 @@ def reap(session, target, sig, fails):
             and not session.ended():
         fails.append(f"heaptap did not exit within {wait}s of {sig.name} "
                      f"(kernel stacks: {kernel_stacks(session.pid)})")
+        session.read()   # what it said before it is ended (end() closes its pipes)
         session.ht.end()
     status = session.ht.popen.wait()
-    session.read()
+    if session.ht.popen.stdout and not session.ht.popen.stdout.closed:
+        session.read()
     attached = session.attached() is not None
     finals = [r for r in session.records if r["type"] == "final"]
     if session.invalid:

@@ -946,18 +946,19 @@ static void free_pause(struct reach_pause *p)
 	free(p);
 }
 
-int reach__pause(int pid, uint64_t stop_wait_ns, struct reach_pause **out)
+/*
+ * A helper process for pid (the tracer of a pause, the holder at an exit), refused for a
+ * process someone else traces, with two pipes: in heaptap, *answer_fd reads the helper's
+ * answers and *cmd_fd writes to it, and its PID is returned; in the helper, 0 is returned
+ * with *answer_fd and *cmd_fd the other ends. Negative errno, nothing left open, on failure.
+ */
+static pid_t fork_helper(int pid, int *answer_fd, int *cmd_fd)
 {
-	uint64_t deadline;
-	int answer[2], release[2];
-	struct tracer_answer a;
-	struct reach_pause *p;
-	pid_t self;
+	int answer[2], cmd[2], err;
 	const char *v;
 	char buf[4096];
-	int err;
+	pid_t child;
 
-	*out = NULL;
 	if (pid <= 0 || pid == getpid())
 		return -EINVAL;
 	/* Refuse before stopping anything: a traced process is someone else's to stop. */
@@ -966,35 +967,47 @@ int reach__pause(int pid, uint64_t stop_wait_ns, struct reach_pause **out)
 		return -ESRCH;
 	if (atoi(v))
 		return -EBUSY;
+	if (pipe2(answer, O_CLOEXEC))
+		return -errno;
+	if (pipe2(cmd, O_CLOEXEC)) {
+		err = -errno;
+		close(answer[0]);
+		close(answer[1]);
+		return err;
+	}
+	child = fork();
+	err = child < 0 ? -errno : 0;
+	close(child ? answer[1] : answer[0]);
+	close(child ? cmd[0] : cmd[1]);
+	if (err) {
+		close(answer[0]);
+		close(cmd[1]);
+		return err;
+	}
+	*answer_fd = child ? answer[0] : answer[1];
+	*cmd_fd = child ? cmd[1] : cmd[0];
+	return child;
+}
+
+int reach__pause(int pid, uint64_t stop_wait_ns, struct reach_pause **out)
+{
+	uint64_t deadline;
+	struct tracer_answer a;
+	struct reach_pause *p;
+	pid_t self = getpid();
+	int err;
+
+	*out = NULL;
 	p = calloc(1, sizeof(*p));
 	if (!p)
 		return -ENOMEM;
 	p->pid = pid;
 	p->answer_fd = p->release_fd = -1;
-	if (pipe2(answer, O_CLOEXEC)) {
-		err = -errno;
-		goto cleanup;
-	}
-	p->answer_fd = answer[0];
-	if (pipe2(release, O_CLOEXEC)) {
-		err = -errno;
-		close(answer[1]);
-		goto cleanup;
-	}
-	p->release_fd = release[1];
-	self = getpid();
-	p->tracer = fork();
-	if (!p->tracer) {
-		close(p->answer_fd);
-		close(p->release_fd);
-		p->answer_fd = answer[1];
-		p->release_fd = release[0];
+	p->tracer = fork_helper(pid, &p->answer_fd, &p->release_fd);
+	if (!p->tracer)
 		tracer_main(p, self, stop_wait_ns);
-	}
-	err = p->tracer < 0 ? -errno : 0;
-	close(answer[1]);
-	close(release[0]);
-	if (err) {
+	if (p->tracer < 0) {
+		err = p->tracer;
 		p->tracer = 0;
 		goto cleanup;
 	}
@@ -1063,22 +1076,13 @@ static int hold_read(struct reach_hold *h, struct tracer_answer *a, uint64_t dea
 
 int reach__hold(int pid, struct reach_hold **out)
 {
-	int answer[2], release[2], err;
 	struct tracer_answer a;
 	struct reach_pause *p;
 	struct reach_hold *h;
-	const char *v;
-	char buf[4096];
-	pid_t self;
+	pid_t self = getpid();
+	int err;
 
 	*out = NULL;
-	if (pid <= 0 || pid == getpid())
-		return -EINVAL;
-	v = status_value(pid, 0, "TracerPid", buf, sizeof(buf));
-	if (!v)
-		return -ESRCH;
-	if (atoi(v))
-		return -EBUSY;
 	h = calloc(1, sizeof(*h));
 	p = calloc(1, sizeof(*p)); /* the holder's copy after the fork */
 	if (!h || !p) {
@@ -1088,30 +1092,14 @@ int reach__hold(int pid, struct reach_hold **out)
 	}
 	h->pid = p->pid = pid;
 	h->answer_fd = h->cmd_fd = -1;
-	if (pipe2(answer, O_CLOEXEC)) {
-		err = -errno;
-		goto cleanup;
-	}
-	h->answer_fd = answer[0];
-	if (pipe2(release, O_CLOEXEC)) {
-		err = -errno;
-		close(answer[1]);
-		goto cleanup;
-	}
-	h->cmd_fd = release[1];
-	self = getpid();
-	h->holder = fork();
+	h->holder = fork_helper(pid, &h->answer_fd, &h->cmd_fd);
 	if (!h->holder) {
-		close(h->answer_fd);
-		close(h->cmd_fd);
-		p->answer_fd = answer[1];
-		p->release_fd = release[0];
+		p->answer_fd = h->answer_fd;
+		p->release_fd = h->cmd_fd;
 		holder_main(p, self);
 	}
-	err = h->holder < 0 ? -errno : 0;
-	close(answer[1]);
-	close(release[0]);
-	if (err) {
+	if (h->holder < 0) {
+		err = h->holder;
 		h->holder = 0;
 		goto cleanup;
 	}

@@ -10,6 +10,7 @@ import tempfile
 import time
 
 from lib import Failure, Heaptap, Proc, check, check_true, functions, test
+from test_services import wait_record
 
 PG_BIN = "/usr/lib/postgresql/15/bin"
 PORT = 54329
@@ -27,17 +28,13 @@ def backend_calls(rec, pid):
 
 def settled(ht, pid, what, timeout=30):
     """The latest interval record once pid's calls are the same in two in a row."""
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        rec = ht.record()
-        if rec is None:
-            raise Failure(f"heaptap ended before {what}: {ht.stderr_text()}")
+    last = [None]
+
+    def same(rec):
         calls = backend_calls(rec, pid)
-        if calls is not None and calls == last:
-            return rec
-        last = calls
-    raise Failure(f"PID {pid}'s calls did not settle within {timeout} s ({what})")
+        before, last[0] = last[0], calls
+        return calls is not None and calls == before
+    return wait_record(ht, same, what, timeout)
 
 
 class Psql:

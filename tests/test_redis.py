@@ -29,14 +29,20 @@ def wait_listening(port, proc, timeout=30):
     raise Failure(f"redis-server not listening on {port} after {timeout}s")
 
 
+def start_redis(port, workdir):
+    """redis-server on a loopback port, no persistence of its own, once it listens."""
+    redis = Proc(["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+                  "--appendonly", "no", "--daemonize", "no", "--dir", workdir],
+                 stdin=subprocess.DEVNULL)
+    wait_listening(port, redis)
+    return redis
+
+
 @test
 def test_redis_set_path_through_jemalloc():
     port = free_port()
     with tempfile.TemporaryDirectory(prefix="heaptap-redis-") as workdir:
-        redis = Proc(["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
-                      "--appendonly", "no", "--daemonize", "no", "--dir", workdir],
-                     stdin=subprocess.DEVNULL)
-        wait_listening(port, redis)
+        redis = start_redis(port, workdir)
         ht = Heaptap(["-p", str(redis.pid), "-i", "1h", "--top", "3"])
         attached = ht.attached()
         check("allocator", os.path.basename(attached["allocator"]["path"]), "libjemalloc.so.2")
@@ -63,10 +69,7 @@ def test_redis_bgsave_child_followed():
     end), the server serving on."""
     port = free_port()
     with tempfile.TemporaryDirectory(prefix="heaptap-redis-") as workdir:
-        redis = Proc(["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
-                      "--appendonly", "no", "--daemonize", "no", "--dir", workdir],
-                     stdin=subprocess.DEVNULL)
-        wait_listening(port, redis)
+        redis = start_redis(port, workdir)
         # Enough keys for the child to take a while writing them.
         fill = subprocess.run(["redis-benchmark", "-p", str(port), "-t", "set", "-c", "2",
                                "-P", "64", "-d", "100", "-n", "300000", "-r", "300000", "-q"],

@@ -62,13 +62,13 @@ struct {
 	__type(value, struct heaptap_proc);
 } proc_counters SEC(".maps");
 
-/* Forks, execs and matches, for the loader to trace the processes they make. */
+/* Forks, execs and matches, for the loader to trace the processes they make: room for a
+ * notice (32 bytes with its header) of every process the targets map can hold, so that a
+ * loader busy with a report loses none while there is room to trace them. */
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 64 * 1024);
+	__uint(max_entries, 256 * 1024);
 } procs SEC(".maps");
-
-/* Children whose probes are in, by TGID: their hold at fork's return ends (loader's acks). */
 
 /* Images made at exec, numbered on from the loader's (struct heaptap_target). */
 __u32 image_seq = HEAPTAP_EXEC_IMAGES;
@@ -81,6 +81,42 @@ struct {
 	__type(key, struct heaptap_block);
 	__type(value, struct heaptap_alloc);
 } allocs SEC(".maps");
+
+/* Pools of the program's own allocator (--pool-alloc ...), by process, image and address;
+ * max_entries is set by the loader (HEAPTAP_MAX_POOLS, or 1 when no pool is traced). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 1);
+	__type(key, struct heaptap_pool_key);
+	__type(value, struct heaptap_pool);
+} pools SEC(".maps");
+
+/* Blocks of pools, keyed as allocs (max_entries set as allocs'): whose, of which generation. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 1);
+	__type(key, struct heaptap_block);
+	__type(value, struct heaptap_pool_block);
+} pool_blocks SEC(".maps");
+
+/* The blocks the pools' own functions took from malloc, by address: their sizes (sized by
+ * the loader; 1 when pools are not traced). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 1);
+	__type(key, struct heaptap_block);
+	__type(value, __u64);
+} pool_mallocs SEC(".maps");
+
+/* Pools are traced (some function of a pool's is probed). */
+const volatile __u32 pools_on = 0;
+/* Pools' generations, numbered once each: a pool made again at an address has a new one. */
+__u64 pool_gen = 0;
+/* A reset or destroy freed blocks whose records the reap program has still to take out. */
+__u32 pool_reap_pending = 0;
 
 /* Distinct stacks by hash; max_entries is set from --max-stacks. */
 struct {
@@ -147,7 +183,13 @@ struct {
 __u32 fixup_cpu[2] = {};
 
 __u64 fixup_seq = 0;
+/* The loader's threads serve the rings: always with unwind_wait, as a fallback with
+ * unwind_write. */
+__u32 fixups_served = 0;
 __u64 fixup_acks[HEAPTAP_FIXUP_SLOTS] = {};
+/* The request a thread stopped waiting for, by slot: the loader must not write it then. */
+__u64 fixup_gave_up[HEAPTAP_FIXUP_SLOTS] = {};
+struct heaptap_fixup_stats fixup_stats = {};
 
 /* Gaps between sampled allocations, exponentially distributed with mean sample_interval:
  * BPF has no floating point, so the loader draws them. */
@@ -235,6 +277,17 @@ struct call {
 	__u64 noted;	  /* its name is in the threads map */
 	__u64 free_sp;	  /* the thread's latest counted free: its stack pointer... */
 	__u64 free_ptr;	  /* ...and block; 0 once the thread allocates again */
+	__u64 pool;	  /* a pool's allocation: the pool */
+	__u64 pool_ret;	  /* ...or the word this many words below the block it returns (a
+			   * realloc's too) */
+	__u64 old_pool;	  /* realloc: the pool of the old block, 0 for none */
+	__u64 free_all_sp; /* inside a pool's reset or destroy: its entry's stack pointer */
+	/* A malloc (or calloc, realloc, memalign) called by a pool's own function, in progress:
+	 * its stack pointer at entry (0: none), size, and realloc's old block */
+	__u64 under_sp;
+	__u64 under_size;
+	__u64 under_old;    /* (posix_memalign: its out pointer) */
+	__u64 under_kind;
 	struct heaptap_alloc old;
 	struct heaptap_stack stack;
 	__u64 win_lo; /* the stack address win[0] was copied from */
@@ -254,6 +307,7 @@ struct {
 #define SIZE_OVERFLOW (~0ULL)
 
 /* Errors map updates return (vmlinux.h has no errno constants). */
+#define ENOENT 2
 #define E2BIG 7
 #define EEXIST 17
 
@@ -392,23 +446,29 @@ static __always_inline void keep_peak(struct heaptap_site_total *t)
 	}
 }
 
-static __always_inline void account_free(struct call *c, const struct heaptap_alloc *rec)
+/* A block's site and size class, as it is freed. */
+static __always_inline void account_block_freed(const struct heaptap_alloc *rec)
 {
-	struct heaptap_proc *p = proc_of(c->tgid);
 	struct heaptap_site_total *t = bpf_map_lookup_elem(&site_totals, &rec->stack_id);
 	struct heaptap_size_class *sc = size_class(rec->size);
-	__u64 size = rec->size;
 
 	if (t) {
 		keep_peak(t);
 		__sync_fetch_and_sub(&t->live, 1);
-		__sync_fetch_and_sub(&t->live_bytes, size);
+		__sync_fetch_and_sub(&t->live_bytes, rec->size);
 	}
-
 	if (sc) {
 		__sync_fetch_and_add(&sc->frees, 1);
-		__sync_fetch_and_add(&sc->free_bytes, size);
+		__sync_fetch_and_add(&sc->free_bytes, rec->size);
 	}
+}
+
+static __always_inline void account_free(struct call *c, const struct heaptap_alloc *rec)
+{
+	struct heaptap_proc *p = proc_of(c->tgid);
+	__u64 size = rec->size;
+
+	account_block_freed(rec);
 	__sync_fetch_and_add(&counters.frees, 1);
 	__sync_fetch_and_add(&counters.free_bytes, size);
 	if (p) {
@@ -428,17 +488,158 @@ static __always_inline struct heaptap_block block_key(const struct call *c, __u6
 	return key;
 }
 
-/* Remove ptr's record; true (and *rec filled) when it was ours to remove. */
-static __always_inline bool take_record(struct call *c, __u64 ptr, struct heaptap_alloc *rec)
+/*
+ * What the pools sit in: the blocks their own functions take from malloc (a pool's header,
+ * its chunks, its large blocks), tracked apart from the program's blocks, so that a report
+ * can say how much malloc'd memory the pools' live blocks are inside.
+ */
+
+/* Whether the thread is inside one of the pools' own functions: a pool's creation or
+ * allocation, or a realloc that reads its block's pool (the program's own). */
+static __always_inline bool in_pool_function(const struct call *c)
+{
+	return c->kind == HEAPTAP_KIND_POOL_CREATE || c->kind == HEAPTAP_KIND_POOL_ALLOC ||
+	       (c->pool_ret &&
+		(c->kind == HEAPTAP_KIND_REALLOC || c->kind == HEAPTAP_KIND_REALLOCARRAY));
+}
+
+/* A block the pools took from malloc is freed (at any depth): out of their figures. */
+static __always_inline void pool_malloc_freed(const struct call *c, __u64 ptr)
+{
+	struct heaptap_block key = block_key(c, ptr);
+	__u64 *size, n;
+
+	if (!pools_on || !ptr)
+		return;
+	size = bpf_map_lookup_elem(&pool_mallocs, &key);
+	if (!size)
+		return;
+	n = *size;
+	/* Another thread's free of it took it first. */
+	if (bpf_map_delete_elem(&pool_mallocs, &key))
+		return;
+	__sync_fetch_and_sub(&counters.pool_malloc_live, 1);
+	__sync_fetch_and_sub(&counters.pool_malloc_bytes, n);
+}
+
+/* An allocator call nested in another, at sp: noted when a pool's function makes it. */
+static __always_inline void pool_malloc_begins(struct call *c, __u64 kind, __u64 ptr,
+					       __u64 size, __u64 memptr, __u64 sp)
+{
+	if (!pools_on || !in_pool_function(c))
+		return;
+	/* One in progress, and this one inside it: malloc's own business. */
+	if (c->under_sp && sp < c->under_sp)
+		return;
+	if (kind != HEAPTAP_KIND_MALLOC && kind != HEAPTAP_KIND_CALLOC &&
+	    kind != HEAPTAP_KIND_REALLOC && kind != HEAPTAP_KIND_MEMALIGN &&
+	    kind != HEAPTAP_KIND_POSIX_MEMALIGN) {
+		c->under_sp = 0;
+		return;
+	}
+	c->under_sp = sp;
+	c->under_kind = kind;
+	c->under_size = size;
+	c->under_old = kind == HEAPTAP_KIND_REALLOC		 ? ptr
+		       : kind == HEAPTAP_KIND_POSIX_MEMALIGN ? memptr
+							     : 0;
+}
+
+/* The return, at sp, of an allocator call nested in another: a pool's malloc'd block. */
+static __always_inline void pool_malloc_returns(struct call *c, __u64 sp, __u64 ptr)
+{
+	struct heaptap_block key;
+	__u64 *had, size;
+
+	if (!c || !c->under_sp || sp != c->under_sp + 8)
+		return;
+	c->under_sp = 0;
+	if (!tracing)
+		return;
+	if (c->under_kind == HEAPTAP_KIND_REALLOC && (ptr || !c->under_size))
+		pool_malloc_freed(c, c->under_old);
+	if (!ptr)
+		return;
+	key = block_key(c, ptr);
+	size = c->under_size;
+	/* An address whose free was missed: the old entry stands for nothing now. */
+	had = bpf_map_lookup_elem(&pool_mallocs, &key);
+	if (had && !bpf_map_delete_elem(&pool_mallocs, &key)) {
+		__sync_fetch_and_sub(&counters.pool_malloc_live, 1);
+		__sync_fetch_and_sub(&counters.pool_malloc_bytes, *had);
+	}
+	/* The address is a new block's: a free of it is not a repeat of the last. */
+	if (ptr == c->free_ptr)
+		c->free_ptr = 0;
+	if (bpf_map_update_elem(&pool_mallocs, &key, &size, BPF_NOEXIST)) {
+		__sync_fetch_and_add(&counters.pool_malloc_untracked, 1);
+		return;
+	}
+	__sync_fetch_and_add(&counters.pool_malloc_live, 1);
+	__sync_fetch_and_add(&counters.pool_malloc_bytes, size);
+}
+
+/* What take_record() found at an address. */
+enum taken {
+	TAKEN_NONE, /* no record, or another thread took it first */
+	TAKEN,	    /* a live block's: *rec filled, and the block out of its pool */
+	TAKEN_DEAD, /* a block its pool's reset or destroy freed: nothing more to count */
+};
+
+/*
+ * A pool's block leaves it (a free, a realloc): out of the pool's sums. Whether the pool
+ * still had it (else its reset or destroy freed it, and *rec is settled here). An entry of
+ * another block once at this address (its time differs) is not this one's: it goes.
+ */
+static __always_inline bool leave_pool(struct call *c, const struct heaptap_block *key,
+				       const struct heaptap_alloc *rec, __u64 *pool)
+{
+	struct heaptap_pool_block *pb = bpf_map_lookup_elem(&pool_blocks, key);
+	struct heaptap_pool_key pk = { .tgid = c->tgid, .image = c->image };
+	struct heaptap_pool *p;
+	__u64 gen;
+	bool mine;
+
+	if (!pb)
+		return true;
+	pk.pool = pb->pool;
+	gen = pb->gen;
+	mine = pb->time_ns == rec->time_ns;
+	bpf_map_delete_elem(&pool_blocks, key);
+	if (!mine)
+		return true;
+	p = bpf_map_lookup_elem(&pools, &pk);
+	if (!p || p->gen != gen) {
+		account_block_freed(rec);
+		return false;
+	}
+	__sync_fetch_and_sub(&p->live, 1);
+	__sync_fetch_and_sub(&p->live_bytes, rec->size);
+	if (sample_interval)
+		__sync_fetch_and_sub(&p->est_bytes, weight(rec->size));
+	if (pool)
+		*pool = pk.pool;
+	return true;
+}
+
+/* Removes ptr's record (*pool: the pool it was in, 0 for none). */
+static __always_inline enum taken take_record(struct call *c, __u64 ptr, struct heaptap_alloc *rec,
+					      __u64 *pool)
 {
 	struct heaptap_block key = block_key(c, ptr);
 	struct heaptap_alloc *found = bpf_map_lookup_elem(&allocs, &key);
 
+	if (pool)
+		*pool = 0;
 	if (!found)
-		return false;
+		return TAKEN_NONE;
 	*rec = *found;
 	/* A concurrent free of the same block (a double free in the target) loses here. */
-	return bpf_map_delete_elem(&allocs, &key) == 0;
+	if (bpf_map_delete_elem(&allocs, &key))
+		return TAKEN_NONE;
+	if (pools_on && !leave_pool(c, &key, rec, pool))
+		return TAKEN_DEAD;
+	return TAKEN;
 }
 
 /* A block was handed out at ptr: if we still hold a record there, its free went unseen
@@ -447,10 +648,72 @@ static __always_inline void forget_reused(struct call *c, __u64 ptr)
 {
 	struct heaptap_alloc stale;
 
-	if (take_record(c, ptr, &stale)) {
+	if (take_record(c, ptr, &stale, NULL) == TAKEN) {
 		__sync_fetch_and_add(&counters.reused_addresses, 1);
 		account_free(c, &stale);
 	}
+}
+
+/* A block recorded at ptr is pool's. */
+static __always_inline void join_pool(struct call *c, __u64 ptr, __u64 pool, __u64 size,
+				      __u64 time_ns)
+{
+	struct heaptap_pool_key pk = { .tgid = c->tgid, .image = c->image, .pool = pool };
+	struct heaptap_block key = block_key(c, ptr);
+	struct heaptap_pool_block pb = { .pool = pool, .time_ns = time_ns };
+	struct heaptap_pool *p = bpf_map_lookup_elem(&pools, &pk), fresh = {};
+
+	if (!p) {
+		fresh.gen = __sync_add_and_fetch(&pool_gen, 1);
+		bpf_map_update_elem(&pools, &pk, &fresh, BPF_NOEXIST);
+		p = bpf_map_lookup_elem(&pools, &pk);
+	}
+	if (!p || (pb.gen = p->gen, bpf_map_update_elem(&pool_blocks, &key, &pb, BPF_ANY))) {
+		/* A plain block from now on: live until freed one by one. */
+		__sync_fetch_and_add(&counters.untracked_pools, 1);
+		return;
+	}
+	__sync_fetch_and_add(&p->live, 1);
+	__sync_fetch_and_add(&p->live_bytes, size);
+	if (sample_interval)
+		__sync_fetch_and_add(&p->est_bytes, weight(size));
+}
+
+/*
+ * A pool's reset or destroy: every block it holds is freed, in the counters at once (so that
+ * live bytes and their peak follow); their records, sites and size classes by the reap
+ * program, which the loader runs before each report.
+ */
+static __always_inline __u64 free_pool(struct call *c, __u64 pool, bool destroy)
+{
+	struct heaptap_pool_key pk = { .tgid = c->tgid, .image = c->image, .pool = pool };
+	struct heaptap_pool *p = bpf_map_lookup_elem(&pools, &pk);
+	__u64 live, bytes, est;
+
+	__sync_fetch_and_add(&counters.pool_resets, 1);
+	if (!p)
+		return 0;
+	live = p->live;
+	bytes = p->live_bytes;
+	est = p->est_bytes;
+	p->gen = __sync_add_and_fetch(&pool_gen, 1);
+	__sync_fetch_and_sub(&p->live, live);
+	__sync_fetch_and_sub(&p->live_bytes, bytes);
+	__sync_fetch_and_sub(&p->est_bytes, est);
+	if (destroy)
+		bpf_map_delete_elem(&pools, &pk);
+	if (!live)
+		return 0;
+	__sync_fetch_and_add(&counters.frees, live);
+	__sync_fetch_and_add(&counters.free_bytes, bytes);
+	__sync_fetch_and_add(&counters.pool_frees, live);
+	__sync_fetch_and_sub(&counters.live_bytes, bytes);
+	if (sample_interval)
+		__sync_fetch_and_sub(&counters.est_live_bytes, est);
+	PROC_ADD(c, frees, live);
+	PROC_ADD(c, free_bytes, bytes);
+	pool_reap_pending = 1;
+	return live;
 }
 
 static __always_inline void add_to_site(__u64 stack_id, __u32 fn, __u64 size, bool peaked)
@@ -497,7 +760,8 @@ static __always_inline bool note_thread(__u32 tid)
 	return bpf_map_update_elem(&threads, &tid, &th, BPF_NOEXIST) != -E2BIG;
 }
 
-static __always_inline void record_block(struct call *c, __u64 ptr, __u64 size)
+/* The record's time, or 0 when the block is not recorded (the map is full). */
+static __always_inline __u64 record_block(struct call *c, __u64 ptr, __u64 size)
 {
 	struct heaptap_block key = block_key(c, ptr);
 	struct heaptap_alloc rec = {};
@@ -516,12 +780,13 @@ static __always_inline void record_block(struct call *c, __u64 ptr, __u64 size)
 	}
 	if (err) {
 		__sync_fetch_and_add(&counters.dropped_allocs, 1);
-		return;
+		return 0;
 	}
 	add_to_site(c->stack_id, c->fn, size, account_alloc(c, size));
 	/* A thread's name is kept once: its state remembers that it was. */
 	if (!c->noted)
 		c->noted = note_thread(rec.tid);
+	return rec.time_ns;
 }
 
 static __always_inline __u64 hash_stack(const struct heaptap_stack *s, __u32 words)
@@ -665,11 +930,53 @@ static long walk_step(__u64 i, void *arg)
 	return 0;
 }
 
+/*
+ * Threads waiting for room now. The first sample_waiters_max of them (the CPUs less one:
+ * the loader always has one they do not hold) wait while the loader has read nothing for
+ * up to sample_wait_ns of their own spinning; the others give up once it has read nothing
+ * for SAMPLE_STALL_NS (they may be what keeps it off the CPUs). After a wait that gave up,
+ * none of its kind waits again until the loader has moved (the consumer's position then:
+ * sample_gave_up_at for the others, sample_gave_up_long_at for all): a loader that is
+ * stopped costs each stall one wait, not one per allocation.
+ */
+const volatile __u32 sample_waiters_max = 0;
+__u32 sample_waiters = 0;
+/* Set by the loader while it stops the target for a leak check: a thread waiting could not
+ * stop, so none waits (its copy is lost, and counted). */
+__u32 sample_no_wait = 0;
+__u64 sample_gave_up_at = ~0ULL;
+__u64 sample_gave_up_long_at = ~0ULL;
+
+#define SAMPLE_STALL_NS (10 * 1000000ULL)
+/* A longer step of the clock between two polls is time the waiting thread did not run (its
+ * CPU given to an interrupt's work, or the whole virtual machine paused): not counted. */
+#define SAMPLE_GAP_NS (20 * 1000000ULL)
+
 struct room_wait {
 	__u64 need;
-	__u64 deadline;
+	__u64 cons;	/* the consumer's position, last seen */
+	__u64 last_ns;	/* the clock at the last poll */
+	__u64 bound;	/* how long it may spin with the consumer still */
+	__u64 give_up;	/* when it gives up: bound after the consumer last moved, plus gaps */
+	__u64 cap;	/* in any case: twice sample_wait_ns from the start */
 	bool room;
 };
+
+/* Whether a wait ends without room: the loader has read nothing for too long. (Deadlines,
+ * not sums of steps: the verifier then knows no range to follow from poll to poll.) */
+static __always_inline bool waited_enough(struct room_wait *w)
+{
+	__u64 now = bpf_ktime_get_ns(), cons = bpf_ringbuf_query(&samples, BPF_RB_CONS_POS);
+
+	if (cons != w->cons) {
+		w->cons = cons;
+		w->give_up = now + w->bound;
+	} else if (now - w->last_ns >= SAMPLE_GAP_NS) {
+		w->give_up += now - w->last_ns;
+	}
+	w->last_ns = now;
+	return now > w->give_up || now > w->cap || *(volatile __u32 *)&sample_no_wait;
+}
 
 static long poll_room(__u64 i, void *ctx)
 {
@@ -677,73 +984,132 @@ static long poll_room(__u64 i, void *ctx)
 	__u64 room = bpf_ringbuf_query(&samples, BPF_RB_RING_SIZE) -
 		     bpf_ringbuf_query(&samples, BPF_RB_AVAIL_DATA);
 
-	if (room >= w->need) {
+	/* The kernel keeps one byte free: a record of need bytes fits in more than need. */
+	if (room > w->need) {
 		w->room = true;
 		return 1;
 	}
-	return bpf_ktime_get_ns() > w->deadline;
+	return waited_enough(w);
 }
 
-/* Up to 2^20 polls of the ring's room, then the clock: a bpf_loop may not run long enough. */
+/* Up to 2^20 polls of the ring's room at a time: a bpf_loop may not run long enough. */
 static long poll_room_a_while(__u64 i, void *ctx)
 {
 	struct room_wait *w = ctx;
 
 	bpf_loop(1 << 20, poll_room, w, 0);
-	return w->room || bpf_ktime_get_ns() > w->deadline;
+	return w->room || waited_enough(w);
 }
 
 /*
- * With sample_wait_ns (correctness asked for: a launched command, --leak-check), a full ring
- * makes the thread wait for the loader to make room, at most that long, rather than lose
- * the stack. It waits holding its CPU (no preemption there): the loader drains on another.
+ * With sample_wait_ns (correctness asked for: a launched command), a full ring makes the
+ * thread wait for the loader to make room rather than lose the stack, as long as the
+ * loader reads. It waits holding its CPU (no preemption there): the loader drains on
+ * another (see sample_waiters).
  */
 static __always_inline void *reserve_sample(__u64 size)
 {
 	struct room_wait w = { .need = size + 8 };
+	__u64 waited;
+	bool extra;
 	void *smp = bpf_ringbuf_reserve(&samples, size, 0);
 
-	if (smp || !sample_wait_ns)
+	/* --watch's copies are taken in the page-fault tracepoint, where interrupts are still
+	 * off: never a wait there. */
+	if (smp || !sample_wait_ns || watch || *(volatile __u32 *)&sample_no_wait)
 		return smp;
-	w.deadline = bpf_ktime_get_ns() + sample_wait_ns;
-	bpf_loop(64, poll_room_a_while, &w, 0);
-	return w.room ? bpf_ringbuf_reserve(&samples, size, 0) : NULL;
+	w.cons = bpf_ringbuf_query(&samples, BPF_RB_CONS_POS);
+	if (w.cons == *(volatile __u64 *)&sample_gave_up_long_at)
+		return NULL;
+	extra = __sync_fetch_and_add(&sample_waiters, 1) >= sample_waiters_max;
+	if (extra && w.cons == *(volatile __u64 *)&sample_gave_up_at) {
+		__sync_fetch_and_sub(&sample_waiters, 1);
+		return NULL;
+	}
+	w.bound = extra ? SAMPLE_STALL_NS : sample_wait_ns;
+	w.last_ns = bpf_ktime_get_ns();
+	w.give_up = w.last_ns + w.bound;
+	w.cap = w.last_ns + 2 * sample_wait_ns;
+	waited = w.last_ns;
+	bpf_loop(1 << 12, poll_room_a_while, &w, 0);
+	__sync_fetch_and_sub(&sample_waiters, 1);
+	/* How long threads wait, what a loss follows (racy: the longest is near enough) */
+	__sync_fetch_and_add(&counters.sample_waits, 1);
+	waited = bpf_ktime_get_ns() - waited;
+	if (waited > counters.sample_wait_max_ns)
+		counters.sample_wait_max_ns = waited;
+	if (!w.room) {
+		sample_gave_up_at = w.cons;
+		if (!extra)
+			sample_gave_up_long_at = w.cons;
+		return NULL;
+	}
+	return bpf_ringbuf_reserve(&samples, size, 0);
 }
 
 /*
- * Sends the stack for the loader to unwind; returns the sample's id, or 0 when the ring is
- * full. The stack may end before stack_bytes: then ever smaller copies are tried.
+ * Sends the rest of the stack for the loader to unwind, at most cap bytes of it: the frames
+ * walked so far, and a copy from where the walk stopped. Returns the sample's id, or 0 when
+ * the ring is full. The stack may end before cap (a read across its end fails whole): then
+ * copies shorter by a sixteenth of cap each are tried, so that what is lost is less than that.
  */
-static __always_inline __u64 send_sample(struct call *c, __u64 ip, __u64 sp, __u64 bp,
-					 __u64 at_ip)
+static __always_inline __u64 send_copy(struct call *c, const struct walk *w, const __u32 cap)
 {
 	struct heaptap_sample *smp;
-	__u32 size = stack_bytes;
+	__u32 size = cap;
 	__u64 id;
 	int i;
 
-	smp = reserve_sample(offsetof(struct heaptap_sample, stack) + stack_bytes);
+	smp = reserve_sample(offsetof(struct heaptap_sample, stack) + cap);
 	if (!smp) {
 		__sync_fetch_and_add(&counters.lost_samples, 1);
 		return 0;
 	}
-	for (i = 0; i < 6; i++) {
-		if (size <= HEAPTAP_MAX_STACK_BYTES &&
-		    !bpf_probe_read_user(smp->stack, size, (void *)sp))
+	for (i = 0; i < 16; i++) {
+		if (size <= cap && !bpf_probe_read_user(smp->stack, size, (void *)w->sp))
 			break;
-		size /= 2;
+		size -= cap / 16;
 	}
 	id = HEAPTAP_SAMPLE_ID | __sync_add_and_fetch(&sample_seq, 1);
 	smp->sample_id = id;
 	smp->image = c->image;
-	smp->ip = ip;
-	smp->sp = sp;
-	smp->bp = bp;
-	smp->size = i < 6 ? size : 0;
-	smp->at_ip = at_ip;
+	smp->tgid = c->tgid;
+	smp->ip = w->pc;
+	smp->sp = w->sp;
+	smp->bp = w->bp;
+	smp->size = i < 16 ? size : 0;
+	smp->at_ip = w->at_ip != 0;
+	smp->nips = w->words;
+	__builtin_memcpy(smp->ips, c->stack.ips, sizeof(smp->ips));
 	__sync_fetch_and_add(&counters.samples, 1);
 	bpf_ringbuf_submit(smp, 0);
 	return id;
+}
+
+/* Whether the stack ends within bytes of sp: its last word there cannot be read. */
+static __always_inline bool ends_within(__u64 sp, __u32 bytes)
+{
+	__u64 word;
+
+	return stack_bytes > bytes && bpf_probe_read_user(&word, sizeof(word),
+							  (void *)(sp + bytes - sizeof(word)));
+}
+
+/*
+ * Sends the stack, in the smallest of a few sizes that holds what is left of it: a
+ * reservation takes its whole size of the ring until the loader has read it, and most
+ * stacks (a program's main thread) end a page or two above where the walk stopped, well
+ * before stack_bytes. Then a burst of new paths fits four times as many samples.
+ */
+static __always_inline __u64 send_sample(struct call *c, const struct walk *w)
+{
+	if (ends_within(w->sp, 2048))
+		return send_copy(c, w, 2048);
+	if (ends_within(w->sp, 4096))
+		return send_copy(c, w, 4096);
+	if (ends_within(w->sp, 8192))
+		return send_copy(c, w, 8192);
+	return send_copy(c, w, stack_bytes);
 }
 
 /*
@@ -772,7 +1138,7 @@ static __always_inline __u64 dwarf_stack(struct call *c, __u64 ip, __u64 sp, __u
 	if (w.words <= HEAPTAP_MAX_DEPTH)
 		c->stack.ips[w.words & HEAPTAP_MAX_DEPTH] = 0;
 	if (w.status == WALK_UNKNOWN) {
-		id = send_sample(c, ip, sp, bp, at_ip);
+		id = send_sample(c, &w);
 		if (id)
 			return id;
 	}
@@ -855,20 +1221,26 @@ struct {
 	__type(value, struct code_range);
 } alloc_ranges SEC(".maps");
 
-/* Whether the return address of the call c is still replaced by the trampoline: the call
- * is still in progress, its return probe still to come. */
-static __always_inline bool in_progress(struct call *c)
+/* Whether the word at the call's return address slot is the trampoline (1), is not (0), or
+ * cannot be read without a fault (-1: a page the kernel is moving or has made read-only). */
+static __always_inline int trampoline_at(struct call *c)
 {
 	__u64 slot, area;
 
 	if (bpf_probe_read_user(&slot, sizeof(slot), (void *)c->sp))
-		return false;
+		return -1;
 	if (trampoline_hi)
 		return slot >= trampoline_lo && slot < trampoline_hi;
 	/* Not published yet. No area yet means no return probe has hit in this process: the
 	 * word cannot be a trampoline. */
 	area = BPF_CORE_READ(bpf_get_current_task_btf(), mm, uprobes_state.xol_area, vaddr);
 	return area && slot >= area && slot < area + 4096;
+}
+
+/* bpf_find_vma's callback where only whether the address is mapped matters. */
+static long vma_found(struct task_struct *task, struct vm_area_struct *vma, void *ctx)
+{
+	return 0;
 }
 
 /* Forgets a call whose return will never be seen, and says so if it was missed while
@@ -883,14 +1255,21 @@ static __always_inline void abandon(struct call *c)
 /*
  * Whether the thread is inside an outer allocator call, so that this one is a call the
  * allocator makes to itself: the outer call's stack pointer is at or above ours (at: a tail
- * call), and that call is still in progress. An outer call below ours, or one whose return
- * address is back on its stack, has returned without its return probe firing.
+ * call), and that call is still in progress: its return address still replaced by the
+ * trampoline, or not readable for a moment (a page being moved: taking the call for
+ * returned would lose an exception's fixup). An outer call below ours, or one whose return
+ * address is back on its stack, or whose stack is no longer mapped (a coroutine's, gone),
+ * has returned without its return probe.
  */
 static __always_inline bool nested(struct call *c, __u64 sp)
 {
+	int at;
+
 	if (!c || !c->sp)
 		return false;
-	if (sp <= c->sp && in_progress(c))
+	at = sp <= c->sp ? trampoline_at(c) : 0;
+	if (at > 0 || (at < 0 && bpf_find_vma(bpf_get_current_task_btf(), c->sp, vma_found, NULL,
+					       0) != -ENOENT))
 		return true;
 	abandon(c);
 	return false;
@@ -948,18 +1327,27 @@ static __always_inline void untracked_free(struct call *c, __u64 ptr)
 	PROC_ADD(c, unknown_frees, 1);
 }
 
-static __always_inline int enter(void *ctx, __u64 kind, __u64 ptr, __u64 size, __u64 memptr)
+/* An allocator call begins: the thread's state for it, or NULL when it is not one to count
+ * (not a target's thread, nested in another, or entered while probes come or go). */
+static __always_inline struct call *begin(void *ctx, __u64 kind, __u64 ptr, __u64 size,
+					  __u64 memptr)
 {
-	__u64 sp = PT_REGS_SP((struct pt_regs *)ctx);
+	__u64 sp = PT_REGS_SP((struct pt_regs *)ctx), cookie;
 	struct call *c = target_call();
 
-	if (!c || nested(c, sp))
-		return 0;
+	if (!c)
+		return NULL;
+	if (nested(c, sp)) {
+		pool_malloc_begins(c, kind, ptr, size, memptr, sp);
+		return NULL;
+	}
 	c->sp = sp;
 	c->kind = kind;
 	c->free_ptr = 0;
+	if (pools_on)
+		c->under_sp = 0;
 	/* The caller's return address: what an exception's fixup puts back over the return
-	 * probe's trampoline, and what in_progress() tells a returned call by. Read through
+	 * probe's trampoline, and what trampoline_at() tells a returned call by. Read through
 	 * the walk's copy of the stack, whose first window the DWARF walk goes on with. */
 	c->win_n = 0;
 	if (stack_word(c, sp, &c->stack.ips[0]))
@@ -967,9 +1355,11 @@ static __always_inline int enter(void *ctx, __u64 kind, __u64 ptr, __u64 size, _
 	c->attach = tracing;
 	c->fixup_only = !c->attach;
 	if (c->fixup_only)
-		return 0;
+		return NULL;
 	count_fn(ctx);
-	c->fn = heaptap_cookie_fn(bpf_get_attach_cookie(ctx));
+	cookie = bpf_get_attach_cookie(ctx);
+	c->fn = heaptap_cookie_fn(cookie);
+	c->pool_ret = heaptap_cookie_pool_ret(cookie);
 	c->ptr = ptr;
 	c->size = size;
 	c->memptr = memptr;
@@ -979,7 +1369,14 @@ static __always_inline int enter(void *ctx, __u64 kind, __u64 ptr, __u64 size, _
 	 * realloc takes the old record out now: once the allocator frees the old block another
 	 * thread may be given its address before our return probe runs.
 	 */
-	c->has_old = ptr && take_record(c, ptr, &c->old);
+	c->old_pool = 0;
+	c->has_old = ptr && take_record(c, ptr, &c->old, &c->old_pool) == TAKEN;
+	return c;
+}
+
+static __always_inline int enter(void *ctx, __u64 kind, __u64 ptr, __u64 size, __u64 memptr)
+{
+	begin(ctx, kind, ptr, size, memptr);
 	return 0;
 }
 
@@ -1086,13 +1483,46 @@ int posix_memalign_enter(struct pt_regs *ctx)
 	return enter(ctx, HEAPTAP_KIND_POSIX_MEMALIGN, 0, a.v[2], a.v[0]);
 }
 
-SEC("uprobe")
-int free_enter(struct pt_regs *ctx)
+/* The block at ptr freed: its record taken out and accounted. False when heaptap holds no
+ * record of it. */
+static __always_inline bool free_recorded(struct call *c, __u64 ptr)
 {
-	__u64 sp = PT_REGS_SP(ctx), caller, ptr;
-	struct code_range *range;
-	struct heaptap_block key;
 	struct heaptap_alloc rec;
+
+	switch (take_record(c, ptr, &rec, NULL)) {
+	case TAKEN: account_free(c, &rec); return true;
+	case TAKEN_DEAD: return true;
+	default: return false;
+	}
+}
+
+/*
+ * Whether a free of a block never seen, by a call whose entry's stack pointer is sp, is the
+ * allocator's own memory going back: inside a pool's reset or destroy, or called by the
+ * allocator's own code (at the entry, or at a site where the stack pointer is still the
+ * entry's, the word at sp is the caller's return address).
+ */
+static __always_inline bool frees_own_memory(struct call *c, __u64 sp)
+{
+	struct code_range *range;
+	__u64 caller;
+
+	/* A pool's reset or destroy that returned unseen is over once the thread is above it. */
+	if (c->free_all_sp && sp > c->free_all_sp)
+		c->free_all_sp = 0;
+	if (c->free_all_sp)
+		return true;
+	range = bpf_map_lookup_elem(&alloc_ranges, &c->tgid);
+	return range && !bpf_probe_read_user(&caller, sizeof(caller), (void *)sp) &&
+	       caller >= range->lo && caller < range->hi;
+}
+
+/* A free: its block's record taken out and accounted. Returns the thread's state when the
+ * free was counted, NULL when it was none (a NULL block, frozen, nested, or repeated). */
+static __always_inline struct call *do_free(struct pt_regs *ctx)
+{
+	__u64 sp = PT_REGS_SP(ctx), ptr;
+	struct heaptap_block key;
 	struct heaptap_fn_stats *st = fn_of(heaptap_cookie_fn(bpf_get_attach_cookie(ctx)));
 	struct call *c;
 	struct args a;
@@ -1104,11 +1534,16 @@ int free_enter(struct pt_regs *ctx)
 	 * is the state when tracing ended, with no free of a block whose allocation the
 	 * departing return probes missed. */
 	if (!ptr || !tracing)
-		return 0;
+		return NULL;
 	/* Not a target's thread, or no state could be made for it (counted as lost). */
 	c = target_call();
-	if (!c || nested(c, sp))
-		return 0;
+	if (!c)
+		return NULL;
+	/* A block the pools took from malloc goes, however deep the free (a --free function
+	 * frees the header before the block it is given). */
+	pool_malloc_freed(c, ptr);
+	if (nested(c, sp))
+		return NULL;
 	/*
 	 * A free the allocator makes itself from inside a freeing function, of the same block:
 	 * jemalloc's operator delete tail-calls free (a jmp: the same stack pointer), its sized
@@ -1120,7 +1555,7 @@ int free_enter(struct pt_regs *ctx)
 	 */
 	key = block_key(c, ptr);
 	if (ptr == c->free_ptr && sp <= c->free_sp && !bpf_map_lookup_elem(&allocs, &key))
-		return 0;
+		return NULL;
 	c->free_sp = sp;
 	c->free_ptr = ptr;
 	__sync_fetch_and_add(&counters.free_calls, 1);
@@ -1130,18 +1565,119 @@ int free_enter(struct pt_regs *ctx)
 		__sync_fetch_and_add(&st->calls, 1);
 		__sync_fetch_and_add(&st->freed, 1);
 	}
-	if (take_record(c, ptr, &rec)) {
-		account_free(c, &rec);
-		return 0;
-	}
-	/* At the entry, or at a site where the stack pointer is still the entry's: the word
-	 * at sp is the caller's return address. */
-	range = bpf_map_lookup_elem(&alloc_ranges, &c->tgid);
-	if (range && !bpf_probe_read_user(&caller, sizeof(caller), (void *)sp) &&
-	    caller >= range->lo && caller < range->hi)
+	if (free_recorded(c, ptr))
+		return c;
+	if (frees_own_memory(c, sp))
 		__sync_fetch_and_add(&counters.own_frees, 1);
 	else
 		untracked_free(c, ptr);
+	return c;
+}
+
+SEC("uprobe")
+int free_enter(struct pt_regs *ctx)
+{
+	do_free(ctx);
+	return 0;
+}
+
+/* A function of the program's own allocator that returns no block is in progress from its
+ * entry at sp to its return (own_free_return): what it calls meanwhile is nested in it. */
+static __always_inline void in_own_call(struct call *c, __u64 sp, __u64 kind)
+{
+	c->sp = sp;
+	c->kind = kind;
+	if (pools_on)
+		c->under_sp = 0;
+	/* A free of the same address after this call is another block's. */
+	c->free_ptr = 0;
+	c->attach = tracing;
+	c->fixup_only = 0;
+}
+
+/*
+ * A freeing function of the program's own (--free): it frees at its entry, as free does,
+ * and is in progress until its return, so that the frees and allocations it makes itself
+ * (of a header before the block, with malloc's free) are nested in it, not calls of their
+ * own.
+ */
+SEC("uprobe")
+int own_free_enter(struct pt_regs *ctx)
+{
+	struct call *c = do_free(ctx);
+
+	if (!c)
+		return 0;
+	in_own_call(c, PT_REGS_SP(ctx), HEAPTAP_KIND_FREE);
+	return 0;
+}
+
+/*
+ * A freeing function of the program's own that frees a chain of blocks (--free-chain: glib's
+ * g_slice_free_chain_with_offset), each block's next one the word `next` bytes into it: the
+ * first block as --free's, then the others, read from the chain at the entry, while it is
+ * whole, until a NULL or the first block again. At most HEAPTAP_CHAIN_MAX blocks after the
+ * first; the rest of a longer chain, or of one whose next word cannot be read, stays live
+ * (counted in chain_cut).
+ */
+struct chain_walk {
+	struct call *c;
+	struct heaptap_fn_stats *st;
+	__u64 head; /* the first block: met again, the chain is a loop, and ends */
+	__u64 ptr;  /* the block to free now */
+	__u64 next; /* where a block's next one is in it */
+	bool own;   /* a block never seen is the allocator's own memory (as do_free has it) */
+};
+
+static long free_link(__u64 i, void *ctx)
+{
+	struct chain_walk *w = ctx;
+	__u64 ptr = w->ptr;
+
+	if (bpf_probe_read_user(&w->ptr, sizeof(w->ptr), (void *)(ptr + w->next))) {
+		__sync_fetch_and_add(&counters.chain_cut, 1);
+		w->ptr = 0;
+	}
+	if (w->st)
+		__sync_fetch_and_add(&w->st->freed, 1);
+	pool_malloc_freed(w->c, ptr);
+	if (!free_recorded(w->c, ptr)) {
+		if (w->own)
+			__sync_fetch_and_add(&counters.own_frees, 1);
+		else
+			untracked_free(w->c, ptr);
+	}
+	return !w->ptr || w->ptr == w->head;
+}
+
+SEC("uprobe")
+int own_free_chain_enter(struct pt_regs *ctx)
+{
+	struct chain_walk w = {
+		.st = fn_of(heaptap_cookie_fn(bpf_get_attach_cookie(ctx))),
+	};
+	__u64 sp = PT_REGS_SP(ctx);
+	struct args a;
+
+	read_args(ctx, &a);
+	w.head = a.v[0];
+	w.next = a.v[1];
+	w.c = do_free(ctx);
+	if (!w.c)
+		return 0;
+	/* A block of the chain never seen is taken as the head's would be. */
+	w.own = frees_own_memory(w.c, sp);
+	in_own_call(w.c, sp, HEAPTAP_KIND_FREE_CHAIN);
+	if (bpf_probe_read_user(&w.ptr, sizeof(w.ptr), (void *)(w.head + w.next))) {
+		__sync_fetch_and_add(&counters.chain_cut, 1);
+		return 0;
+	}
+	if (w.ptr == w.head)
+		return 0;
+	if (w.ptr)
+		bpf_loop(HEAPTAP_CHAIN_MAX, free_link, &w, 0);
+	if (w.ptr && w.ptr != w.head)
+		__sync_fetch_and_add(&counters.chain_cut, 1);
 	return 0;
 }
 
@@ -1196,14 +1732,29 @@ static __always_inline void count_end(struct call *c, bool failed, bool returned
 static __always_inline void finish(struct call *c, __u64 ptr)
 {
 	bool resize = c->kind == HEAPTAP_KIND_REALLOC || c->kind == HEAPTAP_KIND_REALLOCARRAY;
+	/* A pool's block, or a block of a pool moved by realloc: the new one is the pool's. */
+	__u64 pool = c->kind == HEAPTAP_KIND_POOL_ALLOC ? c->pool : resize ? c->old_pool : 0;
 
+	__u64 made, at;
+
+	/* The pool written before the block, a pool's or a realloc's (a NULL or unreadable
+	 * one: a plain block). */
+	if (c->pool_ret && ptr && (c->kind == HEAPTAP_KIND_POOL_ALLOC || resize)) {
+		at = ptr - 8 * (c->pool_ret < HEAPTAP_POOL_RET_MAX ? c->pool_ret
+								   : HEAPTAP_POOL_RET_MAX);
+		if (bpf_probe_read_user(&pool, sizeof(pool), (void *)at))
+			pool = 0;
+	}
 	c->sp = 0;
 	if (!resize || !c->ptr) {
 		count_end(c, !ptr, ptr, false);
-		if (ptr && c->sampled)
-			record_block(c, ptr, c->size);
-		else if (ptr)
+		if (ptr && c->sampled) {
+			made = record_block(c, ptr, c->size);
+			if (made && pool)
+				join_pool(c, ptr, pool, c->size, made);
+		} else if (ptr) {
 			forget_reused(c, ptr);
+		}
 		return;
 	}
 	/*
@@ -1219,18 +1770,25 @@ static __always_inline void finish(struct call *c, __u64 ptr)
 			/* Untracked from now on, as when record_block finds the map full. */
 			__sync_fetch_and_add(&counters.dropped_allocs, 1);
 			account_free(c, &c->old);
+		} else if (c->has_old && pool) {
+			join_pool(c, c->ptr, pool, c->old.size, c->old.time_ns);
 		}
 		return;
 	}
 	count_end(c, false, ptr, true);
+	/* A block the pools took from malloc, moved or freed by the program's realloc. */
+	pool_malloc_freed(c, c->ptr);
 	if (c->has_old)
 		account_free(c, &c->old);
 	else
 		untracked_free(c, c->ptr);
-	if (ptr && c->sampled)
-		record_block(c, ptr, c->size);
-	else if (ptr)
+	if (ptr && c->sampled) {
+		made = record_block(c, ptr, c->size);
+		if (made && pool)
+			join_pool(c, ptr, pool, c->size, made);
+	} else if (ptr) {
 		forget_reused(c, ptr);
+	}
 }
 
 SEC("uretprobe")
@@ -1240,6 +1798,154 @@ int BPF_KRETPROBE(alloc_return, __u64 ptr)
 
 	if (c)
 		finish(c, ptr);
+	else if (pools_on)
+		pool_malloc_returns(thread_call(0), PT_REGS_SP(ctx), ptr);
+	return 0;
+}
+
+/* An own freeing function returned: what it calls from now on is not nested in it. */
+SEC("uretprobe")
+int BPF_KRETPROBE(own_free_return)
+{
+	struct call *c = returning_call(ctx);
+
+	if (c)
+		c->sp = 0;
+	return 0;
+}
+
+/* A pool's allocation (pool, size): the block is the pool's, freed with it. */
+SEC("uprobe")
+int pool_alloc_enter(struct pt_regs *ctx)
+{
+	struct call *c;
+	struct args a;
+
+	read_args(ctx, &a);
+	c = begin(ctx, HEAPTAP_KIND_POOL_ALLOC, 0, a.v[1], 0);
+	if (c)
+		c->pool = a.v[0];
+	return 0;
+}
+
+/* A call of a pool's function that returns no block (a creation, reset or destroy), at sp:
+ * the thread's state, the call counted; NULL when it is none to count. */
+static __always_inline struct call *pool_call(struct pt_regs *ctx, __u64 sp)
+{
+	struct call *c;
+
+	if (!tracing)
+		return NULL;
+	c = target_call();
+	if (!c || nested(c, sp))
+		return NULL;
+	count_fn(ctx);
+	return c;
+}
+
+/* A pool's creation: in progress until its return (own_free_return), so that what it
+ * allocates (the pool's first memory) is the pool's, not the program's. */
+SEC("uprobe")
+int pool_create_enter(struct pt_regs *ctx)
+{
+	struct heaptap_fn_stats *st = fn_of(heaptap_cookie_fn(bpf_get_attach_cookie(ctx)));
+	struct call *c = pool_call(ctx, PT_REGS_SP(ctx));
+
+	if (!c)
+		return 0;
+	if (st)
+		__sync_fetch_and_add(&st->calls, 1);
+	in_own_call(c, PT_REGS_SP(ctx), HEAPTAP_KIND_POOL_CREATE);
+	return 0;
+}
+
+/* A pool's reset or destroy (pool): its blocks freed at the entry. The frees it makes of
+ * blocks heaptap recorded (a cleanup handler's) are the program's, counted; of others, the
+ * pool's own memory (own_frees). */
+static __always_inline int pool_free_all(struct pt_regs *ctx, bool destroy)
+{
+	__u64 sp = PT_REGS_SP(ctx), freed;
+	struct heaptap_fn_stats *st = fn_of(heaptap_cookie_fn(bpf_get_attach_cookie(ctx)));
+	struct call *c = pool_call(ctx, sp);
+	struct args a;
+
+	if (!c)
+		return 0;
+	read_args(ctx, &a);
+	freed = free_pool(c, a.v[0], destroy);
+	if (st) {
+		__sync_fetch_and_add(&st->calls, 1);
+		__sync_fetch_and_add(&st->freed, freed);
+	}
+	/* The outermost such call's. */
+	if (sp > c->free_all_sp)
+		c->free_all_sp = sp;
+	return 0;
+}
+
+SEC("uprobe")
+int pool_reset_enter(struct pt_regs *ctx)
+{
+	return pool_free_all(ctx, false);
+}
+
+SEC("uprobe")
+int pool_destroy_enter(struct pt_regs *ctx)
+{
+	return pool_free_all(ctx, true);
+}
+
+SEC("uretprobe")
+int BPF_KRETPROBE(pool_free_all_return)
+{
+	struct call *c = thread_call(0);
+
+	/* The outermost one returns: the return pops its return address. */
+	if (c && c->free_all_sp && PT_REGS_SP(ctx) > c->free_all_sp)
+		c->free_all_sp = 0;
+	return 0;
+}
+
+/*
+ * reap_pools' callback: a block whose pool was reset or destroyed leaves every map. The
+ * program's threads go on meanwhile, and a thread that takes the record first settles it
+ * (leave_pool: the entry here tells it the block is dead), so the entry goes only with the
+ * record this program took itself; a block made at the address since (another time) stays.
+ * (A thread that takes the dead record and makes a new one at the address between this
+ * program's look-up and its delete would lose the new one's record: the delete cannot say
+ * which it took. Its free is then an unknown free, counted.)
+ */
+static long reap_block(struct bpf_map *map, const void *k, void *v, void *ctx)
+{
+	const struct heaptap_block *key = k;
+	struct heaptap_pool_block pb = *(struct heaptap_pool_block *)v, *now;
+	struct heaptap_pool_key pk = { .tgid = key->tgid, .image = key->image, .pool = pb.pool };
+	struct heaptap_pool *p = bpf_map_lookup_elem(&pools, &pk);
+	struct heaptap_alloc *found, rec;
+
+	if (p && p->gen == pb.gen)
+		return 0;
+	found = bpf_map_lookup_elem(&allocs, key);
+	if (!found || found->time_ns != pb.time_ns)
+		return 0;
+	rec = *found;
+	if (bpf_map_delete_elem(&allocs, key))
+		return 0;
+	account_block_freed(&rec);
+	/* Unless a block made at the address since has joined a pool meanwhile. */
+	now = bpf_map_lookup_elem(&pool_blocks, key);
+	if (now && now->gen == pb.gen && now->time_ns == pb.time_ns)
+		bpf_map_delete_elem(&pool_blocks, key);
+	return 0;
+}
+
+/* Run by the loader (BPF_PROG_TEST_RUN) before each report, and whenever resets freed
+ * blocks: the records of blocks freed with their pools go. */
+SEC("syscall")
+int reap_pools(void *ctx)
+{
+	pool_reap_pending = 0;
+	bpf_for_each_map_elem(&pool_blocks, reap_block, NULL, 0);
 	return 0;
 }
 
@@ -1249,8 +1955,17 @@ int BPF_KRETPROBE(posix_memalign_return, int err)
 	struct call *c = returning_call(ctx);
 	__u64 ptr = 0;
 
-	if (!c)
+	if (!c) {
+		c = thread_call(0);
+		/* A pool's, through its out pointer. */
+		if (pools_on && c && c->under_sp &&
+		    (err || c->under_kind != HEAPTAP_KIND_POSIX_MEMALIGN ||
+		     bpf_probe_read_user(&ptr, sizeof(ptr), (void *)c->under_old)))
+			ptr = 0;
+		if (pools_on)
+			pool_malloc_returns(c, PT_REGS_SP(ctx), ptr);
 		return 0;
+	}
 	/* The block is only reported through the out pointer, and only on success. */
 	if (err || bpf_probe_read_user(&ptr, sizeof(ptr), (void *)c->memptr))
 		ptr = 0;
@@ -1275,7 +1990,7 @@ static long wait_for_ack(__u64 i, void *ctx)
 	return bpf_ktime_get_ns() > w->deadline;
 }
 
-/* Up to 2^23 polls of the acknowledgement: over 100 ms. */
+/* Up to 2^23 polls of the acknowledgement: over 100 ms (64 of these outlast the wait). */
 static long wait_a_while(__u64 i, void *ctx)
 {
 	struct fixup_wait *w = ctx;
@@ -1289,22 +2004,49 @@ static __always_inline bool loader_puts_back(struct call *c)
 {
 	struct fixup_wait w = {};
 	struct heaptap_fixup *f;
+	__u64 sent, waited;
 
 	w.seq = __sync_add_and_fetch(&fixup_seq, 1);
-	w.deadline = bpf_ktime_get_ns() + HEAPTAP_FIXUP_WAIT_NS;
+	sent = bpf_ktime_get_ns();
+	w.deadline = sent + HEAPTAP_FIXUP_WAIT_NS;
 	f = bpf_get_smp_processor_id() == fixup_cpu[0]
 		    ? bpf_ringbuf_reserve(&fixups_alt, sizeof(*f), 0)
 		    : bpf_ringbuf_reserve(&fixups, sizeof(*f), 0);
-	if (!f)
+	if (!f) {
+		__sync_fetch_and_add(&fixup_stats.ring_full, 1);
 		return false;
+	}
 	f->addr = c->sp;
 	f->value = c->stack.ips[0];
+	/* The thread's own return-probe page (its process's, which the loader need not find). */
+	f->trampoline = BPF_CORE_READ(bpf_get_current_task_btf(), mm, uprobes_state.xol_area,
+				      vaddr);
 	f->seq = w.seq;
 	f->tid = (__u32)bpf_get_current_pid_tgid();
+	f->sent_ns = sent;
+	f->cpu = bpf_get_smp_processor_id();
+	f->pad = 0;
+	__sync_fetch_and_add(&fixup_stats.asked, 1);
 	bpf_ringbuf_submit(f, BPF_RB_FORCE_WAKEUP);
 	/* Polls in rounds: one bpf_loop may not run for long enough. */
-	bpf_loop(16, wait_a_while, &w, 0);
-	return w.acked;
+	bpf_loop(64, wait_a_while, &w, 0);
+	waited = bpf_ktime_get_ns() - sent;
+	if (waited > fixup_stats.wait_max_ns)
+		fixup_stats.wait_max_ns = waited;
+	if (!w.acked) {
+		/* The loader reads this before it writes: a thread no longer waiting has gone on
+		 * with the word as it was. */
+		fixup_gave_up[w.seq % HEAPTAP_FIXUP_SLOTS] = w.seq;
+		/* It may have written meanwhile. */
+		w.acked = *(volatile __u64 *)&fixup_acks[w.seq % HEAPTAP_FIXUP_SLOTS] == w.seq;
+	}
+	if (!w.acked) {
+		__sync_fetch_and_add(&fixup_stats.timed_out, 1);
+		return false;
+	}
+	__sync_fetch_and_add(&fixup_stats.acked, 1);
+	__sync_fetch_and_add(&fixup_stats.wait_sum_ns, waited);
+	return true;
 }
 
 /*
@@ -1320,19 +2062,27 @@ static __always_inline bool loader_puts_back(struct call *c)
 static __always_inline int unwind(struct pt_regs *ctx, bool write)
 {
 	struct call *c = thread_call(0);
-	bool done;
+	bool done = false;
+	int at;
 
 	/* Only targets' threads have state. */
 	if (!c || !c->sp || c->kind != HEAPTAP_KIND_NEW)
 		return 0;
 	/* Only from inside that call, and only over the trampoline. */
-	if (PT_REGS_SP(ctx) >= c->sp || !c->stack.ips[0] || !in_progress(c)) {
+	at = trampoline_at(c);
+	if (PT_REGS_SP(ctx) >= c->sp || !c->stack.ips[0] || !at) {
 		abandon(c);
 		return 0;
 	}
-	if (write)
+	/*
+	 * BPF reads and writes user memory only where no fault is needed: a stack page being
+	 * moved or collapsed into a huge page, or made read-only, refuses it for a moment. The
+	 * loader's threads, serving either way, can fault it in; they look at the word again
+	 * and write only over the trampoline.
+	 */
+	if (write && at > 0)
 		done = !bpf_probe_write_user((void *)c->sp, &c->stack.ips[0], sizeof(__u64));
-	else
+	if (!done && fixups_served)
 		done = loader_puts_back(c);
 	if (!done)
 		__sync_fetch_and_add(&counters.fixup_failures, 1);
@@ -1443,7 +2193,8 @@ static __always_inline bool add_target(__u32 tgid, const struct heaptap_target *
  * --follow: a traced process made a new one (not a thread). The child is in the set at once,
  * in its parent's image (same code, same addresses), with its parent's blocks older than now
  * its own too; the loader attaches its probes. It runs meanwhile (see on_exec: why it is not
- * held): what it allocates before its probes are in is not seen (counters.late_procs).
+ * held): what it allocates before its probes are in is not seen (the loader counts it in
+ * counters.late_procs, or untraced_procs if it ended first).
  */
 SEC("tp_btf/sched_process_fork")
 int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
@@ -1460,9 +2211,11 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 	t.image = p->image;
 	t.parent = ptgid;
 	t.forked_ns = bpf_ktime_get_ns();
-	if (!add_target(ctgid, &t))
+	/* No room (or a stale entry of its PID): not followed, and counted so. */
+	if (!add_target(ctgid, &t)) {
+		__sync_fetch_and_add(&counters.lost_procs, 1);
 		return 0;
-	__sync_fetch_and_add(&counters.late_procs, 1);
+	}
 	/* The same code at the same place as its parent's. */
 	range = bpf_map_lookup_elem(&alloc_ranges, &ptgid);
 	if (range)
@@ -1540,10 +2293,10 @@ int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm 
 		return 0;
 	}
 	fresh.image = image;
-	if (add_target(tgid, &fresh)) {
-		__sync_fetch_and_add(&counters.late_procs, 1);
+	if (add_target(tgid, &fresh))
 		tell_loader(HEAPTAP_PROC_MATCH, tgid, 0, image);
-	}
+	else
+		__sync_fetch_and_add(&counters.lost_procs, 1);
 	return 0;
 }
 

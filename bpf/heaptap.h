@@ -87,7 +87,6 @@ struct heaptap_proc_event {
 /* Images the BPF side made at exec are numbered from here; the loader's are below. */
 #define HEAPTAP_EXEC_IMAGES (1U << 20)
 
-
 /* Attach cookies index per-function call counters; the allocator table is far smaller. */
 #define HEAPTAP_MAX_FUNCS 64
 
@@ -141,6 +140,20 @@ static inline __u32 heaptap_cookie_reg(__u64 cookie, __u32 arg)
 	       ((1 << HEAPTAP_COOKIE_REG_BITS) - 1);
 }
 
+/*
+ * A pool's allocation whose pool is not an argument but the word written just before the
+ * block it returns (PostgreSQL's chunk headers end with their context): that word's distance
+ * below the block, in 8-byte words, in the cookie's bits from HEAPTAP_COOKIE_POOL_SHIFT;
+ * 0 when the pool is an argument.
+ */
+#define HEAPTAP_COOKIE_POOL_SHIFT 32
+#define HEAPTAP_POOL_RET_MAX 8
+
+static inline __u32 heaptap_cookie_pool_ret(__u64 cookie)
+{
+	return (cookie >> HEAPTAP_COOKIE_POOL_SHIFT) & 0xff;
+}
+
 /* The cookie of function fn with its first arguments in registers reg0, reg1, reg2. */
 static inline __u64 heaptap_cookie(__u32 fn, __u32 reg0, __u32 reg1, __u32 reg2)
 {
@@ -173,6 +186,45 @@ enum heaptap_kind {
 	HEAPTAP_KIND_MEMALIGN,	     /* (alignment, size): memalign, aligned_alloc */
 	HEAPTAP_KIND_POSIX_MEMALIGN, /* (&ptr, alignment, size) -> error number */
 	HEAPTAP_KIND_FREE,	     /* (ptr, ...): free, operator delete, dallocx, sdallocx */
+	/* A pool's (an allocator of the program's own whose blocks go all at once) */
+	HEAPTAP_KIND_POOL_CREATE,  /* () -> pool: what it allocates is the pool's */
+	HEAPTAP_KIND_POOL_ALLOC,   /* (pool, size) -> a block of the pool */
+	HEAPTAP_KIND_POOL_RESET,   /* (pool): every block of the pool freed; the pool lives on */
+	HEAPTAP_KIND_POOL_DESTROY, /* (pool): every block of the pool freed, and the pool */
+	HEAPTAP_KIND_FREE_CHAIN,   /* (ptr, next): ptr and the blocks chained from it freed */
+};
+
+/* Blocks of a chain one call frees after the first, at most (--free-chain). */
+#define HEAPTAP_CHAIN_MAX (1 << 16)
+
+/* Pools whose blocks are tracked at once, at most (a pool beyond: its blocks are not). */
+#define HEAPTAP_MAX_POOLS 65536
+
+/* A pool, by process, image and address (the value its functions take). */
+struct heaptap_pool_key {
+	__u32 tgid;
+	__u32 image;
+	__u64 pool;
+};
+
+/*
+ * A pool's live blocks, summed, so that a reset or destroy frees them all at once in the
+ * counters; each block's own record (allocs, its site, its size class) goes later, by the
+ * reap program, since BPF cannot list them then. gen is the pool's generation: a block
+ * made in another is freed.
+ */
+struct heaptap_pool {
+	__u64 gen;
+	__u64 live;
+	__u64 live_bytes;
+	__u64 est_bytes; /* with sampling: what the live blocks stand for */
+};
+
+/* A pool's block (the pool_blocks map, keyed as allocs): whose, and of which generation. */
+struct heaptap_pool_block {
+	__u64 pool;
+	__u64 gen;
+	__u64 time_ns; /* the block's (as allocs has it): the same block, not one made since */
 };
 
 /* How the BPF side walks the user stack (--stack). */
@@ -212,12 +264,21 @@ struct heaptap_unwind_rule {
  */
 struct heaptap_sample {
 	__u64 sample_id; /* HEAPTAP_SAMPLE_ID | sequence */
-	__u64 image;	 /* of the process it was taken in (struct heaptap_target) */
+	__u32 image;	 /* of the process it was taken in (struct heaptap_target) */
+	__u32 tgid;	 /* that process */
 	__u64 ip;	 /* registers at the probe */
 	__u64 sp;
 	__u64 bp;
 	__u64 size;  /* bytes of stack copied from sp */
-	__u64 at_ip; /* taken at ip itself (a page fault), not at a function\'s entry */
+	__u64 at_ip; /* ip is the frame's own instruction (a page fault), not a return address */
+	/*
+	 * The frames the BPF side walked before it met ip without a rule: the stack starts with
+	 * them, and the walk goes on from ip, sp and bp, the copy taken from that sp (the part
+	 * it has not walked). 0: none; then ip, sp and bp are the registers at the allocator's
+	 * entry (or at the instruction itself, with at_ip).
+	 */
+	__u64 nips;
+	__u64 ips[HEAPTAP_MAX_DEPTH + 1];
 	__u8 stack[HEAPTAP_MAX_STACK_BYTES];
 };
 
@@ -314,6 +375,8 @@ struct heaptap_counters {
 	__u64 fixup_failures;	/* exceptions whose return address heaptap could not put back */
 	__u64 samples;		/* stacks sent to the loader to unwind */
 	__u64 lost_samples;	/* stacks that should have been sent: the samples ring was full */
+	__u64 sample_waits;	/* times a thread waited for room in the samples ring */
+	__u64 sample_wait_max_ns; /* the longest of those waits, room found or not */
 	__u64 truncated_stacks; /* stacks cut short: unreadable memory, or --stack-depth */
 	__u64 pages_touched;	/* --watch: new anonymous pages written for the first time */
 	__u64 own_frees;	/* frees of unknown blocks by the allocator itself (its caches) */
@@ -325,8 +388,23 @@ struct heaptap_counters {
 	__u64 inherited_frees;	/* frees of blocks a child got from its parent at fork */
 	__u64 late_procs;	/* processes traced from after their start (a child of a fork, a
 				 * program matched at its exec, an exec into another allocator):
-				 * what they allocated before their probes were in is not seen */
-	__u64 lost_procs;	/* fork or exec notices the procs ring had no room for */
+				 * what they allocated before their probes were in is not seen;
+				 * the loader counts them as it takes them in */
+	__u64 lost_procs;	/* forks and matches not followed: no room in the targets map,
+				 * or for the notice in the procs ring */
+	__u64 pool_frees;	/* blocks freed by their pool's reset or destroy */
+	__u64 pool_resets;	/* calls of pools' reset and destroy functions */
+	__u64 untracked_pools;	/* pool blocks tracked as plain blocks: the pools map was full */
+	__u64 pool_malloc_live;	 /* blocks the pools' own functions took from malloc (their
+				  * chunks, a pool's header, large blocks), not yet freed */
+	__u64 pool_malloc_bytes; /* ... and their bytes: what the pools' blocks sit in */
+	__u64 pool_malloc_untracked; /* such blocks not tracked: the map of them was full */
+	__u64 untraced_procs;	/* processes forked or matched that ended before heaptap could
+				 * take them in (or whose allocator it did not find): nothing of
+				 * theirs seen; the loader counts them */
+	__u64 chain_cut;	/* chains freed (--free-chain) whose rest was not followed: a
+				 * next word unreadable, or HEAPTAP_CHAIN_MAX blocks after the
+				 * first reached */
 };
 
 /*
@@ -369,10 +447,36 @@ struct heaptap_fixup {
 	__u64 value;
 	__u64 seq;
 	__u64 tid;
+	__u64 sent_ns; /* bpf_ktime_get_ns() when asked: how long the loader took to wake */
+	__u64 trampoline; /* the page of the process's return-probe trampoline: write only
+			   * over a word inside it */
+	__u32 cpu;     /* where the thread waits */
+	__u32 pad;
+};
+
+/*
+ * How the loader's fixups went, kept where both sides write it (the BPF side its half, the
+ * loader's threads theirs): what a failure was, should one happen.
+ */
+struct heaptap_fixup_stats {
+	/* BPF side */
+	__u64 asked;	    /* requests sent to the loader */
+	__u64 acked;	    /* ... and acknowledged in time */
+	__u64 timed_out;    /* no acknowledgement within HEAPTAP_FIXUP_WAIT_NS */
+	__u64 ring_full;    /* no room to ask */
+	__u64 wait_max_ns;  /* the longest wait for an acknowledgement */
+	__u64 wait_sum_ns;  /* (acknowledged ones) */
+	/* loader side */
+	__u64 received;	    /* requests the loader's threads read */
+	__u64 wake_max_ns;  /* the longest from asking to reading */
+	__u64 not_trampoline; /* the word was unreadable, or no longer the trampoline */
+	__u64 write_failed; /* process_vm_writev refused */
+	__u64 late;	    /* read after the thread had stopped waiting: not written */
 };
 
 #define HEAPTAP_FIXUP_SLOTS 16
-#define HEAPTAP_FIXUP_WAIT_NS (1000 * 1000 * 1000ULL)
+/* Long: the program terminates if the wait ends first (seen: waits of over 1 s in CI). */
+#define HEAPTAP_FIXUP_WAIT_NS (5 * 1000 * 1000 * 1000ULL)
 
 /* The id of a stack: a hash of its image and words, folded one by one, the same on both
  * sides. */

@@ -120,6 +120,23 @@ def end_started():
     _started.clear()
 
 
+# The signals tests send heaptap and targets. A child keeps what its parent ignores: under a
+# shell that started the tests in the background, SIGINT and SIGQUIT would be ignored, and a
+# SIGINT reaching heaptap before its first instructions block it would be lost (it then runs
+# on) where, from a terminal, it ends heaptap. Children start with them as a terminal's are.
+SENT_SIGNALS = (signal.SIGINT, signal.SIGQUIT, signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1)
+
+
+def as_from_a_terminal(preexec_fn=None):
+    """A preexec_fn: the signals tests send at their default action, then preexec_fn."""
+    def prepare():
+        for sig in SENT_SIGNALS:
+            signal.signal(sig, signal.SIG_DFL)
+        if preexec_fn:
+            preexec_fn()
+    return prepare
+
+
 class Proc:
     """A child process with line-based, time-bounded reads of its stdout."""
 
@@ -127,7 +144,8 @@ class Proc:
                  preexec_fn=None):
         self.argv = argv
         self.popen = subprocess.Popen(argv, stdin=stdin, stdout=subprocess.PIPE,
-                                      stderr=stderr, env=env, preexec_fn=preexec_fn)
+                                      stderr=stderr, env=env,
+                                      preexec_fn=as_from_a_terminal(preexec_fn))
         self.pid = self.popen.pid
         self._buf = b""
         self._eof = False
@@ -202,12 +220,22 @@ class Target(Proc):
         while True:
             line = self.read_line(timeout)
             if line is None:
-                raise Failure(f"target exited during {command!r}")
+                raise Failure(f"target exited during {command!r}: {self.death()}")
             if line.startswith("done " + command):
                 return line[len("done " + command):].strip()
 
     def alive(self):
         return self.popen.poll() is None
+
+    def death(self):
+        """How the target ended, and the end of what it wrote to stderr."""
+        try:
+            status = self.popen.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            return "closed its output, still running"
+        how = (f"killed by {signal.Signals(-status).name}" if status < 0
+               else f"exit status {status}")
+        return f"{how}; stderr: {self.stderr_text()[-600:]!r}"
 
     def end(self):
         if self.alive() and self.target_pid != self.pid:
@@ -261,6 +289,26 @@ def run_heaptap(args, wrapper=(), timeout=TIMEOUT):
     return p.returncode, p.stdout.decode(), p.stderr.decode()
 
 
+def stop_and_wait(pid, timeout=10):
+    """SIGSTOP to pid, then back once every thread of it is stopped (a thread that was
+    running, or waiting for a CPU, may still run its code until it reaches the kernel)."""
+    os.kill(pid, signal.SIGSTOP)
+    deadline = time.monotonic() + timeout
+    while True:
+        states = []
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            try:
+                with open(f"/proc/{pid}/task/{tid}/stat") as f:
+                    states.append(f.read().rsplit(")", 1)[1].split()[0])
+            except OSError:
+                pass
+        if states and all(s in "tT" for s in states):
+            return
+        if time.monotonic() > deadline:
+            raise Failure(f"PID {pid} not stopped {timeout} s after SIGSTOP: {states}")
+        time.sleep(0.005)
+
+
 def size_row(final, size):
     """The size-table row whose range holds size, or None."""
     for row in final["sizes"]:
@@ -304,13 +352,49 @@ def probed_text_intact(pid, attached):
     return bad
 
 
-def uprobes_of(pid):
-    """Uprobes still attached by process pid, from bpftool's list of perf-event links."""
+def multi_links(holders=None):
+    """uprobe_multi links the processes holders (every process when None) hold open, from
+    their /proc/PID/fdinfo (bpftool lists perf events, not these): as bpftool's perf list
+    entries are, with pid the holder's, and target the process probed."""
+    found = []
+    for pid in holders if holders is not None else [int(p) for p in os.listdir("/proc")
+                                                    if p.isdigit()]:
+        try:
+            fds = os.listdir(f"/proc/{pid}/fd")
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                if os.readlink(f"/proc/{pid}/fd/{fd}") != "anon_inode:bpf_link":
+                    continue
+                with open(f"/proc/{pid}/fdinfo/{fd}") as f:
+                    info = f.read().splitlines()
+            except OSError:
+                continue
+            fields = dict(line.split(":\t", 1) for line in info if ":\t" in line)
+            if fields.get("link_type") not in ("uprobe_multi", "uretprobe_multi"):
+                continue
+            offsets = [line.split()[1] for line in info if line.split()[1:2]
+                       and line.split()[1].startswith("0x")]
+            found.append({"pid": pid, "fd": int(fd), "fd_type": fields["link_type"],
+                          "target": int(fields.get("pid", "0")), "filename": fields.get("path"),
+                          "offsets": [int(o, 16) for o in offsets]})
+    return found
+
+
+def perf_uprobes():
+    """Every uprobe bpftool lists (perf-event links), and every uprobe_multi link."""
     out = subprocess.run(["bpftool", "-j", "perf", "list"], capture_output=True, text=True)
     if out.returncode != 0:
         raise Failure(f"bpftool perf list failed: {out.stderr.strip()}")
     return [e for e in json.loads(out.stdout or "[]")
-            if e.get("pid") == pid and e.get("fd_type") in ("uprobe", "uretprobe")]
+            if e.get("fd_type") in ("uprobe", "uretprobe")] + multi_links()
+
+
+def uprobes_of(pid):
+    """Uprobes still attached by process pid: perf-event links bpftool lists, and
+    uprobe_multi links."""
+    return [e for e in perf_uprobes() if e.get("pid") == pid]
 
 
 def use_heaptap(path):

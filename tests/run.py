@@ -21,7 +21,7 @@ import lib  # noqa: E402
 # Run again under the sanitizers: a test per area of heaptap's user side, chosen to run
 # most of its code in about a minute: accounting, DWARF stacks (and crafted stacks and ELF
 # files), every output, block dumps, threads, the leak check (on SIGUSR1 and at an exit),
-# sampling, bad input, detaching. Not --watch's test: its exact page count needs each fault's stack unwound
+# sampling, bad input, detaching, a plan made anew at exec. Not --watch's test: its exact page count needs each fault's stack unwound
 # before the final report, which the slower sanitized build misses now and then.
 SANITIZED = [
     "test_size_mix_and_leaking_sites",
@@ -43,6 +43,7 @@ SANITIZED = [
     "test_sampled_estimates_hold_the_truth",
     "test_bad_input_is_refused_and_harms_nothing",
     "test_clean_detach_on_sigint",
+    "test_own_allocator_through_two_execs",
 ]
 
 

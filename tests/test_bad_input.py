@@ -1,6 +1,7 @@
 """Bad input: one clear line, the documented exit status, and the target untouched."""
 import os
 import signal
+import subprocess
 import time
 
 from lib import (HEAPTAP, TARGETS, Failure, Proc, Target, check, check_true, run_heaptap, test,
@@ -135,6 +136,32 @@ def test_ctrl_c_at_any_moment_harms_nothing():
                            "was traced"), err)
     _, final, _ = traced(target, "mix")
     check_mix(final)
+
+
+@test
+def test_ctrl_c_before_heaptap_runs_even_under_a_background_shell():
+    """A shell that runs the tests in the background ignores SIGINT, and its children keep
+    that: a SIGINT reaching heaptap before its first instruction (which holds it) was then
+    lost, and heaptap ran on (the torture test's hang, 1 cycle in 40). Started as from a
+    terminal (tests/lib.py), heaptap is ended by it, or ends its session cleanly."""
+    target = Target("sizes")
+    before = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        for attempt in range(10):
+            ht = Proc([HEAPTAP, "-p", str(target.target_pid), "-i", "100ms", "--json"])
+            time.sleep(0.0005 * (attempt % 3))
+            os.kill(ht.pid, signal.SIGINT)
+            try:
+                status = ht.popen.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                raise Failure(f"SIGINT {0.5 * (attempt % 3):.1f} ms after heaptap's start was "
+                              "lost: it still runs 20 s later")
+            check_true("ended by SIGINT, or cleanly", status in (0, -signal.SIGINT),
+                       f"status {status}: {ht.stderr_text()}")
+            check("uprobes left", uprobes_of(ht.pid), [])
+    finally:
+        signal.signal(signal.SIGINT, before)
+    check("target still answers", target.do("mix"), "")
 
 
 @test

@@ -2,8 +2,10 @@
 rbp near 2^64) and the files it maps (ELF headers whose offsets and sizes wrap around)."""
 import os
 import struct
+import subprocess
 import tempfile
 
+import lib
 from lib import Heaptap, Target, check, check_true, functions, size_row, test
 from test_accounting import check_exact
 
@@ -104,3 +106,40 @@ def test_crafted_elf_files_mapped_executable():
     check("size rows", [(r["min"], r["allocs"], r["frees"]) for r in final["sizes"]],
           [(24, 10, 10), (48, 4, 0)])
     check_exact(final)
+
+
+@test
+def test_library_path_with_a_newline_opens_no_other_file():
+    """A program's RUNPATH is its own: one whose directory name holds a newline makes the
+    loader's list of its libraries print a line of the program's making, here naming a FIFO.
+    heaptap launching it opens nothing but regular files, and goes on (before: it opened the
+    FIFO and waited for good; a device's open, as root, could act, a watchdog's arm it)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        fifo = os.path.join(tmp, "fifo")
+        os.mkfifo(fifo)
+        evil = os.path.join(tmp, "a\n\t" + fifo + " (0x0)\n\tx")
+        os.makedirs(evil)
+        with open(os.path.join(tmp, "inj.c"), "w") as f:
+            f.write("int inj(void) { return 1; }\n")
+        with open(os.path.join(tmp, "prog.c"), "w") as f:
+            f.write("int inj(void);\nint main(void) { return inj() - 1; }\n")
+        subprocess.run(["gcc", "-shared", "-fPIC", "-o", os.path.join(evil, "libinj.so"),
+                        os.path.join(tmp, "inj.c")], check=True)
+        prog = os.path.join(tmp, "prog")
+        subprocess.run(["gcc", "-o", prog, os.path.join(tmp, "prog.c"), "-L" + evil, "-linj",
+                        "-Wl,-rpath," + evil], check=True)
+        listed = subprocess.run(["/lib64/ld-linux-x86-64.so.2", "--list", prog],
+                                capture_output=True, text=True).stdout
+        check_true("the loader's list has a line of the program's naming the FIFO",
+                   f"\n\t{fifo} (0x0)\n" in listed, listed)
+        p = subprocess.Popen([lib.HEAPTAP, "--json", "-i", "1h", "--", prog],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        try:
+            out, err = p.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            p.kill()  # SIGKILL: heaptap takes the signals it ends on in its loop
+            p.communicate()
+            raise lib.Failure("heaptap still runs after 60 s: it opened the FIFO")
+    check("heaptap's exit status (the program's)", p.returncode, 0)
+    final = lib.parse_record(out.decode().splitlines()[-1])
+    check("no allocation: the program makes none", final["alloc_calls"], 0)

@@ -1,5 +1,6 @@
 """Cheaper modes for live servers: sampled accounting and its error bars, the duty cycle of
 --live (probes really out between windows), and --watch (no allocator probes at all)."""
+import math
 import time
 
 from lib import (Heaptap, Target, check, check_true, functions, probed_text_intact,
@@ -15,7 +16,8 @@ def test_sampled_estimates_hold_the_truth():
     final, status = ht.finish()
     check("heaptap exit status", status, 0)
     site = [s for s in final["sites"] if "leak_many" in functions(s)]
-    check("one site for the leak", len(site), 1)
+    check_true("one site for the leak", len(site) == 1,
+               [(s["live"], s["stack"][:4]) for s in site])
     site = site[0]
     true_bytes = 20000 * 256
     check_true("some blocks sampled, far from all", 50 < site["live"] < 2000, site["live"])
@@ -62,14 +64,22 @@ def test_sampled_figures_have_one_meaning_everywhere():
                abs(final["peak_bytes"] - true_peak) < 0.25 * true_peak,
                f"{final['peak_bytes']}, truth {true_peak}")
     check_true("peak at least live", final["peak_bytes"] >= final["live_bytes"])
+    # A count of n blocks of s bytes, each sampled with p = 1 - exp(-s / 16k) and weighed by
+    # 1/p, has a standard deviation of sqrt(n (1 - p) / p): 1,127 for the 256-byte blocks,
+    # 1,597 for the 128-byte ones. Within 4.5 of them: a sound estimate fails once in 100,000
+    # (at 2.6, as before, a run in a hundred failed).
+    def sd(n, size):
+        p = 1 - math.exp(-size / 16384)
+        return math.sqrt(n * (1 - p) / p)
     row = [r for r in final["sizes"] if r["min"] == 256][0]
     check_true("size table: allocations of 256 bytes, estimated",
-               abs(row["allocs"] - 20000) < 3000, row)
+               abs(row["allocs"] - 20000) < 4.5 * sd(20000, 256), row)
     row = [r for r in final["sizes"] if r["min"] == 128][0]
     check_true("size table: 128-byte blocks allocated and freed, estimated",
-               abs(row["allocs"] - 20000) < 4000 and row["frees"] == row["allocs"], row)
-    check_true("total allocations, estimated", abs(final["allocs"] - 40000) < 6000,
-               final["allocs"])
+               abs(row["allocs"] - 20000) < 4.5 * sd(20000, 128) and
+               row["frees"] == row["allocs"], row)
+    check_true("total allocations, estimated", abs(final["allocs"] - 40000) <
+               4.5 * math.hypot(sd(20000, 256), sd(20000, 128)), final["allocs"])
     calls = {f["function"]: f for f in final["functions"]}
     check("malloc calls: every call, sampled or not", calls["malloc"]["calls"], 40000)
     check("calloc calls (churn's array)", calls["calloc"]["calls"], 1)
@@ -84,11 +94,13 @@ def test_live_mode_takes_its_probes_out_between_windows():
                   "--max-overhead", "1", "-i", "500ms"])
     attached = ht.attached()
     target.send("work 400000")
+    # A report during the pause after the first window, 2 s into the session at least.
     paused = None
     deadline = time.monotonic() + 60
     while paused is None and time.monotonic() < deadline:
         rec = ht.record()
-        if rec and rec["type"] == "interval" and not rec["live"]["tracing_now"]:
+        if rec and rec["type"] == "interval" and not rec["live"]["tracing_now"] and \
+                rec["elapsed_s"] >= 2:
             paused = rec
     check_true("a report during a pause", paused is not None)
     check("uprobes while paused", uprobes_of(ht.pid), [])
@@ -97,8 +109,14 @@ def test_live_mode_takes_its_probes_out_between_windows():
                paused["live"])
     check_true("traced a small share of the time, so as to keep to 1%",
                0 < paused["live"]["traced"] < 0.5, paused["live"])
-    check_true("estimated slowdown within the budget",
-               paused["live"]["slowdown"] <= 0.0101, paused["live"])
+    # What the target lost, the first window's quarter second at most plus 1% of the time
+    # since: the bound --live keeps (the first window is short, and the next waits for the
+    # budget to pay for it).
+    lost = paused["live"]["slowdown"] * paused["elapsed_s"]
+    check_true("estimated loss within the first window and the budget",
+               lost <= 0.25 + 0.01 * paused["elapsed_s"] + 0.005,
+               f"{lost:.3f} s lost in {paused['elapsed_s']:.1f} s: {paused['live']}")
+    check("one window so far: the next waits for the budget", paused["live"]["windows"], 1)
     final, status = ht.finish()
     check("heaptap exit status", status, 0)
     check("mode", final["mode"], "live")

@@ -1,6 +1,7 @@
 """A prefork server: nginx from Debian, a master and 2 workers already running. Attached to the
 master with --follow, heaptap traces the workers too; over the same requests, a worker's
 figures equal those of a second heaptap attached to that worker alone."""
+import contextlib
 import os
 import shutil
 import signal
@@ -30,8 +31,10 @@ def children_of(pid):
     return sorted(out)
 
 
-@test
-def test_nginx_workers_followed_as_attached_alone():
+@contextlib.contextmanager
+def nginx(workers):
+    """nginx from Debian serving "hello" on a free loopback port, with its workers running:
+    (master, [workers], port). Ended gracefully by its PID."""
     if not os.access(NGINX, os.X_OK):
         raise Failure("nginx is missing: .ci/run installs nginx-light")
     d = tempfile.mkdtemp(prefix="heaptap-nginx-")
@@ -40,8 +43,9 @@ def test_nginx_workers_followed_as_attached_alone():
         port = s.getsockname()[1]
     conf = os.path.join(d, "nginx.conf")
     with open(conf, "w") as f:
-        f.write(f"daemon off;\nmaster_process on;\nworker_processes 2;\npid {d}/nginx.pid;\n"
-                f"error_log {d}/error.log;\nevents {{ worker_connections 64; }}\n"
+        f.write(f"daemon off;\nmaster_process on;\nworker_processes {workers};\n"
+                f"pid {d}/nginx.pid;\nerror_log {d}/error.log;\n"
+                f"events {{ worker_connections 64; }}\n"
                 f"http {{\n  access_log off;\n  client_body_temp_path {d};\n"
                 f"  proxy_temp_path {d};\n  fastcgi_temp_path {d};\n  uwsgi_temp_path {d};\n"
                 f"  scgi_temp_path {d};\n  server {{\n    listen 127.0.0.1:{port};\n"
@@ -50,14 +54,32 @@ def test_nginx_workers_followed_as_attached_alone():
     try:
         server = Proc([NGINX, "-c", conf, "-p", d, "-e", f"{d}/error.log"],
                       stdin=subprocess.DEVNULL)
-        master = server.pid
         deadline = time.monotonic() + 20
-        while len(children_of(master)) < 2:
+        while len(children_of(server.pid)) < workers:
             if time.monotonic() > deadline or server.popen.poll() is not None:
                 raise Failure(f"nginx did not start its workers: {server.stderr_text()[-500:]}")
             time.sleep(0.05)
-        workers = children_of(master)
+        yield server.pid, children_of(server.pid), port
+    finally:
+        if server and server.popen.poll() is None:
+            os.kill(server.pid, signal.SIGQUIT)   # graceful, by its PID
+            try:
+                server.popen.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                server.end()
+        shutil.rmtree(d, ignore_errors=True)
 
+
+def get(port, path, close=True):
+    """One request answered "hello"."""
+    req = urllib.request.Request(f"http://127.0.0.1:{port}{path}",
+                                 headers={"Connection": "close"} if close else {})
+    check("answer", urllib.request.urlopen(req, timeout=10).read(), b"hello\n")
+
+
+@test
+def test_nginx_workers_followed_as_attached_alone():
+    with nginx(2) as (master, workers, port):
         follow = Heaptap(["-p", str(master), "-f", "-i", "300ms"])
         follow.attached()
         before = settled(follow, workers[0], "the workers are in")
@@ -68,9 +90,7 @@ def test_nginx_workers_followed_as_attached_alone():
         alone = Heaptap(["-p", str(workers[0]), "-i", "300ms"])
         alone.attached()
         for i in range(REQUESTS):
-            req = urllib.request.Request(f"http://127.0.0.1:{port}/{i}",
-                                         headers={"Connection": "close"})
-            check("answer", urllib.request.urlopen(req, timeout=10).read(), b"hello\n")
+            get(port, f"/{i}")
         after = settled(follow, workers[0], "the requests are served")
         by_alone = settled(alone, workers[0], "the requests are served, attached alone")
         delta = backend_calls(after, workers[0]) - backend_calls(before, workers[0])
@@ -87,11 +107,3 @@ def test_nginx_workers_followed_as_attached_alone():
         check("heaptap alone: exit status", status, 0)
         _, status = follow.finish()
         check("heaptap following: exit status", status, 0)
-    finally:
-        if server and server.popen.poll() is None:
-            os.kill(server.pid, signal.SIGQUIT)   # graceful, by its PID
-            try:
-                server.popen.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                server.end()
-        shutil.rmtree(d, ignore_errors=True)

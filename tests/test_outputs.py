@@ -303,6 +303,11 @@ def test_output_options_refused_before_attaching():
     check("exit status for a --pprof in /proc", status, 1)
     check("message", err.strip(), "heaptap: cannot write --pprof /proc/version: no file can be "
           "made in /proc (No such file or directory)")
+    # A launched command is held before its exec when the outputs are checked: it ends with
+    # heaptap (which, its attacher's socket held by the command, once waited for good).
+    status, out, err = run_heaptap(["--pprof", "/proc/version", "--",
+                                    os.path.join(TARGETS_DIR, "sizes")], timeout=30)
+    check("exit status for a --pprof in /proc, launched", status, 1)
     status, out, err = run_heaptap(["-p", pid, "--folded", "x", "--html", "x"])
     check("exit status for one file given twice", status, 2)
     check("message", err.strip(), "heaptap: --folded and --html both write x: give each its "

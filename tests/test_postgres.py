@@ -2,6 +2,7 @@
 forked for a connection after attach is traced; over the same queries, its figures equal
 those of a second heaptap attached to that backend alone (the single-process mode, itself
 checked against memcheck)."""
+import contextlib
 import os
 import shutil
 import signal
@@ -9,7 +10,7 @@ import subprocess
 import tempfile
 import time
 
-from lib import Failure, Heaptap, Proc, check, check_true, functions, test
+from lib import Failure, Heaptap, Proc, check, check_true, functions, probed_text_intact, test
 from test_services import wait_record
 
 PG_BIN = "/usr/lib/postgresql/15/bin"
@@ -60,13 +61,15 @@ class Psql:
         self.p.wait(timeout=30)
 
 
-@test
-def test_postgres_backends_followed_as_attached_alone():
+@contextlib.contextmanager
+def cluster():
+    """A throwaway PostgreSQL 15 cluster listening on a socket in its own directory: (that
+    directory, the postmaster's PID). Shut down fast, by its PID."""
     if not os.path.exists(os.path.join(PG_BIN, "postgres")):
         raise Failure("PostgreSQL 15 is missing: .ci/run installs postgresql")
     d = tempfile.mkdtemp(prefix="heaptap-pg-")
     data = os.path.join(d, "data")
-    server = psql = None
+    server = None
     try:
         os.chmod(d, 0o755)
         shutil.chown(d, "postgres", "postgres")
@@ -83,59 +86,8 @@ def test_postgres_backends_followed_as_attached_alone():
                 server.end()
                 raise Failure(f"the postmaster does not listen: {server.stderr_text()[-1000:]}")
             time.sleep(0.1)
-        postmaster = server.pid
-
-        follow = Heaptap(["-p", str(postmaster), "-f", "-i", "300ms"])
-        follow.attached()
-        psql = Psql(d)
-        backend = int(psql.ask("select pg_backend_pid();"))
-        before = settled(follow, backend, "the connection is set up")
-        p = next(p for p in before["processes"] if p["pid"] == backend)
-        check("the backend's parent", p["parent"], postmaster)
-        check("its name", p["comm"], "postgres")
-
-        alone = Heaptap(["-p", str(backend), "-i", "300ms"])
-        alone.attached()
-        for i in range(QUERIES):
-            psql.ask(f"select count(*), max(length(s)) from (select repeat('x', g % {50 + i}) "
-                     f"|| g::text as s from generate_series(1, 2000) g) q;")
-        check("the connection is the same backend", int(psql.ask("select pg_backend_pid();")),
-              backend)
-        after = settled(follow, backend, "the queries are done")
-        by_alone = settled(alone, backend, "the queries are done, attached alone")
-        delta = backend_calls(after, backend) - backend_calls(before, backend)
-        direct = backend_calls(by_alone, backend)
-        check_true(f"the queries' calls, followed ({delta}) and attached alone ({direct})",
-                   direct >= 3 * QUERIES and abs(delta - direct) <= 0.05 * direct, (delta, direct))
-        check_true("the backend, traced from after its fork",
-                   after["inexact"]["late_procs"] >= 1, after["inexact"])
-        check("no fork notice lost", after["inexact"]["lost_procs"], 0)
-        named = [s for s in after["sites"]
-                 if any(x["pid"] == backend for x in s["processes"]) and
-                 any(f and ("MemoryContext" in f or "AllocSet" in f or "palloc" in f)
-                     for f in functions(s))]
-        check_true("the backend's sites are named by PostgreSQL's allocator functions", named,
-                   [functions(s)[:4] for s in after["sites"][:5]])
-        procs = {p["pid"]: p for p in after["processes"]}
-        others = [p for p in procs.values() if p["parent"] == postmaster and p["pid"] != backend]
-        check_true("the postmaster's other children are traced too (its workers)", others,
-                   procs)
-        _, status = alone.finish()
-        check("heaptap alone: exit status", status, 0)
-        psql.close()
-        psql = None
-        deadline = time.monotonic() + 10
-        while os.path.exists(f"/proc/{backend}") and time.monotonic() < deadline:
-            time.sleep(0.05)
-        time.sleep(0.5)   # a report's time for heaptap to hear of its exit
-        final, status = follow.finish()
-        check("heaptap following: exit status", status, 0)
-        p = next(p for p in final["processes"] if p["pid"] == backend)
-        check_true("the backend ended with its connection", not p["alive"], p)
+        yield d, server.pid
     finally:
-        if psql:
-            psql.p.kill()
-            psql.p.wait()
         if server and server.popen.poll() is None:
             os.kill(server.pid, signal.SIGINT)   # fast shutdown, by its PID
             try:
@@ -143,3 +95,184 @@ def test_postgres_backends_followed_as_attached_alone():
             except subprocess.TimeoutExpired:
                 server.end()
         shutil.rmtree(d, ignore_errors=True)
+
+
+def some_queries(psql, n):
+    """n queries, each building and sorting through 2,000 rows of strings."""
+    for i in range(n):
+        psql.ask(f"select count(*), max(length(s)) from (select repeat('x', g % {50 + i}) "
+                 f"|| g::text as s from generate_series(1, 2000) g) q;")
+
+
+@test
+def test_postgres_backends_followed_as_attached_alone():
+    psql = None
+    with cluster() as (d, postmaster):
+        try:
+            follow = Heaptap(["-p", str(postmaster), "-f", "-i", "300ms"])
+            follow.attached()
+            psql = Psql(d)
+            backend = int(psql.ask("select pg_backend_pid();"))
+            before = settled(follow, backend, "the connection is set up")
+            p = next(p for p in before["processes"] if p["pid"] == backend)
+            check("the backend's parent", p["parent"], postmaster)
+            check("its name", p["comm"], "postgres")
+
+            alone = Heaptap(["-p", str(backend), "-i", "300ms"])
+            alone.attached()
+            some_queries(psql, QUERIES)
+            check("the connection is the same backend",
+                  int(psql.ask("select pg_backend_pid();")), backend)
+            after = settled(follow, backend, "the queries are done")
+            by_alone = settled(alone, backend, "the queries are done, attached alone")
+            delta = backend_calls(after, backend) - backend_calls(before, backend)
+            direct = backend_calls(by_alone, backend)
+            check_true(f"the queries' calls, followed ({delta}) and attached alone ({direct})",
+                       direct >= 3 * QUERIES and abs(delta - direct) <= 0.05 * direct,
+                       (delta, direct))
+            check_true("the backend, traced from after its fork",
+                       after["inexact"]["late_procs"] >= 1, after["inexact"])
+            check("no fork notice lost", after["inexact"]["lost_procs"], 0)
+            named = [s for s in after["sites"]
+                     if any(x["pid"] == backend for x in s["processes"]) and
+                     any(f and ("MemoryContext" in f or "AllocSet" in f or "palloc" in f)
+                         for f in functions(s))]
+            check_true("the backend's sites are named by PostgreSQL's allocator functions",
+                       named, [functions(s)[:4] for s in after["sites"][:5]])
+            procs = {p["pid"]: p for p in after["processes"]}
+            others = [p for p in procs.values()
+                      if p["parent"] == postmaster and p["pid"] != backend]
+            check_true("the postmaster's other children are traced too (its workers)", others,
+                       procs)
+            _, status = alone.finish()
+            check("heaptap alone: exit status", status, 0)
+            psql.close()
+            psql = None
+            deadline = time.monotonic() + 10
+            while os.path.exists(f"/proc/{backend}") and time.monotonic() < deadline:
+                time.sleep(0.05)
+            time.sleep(0.5)   # a report's time for heaptap to hear of its exit
+            final, status = follow.finish()
+            check("heaptap following: exit status", status, 0)
+            p = next(p for p in final["processes"] if p["pid"] == backend)
+            check_true("the backend ended with its connection", not p["alive"], p)
+        finally:
+            if psql:
+                psql.p.kill()
+                psql.p.wait()
+
+
+def pgbench(d, *args, timeout=120):
+    """pgbench from Debian against the cluster at d; its output."""
+    out = subprocess.run(as_postgres([os.path.join(PG_BIN, "pgbench"), "-h", d, "-p", str(PORT),
+                                      "-U", "postgres"] + list(args) + ["postgres"]),
+                         capture_output=True, text=True, timeout=timeout)
+    check(f"pgbench {' '.join(args)}: exit status ({out.stderr[-300:]})", out.returncode, 0)
+    return out.stdout
+
+
+def children(pid):
+    out = set()
+    for name in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{name}/stat") as f:
+                if name.isdigit() and int(f.read().rsplit(")", 1)[1].split()[1]) == pid:
+                    out.add(int(name))
+        except (OSError, IndexError):
+            pass
+    return out
+
+
+@test
+def test_pgbench_backends_through_the_postmaster():
+    """pgbench's clients, each a backend forked after attach: heaptap --follow on the
+    postmaster names them and merges their sites, and sees at least what heaptap attached to
+    each backend directly sees; with a connection per transaction (-C), every short-lived
+    backend is seen forked (and counted late); the text of a backend still running is the
+    file's after detach."""
+    psql = None
+    with cluster() as (d, postmaster):
+        try:
+            pgbench(d, "-i", "-q", "-s", "1")
+            psql = Psql(d)
+            idle = int(psql.ask("select pg_backend_pid();"))
+            follow = Heaptap(["-p", str(postmaster), "-f", "-i", "300ms", "--top", "1000"])
+            attached = follow.attached()
+            known = children(postmaster)
+            # TPC-B's reads, each client then pausing in a query: both hold its executor's
+            # blocks at the same sites most of the time, whenever a report is made.
+            script = os.path.join(d, "bench.sql")
+            with open(script, "w") as f:
+                f.write("\\set aid random(1, 100000)\n"
+                        "SELECT abalance FROM pgbench_accounts WHERE aid = :aid;\n"
+                        "SELECT pg_sleep(0.02);\n")
+            os.chmod(script, 0o644)
+            bench = subprocess.Popen(as_postgres([os.path.join(PG_BIN, "pgbench"), "-h", d,
+                                                  "-p", str(PORT), "-U", "postgres", "-c", "2",
+                                                  "-T", "4", "-f", script, "postgres"]),
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            # Its two clients' backends (its first connection, a check, comes and goes).
+            deadline = time.monotonic() + 20
+            seen = None
+            while True:
+                pids = psql.ask("select string_agg(pid::text, ',' order by pid) from "
+                                "pg_stat_activity where application_name = 'pgbench';")
+                if pids and len(pids.split(",")) == 2 and pids == seen:
+                    break
+                seen = pids
+                check_true("pgbench's two backends start", time.monotonic() < deadline, pids)
+                time.sleep(0.05)
+            clients = [int(x) for x in pids.split(",")]
+            alone = {pid: Heaptap(["-p", str(pid), "-i", "1h"]) for pid in clients}
+            for ht in alone.values():
+                ht.attached()
+            merged = wait_record(follow, lambda rec: any(
+                {x["pid"] for x in s["processes"]} >= set(clients) for s in rec["sites"]),
+                "a site is merged across the two clients")
+            out, err = bench.communicate(timeout=60)
+            check(f"pgbench's exit status ({err[-300:]})", bench.returncode, 0)
+            direct = {}
+            for pid, ht in alone.items():
+                final, status = ht.finish(sig=None)   # it ends with its backend
+                check(f"heaptap on backend {pid}: exit status", status, 0)
+                direct[pid] = final["alloc_calls"]
+            time.sleep(0.6)   # a report's time for the follower to hear of their exits
+            short = pgbench(d, "-C", "-c", "2", "-t", "20")
+            time.sleep(0.6)
+            final, status = follow.finish()
+            check("heaptap following: exit status", status, 0)
+            check("the running backend's code after detach", probed_text_intact(idle, attached),
+                  [])
+            procs = {p["pid"]: p for p in final["processes"]}
+            for pid in clients:
+                p = procs.get(pid)
+                check_true(f"backend {pid}, named", p and p["comm"] == "postgres" and
+                           p["parent"] == postmaster and not p["alive"], p)
+                check_true(f"backend {pid}: calls followed ({p['alloc_calls']}) against "
+                           f"attached alone ({direct[pid]})",
+                           direct[pid] > 300 and p["alloc_calls"] >= 0.95 * direct[pid],
+                           (p["alloc_calls"], direct[pid]))
+            check_true("the merged site is a backend's, named",
+                       any(f and "PostgresMain" in f for s in merged["sites"]
+                           for f in functions(s)), [functions(s)[:6] for s in merged["sites"]])
+            # -C: a backend per transaction, 40 of them (and pgbench's own first one).
+            done = int(next(line for line in short.splitlines()
+                            if "transactions actually processed" in line).split(":")[1]
+                        .split("/")[0])
+            check("transactions with a connection each", done, 40)
+            # Each lives a few milliseconds, about as long as putting its probes in takes:
+            # some end untraced, each counted as late or untraced (README, Services).
+            late = final["inexact"]["late_procs"] + final["inexact"]["untraced_procs"]
+            check_true(f"every short-lived backend seen forked, counted late or untraced "
+                       f"({late}, {done} transactions)", late >= done, final["inexact"])
+            check("no fork notice lost", final["inexact"]["lost_procs"], 0)
+            traced = [p for p in procs.values() if p["parent"] == postmaster and
+                      p["pid"] not in known and p["pid"] not in clients and p["alloc_calls"]]
+            print(f"    pgbench's clients: calls followed "
+                  f"{', '.join(str(procs[c]['alloc_calls']) for c in clients)}, attached alone "
+                  f"{', '.join(str(direct[c]) for c in clients)}; -C: {done} transactions, "
+                  f"{late} processes forked, {final['inexact']['untraced_procs']} ended "
+                  f"before their probes were in, {len(traced)} traced")
+        finally:
+            if psql:
+                psql.close()

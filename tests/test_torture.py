@@ -1,4 +1,4 @@
-"""The torture run, short: tests/torture.py with 20 cycles of attaching heaptap and ending it
+"""The torture run, short: tests/torture.py with 60 cycles of attaching heaptap and ending it
 by SIGINT or SIGKILL at a random moment, each checked (the long run, 200 cycles, is in
 README.md). A random seed each time; a failure says how to replay it."""
 import os
@@ -9,7 +9,7 @@ import time
 from lib import Proc, check, check_true, test
 
 TORTURE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "torture.py")
-CYCLES = 20
+CYCLES = 60
 # No cycle starts after this: on a loaded machine the test still ends within about 2 minutes.
 MAX_TIME_S = 90
 # A cycle's own bound (heaptap's output closed within 60 s, checks, the target's answers).

@@ -28,7 +28,7 @@ Checks, once heaptap is gone:
              nothing printed); after SIGKILL, killed by it; never a crash, its output closed
              within 60 s, and every record valid under doc/report.schema.json
   leftovers  no process heaptap started (the leak check's tracer, the --live calibration
-             child, heaptap-detach) still running 1.5 s later: torture.py is the subreaper of
+             child, heaptap-attach, heaptap-detach) still running 1.5 s later: torture.py is the subreaper of
              what it starts, so heaptap's orphans come to it
   stopped    no thread of the target, nor of a held child, in state t or T within 1.5 s (the
              leak check's tracer lets go when heaptap is gone)
@@ -36,10 +36,11 @@ Checks, once heaptap is gone:
              file's: no breakpoint left. The addresses are those of the attached record, or,
              when heaptap was ended before printing it, of earlier attaches to the target (the
              plan is the same: each target's plan is learnt by a clean attach when it starts)
-  uprobes    bpftool perf list: no uprobe owned by heaptap's PID, by a process running
-             build/heaptap or left by heaptap, nor any on a file opened through the
-             /proc/PID/root of a target of this run, gone or living (heaptap opens the
-             target's files so: the name says for whom the probe was made)
+  uprobes    bpftool perf list, and the uprobe_multi links every process holds (its
+             /proc/PID/fdinfo): no uprobe owned by heaptap's PID, by a process running
+             build/heaptap or left by heaptap, nor any perf-event uprobe on a file opened
+             through the /proc/PID/root of a target of this run, gone or living (heaptap opens
+             the target's files so: the name says for whom the probe was made)
   result     storm: every checksum equals the untraced run's; forker: every child reaped
              exited 0 (a child killed by SIGTRAP met a breakpoint nobody owned); each target
              answers afterwards (storm: an untraced run; threads1k: all 1,000 threads make
@@ -164,11 +165,7 @@ def boottime():
 
 
 def perf_list():
-    out = subprocess.run(["bpftool", "-j", "perf", "list"], capture_output=True, text=True)
-    if out.returncode != 0:
-        raise Failure(f"bpftool perf list failed: {out.stderr.strip()}")
-    return [e for e in json.loads(out.stdout or "[]")
-            if e.get("fd_type") in ("uprobe", "uretprobe")]
+    return lib.perf_uprobes()
 
 
 def exe_of(pid):
@@ -509,13 +506,43 @@ def kernel_stacks(pid):
     return "; ".join(out)
 
 
+def hang_report(pid, records_at_signal, records_now):
+    """What a hung heaptap is doing: its kernel stacks, signals, what its epoll sets watch,
+    its own stack by gdb, and whether it still reported after the signal."""
+    parts = [f"kernel stacks: {kernel_stacks(pid)}",
+             f"records since the signal: {records_now - records_at_signal}"]
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            parts.append(" ".join(l.strip().replace(":\t", "=") for l in f
+                                  if l.startswith(("SigPnd", "ShdPnd", "SigBlk", "SigIgn"))))
+        fds = {}
+        for fd in os.listdir(f"/proc/{pid}/fd"):
+            fds[fd] = os.readlink(f"/proc/{pid}/fd/{fd}")
+        for fd, what in sorted(fds.items(), key=lambda kv: int(kv[0])):
+            if "eventpoll" in what or "signalfd" in what:
+                with open(f"/proc/{pid}/fdinfo/{fd}") as f:
+                    watched = [l.split()[1] for l in f if l.startswith("tfd:")]
+                parts.append(f"fd {fd} {what}" + (f" watches {watched}" if watched else ""))
+    except OSError as e:
+        parts.append(f"/proc: {e}")
+    try:
+        bt = subprocess.run(["gdb", "-p", str(pid), "-batch", "-ex", "thread apply all bt"],
+                            capture_output=True, text=True, timeout=60).stdout
+        parts.append("gdb: " + " < ".join(l.split(" in ", 1)[-1].split(" (")[0]
+                                          for l in bt.splitlines() if l.startswith("#")))
+    except (OSError, subprocess.TimeoutExpired) as e:
+        parts.append(f"gdb: {e}")
+    return "; ".join(parts)
+
+
 def reap(session, target, sig, fails):
     """Reads heaptap to its end; judges how it ended. Returns its exit status."""
     wait = EXIT_WAIT_S
+    at_signal = len(session.records)
     if not pump(session, target, wait, lambda: session.ended() and not session.fds()) \
             and not session.ended():
         fails.append(f"heaptap did not exit within {wait}s of {sig.name} "
-                     f"(kernel stacks: {kernel_stacks(session.pid)})")
+                     f"({hang_report(session.pid, at_signal, len(session.records))})")
         session.read()   # what it said before it is ended (end() closes its pipes)
         session.ht.end()
     status = session.ht.popen.wait()
@@ -588,7 +615,7 @@ class Torture:
         try:
             wait_attached(s, t)
             listed = [e for e in perf_list() if e.get("pid") == s.pid]
-            check_true(f"bpftool lists heaptap's uprobes on {t.name} while attached", listed)
+            check_true(f"heaptap's uprobes on {t.name} listed while attached", listed)
             self.visible_uprobes = len(listed)
             self.note_plan(t.name, s.attached())
             os.kill(s.pid, signal.SIGINT)
@@ -637,7 +664,8 @@ class Torture:
             mine = [e for e in entries
                     if e.get("pid") == s.pid or e.get("pid") in left
                     or exe_of(e.get("pid")) == HEAPTAP_EXE
-                    or opened_for(e.get("filename"))[0] in self.target_pids]
+                    or opened_for(e.get("filename"))[0] in self.target_pids
+                    or e.get("target") in self.target_pids]
             foreign = [e for e in entries
                        if e not in mine and opened_for(e.get("filename"))[1] in target_files]
             self.stats["foreign uprobes seen"] += len(foreign)
@@ -773,7 +801,8 @@ class Torture:
             f"{st['forker children reaped']} reaped")
         out(f"threads let go only after heaptap's end (within the grace): "
             f"{st['stopped threads let go within the grace']} cycles")
-        out(f"uprobes: bpftool listed {self.visible_uprobes} of heaptap's while attached; "
+        out(f"uprobes: {self.visible_uprobes} of heaptap's links listed while attached (perf "
+            f"events by bpftool, uprobe_multi links from /proc); "
             f"other processes' on the targets' files seen {st['foreign uprobes seen']} times "
             f"(not judged)")
         for line in self.failures:

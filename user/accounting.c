@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 #include <errno.h>
+#include <stddef.h>
 #include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
@@ -372,11 +373,15 @@ static void file_tallies(struct reader *rd, struct snapshot *s)
  * side's live bytes (its peak follows what is live), told per process. */
 static void drop_blocks(struct heaptap_bpf *skel, struct reader *rd, struct snapshot *s)
 {
-	int fd = bpf_map__fd(skel->maps.allocs);
+	int fd = bpf_map__fd(skel->maps.allocs), pools = bpf_map__fd(skel->maps.pool_blocks);
 	size_t i;
 
-	for (i = 0; i < rd->ndrop; i++)
+	for (i = 0; i < rd->ndrop; i++) {
 		bpf_map_delete_elem(fd, &rd->drop[i]);
+		/* A pool's block: its pool goes with the process or image. */
+		if (skel->rodata->pools_on)
+			bpf_map_delete_elem(pools, &rd->drop[i]);
+	}
 	for (i = 0; i < rd->ndropped; i++) {
 		const struct tally *t = &rd->dropped_v[i];
 
@@ -388,6 +393,59 @@ static void drop_blocks(struct heaptap_bpf *skel, struct reader *rd, struct snap
 			rd->o->dropped(rd->o->ctx, t->p.tgid, (enum block_owner)t->site, t->p.live,
 				       t->p.live_bytes);
 	}
+}
+
+/* The keys of a map keyed by process and image first (heaptap_block, heaptap_pool_key) whose
+ * process is gone or whose image it left by exec; *n of them, malloc'd. Listed first, deleted
+ * after: a walk resumed from a deleted key starts over. */
+static struct heaptap_block *gone_keys(int fd, const struct snapshot_opts *o, size_t *n)
+{
+	struct heaptap_block key, next, *prev = NULL, *gone = NULL;
+	enum block_owner owner;
+	size_t cap = 0;
+
+	*n = 0;
+	while (!bpf_map_get_next_key(fd, prev, &next)) {
+		key = next;
+		prev = &key;
+		owner = o->owner(o->ctx, key.tgid, key.image);
+		if ((owner == OWNER_DROP_EXEC || owner == OWNER_DROP_EXIT) &&
+		    !array__reserve(&gone, &cap, *n, sizeof(*gone)))
+			gone[(*n)++] = key;
+	}
+	return gone;
+}
+
+/* Pools of processes gone and of images left by exec: out of the pools map, which holds
+ * those alive only; and what they took from malloc, out of the map and of the figures, as
+ * their blocks. */
+static void drop_pools(struct heaptap_bpf *skel, const struct snapshot_opts *o)
+{
+	int fd = bpf_map__fd(skel->maps.pools), mallocs = bpf_map__fd(skel->maps.pool_mallocs);
+	struct heaptap_block *gone;
+	size_t n, i;
+	__u64 size;
+
+	if (!skel->rodata->pools_on || !o || !o->owner)
+		return;
+	_Static_assert(sizeof(struct heaptap_pool_key) == sizeof(struct heaptap_block) &&
+			       offsetof(struct heaptap_pool_key, image) ==
+				       offsetof(struct heaptap_block, image),
+		       "both keys begin with the process and the image");
+	gone = gone_keys(fd, o, &n);
+	for (i = 0; i < n; i++)
+		bpf_map_delete_elem(fd, &gone[i]);
+	free(gone);
+	gone = gone_keys(mallocs, o, &n);
+	for (i = 0; i < n; i++) {
+		/* Only what this delete took out: a free meanwhile took the rest. */
+		if (bpf_map_lookup_elem(mallocs, &gone[i], &size) ||
+		    bpf_map_delete_elem(mallocs, &gone[i]))
+			continue;
+		__atomic_fetch_sub(&skel->bss->counters.pool_malloc_live, 1, __ATOMIC_RELAXED);
+		__atomic_fetch_sub(&skel->bss->counters.pool_malloc_bytes, size, __ATOMIC_RELAXED);
+	}
+	free(gone);
 }
 
 static void reader__free(struct reader *rd)
@@ -518,11 +576,21 @@ static int by_live_bytes(const void *a, const void *b)
 /* The BPF side's counters, with the stacks the loader stored or dropped for it (those it
  * unwound from samples). */
 static void read_counters(struct heaptap_bpf *skel, struct stacks *stacks,
-			  struct heaptap_counters *c)
+			  struct heaptap_counters *c, struct heaptap_fixup_stats *f)
 {
 	*c = skel->bss->counters;
+	*f = skel->bss->fixup_stats;
 	c->dropped_stacks += stacks__dropped(stacks);
 	c->new_stacks += stacks__stored(stacks);
+}
+
+void accounting__reap_pools(struct heaptap_bpf *skel)
+{
+	LIBBPF_OPTS(bpf_test_run_opts, run);
+	int fd = bpf_program__fd(skel->progs.reap_pools);
+
+	if (fd >= 0 && __atomic_load_n(&skel->bss->pool_reap_pending, __ATOMIC_ACQUIRE))
+		bpf_prog_test_run_opts(fd, &run);
 }
 
 int accounting__snapshot(struct heaptap_bpf *skel, struct stacks *stacks,
@@ -532,6 +600,8 @@ int accounting__snapshot(struct heaptap_bpf *skel, struct stacks *stacks,
 	uint64_t peak_epoch;
 	int err;
 
+	/* Blocks freed with their pools out of every map first. */
+	accounting__reap_pools(skel);
 	memset(out, 0, sizeof(*out));
 	out->time_ns = clock__now_ns();
 	out->dropped_blocks = opts->dropped_blocks;
@@ -549,13 +619,14 @@ int accounting__snapshot(struct heaptap_bpf *skel, struct stacks *stacks,
 	if (!err) {
 		file_tallies(&rd, out);
 		drop_blocks(skel, &rd, out);
+		drop_pools(skel, opts);
 	}
 	for (size_t i = 0; !err && opts->dropped_classes && i < HEAPTAP_SIZE_CLASSES; i++) {
 		out->classes[i].dropped = opts->dropped_classes[i].dropped;
 		out->classes[i].dropped_bytes = opts->dropped_classes[i].dropped_bytes;
 	}
 	/* The counters last: the drops are out of their live bytes. */
-	read_counters(skel, stacks, &out->counters);
+	read_counters(skel, stacks, &out->counters, &out->fixups);
 	reader__free(&rd);
 	if (err) {
 		snapshot__free(out);
@@ -571,7 +642,10 @@ int accounting__blocks(struct heaptap_bpf *skel, struct stacks *stacks, uint32_t
 {
 	struct snapshot all = { .time_ns = clock__now_ns() };
 	struct reader rd = {};
-	int err = read_sites(bpf_map__fd(skel->maps.allocs), stacks, &rd, true, tgid, &all);
+	int err;
+
+	accounting__reap_pools(skel);
+	err = read_sites(bpf_map__fd(skel->maps.allocs), stacks, &rd, true, tgid, &all);
 
 	reader__free(&rd);
 	*out = err ? NULL : all.blocks;
@@ -592,7 +666,7 @@ int accounting__watch_snapshot(struct heaptap_bpf *skel, struct stacks *stacks, 
 
 	memset(out, 0, sizeof(*out));
 	out->time_ns = clock__now_ns();
-	read_counters(skel, stacks, &out->counters);
+	read_counters(skel, stacks, &out->counters, &out->fixups);
 	while (!err && !bpf_map_get_next_key(fd, prev, &next)) {
 		uint64_t id;
 		uintptr_t slot;

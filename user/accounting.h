@@ -19,7 +19,7 @@ struct stacks;
 /* Live blocks kept per site as examples (for dumps): its oldest. */
 #define SITE_EXAMPLES 4
 /* Processes kept per site, by live bytes. */
-#define SITE_PROCS 8
+#define SITE_PROCS 16
 /* Ages of live blocks: under 1 s, 10 s, 1 min, 10 min, 1 h, 1 day, and older. */
 #define AGE_BUCKETS 7
 extern const uint64_t accounting__age_limits_s[AGE_BUCKETS - 1];
@@ -58,9 +58,12 @@ struct site {
 	double est_bytes;
 	double est_blocks;
 	double est_var;
-	/* Filled at the report for the top sites: what some of its blocks hold. */
+	/* Filled at the report for the top sites: what some of its blocks hold, and the pool
+	 * its oldest block is in (0: none), with the pool's name where it has one ("": none) */
 	struct dump *dumps;
 	size_t ndumps;
+	uint64_t pool;
+	char pool_name[64];
 };
 
 /* One process's figures at the snapshot: its counters, and its live blocks. */
@@ -129,6 +132,7 @@ struct thread_live {
 struct snapshot {
 	uint64_t time_ns; /* CLOCK_MONOTONIC */
 	struct heaptap_counters counters;
+	struct heaptap_fixup_stats fixups; /* C++ exceptions the loader let out */
 	struct heaptap_size_class classes[HEAPTAP_SIZE_CLASSES];
 	uint64_t fn_calls[HEAPTAP_MAX_FUNCS];		     /* entries, for what probes cost */
 	struct heaptap_fn_stats fn_stats[HEAPTAP_MAX_FUNCS]; /* what the calls did */
@@ -156,6 +160,10 @@ struct snapshot {
 
 /* Takes a snapshot. Sites are keyed by stacks' canonical ids (a sampled block's, once
  * unwound, by its stack's). */
+/* Takes the blocks that pools' resets and destroys freed out of the maps (their sites and
+ * size classes with them), if any are waiting; snapshots do it first. */
+void accounting__reap_pools(struct heaptap_bpf *skel);
+
 int accounting__snapshot(struct heaptap_bpf *skel, struct stacks *stacks,
 			 const struct snapshot_opts *opts, struct snapshot *out);
 

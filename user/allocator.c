@@ -136,6 +136,20 @@ static void target_file__free(struct target_file *f)
 	elf_syms__free(f->elf);
 }
 
+/* f: o's file, its paths copied and its ELF taken (o reads it again should it be asked).
+ * -ENOMEM when a copy failed: f is whole but for it, for its owner to free. */
+static int copy_file(struct object *o, struct target_file *f)
+{
+	*f = (struct target_file){ .path = strdup(o->path),
+				   .name = escape__dup(o->path),
+				   .open_path = strdup(o->open_path),
+				   .elf = o->elf,
+				   .main_program = o->main_program };
+	o->elf = NULL;
+	o->tried = false;
+	return f->path && f->name && f->open_path ? 0 : -ENOMEM;
+}
+
 /*
  * Objects with the C++ unwinder: an exception thrown by operator new passes through them.
  * Found before choose() hands an object over; their ELF is taken (and read again, should
@@ -147,25 +161,13 @@ static int find_unwinders(struct objects *objs, struct allocator *a)
 
 	for (i = 0; i < objs->n; i++) {
 		struct object *o = &objs->v[i];
-		struct target_file *grown;
 
 		if (!defines(o, "_Unwind_RaiseException")) {
 			a->unwinders_unknown |= !o->elf;
 			continue;
 		}
-		if (array__reserve(&a->unwinders, &cap, a->nunwinders, sizeof(*a->unwinders)))
-			return -ENOMEM;
-		grown = a->unwinders;
-		grown[a->nunwinders] = (struct target_file){ .path = strdup(o->path),
-							     .name = escape__dup(o->path),
-							     .open_path = strdup(o->open_path),
-							     .elf = o->elf,
-							     .main_program = o->main_program };
-		o->elf = NULL;
-		o->tried = false;
-		a->nunwinders++;
-		if (!grown[a->nunwinders - 1].path || !grown[a->nunwinders - 1].name ||
-		    !grown[a->nunwinders - 1].open_path)
+		if (array__reserve(&a->unwinders, &cap, a->nunwinders, sizeof(*a->unwinders)) ||
+		    copy_file(o, &a->unwinders[a->nunwinders++]))
 			return -ENOMEM;
 	}
 	return 0;
@@ -346,11 +348,117 @@ static struct object *find_override(int pid, struct objects *objs, const char *o
 	return objects__match(objs, override);
 }
 
+const struct target_file *allocator__own_file(const struct allocator *a, const struct own_fn *fn)
+{
+	return fn->file < 0 ? &a->file : &a->own_files[fn->file];
+}
+
+/* Whether o has a function called name, exported or not: read in full if need be. */
+static bool has_function(struct object *o, const char *name, bool full)
+{
+	struct elf_syms *elf = object_elf(o), *all = NULL;
+
+	if (elf && elf_syms__find(elf, name))
+		return true;
+	if (!full || o->main_program || !o->open_path || elf_syms__open(o->open_path, false, &all))
+		return false;
+	if (!elf_syms__find(all, name)) {
+		elf_syms__free(all);
+		return false;
+	}
+	elf_syms__free(o->elf);
+	o->elf = all;
+	return true;
+}
+
+/*
+ * The object of objs that has a function called name: the program first, then in load
+ * order, by what each exports (and the program's own symbols), then by every object's full
+ * symbol table. -1 for the allocator's own object (taken out of objs), -2 for none.
+ */
+static int defining(struct objects *objs, const struct allocator *a, const char *name,
+		    struct object **found)
+{
+	size_t i;
+	int full;
+
+	*found = NULL;
+	for (full = 0; full < 2; full++) {
+		for (i = 0; i < objs->n; i++) {
+			struct object *o = &objs->v[i];
+
+			if (!o->path) {
+				if (!full && a->file.elf && elf_syms__find(a->file.elf, name))
+					return -1;
+			} else if (has_function(o, name, full)) {
+				*found = o;
+				return 0;
+			}
+		}
+	}
+	return -2;
+}
+
+/* The own_files entry for object o: the one already made for its path, or a new one. */
+static int own_file(struct allocator *a, struct object *o, size_t *cap)
+{
+	size_t i;
+
+	for (i = 0; i < a->nown_files; i++)
+		if (!strcmp(a->own_files[i].path, o->path))
+			return i;
+	if (array__reserve(&a->own_files, cap, a->nown_files, sizeof(*a->own_files)))
+		return -ENOMEM;
+	/* Counted even when a copy failed: freed with the allocator. */
+	return copy_file(o, &a->own_files[a->nown_files++]) ?: (int)a->nown_files - 1;
+}
+
+/* The program's own allocator functions: each in the first object that defines it. */
+static int find_own(struct objects *objs, const struct allocator_want *want, const char *where,
+		    struct allocator *a)
+{
+	size_t i, cap = 0;
+
+	if (!want->nown)
+		return 0;
+	a->own = calloc(want->nown, sizeof(*a->own));
+	if (!a->own)
+		return -ENOMEM;
+	for (i = 0; i < want->nown; i++) {
+		const struct alloc_spec *spec = &want->own[i];
+		struct object *o;
+		int file = defining(objs, a, spec->name, &o);
+
+		if (file == -2 && want->own_missing == OWN_WARN) {
+			elog("%s %s: %s defines no such function: traced in the programs it runs "
+			     "that do", spec->option, spec->name, log__value(where));
+			continue;
+		}
+		if (file == -2 && want->own_missing == OWN_QUIET) {
+			vlog("%s %s: %s defines no such function; not traced there", spec->option,
+			     spec->name, log__value(where));
+			continue;
+		}
+		if (file == -2) {
+			elog("%s %s: no object of %s defines it (the program, or a library it has "
+			     "loaded: one it may dlopen later is not searched)",
+			     spec->option, spec->name, log__value(where));
+			return -ENOENT;
+		}
+		if (o)
+			file = own_file(a, o, &cap);
+		if (file == -ENOMEM)
+			return file;
+		a->own[a->nown++] = (struct own_fn){ .spec = spec, .file = file };
+	}
+	return 0;
+}
+
 /* What both searches learned of the process, for decide(). */
 struct search {
 	int pid;		  /* 0 for a command not started yet */
 	const char *where;	  /* the process, as messages name it */
-	const char *override;	  /* --allocator PATH, or NULL */
+	const struct allocator_want *want;
 	const char *preload_env;  /* LD_PRELOAD, and the loader's --preload after it */
 	const char *preload_file; /* the process's /etc/ld.so.preload */
 };
@@ -358,7 +466,7 @@ struct search {
 /* The common end of both searches: objs->v[0] is the executable. */
 static int decide(struct objects *objs, const struct search *how, struct allocator **out)
 {
-	const char *override = how->override;
+	const char *override = how->want->override;
 	struct allocator found = {};
 	struct object *o;
 	int pid = how->pid;
@@ -395,6 +503,15 @@ static int decide(struct objects *objs, const struct search *how, struct allocat
 		elog("out of memory");
 	if (!err)
 		(*out)->frame_pointers = frame_pointers(objs, *out);
+	if (!err) {
+		err = find_own(objs, how->want, how->where, *out);
+		if (err == -ENOMEM)
+			elog("out of memory");
+		if (err) {
+			allocator__free(*out);
+			*out = NULL;
+		}
+	}
 	return with_unwinders(err, *out, &found);
 }
 
@@ -478,7 +595,7 @@ out:
 	return err;
 }
 
-int allocator__find(int pid, const char *override, struct allocator **out)
+int allocator__find(int pid, const struct allocator_want *want, struct allocator **out)
 {
 	char path[64], where[32], *preload = NULL, *preload_file = NULL, *loader_preload = NULL;
 	struct objects objs = {};
@@ -549,7 +666,7 @@ int allocator__find(int pid, const char *override, struct allocator **out)
 	err = decide(&objs,
 		     &(struct search){ .pid = pid,
 				       .where = where,
-				       .override = override,
+				       .want = want,
 				       .preload_env = preload,
 				       .preload_file = preload_file },
 		     out);
@@ -582,6 +699,29 @@ static char *script_interpreter(const char *program)
 		;
 	*end = '\0';
 	return *p ? strdup(p) : NULL;
+}
+
+/*
+ * One line of the loader's list, as it prints every object: a tab, the name, " => " and
+ * the path when it searched for it, then " (0xADDRESS)". The path (from path to end) when
+ * the line has that form and names a file by its full path. Anything else is skipped: a
+ * path may hold a newline (a RUNPATH is the program's), which would make a line of its own
+ * naming any file, a device's too.
+ */
+static bool list_line(char *line, char **path, char **end)
+{
+	char *arrow, *at = strrchr(line, '(');
+	size_t hex;
+
+	if (line[0] != '\t' || !at || at == line || at[-1] != ' ' || strncmp(at, "(0x", 3))
+		return false;
+	hex = strspn(at + 3, "0123456789abcdef");
+	if (!hex || strcmp(at + 3 + hex, ")"))
+		return false;
+	arrow = strstr(line, " => ");
+	*path = arrow && arrow < at ? arrow + 4 : line + 1;
+	*end = at - 1;
+	return **path == '/' && *end > *path;
 }
 
 /* Asks the program loader which objects the program would load, in load order, with the
@@ -634,22 +774,19 @@ static int list_objects(const char *interp, const char *program, const struct lo
 		err = -ENOEXEC;
 	for (line = err ? NULL : strtok_r(out, "\n", &save); line && !err;
 	     line = strtok_r(NULL, "\n", &save)) {
-		char *path = strstr(line, "=> "), *end;
+		char *path, *end;
 
-		path = path ? path + 3 : line + strspn(line, " \t");
-		if (*path != '/')
+		if (!list_line(line, &path, &end))
 			continue;
-		end = strstr(path, " (");
-		if (end)
-			*end = '\0';
+		*end = '\0';
 		err = objects__add(objs, path, strdup(path), 0, 0);
 	}
 	free(out);
 	return err;
 }
 
-int allocator__find_for_program(const char *path, int argc, char *const *argv, const char *override,
-				struct allocator **out)
+int allocator__find_for_program(const char *path, int argc, char *const *argv,
+				const struct allocator_want *want, struct allocator **out)
 {
 	char *program = script_interpreter(path), *loader = NULL, *preload = NULL;
 	struct loader_run run, *by_loader = NULL;
@@ -711,6 +848,11 @@ int allocator__find_for_program(const char *path, int argc, char *const *argv, c
 			goto cleanup;
 		}
 	}
+	/* What heaptap will read of these objects while the command runs, read ahead now:
+	 * a thread of the command that waits for a stack to be unwound then does not wait for
+	 * the disk (on a machine that pages out file pages, it would). */
+	for (size_t i = 0; want->read_ahead && i < objs.n; i++)
+		elf_syms__prefetch(objs.v[i].path);
 	/* The loader's list already puts preloads first; the preload list only names them. */
 	/* The loader's --preload comes after LD_PRELOAD, as the loader reads them. */
 	if (asprintf(&preload, "%s %s", getenv("LD_PRELOAD") ?: "",
@@ -722,7 +864,7 @@ int allocator__find_for_program(const char *path, int argc, char *const *argv, c
 	}
 	err = decide(&objs,
 		     &(struct search){ .where = program,
-				       .override = override,
+				       .want = want,
 				       .preload_env = preload,
 				       .preload_file = "/etc/ld.so.preload" },
 		     out);
@@ -749,6 +891,10 @@ void allocator__free(struct allocator *a)
 		return;
 	target_file__free(&a->file);
 	unwinders__free(a);
+	for (size_t i = 0; i < a->nown_files; i++)
+		target_file__free(&a->own_files[i]);
+	free(a->own_files);
+	free(a->own);
 	free(a->reason);
 	free(a);
 }

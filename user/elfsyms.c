@@ -2,8 +2,10 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <gelf.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "array.h"
@@ -206,7 +208,9 @@ static int read_elf(Elf *elf, bool dynamic_only, struct elf_syms **out)
 	while ((scn = elf_nextscn(elf, scn))) {
 		GElf_Shdr shdr;
 
-		if (gelf_getshdr(scn, &shdr) && shdr.sh_type == SHT_GNU_versym)
+		/* The first only: each elf_getdata may copy its section (a file of many
+		 * misaligned ones would cost its size many times over). */
+		if (!versym && gelf_getshdr(scn, &shdr) && shdr.sh_type == SHT_GNU_versym)
 			versym = elf_getdata(scn, NULL);
 	}
 	while ((scn = elf_nextscn(elf, scn))) {
@@ -229,6 +233,27 @@ cleanup:
 	return err;
 }
 
+int elf_syms__open_file(const char *path)
+{
+	char again[64];
+	struct stat st;
+	int at, fd;
+
+	/* O_PATH opens nothing the file's driver sees (a device's open can act: a watchdog's
+	 * arms it); a regular file is then opened for reading through it. */
+	at = open(path, O_PATH | O_CLOEXEC);
+	if (at < 0)
+		return -errno;
+	if (fstat(at, &st) || !S_ISREG(st.st_mode)) {
+		close(at);
+		return -EINVAL;
+	}
+	snprintf(again, sizeof(again), "/proc/self/fd/%d", at);
+	fd = open(again, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	close(at);
+	return fd < 0 ? -errno : fd;
+}
+
 int elf_syms__open(const char *path, bool dynamic_only, struct elf_syms **out)
 {
 	Elf *elf;
@@ -237,9 +262,9 @@ int elf_syms__open(const char *path, bool dynamic_only, struct elf_syms **out)
 	*out = NULL;
 	if (elf_version(EV_CURRENT) == EV_NONE)
 		return -ENOTSUP;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	fd = elf_syms__open_file(path);
 	if (fd < 0)
-		return -errno;
+		return fd;
 	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
 	err = read_elf(elf, dynamic_only, out);
 	elf_end(elf);
@@ -259,6 +284,95 @@ int elf_syms__open_memory(void *image, size_t size, bool dynamic_only, struct el
 	err = read_elf(elf, dynamic_only, out);
 	elf_end(elf);
 	return err;
+}
+
+/* The sections heaptap reads of an object while it unwinds and names stacks. */
+static bool read_while_tracing(const char *name)
+{
+	static const char *const names[] = { ".eh_frame_hdr", ".eh_frame", ".debug_frame",
+					     ".symtab", ".strtab", ".dynsym", ".dynstr",
+					     ".gnu_debugdata" };
+	size_t i;
+
+	for (i = 0; name && i < sizeof(names) / sizeof(names[0]); i++)
+		if (!strcmp(name, names[i]))
+			return true;
+	return false;
+}
+
+/* What is read ahead of one file, at most. */
+#define PREFETCH_MAX (256u << 20)
+
+/* Asks the kernel to read those sections of the ELF file at fd ahead; with id, its build ID
+ * into id (*id_len bytes, 0 if none). */
+static void prefetch_fd(int fd, unsigned char *id, size_t *id_len)
+{
+	Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	Elf_Scn *scn = NULL;
+	size_t shstrndx, ahead = 0, notes = 0;
+
+	if (id)
+		*id_len = 0;
+	if (!elf || elf_kind(elf) != ELF_K_ELF || elf_getshdrstrndx(elf, &shstrndx)) {
+		elf_end(elf);
+		return;
+	}
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		Elf_Data *data;
+		GElf_Nhdr nh;
+		size_t off = 0, name_at, desc_at;
+
+		if (!gelf_getshdr(scn, &sh))
+			continue;
+		if (sh.sh_type != SHT_NOBITS && sh.sh_size <= PREFETCH_MAX - ahead &&
+		    read_while_tracing(elf_strptr(elf, shstrndx, sh.sh_name))) {
+			posix_fadvise(fd, sh.sh_offset, sh.sh_size, POSIX_FADV_WILLNEED);
+			ahead += sh.sh_size;
+		}
+		/* A build ID note is a few dozen bytes: larger notes, or more than a few, are
+		 * not read (elf_getdata may copy each one). */
+		if (!id || sh.sh_type != SHT_NOTE || *id_len || sh.sh_size > 4096 || ++notes > 8 ||
+		    !(data = elf_getdata(scn, NULL)))
+			continue;
+		while ((off = gelf_getnote(data, off, &nh, &name_at, &desc_at)) > 0)
+			if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 &&
+			    !memcmp((char *)data->d_buf + name_at, "GNU", 4) && nh.n_descsz >= 2 &&
+			    nh.n_descsz <= 64) {
+				memcpy(id, (char *)data->d_buf + desc_at, nh.n_descsz);
+				*id_len = nh.n_descsz;
+				break;
+			}
+	}
+	elf_end(elf);
+}
+
+void elf_syms__prefetch(const char *path)
+{
+	unsigned char id[64];
+	char debug[64 + 2 * sizeof(id) + 16];
+	size_t id_len, i, n;
+	int fd;
+
+	if (elf_version(EV_CURRENT) == EV_NONE)
+		return;
+	fd = elf_syms__open_file(path);
+	if (fd < 0)
+		return;
+	prefetch_fd(fd, id, &id_len);
+	close(fd);
+	if (!id_len)
+		return;
+	/* Its debug file, where Debian's -dbgsym packages put it. */
+	n = snprintf(debug, sizeof(debug), "/usr/lib/debug/.build-id/%02x/", id[0]);
+	for (i = 1; i < id_len; i++)
+		n += snprintf(debug + n, sizeof(debug) - n, "%02x", id[i]);
+	snprintf(debug + n, sizeof(debug) - n, ".debug");
+	fd = elf_syms__open_file(debug);
+	if (fd < 0)
+		return;
+	prefetch_fd(fd, NULL, NULL);
+	close(fd);
 }
 
 void elf_syms__free(struct elf_syms *s)

@@ -21,10 +21,18 @@ struct elf_syms;
 /* Reads path; negative errno on failure (-ENOEXEC: not an ELF object heaptap can read).
  * dynamic_only: .dynsym alone, enough to know what a library exports, and far smaller. */
 int elf_syms__open(const char *path, bool dynamic_only, struct elf_syms **out);
+/* The file at path opened for reading if it is a regular file (else -EINVAL), without
+ * opening anything else first: a path the target names may be a device's. */
+int elf_syms__open_file(const char *path);
 /* The same, of an ELF image in memory (size bytes at image, which libelf only reads), for
  * tests and fuzzing. */
 int elf_syms__open_memory(void *image, size_t size, bool dynamic_only, struct elf_syms **out);
 void elf_syms__free(struct elf_syms *s);
+/* Asks the kernel to read ahead, into the page cache, what heaptap reads of the object at
+ * path while it traces (its CFI and symbol tables, and those of its debug file under
+ * /usr/lib/debug/.build-id), so that unwinding a launched command's stacks does not wait for
+ * the disk. Best effort: nothing is reported. */
+void elf_syms__prefetch(const char *path);
 
 /* The defined function called name, the exported one first; NULL if there is none. */
 const struct elf_sym *elf_syms__find(const struct elf_syms *s, const char *name);

@@ -13,6 +13,7 @@
 #include <bpf/libbpf.h>
 #include <linux/types.h>
 
+#include "clock.h"
 #include "fixups.h"
 #include "heaptap.h"
 #include "heaptap.skel.h"
@@ -87,6 +88,12 @@ bool fixups__publish_trampoline(struct heaptap_bpf *skel, int pid)
 	return true;
 }
 
+void fixups__forget_trampoline(struct heaptap_bpf *skel)
+{
+	__atomic_store_n(&skel->bss->trampoline_hi, 0, __ATOMIC_RELEASE);
+	skel->bss->trampoline_lo = 0;
+}
+
 /* A loader thread, pinned to its CPU, serving one of the two rings. */
 struct server {
 	struct fixups *f;
@@ -98,40 +105,70 @@ struct server {
 struct fixups {
 	struct heaptap_bpf *skel;
 	struct server servers[2];
-	int pid;
 	volatile bool stop;
 };
+
+/* A counter of the loader's half of fixup_stats: read by the reports as they go. */
+static void note(__u64 *counter)
+{
+	__atomic_fetch_add(counter, 1, __ATOMIC_RELAXED);
+}
 
 static int on_fixup(void *ctx, void *data, size_t size)
 {
 	const struct heaptap_fixup *e = data;
 	struct fixups *f = ctx;
+	struct heaptap_fixup_stats *st = &f->skel->bss->fixup_stats;
 	struct iovec local = { .iov_base = (void *)&e->value, .iov_len = sizeof(e->value) };
 	struct iovec remote = { .iov_base = (void *)e->addr, .iov_len = sizeof(e->value) };
 	struct iovec slot_local;
-	uint64_t slot;
+	uint64_t slot, lo, hi, woke;
+	unsigned int i;
 
-	if (size < sizeof(*e) || !fixups__publish_trampoline(f->skel, f->pid))
+	if (size < sizeof(*e))
 		return 0;
+	i = e->seq % HEAPTAP_FIXUP_SLOTS;
+	note(&st->received);
+	woke = clock__now_ns() - e->sent_ns;
+	if (woke > __atomic_load_n(&st->wake_max_ns, __ATOMIC_RELAXED))
+		__atomic_store_n(&st->wake_max_ns, woke, __ATOMIC_RELAXED);
+	/* The BPF side names the trampoline's page: reading it from the process's maps here
+	 * failed once in CI while the process had it. */
+	lo = e->trampoline;
+	hi = lo + 4096;
 	/* The thread waits in the kernel meanwhile: its stack is not moving. Write only over
 	 * the trampoline; without the write there is no acknowledgement, and the BPF side
 	 * counts a failure. */
 	slot_local = (struct iovec){ &slot, sizeof(slot) };
-	if (process_vm_readv(f->pid, &slot_local, 1, &remote, 1, 0) != sizeof(slot) ||
-	    slot < f->skel->bss->trampoline_lo || slot >= f->skel->bss->trampoline_hi)
+	if (!lo || process_vm_readv(e->tid, &slot_local, 1, &remote, 1, 0) != sizeof(slot) ||
+	    slot < lo || slot >= hi) {
+		note(&st->not_trampoline);
 		return 0;
-	if (process_vm_writev(f->pid, &local, 1, &remote, 1, 0) == sizeof(e->value))
-		__atomic_store_n(&f->skel->bss->fixup_acks[e->seq % HEAPTAP_FIXUP_SLOTS], e->seq,
-				 __ATOMIC_RELEASE);
+	}
+	if (__atomic_load_n(&f->skel->bss->fixup_gave_up[i], __ATOMIC_ACQUIRE) == e->seq) {
+		note(&st->late);
+		return 0;
+	}
+	if (process_vm_writev(e->tid, &local, 1, &remote, 1, 0) != sizeof(e->value)) {
+		note(&st->write_failed);
+		return 0;
+	}
+	__atomic_store_n(&f->skel->bss->fixup_acks[i], e->seq, __ATOMIC_RELEASE);
 	return 0;
 }
 
 static void *serve(void *arg)
 {
 	struct server *sv = arg;
+	uint64_t lo, hi;
 
+	/* What a request does, done once ahead: the thread's stack, its malloc arena and the
+	 * code on the way are in memory before a thread of the target waits for them. */
+	proc__find_mapping(getpid(), "[stack]", &lo, &hi);
 	while (!sv->f->stop)
-		ring_buffer__poll(sv->rb, 100);
+		/* A wakeup missed is a request read at the next timeout, not never. */
+		if (ring_buffer__poll(sv->rb, 20) == 0)
+			ring_buffer__consume(sv->rb);
 	return NULL;
 }
 
@@ -183,7 +220,7 @@ static int start_server(struct fixups *f, int i, int map_fd, int cpu)
  * thread woken on that CPU would wait behind it. So there are two, pinned to two CPUs, and
  * the BPF side asks the one that is not on its own CPU.
  */
-int fixups__start(struct heaptap_bpf *skel, int pid, struct fixups **out)
+int fixups__start(struct heaptap_bpf *skel, struct fixups **out)
 {
 	struct fixups *f = calloc(1, sizeof(*f));
 	int err, cpu[2];
@@ -192,7 +229,6 @@ int fixups__start(struct heaptap_bpf *skel, int pid, struct fixups **out)
 	if (!f)
 		return -ENOMEM;
 	f->skel = skel;
-	f->pid = pid;
 	err = pick_cpus(cpu);
 	if (!err) {
 		skel->bss->fixup_cpu[0] = cpu[0];
@@ -206,6 +242,7 @@ int fixups__start(struct heaptap_bpf *skel, int pid, struct fixups **out)
 		fixups__stop(f);
 		return err;
 	}
+	__atomic_store_n(&skel->bss->fixups_served, 1, __ATOMIC_RELEASE);
 	*out = f;
 	return 0;
 }
@@ -216,6 +253,7 @@ void fixups__stop(struct fixups *f)
 
 	if (!f)
 		return;
+	__atomic_store_n(&f->skel->bss->fixups_served, 0, __ATOMIC_RELEASE);
 	f->stop = true;
 	for (i = 0; i < 2; i++) {
 		if (f->servers[i].running)

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * Letting C++ exceptions out of a probed operator new (see unwind() on the BPF side): how
- * the return address can be put back on this machine, and, where the loader must write it,
- * a thread of its own that does, so that a report in progress never delays it.
+ * the return address can be put back on this machine, and threads of the loader's own that
+ * write it where BPF may not or could not, so that a report in progress never delays it.
  */
 #ifndef HEAPTAP_FIXUPS_H
 #define HEAPTAP_FIXUPS_H
@@ -23,8 +23,15 @@ enum fixup_mode fixups__mode(int pid, const char **why);
  * it; cheap once done. Call after attach, and now and then until it returns true. */
 bool fixups__publish_trampoline(struct heaptap_bpf *skel, int pid);
 
-/* FIXUP_LOADER: serves the fixups ring buffer for process pid until fixups__stop(). */
-int fixups__start(struct heaptap_bpf *skel, int pid, struct fixups **out);
+/* Takes the published range back: the process has exec'd (its new image gets a trampoline
+ * of its own, elsewhere) or others have joined it (each has its own). Until it is published
+ * again, the BPF side reads each process's from its memory. */
+void fixups__forget_trampoline(struct heaptap_bpf *skel);
+
+/* Serves the fixups rings, for every traced process, until fixups__stop(): with
+ * FIXUP_LOADER the only way, with FIXUP_BPF where the BPF side could not write without a
+ * fault. Needs two CPUs. */
+int fixups__start(struct heaptap_bpf *skel, struct fixups **out);
 void fixups__stop(struct fixups *f);
 
 #endif

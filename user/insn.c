@@ -11,6 +11,7 @@
 #include <capstone/capstone.h>
 #include <linux/types.h>
 
+#include "elfsyms.h"
 #include "heaptap.h"
 #include "insn.h"
 
@@ -22,9 +23,9 @@ int insn__read(const char *path, uint64_t offset, unsigned char *code, size_t le
 	/* The offset comes from the file's own headers: past what off_t holds is no offset. */
 	if (offset > INT64_MAX)
 		return -EINVAL;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	fd = elf_syms__open_file(path);
 	if (fd < 0)
-		return -errno;
+		return fd;
 	n = pread(fd, code, len, offset);
 	close(fd);
 	return n == (ssize_t)len ? 0 : -EIO;

@@ -15,6 +15,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include "accounting.h"
 #include "allocator.h"
 #include "clock.h"
 #include "fixups.h"
@@ -28,8 +29,12 @@
 void session__begin_window(struct session *s, uint64_t *next)
 {
 	s->window_cpu_ns = session__cpu_ns(s);
+	s->window_programs_ns = overhead__programs_ns(s->skel);
 	memcpy(s->window_calls, s->skel->bss->fn_calls, sizeof(s->window_calls));
-	*next = clock__now_ns() + s->duty.window_ns;
+	s->window_start_ns = clock__now_ns();
+	if (!s->live_start_ns)
+		s->live_start_ns = s->window_start_ns;
+	*next = s->window_start_ns + duty__window_ns(&s->duty);
 }
 
 /* --live: at the end of a window, go on or pause; at the end of a pause, attach again. */
@@ -45,9 +50,11 @@ static int duty_turn(struct session *s, uint64_t *next)
 		session__begin_window(s, next);
 		return 0;
 	}
+	/* The target's time in probe hits: the traps, as calibrated, and heaptap's programs. */
 	pause = duty__pause_ns(&s->duty,
 			       overhead__trap_ns(s->probes, &s->costs, s->window_calls,
-						 (const uint64_t *)s->skel->bss->fn_calls),
+						 (const uint64_t *)s->skel->bss->fn_calls) +
+				       (overhead__programs_ns(s->skel) - s->window_programs_ns),
 			       session__cpu_ns(s) - s->window_cpu_ns);
 	if (!pause) {
 		session__begin_window(s, next);
@@ -64,6 +71,13 @@ static int duty_turn(struct session *s, uint64_t *next)
 	     s->duty.window_slowdown * 100, pause / 1e9);
 	return 0;
 }
+
+/* Retries for what is not there yet: 10 ms, then twice as long each time, up to 1 s (a
+ * process that does not allocate makes no trampoline for a long time). */
+#define LAYOUT_RETRY_NS (10 * 1000000ULL)
+#define LAYOUT_RETRY_MAX_NS (1000 * 1000000ULL)
+/* How often the records of blocks freed with their pools are taken out of the maps. */
+#define POOL_REAP_NS (200 * 1000000ULL)
 
 /*
  * What the BPF side learns of the targets' layouts once they are there: where each one's
@@ -87,8 +101,8 @@ static bool publish_layout(struct session *s)
 		if (p->exited_ns || !p->image || p->image->allocator->file.main_program ||
 		    p->range_known)
 			continue;
-		if (proc__code_range(p->t.pid, p->image->allocator->file.path, &range.lo,
-				     &range.hi) ||
+		if (proc__code_range(p->t.pid, p->image->allocator->file.path,
+				     p->image->allocator->file.open_path, &range.lo, &range.hi) ||
 		    bpf_map_update_elem(fd, &key, &range, BPF_ANY)) {
 			known = false;
 			continue;
@@ -203,13 +217,30 @@ int session__run(struct session *s, int sigfd)
 		uint64_t now = clock__now_ns(), wake;
 		int n, i;
 
-		if (!s->layout_known)
+		/* What is not there yet is looked for again, but not at every turn: a read of
+		 * a large program's maps costs a millisecond. */
+		if (!s->layout_known && now - s->layout_tried_ns >= s->layout_retry_ns) {
 			s->layout_known = publish_layout(s);
+			s->layout_tried_ns = now;
+			s->layout_retry_ns = s->layout_retry_ns ? 2 * s->layout_retry_ns
+							       : LAYOUT_RETRY_NS;
+			if (s->layout_retry_ns > LAYOUT_RETRY_MAX_NS)
+				s->layout_retry_ns = LAYOUT_RETRY_MAX_NS;
+		}
+		/* Blocks pools freed leave the maps soon, keeping room for new ones. */
+		if (s->pools && now - s->reaped_ns >= POOL_REAP_NS) {
+			accounting__reap_pools(s->skel);
+			s->reaped_ns = now;
+		}
 		/* Held at its exit, as a check meanwhile may have learned. */
 		if (now >= end || reach__hold_exiting(s->hold, NULL))
 			goto out;
 		wake = next < end ? next : end;
 		wake = turn < wake ? turn : wake;
+		if (s->pools && s->reaped_ns + POOL_REAP_NS < wake)
+			wake = s->reaped_ns + POOL_REAP_NS;
+		if (!s->layout_known && s->layout_tried_ns + s->layout_retry_ns < wake)
+			wake = s->layout_tried_ns + s->layout_retry_ns;
 		/* Signals and the target's exit are heard between reports, however long. */
 		n = epoll_wait(epfd, evs, 4, now >= wake ? 0 : (wake - now + 999999) / 1000000);
 		if (n < 0 && errno != EINTR)

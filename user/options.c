@@ -29,10 +29,10 @@ static const char usage_head[] =
 	"  -p, --pid PID          attach to the running process PID (several: -p 1,2 or -p 1 -p 2)\n"
 	"  -f, --follow           trace their descendants too: those running now, and every\n"
 	"                         process they fork from now on\n"
-	"      --comm NAME        trace every process named NAME: those running now (one at\n"
-	"                         least) and those started later\n"
-	"      --exe PATH         trace every process running the program PATH, now (one at\n"
-	"                         least) and later\n"
+	"      --comm NAME        trace every process named NAME: those running now and those\n"
+	"                         started later (with none running, waits for the first)\n"
+	"      --exe PATH         trace every process running the program PATH, now and later\n"
+	"                         (with none running, waits for the first)\n"
 	"  -i, --interval TIME    report every TIME (default 5s; units ms, s, m, h)\n"
 	"  -d, --duration TIME    stop after TIME (default: until Ctrl-C or the target exits)\n"
 	"      --top N            show the N sites with the most live bytes (default 10)\n"
@@ -47,6 +47,23 @@ static const char usage_tail[] =
 	"                         the heap profile at /debug/pprof/heap and /debug/pprof/allocs\n"
 	"                         (ADDR 127.0.0.1 when not given)\n"
 	"      --allocator PATH   trace the allocator in PATH instead of discovering it\n"
+	"      --alloc FN(size=argN)  FN, a function of the program's own, allocates: its\n"
+	"                         argument N is the size, it returns the block; likewise\n"
+	"                         --calloc FN(count=argN,size=argN), --realloc\n"
+	"                         FN(ptr=argN,size=argN), --free FN(ptr=argN); N from 0 to 5\n"
+	"                         (a name alone: the C function's order); repeatable\n"
+	"      --free-chain FN(ptr=argN,next=argN)  FN frees the block ptr and the chain of\n"
+	"                         blocks after it, each one's address the word next bytes\n"
+	"                         into the block before; repeatable\n"
+	"      --pool-alloc FN(pool=argN,size=argN)  FN allocates from a pool whose blocks\n"
+	"                         all go at once, by --pool-reset FN(pool=argN) (the pool\n"
+	"                         lives on) or --pool-destroy FN(pool=argN); --pool-create FN\n"
+	"                         makes pools (what it allocates is theirs); pool=ret[-N]:\n"
+	"                         the word N bytes before the block returned; repeatable\n"
+	"      --pool-name-at N   a pool points to its name (a C string) N bytes into it\n"
+	"      --allocator-family NAME  the program's own allocator, by name: nginx (its\n"
+	"                         pools), apr (APR's pools), postgres (its memory\n"
+	"                         contexts; PostgreSQL 13 to 15) or glib (GLib's slices)\n"
 	"      --max-allocs N     outstanding blocks tracked (default 1048576)\n"
 	"      --max-stacks N     distinct stacks stored (default 65536)\n"
 	"      --stack-depth N    frames per stack, 1-%d (default 64)\n"
@@ -57,6 +74,9 @@ static const char usage_tail[] =
 	"                         (default 16384, at most 65536)\n"
 	"      --probe-at WHERE   planned (default: each probe on the cheapest instruction every\n"
 	"                         call runs) or entry (on the functions' first instructions)\n"
+	"      --probe-links MODE auto (default: multi where the kernel has it), multi (one\n"
+	"                         uprobe_multi link for many probes: quick to attach and\n"
+	"                         detach, kernel 6.6 on) or single (a perf event each)\n"
 	"      --live             for a production server: trace in windows, sampled, within an\n"
 	"                         overhead budget (see --max-overhead)\n"
 	"      --watch            no allocator probes at all: new pages of memory, by the stack\n"
@@ -99,12 +119,24 @@ enum {
 	OPT_SORT,
 	OPT_JSON,
 	OPT_ALLOCATOR,
+	OPT_ALLOC,
+	OPT_CALLOC,
+	OPT_REALLOC,
+	OPT_FREE,
+	OPT_FREE_CHAIN,
+	OPT_POOL_CREATE,
+	OPT_POOL_ALLOC,
+	OPT_POOL_RESET,
+	OPT_POOL_DESTROY,
+	OPT_FAMILY,
+	OPT_POOL_NAME_AT,
 	OPT_MAX_ALLOCS,
 	OPT_MAX_STACKS,
 	OPT_STACK_DEPTH,
 	OPT_STACK,
 	OPT_STACK_BYTES,
 	OPT_PROBE_AT,
+	OPT_PROBE_LINKS,
 	OPT_LIVE,
 	OPT_WATCH,
 	OPT_SAMPLE,
@@ -138,12 +170,24 @@ static const struct option base_options[] = {
 	{ "sort", required_argument, NULL, OPT_SORT },
 	{ "json", no_argument, NULL, OPT_JSON },
 	{ "allocator", required_argument, NULL, OPT_ALLOCATOR },
+	{ "alloc", required_argument, NULL, OPT_ALLOC },
+	{ "calloc", required_argument, NULL, OPT_CALLOC },
+	{ "realloc", required_argument, NULL, OPT_REALLOC },
+	{ "free", required_argument, NULL, OPT_FREE },
+	{ "free-chain", required_argument, NULL, OPT_FREE_CHAIN },
+	{ "pool-create", required_argument, NULL, OPT_POOL_CREATE },
+	{ "pool-alloc", required_argument, NULL, OPT_POOL_ALLOC },
+	{ "pool-reset", required_argument, NULL, OPT_POOL_RESET },
+	{ "pool-destroy", required_argument, NULL, OPT_POOL_DESTROY },
+	{ "allocator-family", required_argument, NULL, OPT_FAMILY },
+	{ "pool-name-at", required_argument, NULL, OPT_POOL_NAME_AT },
 	{ "max-allocs", required_argument, NULL, OPT_MAX_ALLOCS },
 	{ "max-stacks", required_argument, NULL, OPT_MAX_STACKS },
 	{ "stack-depth", required_argument, NULL, OPT_STACK_DEPTH },
 	{ "stack", required_argument, NULL, OPT_STACK },
 	{ "stack-bytes", required_argument, NULL, OPT_STACK_BYTES },
 	{ "probe-at", required_argument, NULL, OPT_PROBE_AT },
+	{ "probe-links", required_argument, NULL, OPT_PROBE_LINKS },
 	{ "live", no_argument, NULL, OPT_LIVE },
 	{ "watch", no_argument, NULL, OPT_WATCH },
 	{ "sample", required_argument, NULL, OPT_SAMPLE },
@@ -194,6 +238,9 @@ static const char *const sort_names[] = {
 	[SORT_CALLS] = "calls",
 	[SORT_BYTES] = "bytes",
 };
+
+/* As enum probe_links_mode (probes.h) numbers them. */
+static const char *const links_names[] = { "auto", "single", "multi" };
 
 static const char *const stack_names[] = {
 	[STACK_AUTO] = "auto",
@@ -344,6 +391,9 @@ void options__free(struct options *opts)
 	free(opts->pids);
 	opts->pids = NULL;
 	opts->npids = 0;
+	free(opts->own);
+	opts->own = NULL;
+	opts->nown = 0;
 }
 
 static int parse_uint(const char *arg, unsigned long min, unsigned long max, unsigned long *out)
@@ -479,6 +529,115 @@ static int parse_session(struct options *opts, int c)
 	return OTHER_FAMILY;
 }
 
+/* One more of the program's own allocator functions; the same one twice is refused. */
+static int add_own(struct options *opts, const char *option, const char *text)
+{
+	struct alloc_spec spec, *grown;
+	size_t i;
+	int err = alloc_spec__parse(option, text, &spec);
+
+	if (err)
+		return err;
+	for (i = 0; i < opts->nown; i++)
+		if (!strcmp(opts->own[i].name, spec.name)) {
+			elog("%s is named twice (%s and %s): give each function once (see heaptap "
+			     "--help)", log__value(spec.name), opts->own[i].option, option);
+			return -EINVAL;
+		}
+	if (opts->nown >= OPTIONS_MAX_OWN) {
+		elog("more than %d functions of the program's own: heaptap probes at most %d "
+		     "(see heaptap --help)", OPTIONS_MAX_OWN, OPTIONS_MAX_OWN);
+		return -EINVAL;
+	}
+	grown = realloc(opts->own, (opts->nown + 1) * sizeof(*grown));
+	if (!grown) {
+		elog("out of memory");
+		return -ENOMEM;
+	}
+	opts->own = grown;
+	opts->own[opts->nown++] = spec;
+	return 0;
+}
+
+/* Allocators of programs' own that heaptap knows by name (--allocator-family). */
+static const struct family {
+	const char *name;
+	unsigned int pool_name_at; /* where a pool points to its name; 0: nowhere */
+	const char *const specs[16][2]; /* option, spec; to the first NULL */
+} families[] = {
+	{ "nginx", 0,
+	  { { "--pool-create", "ngx_create_pool" },
+	    { "--pool-alloc", "ngx_palloc(pool=arg0,size=arg1)" },
+	    { "--pool-alloc", "ngx_pnalloc(pool=arg0,size=arg1)" },
+	    { "--pool-alloc", "ngx_pcalloc(pool=arg0,size=arg1)" },
+	    { "--pool-alloc", "ngx_pmemalign(pool=arg0,size=arg1)" },
+	    { "--pool-reset", "ngx_reset_pool(pool=arg0)" },
+	    { "--pool-destroy", "ngx_destroy_pool(pool=arg0)" },
+	    /* Frees a pool's large block early (a small one it declines: counted freed). */
+	    { "--free", "ngx_pfree(ptr=arg1)" } } },
+	/* APR's pools (Apache httpd's, Subversion's): a child pool is destroyed by its own
+	 * apr_pool_destroy, called by its parent's clear or destroy. A pool's name is its tag
+	 * (apr_pool_tag), after 10 words of apr_pool_t (APR 1.4 to 1.7). */
+	{ "apr", 80,
+	  { { "--pool-create", "apr_pool_create_ex" },
+	    { "--pool-create", "apr_pool_create_unmanaged_ex" },
+	    { "--pool-alloc", "apr_palloc(pool=arg0,size=arg1)" },
+	    { "--pool-alloc", "apr_pcalloc(pool=arg0,size=arg1)" },
+	    { "--pool-reset", "apr_pool_clear(pool=arg0)" },
+	    { "--pool-destroy", "apr_pool_destroy(pool=arg0)" } } },
+	/* PostgreSQL's memory contexts: palloc takes the current one, which the chunk's header
+	 * names (the word before it, as GetMemoryChunkContext reads it, up to version 15; the
+	 * name's place and AllocSetContextCreateInternal are 13's to 15's). */
+	{ "postgres", 56, /* MemoryContextData's name, after 7 words */
+	  { { "--pool-create", "AllocSetContextCreateInternal" },
+	    { "--pool-alloc", "palloc(pool=ret[-8],size=arg0)" },
+	    { "--pool-alloc", "palloc0(pool=ret[-8],size=arg0)" },
+	    { "--pool-alloc", "palloc_extended(pool=ret[-8],size=arg0)" },
+	    { "--pool-alloc", "MemoryContextAlloc(pool=arg0,size=arg1)" },
+	    { "--pool-alloc", "MemoryContextAllocZero(pool=arg0,size=arg1)" },
+	    { "--pool-alloc", "MemoryContextAllocZeroAligned(pool=arg0,size=arg1)" },
+	    { "--pool-alloc", "MemoryContextAllocExtended(pool=arg0,size=arg1)" },
+	    { "--pool-alloc", "MemoryContextAllocHuge(pool=arg0,size=arg1)" },
+	    { "--realloc", "repalloc(ptr=arg0,size=arg1,pool=ret[-8])" },
+	    { "--realloc", "repalloc_huge(ptr=arg0,size=arg1,pool=ret[-8])" },
+	    { "--free", "pfree(ptr=arg0)" },
+	    { "--pool-reset", "MemoryContextReset(pool=arg0)" },
+	    { "--pool-reset", "MemoryContextResetOnly(pool=arg0)" },
+	    { "--pool-destroy", "MemoryContextDelete(pool=arg0)" } } },
+	/* GLib's slices (g_slice_new, g_slice_free, and GList's and GSList's nodes): blocks
+	 * of a size the caller gives again at the free. A large one comes from malloc inside
+	 * g_slice_alloc: counted once, as the slice. */
+	{ "glib", 0,
+	  { { "--alloc", "g_slice_alloc(size=arg0)" },
+	    { "--alloc", "g_slice_alloc0(size=arg0)" },
+	    { "--alloc", "g_slice_copy(size=arg0)" },
+	    { "--free", "g_slice_free1(ptr=arg1)" },
+	    { "--free-chain", "g_slice_free_chain_with_offset(ptr=arg1,next=arg2)" } } },
+};
+
+static int add_family(struct options *opts, const char *name)
+{
+	size_t i, k;
+	int err = 0;
+
+	for (i = 0; i < sizeof(families) / sizeof(families[0]); i++) {
+		if (strcmp(families[i].name, name))
+			continue;
+		for (k = 0; !err && k < 16 && families[i].specs[k][0]; k++)
+			err = add_own(opts, families[i].specs[k][0], families[i].specs[k][1]);
+		/* A family that knows no names leaves another's place as it was. */
+		if (!opts->pool_name_given && families[i].pool_name_at) {
+			opts->pool_name_at = families[i].pool_name_at;
+			opts->pool_named = true;
+		}
+		return err;
+	}
+	elog("unknown --allocator-family '%s': heaptap knows nginx, apr, postgres and glib (see "
+	     "heaptap --help)",
+	     log__value(name));
+	return -EINVAL;
+}
+
 /* How the allocator is traced: what is tracked, stacks, probe sites, modes, sampling. */
 static int parse_tracing(struct options *opts, int c)
 {
@@ -488,6 +647,22 @@ static int parse_tracing(struct options *opts, int c)
 
 	switch (c) {
 	case OPT_ALLOCATOR: opts->allocator = optarg; return 0;
+	case OPT_ALLOC: return add_own(opts, "--alloc", optarg);
+	case OPT_CALLOC: return add_own(opts, "--calloc", optarg);
+	case OPT_REALLOC: return add_own(opts, "--realloc", optarg);
+	case OPT_FREE: return add_own(opts, "--free", optarg);
+	case OPT_FREE_CHAIN: return add_own(opts, "--free-chain", optarg);
+	case OPT_POOL_CREATE: return add_own(opts, "--pool-create", optarg);
+	case OPT_POOL_ALLOC: return add_own(opts, "--pool-alloc", optarg);
+	case OPT_POOL_RESET: return add_own(opts, "--pool-reset", optarg);
+	case OPT_POOL_DESTROY: return add_own(opts, "--pool-destroy", optarg);
+	case OPT_FAMILY: return add_family(opts, optarg);
+	case OPT_POOL_NAME_AT:
+		if (parse_uint(optarg, 0, 65528, &v) || v % 8)
+			return bad("--pool-name-at", optarg, "a multiple of 8 from 0 to 65528");
+		opts->pool_name_at = v;
+		opts->pool_named = opts->pool_name_given = true;
+		return 0;
 	case OPT_MAX_ALLOCS:
 		if (parse_uint(optarg, 1, 1 << 28, &v))
 			return bad("--max-allocs", optarg, "a number from 1 to 268435456");
@@ -518,6 +693,12 @@ static int parse_tracing(struct options *opts, int c)
 		if (strcmp(optarg, "planned") && strcmp(optarg, "entry"))
 			return bad("--probe-at", optarg, "planned or entry");
 		opts->probe_entries = !strcmp(optarg, "entry");
+		return 0;
+	case OPT_PROBE_LINKS:
+		i = pick(optarg, links_names, sizeof(links_names) / sizeof(links_names[0]));
+		if (i < 0)
+			return bad("--probe-links", optarg, "auto, multi or single");
+		opts->probe_links = i;
 		return 0;
 	case OPT_LIVE: opts->live = true; return 0;
 	case OPT_WATCH: opts->watch = true; return 0;
@@ -673,8 +854,24 @@ static int check_rules(struct options *opts)
 		     opts->on_alert ? "--on-alert" : "--exit-on-alert");
 		return -EINVAL;
 	}
+	if (opts->pool_name_given) {
+		size_t i;
+
+		for (i = 0; i < opts->nown && !alloc_spec__is_pool(opts->own[i].kind); i++)
+			;
+		if (i == opts->nown) {
+			elog("--pool-name-at says where a pool keeps its name: name the pool's "
+			     "functions too (--pool-alloc ...; see heaptap --help)");
+			return -EINVAL;
+		}
+	}
 	if (opts->leak_exit_code >= 0 && !opts->leak_check) {
 		elog("--leak-exit-code needs --leak-check (see heaptap --help)");
+		return -EINVAL;
+	}
+	if (opts->nown && opts->watch) {
+		elog("%s names an allocator function, and --watch probes none: choose one (see "
+		     "heaptap --help)", opts->own[0].option);
 		return -EINVAL;
 	}
 	if (opts->leak_check && opts->watch) {

@@ -6,9 +6,14 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "alloc_spec.h"
 #include "outputs.h"
 
 #define HEAPTAP_VERSION "0.1.0"
+
+/* Functions of the program's own (--alloc ...) at most: the probes' table has room for them
+ * beside the malloc family's and the unwinder's. */
+#define OPTIONS_MAX_OWN 24
 
 enum sort_key {
 	SORT_SIZE,  /* size table in size order */
@@ -39,12 +44,20 @@ struct options {
 	bool json;
 	bool verbose;
 	const char *allocator; /* --allocator PATH, or NULL to discover */
+	struct alloc_spec *own; /* --alloc, --calloc, --realloc, --free (malloc'd) */
+	/* Where a pool keeps a pointer to its name, bytes into it (--pool-name-at, or the
+	 * family's), if pool_named */
+	unsigned int pool_name_at;
+	bool pool_named;
+	bool pool_name_given; /* --pool-name-at: the family's place does not replace it */
+	size_t nown;
 	uint32_t max_allocs;
 	uint32_t max_stacks;
 	uint32_t stack_depth;
 	enum stack_choice stack;
 	uint32_t stack_bytes;
 	bool probe_entries;    /* --probe-at entry: every probe on its function's entry */
+	int probe_links;       /* --probe-links: enum probe_links_mode (probes.h) */
 	bool live;	       /* duty-cycled, sampled tracing within an overhead budget */
 	bool watch;	       /* no allocator probes: new pages, by the stack writing them */
 	uint64_t sample_bytes; /* mean bytes between sampled allocations; 0: all */

@@ -7,14 +7,17 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <linux/types.h>
 
+#include "attacher.h"
 #include "clock.h"
 #include "elfsyms.h"
 #include "heaptap.h"
 #include "heaptap.skel.h"
 #include "overhead.h"
+#include "probes.h"
 #include "proc.h"
 
 /* Two functions whose first instruction the kernel emulates, and single-steps. */
@@ -69,16 +72,17 @@ static double per_call(int to, int from, char what)
 	return (double)took / CALLS;
 }
 
-static struct bpf_link *probe(struct bpf_program *prog, pid_t pid, uint64_t offset, bool ret)
+/* Probe offset of heaptap's own file in the calibration child; false if it cannot be. */
+static bool probe(struct bpf_program *prog, pid_t pid, uint64_t offset, bool ret,
+		  struct probe_one *out)
 {
-	LIBBPF_OPTS(bpf_uprobe_opts, opts, .retprobe = ret);
-
-	return bpf_program__attach_uprobe_opts(prog, pid, "/proc/self/exe", offset, &opts);
+	return !probes__attach_one(prog, pid, "/proc/self/exe", offset, ret, 0, out);
 }
 
 int overhead__calibrate(struct heaptap_bpf *skel, struct probe_costs *out)
 {
-	struct bpf_link *links[3] = {};
+	struct probe_one links[3] = { { -1, -1 }, { -1, -1 }, { -1, -1 } };
+	bool in = true;
 	double base_p, base_t, push, test, both;
 	uint64_t off_p, off_t;
 	struct elf_syms *self;
@@ -110,6 +114,7 @@ int overhead__calibrate(struct heaptap_bpf *skel, struct probe_costs *out)
 	if (child == 0) {
 		close(to[1]);
 		close(from[0]);
+		attacher__forget();
 		calibration_child(to[0], from[1]);
 	}
 	close(to[0]);
@@ -119,14 +124,13 @@ int overhead__calibrate(struct heaptap_bpf *skel, struct probe_costs *out)
 	if (!err) {
 		base_p = per_call(to[1], from[0], 'p');
 		base_t = per_call(to[1], from[0], 't');
-		links[0] = probe(skel->progs.malloc_enter, child, off_p, false);
-		links[1] = probe(skel->progs.malloc_enter, child, off_t, false);
+		in &= probe(skel->progs.malloc_enter, child, off_p, false, &links[0]);
+		in &= probe(skel->progs.malloc_enter, child, off_t, false, &links[1]);
 		push = per_call(to[1], from[0], 'p');
 		test = per_call(to[1], from[0], 't');
-		links[2] = probe(skel->progs.alloc_return, child, off_p, true);
+		in &= probe(skel->progs.alloc_return, child, off_p, true, &links[2]);
 		both = per_call(to[1], from[0], 'p');
-		if (!links[0] || !links[1] || !links[2] || base_p < 0 || base_t < 0 || push < 0 ||
-		    test < 0 || both < 0)
+		if (!in || base_p < 0 || base_t < 0 || push < 0 || test < 0 || both < 0)
 			err = -EIO;
 		out->emulated = push - base_p;
 		out->stepped = test - base_t;
@@ -135,10 +139,28 @@ int overhead__calibrate(struct heaptap_bpf *skel, struct probe_costs *out)
 	close(to[1]);
 	close(from[0]);
 	for (i = 0; i < 3; i++)
-		bpf_link__destroy(links[i]);
+		probes__drop_one(&links[i]);
 	if (child > 0)
 		waitpid(child, NULL, 0);
 	return err;
+}
+
+uint64_t overhead__programs_ns(struct heaptap_bpf *skel)
+{
+	struct bpf_program *prog;
+	uint64_t ns = 0;
+
+	/* The uprobe programs: the tracepoints' run for every fork and exec on the machine. */
+	bpf_object__for_each_program(prog, skel->obj) {
+		struct bpf_prog_info info;
+		__u32 len = sizeof(info);
+
+		memset(&info, 0, sizeof(info));
+		if (bpf_program__type(prog) == BPF_PROG_TYPE_KPROBE && bpf_program__fd(prog) >= 0 &&
+		    !bpf_obj_get_info_by_fd(bpf_program__fd(prog), &info, &len))
+			ns += info.run_time_ns;
+	}
+	return ns;
 }
 
 uint64_t overhead__target_cpu_ns(int pid)

@@ -24,6 +24,10 @@ struct probe_costs {
  * a process other than the target). Takes a fraction of a second; negative errno. */
 int overhead__calibrate(struct heaptap_bpf *skel, struct probe_costs *out);
 
+/* The time heaptap's programs on the targets' probes have run so far, as the kernel counts
+ * it while statistics are on (bpf_enable_stats); 0 while they are off. */
+uint64_t overhead__programs_ns(struct heaptap_bpf *skel);
+
 /* The target's CPU time so far, all threads, in nanoseconds; 0 if unknown. */
 uint64_t overhead__target_cpu_ns(int pid);
 

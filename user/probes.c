@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -14,6 +14,7 @@
 
 #include <linux/types.h>
 
+#include "attacher.h"
 #include "heaptap.h"
 #include "heaptap.skel.h"
 #include "fixups.h"
@@ -85,6 +86,11 @@ const char *probes__kind_name(int kind)
 	case HEAPTAP_KIND_MEMALIGN: return "memalign";
 	case HEAPTAP_KIND_POSIX_MEMALIGN: return "posix_memalign";
 	case HEAPTAP_KIND_FREE: return "free";
+	case HEAPTAP_KIND_POOL_CREATE: return "pool_create";
+	case HEAPTAP_KIND_POOL_ALLOC: return "pool_alloc";
+	case HEAPTAP_KIND_POOL_RESET: return "pool_reset";
+	case HEAPTAP_KIND_POOL_DESTROY: return "pool_destroy";
+	case HEAPTAP_KIND_FREE_CHAIN: return "free_chain";
 	}
 	return "?";
 }
@@ -103,6 +109,11 @@ static const char *const kind_args[][HEAPTAP_COOKIE_ARGS] = {
 	[HEAPTAP_KIND_MEMALIGN] = { NULL, "size" },
 	[HEAPTAP_KIND_POSIX_MEMALIGN] = { "memptr", NULL, "size" },
 	[HEAPTAP_KIND_FREE] = { "ptr" },
+	[HEAPTAP_KIND_POOL_CREATE] = { NULL },
+	[HEAPTAP_KIND_POOL_ALLOC] = { "pool", "size" },
+	[HEAPTAP_KIND_POOL_RESET] = { "pool" },
+	[HEAPTAP_KIND_POOL_DESTROY] = { "pool" },
+	[HEAPTAP_KIND_FREE_CHAIN] = { "ptr", "next" },
 };
 
 const char *probes__arg_name(int kind, unsigned int arg)
@@ -113,10 +124,31 @@ const char *probes__arg_name(int kind, unsigned int arg)
 	return kind_args[kind][arg];
 }
 
+const char *probes__slot_name(const struct probe *p, unsigned int a)
+{
+	if (a == HEAPTAP_COOKIE_ARGS)
+		return p->own && p->own->pool_ret && p->kind == HEAPTAP_KIND_REALLOC ? "pool" : NULL;
+	return probes__arg_name(p->kind, a);
+}
+
+const char *probes__arg_where(const struct probe *p, unsigned int a, char *buf, size_t size)
+{
+	if (!probes__slot_name(p, a))
+		return NULL;
+	if (p->own && p->own->pool_ret && (a == HEAPTAP_COOKIE_ARGS || (a == 0 &&
+	    p->kind == HEAPTAP_KIND_POOL_ALLOC))) {
+		snprintf(buf, size, "ret[-%u]", 8 * p->own->pool_ret);
+		return buf;
+	}
+	return insn__gpr_name(p->site.regs[a]);
+}
+
 /* Each kind's entry program and, for functions that return a block, its return program. */
-static void programs_for(const struct probes *p, struct heaptap_bpf *skel, int kind,
+static void programs_for(const struct probes *p, struct heaptap_bpf *skel, const struct probe *pr,
 			 struct bpf_program **entry, struct bpf_program **ret)
 {
+	int kind = pr->kind;
+
 	*ret = skel->progs.alloc_return;
 	switch (kind) {
 	case HEAPTAP_KIND_MALLOC: *entry = skel->progs.malloc_enter; break;
@@ -133,7 +165,25 @@ static void programs_for(const struct probes *p, struct heaptap_bpf *skel, int k
 		*entry = skel->progs.posix_memalign_enter;
 		*ret = skel->progs.posix_memalign_return;
 		break;
-	default: *entry = skel->progs.free_enter; *ret = NULL;
+	case HEAPTAP_KIND_POOL_ALLOC: *entry = skel->progs.pool_alloc_enter; break;
+	case HEAPTAP_KIND_POOL_CREATE:
+		*entry = skel->progs.pool_create_enter;
+		*ret = skel->progs.own_free_return;
+		break;
+	case HEAPTAP_KIND_POOL_RESET:
+	case HEAPTAP_KIND_POOL_DESTROY:
+		*entry = kind == HEAPTAP_KIND_POOL_RESET ? skel->progs.pool_reset_enter
+							 : skel->progs.pool_destroy_enter;
+		*ret = skel->progs.pool_free_all_return;
+		break;
+	case HEAPTAP_KIND_FREE_CHAIN:
+		*entry = skel->progs.own_free_chain_enter;
+		*ret = skel->progs.own_free_return;
+		break;
+	default:
+		/* An own freeing function returns through a probe: what it calls is nested. */
+		*entry = pr->own ? skel->progs.own_free_enter : skel->progs.free_enter;
+		*ret = pr->own ? skel->progs.own_free_return : NULL;
 	}
 }
 
@@ -159,8 +209,10 @@ static struct probe *add_probe(struct probes *p, const char *name, int kind,
 /* Where pr's function starts in its file and how long it is, or why it cannot be probed. */
 static const char *locate(struct probe *pr, uint64_t *addr)
 {
+	/* An own function may be private to its object: whoever calls it, it is that one. */
 	const struct elf_sym *sym =
-		elf_syms__binding(pr->file->elf, pr->name, pr->file->main_program);
+		pr->own ? elf_syms__find(pr->file->elf, pr->name)
+			: elf_syms__binding(pr->file->elf, pr->name, pr->file->main_program);
 
 	if (!sym)
 		return "not defined by the allocator";
@@ -199,10 +251,17 @@ static int plan_sites(struct probes *p, const struct target_file *file, bool ent
 		fn->entry = pr->start;
 		fn->size = pr->size;
 		for (a = 0; a < HEAPTAP_COOKIE_ARGS; a++)
-			fn->args |= probes__arg_name(pr->kind, a) ? 1 << a : 0;
-		fn->null_exits = pr->kind == HEAPTAP_KIND_FREE;
-		/* The unwinder runs only when an exception is thrown: its entry costs nothing. */
-		fn->at_entry = entries || pr->kind == PROBE_UNWIND;
+			/* (A pool read after the return is no argument.) */
+			if (probes__arg_name(pr->kind, a) &&
+			    !(a == 0 && pr->kind == HEAPTAP_KIND_POOL_ALLOC && pr->own &&
+			      pr->own->pool_ret))
+				fn->args |= 1 << (pr->own ? pr->own->from[a] : a);
+		fn->null_exits = pr->kind == HEAPTAP_KIND_FREE && (!pr->own || !pr->own->from[0]);
+		/* The unwinder runs only when an exception is thrown: its entry costs nothing.
+		 * An own function reading an argument past the third stays at its entry, where
+		 * the ABI says where each is. */
+		fn->at_entry = entries || pr->kind == PROBE_UNWIND ||
+			       fn->args >= 1 << HEAPTAP_COOKIE_ARGS;
 		which[n++] = i;
 	}
 	err = n ? sites__plan(file->open_path, fns, n, kernel) : 0;
@@ -215,6 +274,14 @@ static int plan_sites(struct probes *p, const struct target_file *file, bool ent
 		pr->site = fns[i];
 		pr->offset = fns[i].offset;
 		pr->emulated = fns[i].trap == INSN_EMULATED;
+		/* An own function's slots, each from the argument its spec names. */
+		for (a = 0; pr->own && a < HEAPTAP_COOKIE_ARGS; a++) {
+			unsigned int from = pr->own->from[a];
+
+			pr->site.regs[a] = fns[i].at_entry || from >= HEAPTAP_COOKIE_ARGS
+						   ? alloc_spec__abi_reg(from)
+						   : fns[i].regs[from];
+		}
 		if (!pr->site.why[0])
 			snprintf(pr->site.why, sizeof(pr->site.why), "%s",
 				 pr->kind == PROBE_UNWIND ? "the entry: the unwinder runs only for "
@@ -243,6 +310,29 @@ static int plan_unwinders(const struct allocator *a, struct probes *p, bool *pla
 			pr->skipped = locate(pr, &addr);
 			*planned |= !pr->skipped;
 		}
+	}
+	return 0;
+}
+
+/* The program's own allocator functions (--alloc ...), after the family's. */
+static int plan_own(const struct allocator *a, struct probes *p)
+{
+	size_t i;
+
+	for (i = 0; i < a->nown; i++) {
+		const struct own_fn *fn = &a->own[i];
+		struct probe *pr =
+			add_probe(p, fn->spec->name, fn->spec->kind, allocator__own_file(a, fn));
+		uint64_t addr;
+
+		if (!pr)
+			return -ENOMEM;
+		pr->own = fn->spec;
+		pr->skipped = locate(pr, &addr);
+		if (!pr->skipped && p->n > HEAPTAP_MAX_FUNCS)
+			pr->skipped = "beyond the functions heaptap can count";
+		/* Freeing functions too: they may call free themselves (pool.c's pool_put). */
+		pr->returns = !pr->skipped;
 	}
 	return 0;
 }
@@ -300,7 +390,11 @@ int probes__plan(const struct allocator *a, enum fixup_mode fixup, const char *n
 		if (!pr->skipped)
 			pr->returns = pr->kind != HEAPTAP_KIND_FREE;
 	}
-	err = plan_sites(p, &a->file, opts && opts->entries, kernel);
+	err = plan_own(a, p);
+	if (!err)
+		err = plan_sites(p, &a->file, opts && opts->entries, kernel);
+	for (i = 0; !err && i < a->nown_files; i++)
+		err = plan_sites(p, &a->own_files[i], opts && opts->entries, kernel);
 	for (i = 0; !err && i < a->nunwinders; i++)
 		err = plan_sites(p, &a->unwinders[i], true, kernel);
 	if (err)
@@ -312,17 +406,78 @@ fail:
 	return err;
 }
 
-/* Probe number i (its fn_calls slot), reading its arguments where its site has them. */
-static struct bpf_link *attach_one(struct bpf_program *prog, int pid, const struct probe *pr,
-				   size_t i, bool retprobe)
+static enum probe_links_mode links_mode = LINKS_SINGLE;
+
+/* The cookie of probe number i (its fn_calls slot): where its site has its arguments. */
+static uint64_t cookie_of(const struct probe *pr, size_t i)
 {
 	/* Past the table's end (unwinders of many objects), no slot: nothing counts it. */
 	__u32 fn = i < HEAPTAP_MAX_FUNCS ? i : HEAPTAP_MAX_FUNCS;
-	LIBBPF_OPTS(bpf_uprobe_opts, opts, .retprobe = retprobe,
-		    .bpf_cookie = heaptap_cookie(fn, pr->site.regs[0], pr->site.regs[1],
-						 pr->site.regs[2]));
 
-	return bpf_program__attach_uprobe_opts(prog, pid, pr->file->open_path, pr->offset, &opts);
+	return heaptap_cookie(fn, pr->site.regs[0], pr->site.regs[1], pr->site.regs[2]) |
+	       (uint64_t)(pr->own ? pr->own->pool_ret : 0) << HEAPTAP_COOKIE_POOL_SHIFT;
+}
+
+/* prog on the n offsets (with their cookies) of path in pid: the link's fd or -errno, and
+ * its perf event's fd in *event, if it has one. */
+static int link_to(struct bpf_program *prog, int pid, const char *path, const uint64_t *offsets,
+		   const uint64_t *cookies, size_t n, bool retprobe, int *event)
+{
+	return attacher__link(&(struct link_spec){ .prog_fd = bpf_program__fd(prog),
+						   .pid = pid,
+						   .path = path,
+						   .offsets = offsets,
+						   .cookies = cookies,
+						   .n = n,
+						   .multi = links_mode == LINKS_MULTI,
+						   .retprobe = retprobe },
+			      event);
+}
+
+void probes__lend_programs(struct heaptap_bpf *skel)
+{
+	struct bpf_program *prog;
+	int fds[128], err;
+	size_t n = 0;
+
+	bpf_object__for_each_program(prog, skel->obj)
+		if (bpf_program__fd(prog) >= 0 && n < sizeof(fds) / sizeof(fds[0]))
+			fds[n++] = bpf_program__fd(prog);
+	err = attacher__programs(fds, n);
+	if (err && err != -ESRCH)
+		elog("cannot lend heaptap's attacher the programs (%s): probes are put in by "
+		     "heaptap itself (a SIGKILL to heaptap while it puts one in can leave a "
+		     "breakpoint)", strerror(-err));
+}
+
+enum probe_links_mode probes__choose_links(struct heaptap_bpf *skel, enum probe_links_mode want)
+{
+	struct bpf_program *prog;
+
+	if (want == LINKS_AUTO)
+		want = insn__kernel_version() >= INSN_KERNEL(6, 6) ? LINKS_MULTI : LINKS_SINGLE;
+	links_mode = want;
+	if (want == LINKS_MULTI)
+		bpf_object__for_each_program(prog, skel->obj)
+			if (bpf_program__type(prog) == BPF_PROG_TYPE_KPROBE)
+				bpf_program__set_expected_attach_type(prog, LINK_UPROBE_MULTI);
+	return want;
+}
+
+int probes__attach_one(struct bpf_program *prog, int pid, const char *path, uint64_t offset,
+		       bool retprobe, uint64_t cookie, struct probe_one *out)
+{
+	out->fd = link_to(prog, pid, path, &offset, &cookie, 1, retprobe, &out->event);
+	return out->fd < 0 ? out->fd : 0;
+}
+
+void probes__drop_one(struct probe_one *one)
+{
+	if (one->fd >= 0)
+		close(one->fd);
+	if (one->event >= 0)
+		close(one->event);
+	*one = (struct probe_one){ .fd = -1, .event = -1 };
 }
 
 /* Whether fd (the signals heaptap ends on) has one pending; it is left to be read. */
@@ -358,10 +513,98 @@ void probes__retire_unused(struct probes *p, const uint64_t *calls)
 			p->v[i].dormant = !new_called;
 }
 
-void probes__choose_programs(const struct probes *p, struct heaptap_bpf *skel)
+void probes__choose_programs(enum fixup_mode fixup, struct heaptap_bpf *skel)
 {
-	bpf_program__set_autoload(skel->progs.unwind_write, p->unwinding && p->fixup == FIXUP_BPF);
-	bpf_program__set_autoload(skel->progs.unwind_wait, p->unwinding && p->fixup == FIXUP_LOADER);
+	bpf_program__set_autoload(skel->progs.unwind_write, fixup == FIXUP_BPF);
+	bpf_program__set_autoload(skel->progs.unwind_wait, fixup == FIXUP_LOADER);
+}
+
+/*
+ * Which program probe pr gets in this phase, and whether as a return probe; NULL when it gets
+ * none. A process added while others are traced (late) is not frozen: its returns go in before
+ * its entries, so that no call of it is seen half (entered, never returned), but for operator
+ * new that may throw, whose entry must note the return address an exception's fixup puts back.
+ */
+static struct bpf_program *program_in_phase(const struct probes *p, struct heaptap_bpf *skel,
+					    const struct probe *pr, enum phase phase, bool late,
+					    bool *returns)
+{
+	bool unwinder = pr->kind == PROBE_UNWIND;
+	struct bpf_program *entry, *ret;
+
+	*returns = false;
+	if (pr->skipped || pr->dormant || (unwinder && !p->unwinding) ||
+	    (unwinder != (phase == PHASE_UNWINDERS)))
+		return NULL;
+	programs_for(p, skel, pr, &entry, &ret);
+	if (unwinder)
+		return entry;
+	*returns = late && pr->kind != HEAPTAP_KIND_NEW ? phase == PHASE_ENTRIES
+						       : phase == PHASE_RETURNS;
+	return *returns ? ret : entry;
+}
+
+/*
+ * With uprobe_multi: one link per program and file in each phase, in the same order as links
+ * one by one. All or nothing: a set that has any is left as it is.
+ */
+static int attach_multi(const struct probes *p, struct probe_links *l, struct heaptap_bpf *skel,
+			int pid, const struct probes_attach_opts *opts)
+{
+	uint64_t *offsets = calloc(p->n + 1, sizeof(*offsets)),
+		 *cookies = calloc(p->n + 1, sizeof(*cookies));
+	bool *done = calloc(p->n + 1, sizeof(*done)), late = opts && opts->late, returns, rj;
+	int stop_fd = opts ? opts->stop_fd : -1, err = 0;
+	size_t i, j, n;
+	enum phase phase;
+
+	if (!offsets || !cookies || !done || (!l->multi && !(l->multi = calloc(3 * p->n + 1,
+									       sizeof(*l->multi)))))
+		err = -ENOMEM;
+	for (phase = l->nmulti ? PHASES : 0; !err && phase < PHASES; phase++) {
+		memset(done, 0, (p->n + 1) * sizeof(*done));
+		for (i = 0; !err && i < p->n; i++) {
+			struct bpf_program *prog = program_in_phase(p, skel, &p->v[i], phase, late,
+								    &returns);
+			int fd, event;
+
+			if (!prog || done[i])
+				continue;
+			/* Every probe of the phase with the same program in the same file. */
+			for (j = i, n = 0; j < p->n; j++)
+				if (!done[j] && p->v[j].file == p->v[i].file &&
+				    program_in_phase(p, skel, &p->v[j], phase, late, &rj) == prog) {
+					offsets[n] = p->v[j].offset;
+					cookies[n++] = cookie_of(&p->v[j], j);
+					done[j] = true;
+				}
+			/* Ctrl-C while attaching: the caller takes out what is in. */
+			if (interrupted(stop_fd)) {
+				err = -EINTR;
+				break;
+			}
+			fd = link_to(prog, pid, p->v[i].file->open_path, offsets, cookies, n,
+				     returns, &event);
+			if (fd < 0) {
+				if (opts && opts->failed) {
+					*opts->failed = &p->v[i];
+					*opts->failed_return = returns;
+				}
+				err = fd;
+				break;
+			}
+			l->multi[l->nmulti++] = (struct multi_link){
+				.fd = fd,
+				.phase = returns ? PHASE_RETURNS
+						 : phase == PHASE_UNWINDERS ? PHASE_UNWINDERS : PHASE_ENTRIES
+			};
+			l->count += n;
+		}
+	}
+	free(offsets);
+	free(cookies);
+	free(done);
+	return err;
 }
 
 int probes__attach(const struct probes *p, struct probe_links *l, struct heaptap_bpf *skel, int pid,
@@ -374,52 +617,54 @@ int probes__attach(const struct probes *p, struct probe_links *l, struct heaptap
 
 	if (opts && opts->failed)
 		*opts->failed = NULL;
+	/* A process that exec'd has another plan, of another size: its tables are made anew
+	 * (the old plan's links are all out by then). */
+	if ((l->v || l->multi) && (l->plan != p || l->n != p->n)) {
+		if (l->count)
+			return -EBUSY;
+		free(l->v);
+		free(l->multi);
+		l->v = NULL;
+		l->multi = NULL;
+	}
 	if (!l->v) {
-		l->v = calloc(2 * p->n + 1, sizeof(*l->v));
+		l->v = malloc((4 * p->n + 1) * sizeof(*l->v));
 		if (!l->v)
 			return -ENOMEM;
+		for (i = 0; i < 4 * p->n + 1; i++)
+			l->v[i] = -1;
 		l->n = p->n;
 		l->plan = p;
 	}
+	if (links_mode == LINKS_MULTI)
+		return attach_multi(p, l, skel, pid, opts);
 	for (phase = 0; phase < PHASES; phase++) {
 		for (i = 0; i < p->n; i++) {
 			const struct probe *pr = &p->v[i];
-			struct bpf_program *entry, *ret;
-			struct bpf_link **link;
-			bool unwinder = pr->kind == PROBE_UNWIND, returns;
+			struct bpf_program *prog;
+			uint64_t cookie = cookie_of(pr, i);
+			bool returns;
+			int *link;
 
-			if (pr->skipped || pr->dormant || (unwinder && !p->unwinding) ||
-			    (unwinder != (phase == PHASE_UNWINDERS)))
+			prog = program_in_phase(p, skel, pr, phase, late, &returns);
+			if (!prog)
 				continue;
-			programs_for(p, skel, pr->kind, &entry, &ret);
-			/*
-			 * A process added while others are traced is not frozen: its returns go
-			 * in before its entries, so that no call of it is seen half (entered,
-			 * never returned), but for operator new that may throw, whose entry
-			 * must note the return address an exception's fixup puts back.
-			 */
-			returns = late && pr->kind != HEAPTAP_KIND_NEW ? phase == PHASE_ENTRIES
-								      : phase == PHASE_RETURNS;
-			if (phase != PHASE_UNWINDERS && returns && !ret)
-				continue;
-			/* Ctrl-C while attaching: what is in comes out again. */
-			if (interrupted(stop_fd)) {
-				probes__detach(&l, 1);
+			/* Ctrl-C while attaching: the caller takes out what is in. */
+			if (interrupted(stop_fd))
 				return -EINTR;
-			}
-			link = &l->v[2 * i + (phase != PHASE_UNWINDERS && returns)];
-			if (*link)
+			link = &l->v[2 * (2 * i + returns)];
+			if (*link >= 0)
 				continue;
-			*link = attach_one(phase != PHASE_UNWINDERS && returns ? ret : entry, pid,
-					   pr, i, phase != PHASE_UNWINDERS && returns);
-			if (!*link) {
-				int err = -errno;
+			*link = link_to(prog, pid, pr->file->open_path, &pr->offset, &cookie, 1,
+					returns, link + 1);
+			if (*link < 0) {
+				int err = *link;
 
+				*link = -1;
 				if (opts && opts->failed) {
 					*opts->failed = pr;
 					*opts->failed_return = returns;
 				}
-				probes__detach(&l, 1);
 				return err;
 			}
 			l->count++;
@@ -441,8 +686,7 @@ int probes__attach(const struct probes *p, struct probe_links *l, struct heaptap
  * every probe is out, so that whoever reads heaptap's output to its end knows they are.
  */
 struct detach_job {
-	struct bpf_link **links; /* destroyed; or, when NULL, */
-	const int *fds;		 /* closed */
+	const int *fds; /* the links', closed */
 	size_t n;
 	size_t next;
 	pthread_mutex_t lock;
@@ -460,21 +704,16 @@ static void *detach_worker(void *arg)
 		pthread_mutex_unlock(&job->lock);
 		if (i == job->n)
 			return NULL;
-		if (job->links)
-			bpf_link__destroy(job->links[i]);
-		else
-			close(job->fds[i]);
+		close(job->fds[i]);
 	}
 }
 
-/* Links destroyed (or fds closed) in parallel: each waits for a kernel grace period (~70 ms
+/* Links' fds closed in parallel: each last close waits for a kernel grace period (~70 ms
  * here), and in parallel those waits overlap. What no thread could be started for is done
  * here. */
-static void detach_in_parallel(struct bpf_link **links, const int *fds, size_t n)
+static void detach_in_parallel(const int *fds, size_t n)
 {
-	struct detach_job job = {
-		.links = links, .fds = fds, .n = n, .lock = PTHREAD_MUTEX_INITIALIZER
-	};
+	struct detach_job job = { .fds = fds, .n = n, .lock = PTHREAD_MUTEX_INITIALIZER };
 	pthread_t threads[16];
 	size_t i, nthreads = 0;
 
@@ -501,26 +740,21 @@ static int compare_fds(const void *a, const void *b)
 
 static void __attribute__((noreturn)) closer_main(const struct closer_plan *plan, int go)
 {
-	unsigned int from = 0;
 	size_t i, k;
 	char c;
 
-	prctl(PR_SET_NAME, "heaptap-detach");
 	/* Nothing of heaptap's but the links, the pipe from heaptap and standard output. */
-	for (i = 0; i < plan->nkeep; from = plan->keep[i++] + 1)
-		if ((unsigned int)plan->keep[i] > from)
-			close_range(from, plan->keep[i] - 1, 0);
-	close_range(from, ~0U, 0);
+	attacher__own_process("heaptap-detach", plan->keep, plan->nkeep);
 	/* heaptap's word, or its end: its own copies are closed. */
 	while (read(go, &c, 1) < 0 && errno == EINTR)
 		;
 	for (i = 0, k = 0; i < PHASES; k += plan->n[i++])
-		detach_in_parallel(NULL, plan->fds + k, plan->n[i]);
+		detach_in_parallel(plan->fds + k, plan->n[i]);
 	_exit(0);
 }
 
 /* The closer, holding every link; -1 if it could not be started. *go: its release. */
-static pid_t start_closer(struct bpf_link **links, const size_t *n, size_t total, int *go)
+static pid_t start_closer(const int *links, const size_t *n, size_t total, int *go)
 {
 	struct closer_plan plan = { .fds = calloc(total + 1, sizeof(int)),
 				    .keep = calloc(total + 3, sizeof(int)) };
@@ -532,7 +766,7 @@ static pid_t start_closer(struct bpf_link **links, const size_t *n, size_t total
 		goto out;
 	memcpy(plan.n, n, sizeof(plan.n));
 	for (i = 0; i < total; i++)
-		plan.fds[i] = plan.keep[plan.nkeep++] = bpf_link__fd(links[i]);
+		plan.fds[i] = plan.keep[plan.nkeep++] = links[i];
 	plan.keep[plan.nkeep++] = pipefd[0];
 	plan.keep[plan.nkeep++] = STDOUT_FILENO;
 	qsort(plan.keep, plan.nkeep, sizeof(int), compare_fds);
@@ -551,56 +785,99 @@ out:
 	return pid;
 }
 
-void probes__detach(struct probe_links **sets, size_t nsets)
+/* Closers of processes that have exited, not waited for (probes__detach_exited). */
+static pid_t closers[64];
+static size_t nclosers;
+
+void probes__reap(bool wait)
+{
+	size_t i = 0;
+
+	while (i < nclosers) {
+		pid_t r;
+
+		while ((r = waitpid(closers[i], NULL, wait ? 0 : WNOHANG)) < 0 && errno == EINTR)
+			;
+		if (r == 0) {
+			i++;
+			continue;
+		}
+		closers[i] = closers[--nclosers];
+	}
+}
+
+/* When link i of l (the entry of probe i / 2, or its return) comes out. */
+static int link_phase(const struct probe_links *l, size_t i)
+{
+	return i % 2 ? PHASE_RETURNS
+	       : l->plan->v[i / 2].kind == PROBE_UNWIND ? PHASE_UNWINDERS : PHASE_ENTRIES;
+}
+
+static void detach_sets(struct probe_links **sets, size_t nsets, bool wait)
 {
 	size_t i, k, total = 0, n[PHASES] = {}, all = 0;
-	struct bpf_link **links;
-	int phase, go = -1;
+	int phase, go = -1, *links;
 	pid_t closer;
 
 	for (k = 0; k < nsets; k++)
-		all += sets[k] ? 2 * sets[k]->n + 1 : 0;
+		all += sets[k] ? 4 * sets[k]->n + 1 + sets[k]->nmulti : 0;
 	/* Every link, in the order they come out: returns, entries, the unwinder's. */
 	links = calloc(all + 1, sizeof(*links));
 	for (phase = PHASES - 1; phase >= 0; phase--) {
 		for (k = 0; k < nsets; k++) {
 			struct probe_links *l = sets[k];
 
-			for (i = 0; l && l->v && i < 2 * l->n; i++) {
-				struct bpf_link **link = &l->v[i];
-				int its = i % 2				      ? PHASE_RETURNS
-					  : l->plan->v[i / 2].kind == PROBE_UNWIND ? PHASE_UNWINDERS
-										   : PHASE_ENTRIES;
+			for (i = 0; l && i < l->nmulti + (l->v ? 4 * l->n : 0); i++) {
+				bool multi = i < l->nmulti;
+				int *link = multi ? &l->multi[i].fd : &l->v[i - l->nmulti],
+				    its = multi ? l->multi[i].phase
+						: link_phase(l, (i - l->nmulti) / 2);
 
-				if (!*link || its != phase)
+				if (*link < 0 || its != phase)
 					continue;
 				/* Without memory for the list, one by one: still every link. */
 				if (links) {
 					links[total++] = *link;
 					n[PHASES - 1 - phase]++;
 				} else {
-					bpf_link__destroy(*link);
+					close(*link);
 				}
-				*link = NULL;
+				*link = -1;
 			}
-			if (l)
-				l->count = 0;
 		}
 	}
+	for (k = 0; k < nsets; k++)
+		if (sets[k]) {
+			sets[k]->count = 0;
+			sets[k]->nmulti = 0;
+		}
 	closer = total ? start_closer(links, n, total, &go) : -1;
 	if (closer > 0) {
 		/* Not the last references: quick, and nothing comes out before the closer's turn. */
 		for (i = 0; i < total; i++)
-			bpf_link__destroy(links[i]);
+			close(links[i]);
 		close(go);
-		while (waitpid(closer, NULL, 0) < 0 && errno == EINTR)
-			;
+		if (!wait && nclosers < sizeof(closers) / sizeof(closers[0]))
+			closers[nclosers++] = closer;
+		else
+			while (waitpid(closer, NULL, 0) < 0 && errno == EINTR)
+				;
 	} else if (links) {
 		/* No closer (no memory, no process): as before it, phase by phase, in parallel. */
 		for (k = 0, i = 0; k < PHASES; i += n[k++])
-			detach_in_parallel(links + i, NULL, n[k]);
+			detach_in_parallel(links + i, n[k]);
 	}
 	free(links);
+}
+
+void probes__detach(struct probe_links **sets, size_t nsets)
+{
+	detach_sets(sets, nsets, true);
+}
+
+void probes__detach_exited(struct probe_links **sets, size_t nsets)
+{
+	detach_sets(sets, nsets, false);
 }
 
 void probes__links_free(struct probe_links *l)
@@ -609,6 +886,7 @@ void probes__links_free(struct probe_links *l)
 		return;
 	probes__detach(&l, 1);
 	free(l->v);
+	free(l->multi);
 	*l = (struct probe_links){};
 }
 

@@ -316,21 +316,64 @@ int proc_maps__find_name(const char *text, const char *name, uint64_t *start, ui
 	return -ENOENT;
 }
 
-int proc__code_range(int pid, const char *path, uint64_t *start, uint64_t *end)
+int proc__file_id(const char *path, int pid, unsigned int *major_out, unsigned int *minor_out,
+		  uint64_t *ino)
 {
+	unsigned int id, major_n, minor_n;
+	char *text = NULL, *line, *save = NULL, mountinfo[64];
+	struct statx stx;
+	size_t len;
+
+	/* The mount the file is on (links followed, /proc's magic ones too), and that mount's
+	 * line in the namespace the path was resolved in: its device is the superblock's (stat
+	 * gives a btrfs subvolume's own). */
+	if (pid)
+		snprintf(mountinfo, sizeof(mountinfo), "/proc/%d/mountinfo", pid);
+	else
+		snprintf(mountinfo, sizeof(mountinfo), "/proc/self/mountinfo");
+	if (statx(AT_FDCWD, path, 0, STATX_BASIC_STATS | STATX_MNT_ID, &stx))
+		return -errno;
+	*ino = stx.stx_ino;
+	*major_out = stx.stx_dev_major;
+	*minor_out = stx.stx_dev_minor;
+	if ((stx.stx_mask & STATX_MNT_ID) && !proc__read_file(mountinfo, &text, &len)) {
+		for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
+			if (sscanf(line, "%u %*u %u:%u", &id, &major_n, &minor_n) == 3 &&
+			    id == stx.stx_mnt_id) {
+				*major_out = major_n;
+				*minor_out = minor_n;
+				break;
+			}
+	}
+	free(text);
+	return 0;
+}
+
+int proc__code_range(int pid, const char *path, const char *open_path, uint64_t *start,
+		     uint64_t *end)
+{
+	unsigned int major_n, minor_n;
 	struct proc_maps maps;
+	uint64_t ino;
+	bool by_id;
 	size_t i;
 	int err;
 
 	err = proc_maps__read(pid, &maps);
 	if (err)
 		return err;
+	/* The kernel names a mapping by its real path (/usr/lib/... for the /lib/... that the
+	 * loader's cache gives a launched command): the file itself decides, by inode and by
+	 * its superblock's device, as maps shows it. */
+	by_id = open_path && !proc__file_id(open_path, pid, &major_n, &minor_n, &ino);
 	*start = UINT64_MAX;
 	*end = 0;
 	for (i = 0; i < maps.n; i++) {
 		const struct proc_map *m = &maps.maps[i];
 
-		if (!m->exec || !m->path || strcmp(m->path, path))
+		if (!m->exec || !m->path ||
+		    (strcmp(m->path, path) &&
+		     !(by_id && m->dev == makedev(major_n, minor_n) && m->inode == ino)))
 			continue;
 		if (m->start < *start)
 			*start = m->start;

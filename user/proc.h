@@ -43,8 +43,16 @@ uint64_t proc__rss(int pid);
 /* The first mapping whose name (the end of its maps line) is name, such as "[uprobes]". */
 int proc__find_mapping(int pid, const char *name, uint64_t *start, uint64_t *end);
 
-/* The span of the executable mappings of the file at path (as the process names it). */
-int proc__code_range(int pid, const char *path, uint64_t *start, uint64_t *end);
+/* The file at path as the kernel names it (and maps shows it): its inode, and the device of
+ * its superblock, from the mountinfo of process pid (0: heaptap's own), in whose namespace
+ * path is; stat's device where mountinfo cannot tell. */
+int proc__file_id(const char *path, int pid, unsigned int *major, unsigned int *minor,
+		  uint64_t *ino);
+
+/* The span of the executable mappings of the file at path (as the process names it), or of
+ * the file heaptap opens at open_path, whatever name the kernel gives it. */
+int proc__code_range(int pid, const char *path, const char *open_path, uint64_t *start,
+		     uint64_t *end);
 
 /* Reads /proc/PID/maps; negative errno on failure. */
 int proc_maps__read(int pid, struct proc_maps *out);

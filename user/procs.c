@@ -33,12 +33,17 @@ struct process *procs__add(struct procs *ps, const struct target *t, int parent)
 
 struct process *procs__find(const struct procs *ps, int pid)
 {
+	struct process *latest = NULL;
 	size_t i;
 
+	/* A live one first (the session's own is moved to the front), else the latest. */
 	for (i = ps->n; i-- > 0;)
-		if (ps->v[i]->t.pid == pid)
-			return ps->v[i];
-	return NULL;
+		if (ps->v[i]->t.pid == pid) {
+			if (!ps->v[i]->exited_ns)
+				return ps->v[i];
+			latest = latest ?: ps->v[i];
+		}
+	return latest;
 }
 
 struct image *procs__image(const struct procs *ps, uint32_t id)
@@ -73,6 +78,45 @@ size_t procs__alive(const struct procs *ps)
 	for (i = 0; i < ps->n; i++)
 		n += !ps->v[i]->exited_ns;
 	return n;
+}
+
+void procs__fold_exited(struct procs *ps, uint64_t before_ns)
+{
+	size_t exited = 0, i, k;
+
+	for (i = 1; i < ps->n; i++)
+		exited += ps->v[i]->exited_ns && ps->v[i]->exited_ns < before_ns;
+	/* The oldest first: processes are listed in the order they were taken in. */
+	for (i = 1, k = 1; i < ps->n; i++) {
+		struct process *p = ps->v[i];
+		struct procs_folded *f = &ps->folded;
+
+		/* One whose probes are still coming out waits for its detach. */
+		if (exited <= PROCS_EXITED_KEPT || !p->exited_ns || p->exited_ns >= before_ns ||
+		    p->attached) {
+			ps->v[k++] = p;
+			continue;
+		}
+		exited--;
+		f->processes++;
+		f->end.alloc_calls += p->end.alloc_calls;
+		f->end.free_calls += p->end.free_calls;
+		f->end.allocs += p->end.allocs;
+		f->end.frees += p->end.frees;
+		f->end.alloc_bytes += p->end.alloc_bytes;
+		f->end.free_bytes += p->end.free_bytes;
+		f->end.failed += p->end.failed;
+		f->end.unknown_frees += p->end.unknown_frees;
+		f->end.inherited_frees += p->end.inherited_frees;
+		f->live += p->end_live;
+		f->live_bytes += p->end_live_bytes;
+		probes__links_free(&p->links);
+		target__close(&p->t);
+		free(p->exe);
+		free(p);
+	}
+	if (ps->n)
+		ps->n = k;
 }
 
 void procs__leave_image(struct process *p)

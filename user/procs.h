@@ -42,6 +42,10 @@ struct process {
 	char *exe;		  /* its program, escaped, as it was last */
 	struct probe_links links; /* its probes */
 	uint64_t since_ns;  /* traced from (CLOCK_MONOTONIC) */
+	uint64_t late_ns;   /* from its fork or exec to its probes in (or, until they are, to
+			     * when it was taken in); 0: traced from the session's start */
+	uint64_t started_ns; /* its fork or exec, for one taken in after the start; else 0 */
+	bool ever_attached;  /* its probes went in once */
 	uint64_t exited_ns; /* 0 while alive */
 	uint32_t image_id; /* the image it is in (kept once it has exited) */
 	unsigned int execs; /* images it went through after the first */
@@ -54,10 +58,22 @@ struct process {
 	bool range_known; /* the BPF side knows where its allocator's code is */
 };
 
+/* Processes that exited long enough ago to be folded into one line: a service that goes
+ * through thousands of workers a day keeps the latest PROCS_EXITED_KEPT listed. */
+#define PROCS_EXITED_KEPT 100
+
+struct procs_folded {
+	uint64_t processes;
+	struct heaptap_proc end; /* their counters at their exits, summed */
+	uint64_t live;		 /* what they held at their exits */
+	uint64_t live_bytes;
+};
+
 struct procs {
 	struct process **v;
 	size_t n;
 	size_t cap;
+	struct procs_folded folded;
 	struct image **images;
 	size_t nimages;
 	size_t images_cap;
@@ -66,7 +82,7 @@ struct procs {
 
 /* A new process in the set (its target t as given); NULL when out of memory. */
 struct process *procs__add(struct procs *ps, const struct target *t, int parent);
-/* The process with this PID, alive or not (the latest one); NULL if none. */
+/* The process with this PID: a live one, else the latest that exited; NULL if none. */
 struct process *procs__find(const struct procs *ps, int pid);
 /* The image with this id, NULL if none. */
 struct image *procs__image(const struct procs *ps, uint32_t id);
@@ -74,6 +90,9 @@ struct image *procs__image(const struct procs *ps, uint32_t id);
 struct image *procs__new_image(struct procs *ps, uint32_t id);
 /* Processes alive. */
 size_t procs__alive(const struct procs *ps);
+/* Folds the processes other than the first that exited before before_ns (their blocks
+ * dropped since, by a snapshot) beyond the latest PROCS_EXITED_KEPT into ps->folded. */
+void procs__fold_exited(struct procs *ps, uint64_t before_ns);
 /* The process leaves its image (it exited, or exec'd); an image no process is in stays. */
 void procs__leave_image(struct process *p);
 void procs__free(struct procs *ps);

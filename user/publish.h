@@ -8,6 +8,9 @@
 #ifndef HEAPTAP_PUBLISH_H
 #define HEAPTAP_PUBLISH_H
 
+#include <stdint.h>
+#include <stdio.h>
+
 #include "options.h"
 
 struct report;
@@ -21,7 +24,14 @@ int publish__start(const struct options *opts, struct publisher **out);
  * final report (r->type "final") could not be written. */
 int publish__report(struct publisher *p, const struct report *r);
 
-/* Stops serving; NULL is fine. */
+/* Writes what write() makes on standard output, in order with the reports (the attached
+ * record, alerts); never dropped. */
+int publish__stdout(struct publisher *p, int (*write)(FILE *, const void *), const void *ctx);
+
+/* Interval reports dropped so far because standard output was read too slowly. */
+uint64_t publish__dropped(const struct publisher *p);
+
+/* Writes what standard output still has to, stops serving; NULL is fine. */
 void publish__stop(struct publisher *p);
 
 #endif

@@ -104,7 +104,10 @@ const struct inexact_cause report__inexact_causes[] = {
 	CAUSE(reused_addresses, "frees missed (address handed out again)"),
 	CAUSE(dropped_sites, "blocks without site totals: site map full, raise --max-stacks"),
 	CAUSE(late_procs, "processes traced from after their start (fork, exec): first calls unseen"),
-	CAUSE(lost_procs, "forks or execs missed: process notices lost"),
+	CAUSE(untraced_procs, "processes forked or matched that ended before their probes were "
+			      "in: none of their calls seen"),
+	CAUSE(lost_procs, "forks or execs missed: no room for the process or its notice"),
+	CAUSE(chain_cut, "chains freed (--free-chain) whose rest was not followed: blocks left live"),
 };
 
 const size_t report__ninexact_causes =

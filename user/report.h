@@ -30,6 +30,7 @@ struct report {
 	const struct allocator *allocator;
 	const struct probes *probes; /* the first process's plan */
 	size_t links;		     /* probes attached, in every process */
+	int links_mode;		     /* enum probe_links_mode, or 0 (LINKS_AUTO) for none */
 	const struct procs *procs;   /* every process traced */
 	const struct snapshot *snap;
 	const struct snapshot *prev; /* the previous report's snapshot, for rates */
@@ -37,6 +38,7 @@ struct report {
 	uint64_t rss;		     /* the target's */
 	uint64_t self_rss;	     /* heaptap's own */
 	uint64_t self_maps;	     /* kernel memory of heaptap's BPF maps */
+	uint64_t reports_dropped;    /* interval reports standard output was too slow for */
 	struct stacks *stacks;
 	struct syms *syms;
 	bool target_exited;

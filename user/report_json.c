@@ -90,6 +90,7 @@ void report__attached_json(FILE *f, const struct report *r)
 		const struct probe *p = &r->probes->v[i];
 		json_object *e = json_object_new_object(), *args;
 		unsigned int a;
+		char where[16];
 
 		put(e, "function", json_object_new_string(p->name));
 		if (p->skipped) {
@@ -98,6 +99,8 @@ void report__attached_json(FILE *f, const struct report *r)
 			continue;
 		}
 		put(e, "kind", json_object_new_string(probes__kind_name(p->kind)));
+		if (p->own)
+			put(e, "own", json_object_new_string(p->own->option));
 		put(e, "path", json_object_new_string(p->file->name));
 		put(e, "offset", u64(p->offset));
 		put(e, "entry_offset", u64(p->start));
@@ -106,10 +109,12 @@ void report__attached_json(FILE *f, const struct report *r)
 		    json_object_new_string(p->site.insn.len ? p->site.insn.text : "?"));
 		put(e, "emulated", json_object_new_boolean(p->site.trap == INSN_EMULATED));
 		args = json_object_new_object();
-		for (a = 0; a < HEAPTAP_COOKIE_ARGS; a++)
-			if (probes__arg_name(p->kind, a))
-				put(args, probes__arg_name(p->kind, a),
-				    json_object_new_string(insn__gpr_name(p->site.regs[a])));
+		for (a = 0; a <= HEAPTAP_COOKIE_ARGS; a++) {
+			const char *at = probes__arg_where(p, a, where, sizeof(where));
+
+			if (at)
+				put(args, probes__slot_name(p, a), json_object_new_string(at));
+		}
 		put(e, "arguments", args);
 		put(e, "site_reason", json_object_new_string(p->site.why));
 		json_object_array_add(probes, e);
@@ -122,6 +127,13 @@ void report__attached_json(FILE *f, const struct report *r)
 	put(settings, "stack_depth", u64(r->opts->stack_depth));
 	put(settings, "stack_mode", json_object_new_string(report__stack_mode(r)));
 	put(settings, "stack_bytes", u64(r->opts->stack_bytes));
+	if (r->links_mode)
+		put(settings, "probe_links", json_object_new_string(r->links_mode == LINKS_MULTI
+									   ? "multi"
+									   : "single"));
+	if (r->probes && r->probes->unwinding)
+		put(settings, "exception_fixup",
+		    json_object_new_string(r->probes->fixup == FIXUP_BPF ? "bpf" : "loader"));
 	put(settings, "mode",
 	    json_object_new_string(r->opts->live    ? "live"
 				   : r->opts->watch ? "watch"
@@ -143,6 +155,25 @@ static json_object *inexact(const struct heaptap_counters *c)
 	return o;
 }
 
+/* How the loader's threads let C++ exceptions out of operator new (zeros where BPF does). */
+static json_object *exception_fixups(const struct heaptap_fixup_stats *f)
+{
+	json_object *o = json_object_new_object();
+
+	put(o, "asked", u64(f->asked));
+	put(o, "acked", u64(f->acked));
+	put(o, "timed_out", u64(f->timed_out));
+	put(o, "ring_full", u64(f->ring_full));
+	put(o, "wait_max_us", num(f->wait_max_ns / 1e3));
+	put(o, "wait_mean_us", num(f->acked ? f->wait_sum_ns / 1e3 / f->acked : 0));
+	put(o, "received", u64(f->received));
+	put(o, "wake_max_us", num(f->wake_max_ns / 1e3));
+	put(o, "not_trampoline", u64(f->not_trampoline));
+	put(o, "late", u64(f->late));
+	put(o, "write_failed", u64(f->write_failed));
+	return o;
+}
+
 static json_object *stacks(const struct report *r)
 {
 	const struct heaptap_counters *c = &r->snap->counters;
@@ -152,6 +183,8 @@ static json_object *stacks(const struct report *r)
 	put(o, "distinct", u64(c->new_stacks));
 	put(o, "samples", u64(c->samples));
 	put(o, "lost_samples", u64(c->lost_samples));
+	put(o, "waits", u64(c->sample_waits));
+	put(o, "wait_max_us", num(c->sample_wait_max_ns / 1e3));
 	put(o, "truncated", u64(c->truncated_stacks + (r->unwind ? r->unwind->truncated : 0)));
 	if (r->unwind) {
 		put(o, "unwound", u64(r->unwind->samples));
@@ -335,11 +368,11 @@ static json_object *sites(const struct report *r)
 
 		put(e, "live_bytes", u64(site->live_bytes));
 		put(e, "live", u64(site->live));
-		put(e, "est_bytes", json_object_new_double(site->est_bytes));
-		put(e, "est_blocks", json_object_new_double(site->est_blocks));
-		put(e, "est_bytes_margin", json_object_new_double(report__margin(site)));
+		put(e, "est_bytes", num(site->est_bytes));
+		put(e, "est_blocks", num(site->est_blocks));
+		put(e, "est_bytes_margin", num(report__margin(site)));
 		put(e, "growth_bytes_per_hour",
-		    isnan(growth[i]) ? NULL : json_object_new_double(growth[i] * 3600));
+		    num(growth[i] * 3600));
 		for (k = 0; k < site->nsizes; k++)
 			json_object_array_add(sz, u64(site->sizes[k]));
 		put(e, "sizes", sz);
@@ -355,6 +388,17 @@ static json_object *sites(const struct report *r)
 		put(e, "stack", frames(r, site));
 		put(e, "processes", site_processes(site));
 		put(e, "processes_total", u64(site->nprocs));
+		if (site->pool) {
+			json_object *pool = json_object_new_object();
+
+			put(pool, "address", hex(site->pool));
+			put(pool, "name", site->pool_name[0]
+						  ? json_object_new_string(site->pool_name)
+						  : NULL);
+			put(e, "pool", pool);
+		} else {
+			put(e, "pool", NULL);
+		}
 		put(e, "trend",
 		    r->history && history__trend(r->history, site->stack_id, &t) ? trend(&t) : NULL);
 		put(e, "blocks", dumps(r, site));
@@ -365,6 +409,35 @@ static json_object *sites(const struct report *r)
 	free(order);
 	free(growth);
 	return a;
+}
+
+/* A process's figures (or several processes' summed): its calls, and what it holds. */
+static void put_figures(json_object *o, const struct heaptap_proc *c, uint64_t live,
+			uint64_t live_bytes)
+{
+	put(o, "alloc_calls", u64(c->alloc_calls));
+	put(o, "free_calls", u64(c->free_calls));
+	put(o, "allocs", u64(c->allocs));
+	put(o, "frees", u64(c->frees));
+	put(o, "alloc_bytes", u64(c->alloc_bytes));
+	put(o, "free_bytes", u64(c->free_bytes));
+	put(o, "failed_calls", u64(c->failed));
+	put(o, "unknown_frees", u64(c->unknown_frees));
+	put(o, "inherited_frees", u64(c->inherited_frees));
+	put(o, "live", u64(live));
+	put(o, "live_bytes", u64(live_bytes));
+}
+
+/* The processes folded out of processes[]: their end figures, summed. */
+static json_object *processes_folded(const struct report *r)
+{
+	static const struct procs_folded none;
+	const struct procs_folded *f = r->procs ? &r->procs->folded : &none;
+	json_object *o = json_object_new_object();
+
+	put(o, "processes", u64(f->processes));
+	put_figures(o, &f->end, f->live, f->live_bytes);
+	return o;
 }
 
 /* Every process traced: who it is, what it did, what it holds (or held at its exit). */
@@ -388,17 +461,8 @@ static json_object *processes(const struct report *r)
 									: 0)
 				 : NULL);
 		put(e, "execs", u64(p->execs));
-		put(e, "alloc_calls", u64(v[i].c.alloc_calls));
-		put(e, "free_calls", u64(v[i].c.free_calls));
-		put(e, "allocs", u64(v[i].c.allocs));
-		put(e, "frees", u64(v[i].c.frees));
-		put(e, "alloc_bytes", u64(v[i].c.alloc_bytes));
-		put(e, "free_bytes", u64(v[i].c.free_bytes));
-		put(e, "failed_calls", u64(v[i].c.failed));
-		put(e, "unknown_frees", u64(v[i].c.unknown_frees));
-		put(e, "inherited_frees", u64(v[i].c.inherited_frees));
-		put(e, "live", u64(v[i].live));
-		put(e, "live_bytes", u64(v[i].live_bytes));
+		put(e, "late_ms", p->late_ns ? num(p->late_ns / 1e6) : NULL);
+		put_figures(e, &v[i].c, v[i].live, v[i].live_bytes);
 		put(e, "dropped_at_exec", u64(p->dropped_at_exec));
 		put(e, "dropped_at_exec_bytes", u64(p->dropped_at_exec_bytes));
 		json_object_array_add(a, e);
@@ -426,7 +490,7 @@ static json_object *suspects(const struct report *r)
 		put(e, "span_s", num(v[i].trend.span_s));
 		put(e, "live_bytes", u64(site->live_bytes));
 		put(e, "live", u64(site->live));
-		put(e, "est_bytes", json_object_new_double(site->est_bytes));
+		put(e, "est_bytes", num(site->est_bytes));
 		put(e, "function",
 		    report__fn_name(r, site->fn)
 			    ? json_object_new_string(report__fn_name(r, site->fn))
@@ -707,8 +771,20 @@ json_object *report__json_object(const struct report *r)
 	put(o, "failed_calls", u64(c->failed));
 	put(o, "unwound_calls", u64(c->unwound));
 	put(o, "fixup_failures", u64(c->fixup_failures));
+	put(o, "exception_fixups", exception_fixups(&r->snap->fixups));
 	put(o, "lost_events", u64(c->lost_events));
 	put(o, "own_frees", u64(c->own_frees));
+	{
+		json_object *pools = json_object_new_object();
+
+		put(pools, "frees", u64(c->pool_frees));
+		put(pools, "resets", u64(c->pool_resets));
+		put(pools, "untracked", u64(c->untracked_pools));
+		put(pools, "malloc_blocks", u64(c->pool_malloc_live));
+		put(pools, "malloc_bytes", u64(c->pool_malloc_bytes));
+		put(pools, "malloc_untracked", u64(c->pool_malloc_untracked));
+		put(o, "pools", pools);
+	}
 	put(o, "untracked_frees", u64(c->untracked_frees));
 	put(o, "stacks", stacks(r));
 	put(o, "mode",
@@ -721,24 +797,26 @@ json_object *report__json_object(const struct report *r)
 		json_object *d = json_object_new_object();
 
 		put(d, "window_s", seconds(r->duty->window_ns));
-		put(d, "budget", json_object_new_double(r->duty->budget));
+		put(d, "budget", num(r->duty->budget));
 		put(d, "windows", u64(r->duty->windows));
-		put(d, "traced", json_object_new_double(r->duty->traced));
-		put(d, "slowdown", json_object_new_double(r->duty->slowdown));
-		put(d, "window_slowdown", json_object_new_double(r->duty->window_slowdown));
+		put(d, "traced", num(r->duty->traced));
+		put(d, "slowdown", num(r->duty->slowdown));
+		put(d, "window_slowdown", num(r->duty->window_slowdown));
 		put(d, "tracing_now", json_object_new_boolean(r->traced_now));
 		put(o, "live", d);
 	}
 	put(o, "alloc_rate",
-	    json_object_new_double(report__rate(r, c->alloc_calls, p ? p->alloc_calls : 0)));
+	    num(report__rate(r, c->alloc_calls, p ? p->alloc_calls : 0)));
 	put(o, "free_rate",
-	    json_object_new_double(report__rate(r, c->free_calls, p ? p->free_calls : 0)));
+	    num(report__rate(r, c->free_calls, p ? p->free_calls : 0)));
 	put(o, "rss_bytes", u64(r->rss));
 	put(self, "rss_bytes", u64(r->self_rss));
 	put(self, "map_bytes", u64(r->self_maps));
+	put(self, "reports_dropped", u64(r->reports_dropped));
 	put(o, "heaptap", self);
 	put(o, "inexact", inexact(c));
 	put(o, "processes", processes(r));
+	put(o, "processes_folded", processes_folded(r));
 	put(o, "dropped_blocks", u64(r->snap->dropped_blocks));
 	put(o, "dropped_bytes", u64(r->snap->dropped_bytes));
 	put(o, "inherited_frees", u64(c->inherited_frees));

@@ -77,11 +77,18 @@ void report__attached_text(FILE *f, const struct report *r)
 			r->pid, r->comm);
 		return;
 	}
-	fprintf(f, "heaptap: attached to PID %d (%s): %zu probes on %s\n", r->pid, r->comm,
-		r->links, r->allocator->file.name);
+	fprintf(f, "heaptap: attached to PID %d (%s): %zu probes on %s%s\n", r->pid, r->comm,
+		r->links, r->allocator->file.name,
+		r->allocator->nown ? " and the program's own allocator" : "");
 	fprintf(f, "heaptap: allocator chosen: %s\n", r->allocator->reason);
-	for (i = 0; i < report__nprobes(r); i++)
-		skipped += r->probes->v[i].skipped != NULL;
+	for (i = 0; i < report__nprobes(r); i++) {
+		const struct probe *p = &r->probes->v[i];
+
+		skipped += p->skipped != NULL;
+		if (p->own && !p->skipped)
+			fprintf(f, "heaptap: the program's own allocator: %s (%s) in %s\n", p->name,
+				p->own->option, p->file->name);
+	}
 	if (!r->opts->verbose) {
 		if (skipped)
 			fprintf(f,
@@ -93,6 +100,7 @@ void report__attached_text(FILE *f, const struct report *r)
 		const struct probe *p = &r->probes->v[i];
 
 		unsigned int a;
+		char where[16];
 
 		if (p->skipped) {
 			fprintf(f, "heaptap:   %-40s not probed: %s\n", p->name, p->skipped);
@@ -102,10 +110,12 @@ void report__attached_text(FILE *f, const struct report *r)
 			p->name, probes__kind_name(p->kind), p->offset, p->offset - p->start,
 			p->site.insn.len ? p->site.insn.text : "?", insn__trap_name(p->site.trap),
 			p->file->name, p->returns ? ", and its return" : "");
-		for (a = 0; a < HEAPTAP_COOKIE_ARGS; a++)
-			if (probes__arg_name(p->kind, a))
-				fprintf(f, "; %s in %s", probes__arg_name(p->kind, a),
-					insn__gpr_name(p->site.regs[a]));
+		for (a = 0; a <= HEAPTAP_COOKIE_ARGS; a++) {
+			const char *at = probes__arg_where(p, a, where, sizeof(where));
+
+			if (at)
+				fprintf(f, "; %s in %s", probes__slot_name(p, a), at);
+		}
 		fprintf(f, "\n");
 		/* Why a probe costs a single step: where the planner had to stop. */
 		if (p->site.trap != INSN_EMULATED)
@@ -118,7 +128,7 @@ static void header(FILE *f, const struct report *r)
 	const struct heaptap_counters *c = &r->snap->counters;
 	char a[32], b[32], d[32], e[32], t[32];
 	uint64_t inexact = report__inexact(c), peak_ns = report__peak_ns(r);
-	const char *sep = ": ";
+	const char *sep = ": ", *own = "own        ";
 	double live, blocks;
 	size_t i;
 
@@ -127,6 +137,14 @@ static void header(FILE *f, const struct report *r)
 		duration(d, sizeof(d), r->snap->time_ns - r->attach_ns),
 		r->target_exited ? "  [target exited]" : "");
 	fprintf(f, "allocator  %s (%s)\n", r->allocator->file.name, r->allocator->reason);
+	for (i = 0; i < report__nprobes(r); i++)
+		if (r->probes->v[i].own && !r->probes->v[i].skipped) {
+			fprintf(f, "%s%s", own, r->probes->v[i].name);
+			own = ", ";
+		}
+	if (*own == ',')
+		fprintf(f, " (the program's own allocator: calls they make to malloc count once, "
+			   "as theirs)\n");
 	live = report__live(r, &blocks);
 	fprintf(f, "live       %s%s in %s blocks", r->opts->sample_bytes ? "~" : "",
 		bytes(a, sizeof(a), llround(live)), count(b, sizeof(b), llround(blocks)));
@@ -150,6 +168,17 @@ static void header(FILE *f, const struct report *r)
 			c->fixup_failures
 				? " (heaptap was too slow to let some through: see README)"
 				: "");
+	if (c->pool_resets || c->pool_malloc_live)
+		fprintf(f,
+			"pools      %s blocks freed with their pools; %s reset and destroy calls%s\n",
+			count(a, sizeof(a), c->pool_frees), count(b, sizeof(b), c->pool_resets),
+			c->untracked_pools ? " (some pools untracked: the pools map was full)" : "");
+	/* The two levels: the pools' blocks, and the malloc'd memory they are carved from. */
+	if (c->pool_malloc_live)
+		fprintf(f, "           inside %s in %s blocks the pools took from malloc since "
+			"attach%s\n", bytes(a, sizeof(a), c->pool_malloc_bytes),
+			count(b, sizeof(b), c->pool_malloc_live),
+			c->pool_malloc_untracked ? " (some untracked: the map of them was full)" : "");
 	if (r->duty)
 		fprintf(f,
 			"live       %s windows, traced %.0f%% of the time; slowdown ~%.1f%% "
@@ -409,6 +438,10 @@ static void sites(FILE *f, const struct report *r)
 			fprintf(f, " [%s]", history__trend_name(t.kind));
 		fprintf(f, "\n");
 		site_processes(f, site);
+		if (site->pool)
+			fprintf(f, "    in pool 0x%" PRIx64 "%s%s%s\n", site->pool,
+				site->pool_name[0] ? " (" : "", site->pool_name,
+				site->pool_name[0] ? ")" : "");
 		stack(f, r, site);
 		leak_counts(f, r, site);
 		dumps(f, site);
@@ -508,7 +541,7 @@ static void processes(FILE *f, const struct report *r)
 	char a[32], b[32], c[32], d[32];
 
 	if (n > 1 && !r->opts->watch) {
-		fprintf(f, "\nPROCESSES  %zu traced\n", n);
+		fprintf(f, "\nPROCESSES  %zu traced\n", n + r->procs->folded.processes);
 		fprintf(f, "  %8s %8s  %-16s %12s %12s %12s %12s\n", "PID", "PARENT", "NAME", "ALLOCS",
 			"FREES", "LIVE BYTES", "BLOCKS");
 	}
@@ -521,7 +554,17 @@ static void processes(FILE *f, const struct report *r)
 		if (p->execs)
 			fprintf(f, "  (%u exec, %" PRIu64 " blocks dropped)", p->execs,
 				p->dropped_at_exec);
+		if (p->late_ns)
+			fprintf(f, "  (traced %.1f ms after its start)", p->late_ns / 1e6);
 		fprintf(f, "%s\n", p->exited_ns ? "  (exited: held at its exit)" : "");
+	}
+	if (n > 1 && !r->opts->watch && r->procs->folded.processes) {
+		const struct procs_folded *fo = &r->procs->folded;
+
+		fprintf(f, "  %8s %8s  %-16s %12s %12s %12s %12s  (%" PRIu64 " more that exited "
+			"earlier, summed)\n", "", "", "...", count(a, sizeof(a), fo->end.allocs),
+			count(b, sizeof(b), fo->end.frees), count(c, sizeof(c), fo->live_bytes),
+			count(d, sizeof(d), fo->live), fo->processes);
 	}
 	free(v);
 }

@@ -1,14 +1,21 @@
 // SPDX-License-Identifier: GPL-2.0
 /* A report of the session: the accounting read, judged (trends, alarms), and published. */
 #include <errno.h>
+#include <inttypes.h>
 #include <malloc.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
 
+#include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include "clock.h"
 #include "dump.h"
+#include "escape.h"
+#include "heaptap.h"
+#include "heaptap.skel.h"
 #include "history.h"
 #include "log.h"
 #include "proc.h"
@@ -57,6 +64,7 @@ static struct report build_report(struct session *s, const char *type)
 		.allocator = s->allocator,
 		.probes = s->probes,
 		.links = links,
+		.links_mode = s->links_mode,
 		.procs = &s->procs,
 		.prev = s->have_prev ? &s->prev : NULL,
 		.attach_ns = s->attach_ns,
@@ -76,14 +84,34 @@ static struct report build_report(struct session *s, const char *type)
 	};
 }
 
+static int write_attached(FILE *f, const void *r)
+{
+	report__attached_json(f, r);
+	return 0;
+}
+
 void session__announce(struct session *s)
 {
 	struct report r = build_report(s, NULL);
 
 	if (s->opts.json)
-		report__attached_json(stdout, &r);
+		publish__stdout(s->publisher, write_attached, &r);
 	else
 		report__attached_text(stderr, &r);
+}
+
+/* An alert's record, for standard output. */
+struct alert_record {
+	const struct report *r;
+	const struct alarm_event *ev;
+};
+
+static int write_alert(FILE *f, const void *ctx)
+{
+	const struct alert_record *a = ctx;
+
+	report__alert_json(f, a->r, a->ev);
+	return 0;
 }
 
 /* The target's time in probe hits since the previous report, over its CPU time meanwhile. */
@@ -93,8 +121,14 @@ static double slowdown(struct session *s, const struct snapshot *snap)
 	uint64_t cpu = session__cpu_ns(s);
 	double trap;
 
-	if (s->mode == MODE_LIVE)
+	if (s->mode == MODE_LIVE) {
+		uint64_t now = clock__now_ns();
+
+		if (s->live_start_ns)
+			duty__now(&s->duty, now - s->live_start_ns,
+				  s->attached ? now - s->window_start_ns : 0);
 		return s->duty.slowdown;
+	}
 	if (!s->calibrated || !cpu || cpu <= s->report_cpu_ns)
 		return NAN;
 	trap = overhead__trap_ns(s->probes, &s->costs, s->have_prev ? s->prev.fn_calls : none,
@@ -113,7 +147,51 @@ static bool alive(void *ctx, uint32_t tgid, struct syms **syms)
 	return p && !p->exited_ns;
 }
 
-/* What the blocks of the sites a report shows first, and of the suspects, hold. */
+/* The pool of a site's oldest block, and the pool's name where the family says where it is
+ * (a string of the target's: escaped). */
+static void read_pool(struct session *s, struct site *site)
+{
+	struct process *p;
+	struct heaptap_block key;
+	struct heaptap_pool_block pb;
+	struct iovec local, remote;
+	uint64_t name_at;
+	char name[sizeof(site->pool_name)];
+	ssize_t n;
+	bool cut;
+
+	if (!site->nexamples || site->pool)
+		return;
+	p = procs__find(&s->procs, site->examples[0].tgid);
+	if (!p || !p->image)
+		return;
+	key = (struct heaptap_block){ .tgid = site->examples[0].tgid, .image = p->image->id,
+				      .addr = site->examples[0].addr };
+	/* The same block (not one made at its address since the snapshot). */
+	if (bpf_map_lookup_elem(bpf_map__fd(s->skel->maps.pool_blocks), &key, &pb) ||
+	    pb.time_ns != site->examples[0].time_ns)
+		return;
+	site->pool = pb.pool;
+	if (!s->opts.pool_named || p->exited_ns)
+		return;
+	local = (struct iovec){ &name_at, sizeof(name_at) };
+	remote = (struct iovec){ (void *)(uintptr_t)(pb.pool + s->opts.pool_name_at),
+				 sizeof(name_at) };
+	if (process_vm_readv(key.tgid, &local, 1, &remote, 1, 0) != sizeof(name_at) || !name_at)
+		return;
+	local = (struct iovec){ name, sizeof(name) - 1 };
+	remote = (struct iovec){ (void *)(uintptr_t)name_at, sizeof(name) - 1 };
+	n = process_vm_readv(key.tgid, &local, 1, &remote, 1, 0);
+	if (n <= 0)
+		return;
+	name[n] = '\0';
+	/* As many bytes as asked and no end among them: the name is longer, and shown cut. */
+	cut = n == sizeof(name) - 1 && !memchr(name, '\0', n);
+	escape__into(name, cut ? n - 1 : 0, site->pool_name, sizeof(site->pool_name));
+}
+
+/* What the blocks of the sites a report shows first, and of the suspects, hold; the pools
+ * of the sites it shows. */
 static void read_dumps(struct session *s, struct report *r, struct snapshot *snap)
 {
 	const struct dump_sources dump = { .max = s->opts.dump_bytes, .alive = alive,
@@ -122,14 +200,21 @@ static void read_dumps(struct session *s, struct report *r, struct snapshot *sna
 	double *growth;
 	size_t i, n, nsus, *order;
 
-	if (!s->opts.dump_bytes || s->mode == MODE_WATCH || !procs__alive(&s->procs))
+	if (s->mode == MODE_WATCH || !procs__alive(&s->procs))
 		return;
 	order = report__site_order(r, &growth, &n);
-	for (i = 0; i < n && i < DUMP_SITES; i++)
+	for (i = 0; i < n && i < DUMP_SITES && s->opts.dump_bytes; i++)
 		dump__site(&snap->sites[order[i]], &dump);
+	/* Every site the report shows says its pool. */
+	for (i = 0; i < n && i < s->opts.top && s->pools; i++)
+		read_pool(s, &snap->sites[order[i]]);
 	nsus = report__suspects(r, &sus);
-	for (i = 0; i < nsus && i < DUMP_SITES; i++)
-		dump__site(&snap->sites[sus[i].site], &dump);
+	for (i = 0; i < nsus && i < DUMP_SITES; i++) {
+		if (s->opts.dump_bytes)
+			dump__site(&snap->sites[sus[i].site], &dump);
+		if (s->pools)
+			read_pool(s, &snap->sites[sus[i].site]);
+	}
 	free(order);
 	free(growth);
 	free(sus);
@@ -150,10 +235,9 @@ static void judge(struct session *s, struct report *r, struct alarm_event *alert
 	r->nalerts = alarms__check(&s->alarms, &fig, r->snap->time_ns, alerts);
 	for (i = 0; i < r->nalerts; i++) {
 		alarms__fire(&s->alarms, &alerts[i], &ctx, s->opts.on_alert);
-		if (s->opts.json) {
-			report__alert_json(stdout, r, &alerts[i]);
-			fflush(stdout);
-		}
+		if (s->opts.json)
+			publish__stdout(s->publisher, write_alert,
+					&(struct alert_record){ r, &alerts[i] });
 	}
 	if (r->nalerts && s->opts.exit_on_alert)
 		s->alarm_exit = true;
@@ -163,6 +247,7 @@ int session__report(struct session *s, const char *type, const struct leak_check
 {
 	struct report r = build_report(s, type);
 	struct alarm_event alerts[ALARMS];
+	uint64_t start_ns = clock__now_ns(), made_ns;
 	struct snapshot snap;
 	int err;
 
@@ -175,12 +260,15 @@ int session__report(struct session *s, const char *type, const struct leak_check
 		elog("cannot read the BPF maps: %s", strerror(-err));
 		return err;
 	}
+	/* Workers long gone, their blocks dropped: summed on one line. */
+	procs__fold_exited(&s->procs, snap.time_ns);
 	r.snap = &snap;
 	r.number = ++s->reports;
 	r.leak = leak;
 	r.rss = session__rss(s);
 	r.self_rss = proc__rss(0);
 	r.self_maps = accounting__map_bytes(s->skel);
+	r.reports_dropped = publish__dropped(s->publisher);
 	r.slowdown = procs__alive(&s->procs) ? slowdown(s, &snap) : NAN;
 	timeline__add(&s->timeline,
 		      &(struct timeline_point){ .time_ns = snap.time_ns,
@@ -190,7 +278,20 @@ int session__report(struct session *s, const char *type, const struct leak_check
 	r.growth = timeline__growth(&s->timeline);
 	read_dumps(s, &r, &snap);
 	judge(s, &r, alerts);
+	/* An exception whose return address was not put back ends the program that threw it:
+	 * said on stderr the first time it is seen, not only counted. */
+	if (snap.counters.fixup_failures > s->fixup_failures_said) {
+		uint64_t more = snap.counters.fixup_failures - s->fixup_failures_said;
+
+		elog("%" PRIu64 " C++ exception%s could not be let out of a probed operator new "
+		     "(the program may have terminated on it): see fixup_failures",
+		     more, more == 1 ? "" : "s");
+		s->fixup_failures_said = snap.counters.fixup_failures;
+	}
+	made_ns = clock__now_ns();
 	err = publish__report(s->publisher, &r);
+	vlog("report %" PRIu64 ": %zu sites, read in %.1f ms, written in %.1f ms", r.number,
+	     snap.nsites, (made_ns - start_ns) / 1e6, (clock__now_ns() - made_ns) / 1e6);
 	if (s->have_prev)
 		snapshot__free(&s->prev);
 	s->prev = snap;

@@ -3,10 +3,12 @@
 #include <errno.h>
 #include <limits.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -15,6 +17,7 @@
 #include <bpf/libbpf.h>
 
 #include "allocator.h"
+#include "attacher.h"
 #include "clock.h"
 #include "escape.h"
 #include "heaptap.h"
@@ -30,8 +33,9 @@
 #include "syms.h"
 #include "unwind.h"
 
-/* The longest a thread of a launched command waits for room in the samples ring. */
-#define SAMPLE_WAIT_NS (1000ULL * 1000000)
+/* How long a thread of a launched command spins for room in the samples ring while heaptap
+ * reads nothing (its own time; twice that from the start at most). */
+#define SAMPLE_WAIT_NS (5000ULL * 1000000)
 
 static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list args)
 {
@@ -52,11 +56,25 @@ static bool same_layout(int a, int b, const struct allocator *alloc)
 	ea = procs__exe(a);
 	eb = procs__exe(b);
 	same = ea && eb && !strcmp(ea, eb) &&
-	       !proc__code_range(a, alloc->file.path, &alo, &ahi) &&
-	       !proc__code_range(b, alloc->file.path, &blo, &bhi) && alo == blo && ahi == bhi;
+	       !proc__code_range(a, alloc->file.path, alloc->file.open_path, &alo, &ahi) &&
+	       !proc__code_range(b, alloc->file.path, alloc->file.open_path, &blo, &bhi) &&
+	       alo == blo && ahi == bhi;
 	free(ea);
 	free(eb);
 	return same;
+}
+
+/* What to look for in a process: the program's own allocator functions (--alloc ...) must be
+ * in the first process named by PID; a launched command may exec the program that has them;
+ * other processes may be other programs. */
+static struct allocator_want want(const struct session *s, bool launched)
+{
+	return (struct allocator_want){
+		.override = s->opts.allocator,
+		.own = s->opts.own,
+		.nown = s->opts.nown,
+		.own_missing = launched ? OWN_WARN : s->procs.nimages ? OWN_QUIET : OWN_REQUIRED,
+	};
 }
 
 /* The image of p, found for it (attached, or launched with allocator a): an image of a
@@ -69,7 +87,9 @@ static int place(struct session *s, struct process *p, struct allocator *a, uint
 	int err;
 
 	if (!a) {
-		err = allocator__find(p->t.pid, s->opts.allocator, &a);
+		struct allocator_want w = want(s, false);
+
+		err = allocator__find(p->t.pid, &w, &a);
 		if (err)
 			return err;
 	}
@@ -143,8 +163,11 @@ static int find_after_exec(struct session *s, int pid, struct allocator **out)
 	for (i = 0, argc = 0; !err && i <= len; i++)
 		if (!i || !cmdline[i - 1])
 			argv[argc++] = &cmdline[i];
-	if (!err)
-		err = allocator__find_for_program(exe, argc, argv, s->opts.allocator, out);
+	if (!err) {
+		struct allocator_want w = want(s, false);
+
+		err = allocator__find_for_program(exe, argc, argv, &w, out);
+	}
 	free(argv);
 	free(cmdline);
 	return err;
@@ -195,10 +218,12 @@ static int find_targets(struct session *s)
 			     log__value(s->opts.command[0]));
 			return -ENOENT;
 		}
+		struct allocator_want w = want(s, true);
+
+		w.read_ahead = true;
 		while (s->opts.command[argc])
 			argc++;
-		err = allocator__find_for_program(s->program, argc, s->opts.command,
-						  s->opts.allocator, &a) ?:
+		err = allocator__find_for_program(s->program, argc, s->opts.command, &w, &a) ?:
 		      target__launch(&t, s->program, s->opts.command);
 		if (err) {
 			allocator__free(a);
@@ -234,14 +259,9 @@ static int find_targets(struct session *s)
 			err = add_running(s, pids[k], 0, false);
 		free(pids);
 	}
-	/* The first process's plan is the session's (the BPF programs it loads): a program
-	 * that starts later is matched only once one runs. */
-	if (!err && !s->procs.n && (s->opts.comm || s->opts.exe)) {
-		elog("no process %s %s runs now: heaptap starts from one (start the program first, "
-		     "or give -p PID)",
-		     s->opts.comm ? "named" : "runs", log__value(s->opts.comm ?: s->opts.exe));
-		err = -ESRCH;
-	} else if (!err && !s->procs.n) {
+	/* --comm, --exe with none running: the first to start is the session's first process
+	 * (session__start waits for it). */
+	if (!err && !s->procs.n && !s->opts.comm && !s->opts.exe) {
 		elog("no process to trace");
 		err = -ESRCH;
 	}
@@ -281,7 +301,7 @@ int session__open(struct session *s, const struct options *opts)
 	size_t i;
 	int err;
 
-	*s = (struct session){ .opts = *opts, .epfd = -1 };
+	*s = (struct session){ .opts = *opts, .epfd = -1, .stats_fd = -1 };
 	s->mode = opts->watch ? MODE_WATCH : opts->live ? MODE_LIVE : MODE_FULL;
 	s->tracer = s->mode == MODE_WATCH ? &fault_tracer : &probe_tracer;
 	s->alarms.threshold[ALARM_LIVE] = opts->alert_live;
@@ -294,7 +314,15 @@ int session__open(struct session *s, const struct options *opts)
 	signal(SIGPIPE, SIG_IGN);
 
 	/* Nothing is touched without the privileges to finish the job. */
-	err = target__check_privileges() ?: check_matching(s) ?: find_targets(s);
+	err = target__check_privileges() ?: check_matching(s);
+	if (err)
+		return err;
+	/* Links are made by a process of heaptap's own, started while heaptap is small. */
+	if (s->mode != MODE_WATCH && (err = attacher__start()))
+		elog("cannot start heaptap's attacher (%s): probes are put in by heaptap itself "
+		     "(a SIGKILL to heaptap while it puts one in can leave a breakpoint)",
+		     strerror(-err));
+	err = find_targets(s);
 	if (err)
 		return err;
 	/* The first process is the session's own: launched, or the first -p. The others come
@@ -319,33 +347,63 @@ int session__open(struct session *s, const struct options *opts)
 static void configure(struct session *s)
 {
 	struct heaptap_bpf *skel = s->skel;
-	struct stat st;
+	unsigned int dev_major, dev_minor;
+	uint64_t exe_ino;
+	cpu_set_t cpus;
 	size_t ring;
+	bool chains = false;
 
 	skel->rodata->stack_depth = s->opts.stack_depth;
 	skel->rodata->stack_mode = s->stack_mode;
 	skel->rodata->stack_bytes = s->opts.stack_bytes;
-	/* A launched command with --leak-check asks for correctness: no stack lost to a full
-	 * ring, at the price of a thread waiting (bounded) while heaptap unwinds. */
-	if (s->target && s->target->launched && s->opts.leak_check)
+	/* A launched command asks for correctness: no stack lost to a full ring, at the price
+	 * of a thread waiting (bounded) while heaptap unwinds (README, Stacks). */
+	if (s->target && s->target->launched && !sched_getaffinity(0, sizeof(cpus), &cpus) &&
+	    CPU_COUNT(&cpus) > 1) {
+		/* The command runs on heaptap's CPUs (it inherits the affinity). */
 		skel->rodata->sample_wait_ns = SAMPLE_WAIT_NS;
+		skel->rodata->sample_waiters_max = CPU_COUNT(&cpus) - 1;
+	}
 	skel->rodata->sample_interval = s->opts.sample_bytes;
 	skel->rodata->watch = s->mode == MODE_WATCH;
 	skel->rodata->follow_forks = s->opts.follow;
 	if (s->opts.comm)
 		strncpy((char *)skel->rodata->match_comm, s->opts.comm,
 			sizeof(skel->rodata->match_comm) - 1);
-	if (s->opts.exe && !stat(s->opts.exe, &st)) {
-		skel->rodata->match_exe_dev = st.st_dev;
-		skel->rodata->match_exe_ino = st.st_ino;
+	if (s->opts.exe && !proc__file_id(s->opts.exe, 0, &dev_major, &dev_minor, &exe_ino)) {
+		/* As the kernel keeps it in the superblock (MKDEV: 20 bits of minor), not as
+		 * stat encodes it for user space. */
+		skel->rodata->match_exe_dev = (uint64_t)dev_major << 20 | dev_minor;
+		skel->rodata->match_exe_ino = exe_ino;
 	}
 	bpf_program__set_autoload(skel->progs.on_fork, s->opts.follow);
+	for (size_t i = 0; i < s->opts.nown; i++) {
+		s->pools |= alloc_spec__is_pool(s->opts.own[i].kind);
+		chains |= s->opts.own[i].kind == HEAPTAP_KIND_FREE_CHAIN;
+	}
+	/* The chains' program is loaded (and verified) only for sessions that name one. */
+	bpf_program__set_autoload(skel->progs.own_free_chain_enter, chains);
+	skel->rodata->pools_on = s->pools;
+	/* Pools' programs are loaded (and verified) only for sessions that trace pools. */
+	bpf_program__set_autoload(skel->progs.reap_pools, s->pools);
+	bpf_program__set_autoload(skel->progs.pool_alloc_enter, s->pools);
+	bpf_program__set_autoload(skel->progs.pool_create_enter, s->pools);
+	bpf_program__set_autoload(skel->progs.pool_reset_enter, s->pools);
+	bpf_program__set_autoload(skel->progs.pool_destroy_enter, s->pools);
+	bpf_program__set_autoload(skel->progs.pool_free_all_return, s->pools);
+	bpf_map__set_max_entries(skel->maps.pool_blocks, s->pools ? s->opts.max_allocs : 1);
+	bpf_map__set_max_entries(skel->maps.pools, s->pools ? HEAPTAP_MAX_POOLS : 1);
+	bpf_map__set_max_entries(skel->maps.pool_mallocs, s->pools ? s->opts.max_allocs : 1);
 	bpf_map__set_max_entries(skel->maps.site_totals, s->opts.max_stacks);
 	bpf_map__set_max_entries(skel->maps.threads, HEAPTAP_MAX_THREADS);
-	/* DWARF stacks: room for 64 samples, and a rule per return address met, however few
-	 * stacks are stored. Frame-pointer stacks use neither: the smallest maps. */
-	for (ring = 1 << 20; ring < 64 * (s->opts.stack_bytes + sizeof(struct heaptap_sample) -
-					  HEAPTAP_MAX_STACK_BYTES);
+	/* DWARF stacks: room for 64 samples (256 for a launched command, whose threads wait
+	 * when it is full: a start's burst of new paths fits), and a rule per return address
+	 * met, however few stacks are stored. Frame-pointer stacks use neither: the smallest
+	 * maps. */
+	for (ring = 1 << 20;
+	     ring < (skel->rodata->sample_wait_ns ? 256 : 64) *
+			    (s->opts.stack_bytes + sizeof(struct heaptap_sample) -
+			     HEAPTAP_MAX_STACK_BYTES);
 	     ring <<= 1)
 		;
 	bpf_map__set_max_entries(skel->maps.samples, s->stack_mode == HEAPTAP_STACK_FP ? 4096 : ring);
@@ -367,6 +425,13 @@ static void calibrate(struct session *s)
 	if (s->mode != MODE_LIVE && !(s->opts.listen && s->mode == MODE_FULL))
 		return;
 	s->calibrated = true;
+	/* --live: what heaptap's own programs take is counted in each window's slowdown. */
+	if (s->mode == MODE_LIVE) {
+		s->stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
+		if (s->stats_fd < 0)
+			vlog("the kernel does not count BPF programs' run time (%s): a window's "
+			     "slowdown is its traps' alone", strerror(errno));
+	}
 	if (overhead__calibrate(s->skel, &s->costs)) {
 		s->costs = (struct probe_costs){ 5000, 20000, 5000 };
 		elog("could not measure what a probe costs here; assuming 5 us emulated, 20 us "
@@ -408,6 +473,17 @@ static int on_sample(void *ctx, void *data, size_t size)
 	if (im && im->unwinder)
 		unwinder__sample(im->unwinder, smp, size);
 	return 0;
+}
+
+/* Where an address of an image's processes is in its file. */
+static int place_in_file(void *ctx, uint32_t image, uint64_t addr, uint64_t *dev,
+			 uint64_t *ino, uint64_t *offset)
+{
+	struct image *im = procs__image(&((struct session *)ctx)->procs, image);
+
+	if (!im || !im->syms)
+		return -1;
+	return syms__place(im->syms, addr, dev, ino, offset);
 }
 
 /* A fork, an exec or a match: the process is traced from now on. */
@@ -462,6 +538,8 @@ int session__load(struct session *s)
 		     log__verbose() ? "" : " (-v shows the verifier's log)");
 		return err;
 	}
+	if (s->mode != MODE_WATCH)
+		probes__lend_programs(s->skel);
 	for (i = 0; !err && i < s->procs.n; i++)
 		err = add_target(s, s->procs.v[i]);
 	if (err)
@@ -476,6 +554,10 @@ int session__load(struct session *s)
 	/* What reports are made of: stacks, their symbols, the sites' course. */
 	s->history = history__new();
 	s->stacks = stacks__new(bpf_map__fd(s->skel->maps.stacks), s->opts.stack_depth);
+	/* Processes of one program laid out apart (several PIDs, or exec'd separately): their
+	 * stacks through the same code are one site. */
+	if (s->stacks && (s->procs.n > 1 || s->opts.follow || s->opts.comm || s->opts.exe))
+		stacks__merge_programs(s->stacks, place_in_file, s);
 	for (i = 0; s->stacks && !err && i < s->procs.nimages; i++)
 		err = open_image(s, s->procs.images[i]);
 	if (err)
@@ -510,6 +592,13 @@ static void thaw(struct session *s)
 	__atomic_store_n(&s->skel->bss->tracing, ++s->attaches, __ATOMIC_RELEASE);
 }
 
+void session__traced_now(struct process *p)
+{
+	if (p->started_ns && !p->ever_attached)
+		p->late_ns = clock__now_ns() - p->started_ns;
+	p->ever_attached = true;
+}
+
 int session__attach_all(struct session *s, int stop_fd)
 {
 	size_t i;
@@ -523,6 +612,9 @@ int session__attach_all(struct session *s, int stop_fd)
 		s->tracer->detach(s, NULL);
 		return err;
 	}
+	for (i = 0; i < s->procs.n; i++)
+		if (s->procs.v[i]->attached)
+			session__traced_now(s->procs.v[i]);
 	thaw(s);
 	s->attached = true;
 	return 0;
@@ -554,15 +646,55 @@ static int wait_for_first(struct session *s, int sigfd)
 	struct pollfd pfd[2] = { { .fd = ring_buffer__epoll_fd(s->rb), .events = POLLIN },
 				 { .fd = sigfd, .events = POLLIN } };
 
-	vlog("no process of %s runs yet: waiting for one", log__value(s->opts.comm ?: s->opts.exe));
-	while (!procs__alive(&s->procs)) {
+	elog("no process %s %s runs yet: waiting for one (Ctrl-C to stop)",
+	     s->opts.comm ? "named" : "of", log__value(s->opts.comm ?: s->opts.exe));
+	for (;;) {
+		size_t i;
+
+		/* One that exited already, or whose allocator was not found, is no session's
+		 * own: the first live one with an image is. */
+		for (i = 0; i < s->procs.n; i++) {
+			struct process *p = s->procs.v[i];
+
+			if (!p->exited_ns && proc__state(p->t.pid) != PROC_RUNNING)
+				p->exited_ns = clock__now_ns();
+			if (!p->exited_ns && p->image) {
+				s->procs.v[i] = s->procs.v[0];
+				s->procs.v[0] = p;
+				primary(s);
+				return 0;
+			}
+		}
 		if (poll(pfd, 2, -1) < 0 && errno != EINTR)
 			return -errno;
 		if (pfd[1].revents)
 			return -EINTR;
 		ring_buffer__consume(s->rb);
 	}
-	return 0;
+}
+
+/* Each process traced holds a descriptor and its probes' links: a service of hundreds of
+ * workers needs more than the usual soft limit of 1,024 open files. Raised to the hard
+ * limit, where it is lower. */
+static void more_files(void)
+{
+	struct rlimit rl;
+
+	unsigned long nr_open = 1048576;
+	FILE *f;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) || rl.rlim_cur >= rl.rlim_max)
+		return;
+	/* Unlimited is refused: the kernel's own bound, then. */
+	if (rl.rlim_max == RLIM_INFINITY && (f = fopen("/proc/sys/fs/nr_open", "re"))) {
+		if (fscanf(f, "%lu", &nr_open) != 1)
+			nr_open = 1048576;
+		fclose(f);
+	}
+	rl.rlim_cur = rl.rlim_max == RLIM_INFINITY ? nr_open : rl.rlim_max;
+	if (!setrlimit(RLIMIT_NOFILE, &rl))
+		vlog("open files: soft limit raised to %llu, for the processes followed",
+		     (unsigned long long)rl.rlim_cur);
 }
 
 int session__start(struct session *s, int sigfd)
@@ -570,6 +702,9 @@ int session__start(struct session *s, int sigfd)
 	uint64_t stage_ns;
 	size_t links = 0, i;
 	int err;
+
+	if (s->opts.follow || s->opts.comm || s->opts.exe || s->procs.n > 1)
+		more_files();
 
 	/* Outputs are checked, and metrics served, before the target is touched. */
 	err = publish__start(&s->opts, &s->publisher) ?: watch_processes(s);
@@ -584,6 +719,7 @@ int session__start(struct session *s, int sigfd)
 	}
 
 	/* Attach, for these processes only; a Ctrl-C meanwhile takes everything out again. */
+	vlog("attaching to %zu process%s", s->procs.n, s->procs.n == 1 ? "" : "es");
 	stage_ns = clock__now_ns();
 	err = session__attach_all(s, sigfd);
 	if (err == -EINTR) {
@@ -597,7 +733,8 @@ int session__start(struct session *s, int sigfd)
 	s->report_cpu_ns = session__cpu_ns(s);
 	for (i = 0; i < s->procs.n; i++)
 		links += s->procs.v[i]->links.count;
-	vlog("%zu probes attached in %.1f ms", links, (s->attach_ns - stage_ns) / 1e6);
+	vlog("%zu probes attached in %.1f ms%s", links, (s->attach_ns - stage_ns) / 1e6,
+	     s->links_mode == LINKS_MULTI ? " (uprobe_multi links)" : "");
 	/* A running target's objects are held open now, should it exit before any report. */
 	for (i = 0; i < s->procs.nimages; i++)
 		if (s->procs.images[i]->syms && !s->target->launched)
@@ -621,7 +758,19 @@ int session__start(struct session *s, int sigfd)
 	return 0;
 }
 
-/* A process the BPF side has put in the set: its image made or found, its probes in. */
+/* A process just taken in, and so the last, that is not traced after all: not listed (the
+ * caller counts it as untraced). */
+static void drop_last(struct session *s, struct process *p)
+{
+	probes__links_free(&p->links);
+	procs__leave_image(p);
+	target__close(&p->t);
+	free(p->exe);
+	free(p);
+	s->procs.n--;
+}
+
+/* A process the BPF side has put in the set: its image made or found (not its probes). */
 static struct process *take_in(struct session *s, const struct heaptap_proc_event *e)
 {
 	struct allocator *a = NULL;
@@ -648,7 +797,7 @@ static struct process *take_in(struct session *s, const struct heaptap_proc_even
 			im->pid = p->t.pid;
 	} else if (find_after_exec(s, p->t.pid, &a) || place(s, p, a, e->image) ||
 		   open_image(s, p->image)) {
-		p->exited_ns = clock__now_ns();
+		drop_last(s, p);
 		return NULL;
 	} else {
 		syms__refresh(p->image->syms);
@@ -664,11 +813,13 @@ static bool file_of(const struct allocator *a, struct stat *st)
 
 /* A traced process ran exec: its new image; new probes if its allocator is another file
  * (the same file's keep working: the kernel puts them in the new image too). */
-static void exec_image(struct session *s, struct process *p, uint32_t id)
+static void exec_image(struct session *s, struct process *p, uint32_t id, uint64_t exec_ns)
 {
 	struct allocator *a = NULL;
 	struct stat before, after;
 	bool had = file_of(p->image ? p->image->allocator : NULL, &before);
+	/* Own functions are in the program's files, which exec replaces. */
+	bool own = p->image && p->image->allocator->nown;
 
 	procs__leave_image(p);
 	p->image_id = id; /* its blocks from now on, even if it is gone before it is placed */
@@ -683,36 +834,114 @@ static void exec_image(struct session *s, struct process *p, uint32_t id)
 	syms__refresh(p->image->syms);
 	if (p == s->procs.v[0])
 		primary(s);
-	if (!s->attached || (had && file_of(p->image->allocator, &after) &&
+	own |= p->image->allocator->nown > 0;
+	if (!s->attached || (had && !own && file_of(p->image->allocator, &after) &&
 			     before.st_dev == after.st_dev && before.st_ino == after.st_ino))
 		return;
 	/* Another allocator: traced once its probes are in. */
 	__atomic_fetch_add(&s->skel->bss->counters.late_procs, 1, __ATOMIC_RELAXED);
 	s->tracer->detach(s, p);
-	s->tracer->attach(s, p, -1, true);
+	p->started_ns = exec_ns;
+	p->ever_attached = false;
+	if (!s->tracer->attach(s, p, -1, true))
+		session__traced_now(p);
+}
+
+/* A process the BPF side holds that heaptap never traced: out of its tables. */
+static void forget_in_bpf(struct session *s, __u32 tgid)
+{
+	bpf_map_delete_elem(bpf_map__fd(s->skel->maps.targets), &tgid);
+	bpf_map_delete_elem(bpf_map__fd(s->skel->maps.proc_counters), &tgid);
+	bpf_map_delete_elem(bpf_map__fd(s->skel->maps.alloc_ranges), &tgid);
+}
+
+/* A process put in the set by the BPF side that heaptap could not take in (it ended first,
+ * or its allocator was not found): out of the BPF side's tables, which would fill, and
+ * counted as never traced rather than as traced late. */
+static void forget_untraced(struct session *s, __u32 tgid)
+{
+	forget_in_bpf(s, tgid);
+	__atomic_fetch_add(&s->skel->bss->counters.untraced_procs, 1, __ATOMIC_RELAXED);
 }
 
 void session__process_event(struct session *s, const struct heaptap_proc_event *e)
 {
 	struct process *p = procs__find(&s->procs, e->tgid);
 
+	/* The trampoline published for one process is no other's, nor its new image's: a
+	 * nested call would be taken for a call whose return was missed. */
+	fixups__forget_trampoline(s->skel);
+	s->layout_known = false;
+	s->layout_retry_ns = 0;
+
 	if (e->kind == HEAPTAP_PROC_EXEC) {
 		if (p && !p->exited_ns)
-			exec_image(s, p, e->image);
+			exec_image(s, p, e->image, e->time_ns);
 	} else if (!p || p->exited_ns) {
+		uint64_t heard = clock__now_ns();
+
 		p = take_in(s, e);
-		if (p && s->attached && !s->tracer->attach(s, p, -1, true))
-			vlog("PID %d (%s) traced too, %s %d", p->t.pid, p->t.comm,
-			     e->kind == HEAPTAP_PROC_FORK ? "forked by" : "matched", e->parent);
-		if (p)
-			loop__watch_exit(s, p);
+		/* One that ended before it could be taken in was never traced. */
+		if (!p) {
+			forget_untraced(s, e->tgid);
+			return;
+		}
+		/* Traced from after its start: counted once it is in (a counter that only
+		 * grows, as Prometheus reads it). One that ends as its probes go in is listed
+		 * too, exited: some of its calls may have been seen, and its blocks are dropped
+		 * with it. */
+		__atomic_fetch_add(&s->skel->bss->counters.late_procs, 1, __ATOMIC_RELAXED);
+		p->started_ns = e->time_ns;
+		p->late_ns = clock__now_ns() - e->time_ns;
+		if (s->attached && !s->tracer->attach(s, p, -1, true)) {
+			session__traced_now(p);
+			vlog("PID %d (%s) traced too, %s %d: heard of %.1f ms after, probes in "
+			     "%.1f ms later", p->t.pid, p->t.comm,
+			     e->kind == HEAPTAP_PROC_FORK ? "forked by" : "matched", e->parent,
+			     (heard - e->time_ns) / 1e6, p->late_ns / 1e6 - (heard - e->time_ns) / 1e6);
+		}
+		loop__watch_exit(s, p);
 	}
 
+}
+
+/* How often the BPF side's set of processes is checked for ones heaptap never heard of. */
+#define SWEEP_NS (5 * 1000000000ULL)
+
+/*
+ * Processes the BPF side put in its set whose notice the full ring dropped (lost_procs):
+ * heaptap never takes them in, and once they end, their entries are taken out here (their
+ * notice counted them already). One whose notice is still on its way is alive, or is taken
+ * out by it.
+ */
+static void sweep_targets(struct session *s)
+{
+	int fd = bpf_map__fd(s->skel->maps.targets);
+	__u32 key, next, *prev = NULL, gone[64];
+	size_t n = 0, i;
+
+	while (n < sizeof(gone) / sizeof(gone[0]) && !bpf_map_get_next_key(fd, prev, &next)) {
+		key = next;
+		prev = &key;
+		if (!procs__find(&s->procs, key) && proc__state(key) != PROC_RUNNING)
+			gone[n++] = key;
+	}
+	/* Listed first, deleted after: a walk resumed from a deleted key starts over. */
+	for (i = 0; i < n; i++)
+		forget_in_bpf(s, gone[i]);
 }
 
 /* The probes of processes that exited, out together (loop.c, once its events are served). */
 void session__detach_exited(struct session *s)
 {
+	uint64_t now = clock__now_ns();
+
+	/* Their releases, ended as they finish. */
+	probes__reap(false);
+	if (s->skel->bss->counters.lost_procs && now - s->swept_ns >= SWEEP_NS) {
+		sweep_targets(s);
+		s->swept_ns = now;
+	}
 	for (size_t i = 0; i < s->procs.n; i++)
 		if (s->procs.v[i]->exited_ns && s->procs.v[i]->attached) {
 			s->tracer->detach(s, s->procs.v[i]);
@@ -731,6 +960,12 @@ void session__process_exited(struct session *s, struct process *p)
 	/* Its figures are kept here; the first process's stay in the map with its blocks. */
 	if (p != s->procs.v[0])
 		bpf_map_delete_elem(bpf_map__fd(s->skel->maps.proc_counters), &key);
+	bpf_map_delete_elem(bpf_map__fd(s->skel->maps.alloc_ranges), &key);
+	/* Its descriptor, watched in the loop, is no more use: a service that runs through
+	 * thousands of workers would run heaptap out of descriptors. The first process's
+	 * stays, for its exit status. */
+	if (p != s->procs.v[0])
+		target__close(&p->t);
 	procs__leave_image(p);
 	/* Its blocks are dropped at the next report (OWNER_DROP_EXIT), its figures kept. */
 	bpf_map_delete_elem(bpf_map__fd(s->skel->maps.targets), &key);
@@ -822,7 +1057,10 @@ int session__leak_check(struct session *s, enum leak_trigger trigger)
 	struct leak_check lc;
 	int err;
 
+	/* A thread waiting for room in the ring of copies could not stop: none waits now. */
+	__atomic_store_n(&s->skel->bss->sample_no_wait, 1, __ATOMIC_RELEASE);
 	err = leak_check__run(s->skel, s->stacks, s->target->pid, &o, &lc);
+	__atomic_store_n(&s->skel->bss->sample_no_wait, 0, __ATOMIC_RELEASE);
 	if (err)
 		return err;
 	if (s->have_leak)
@@ -945,6 +1183,8 @@ int session__close(struct session *s, int err)
 	bpf_link__destroy(s->exec_link);
 	ring_buffer__free(s->rb);
 	heaptap_bpf__destroy(s->skel);
+	if (s->stats_fd >= 0)
+		close(s->stats_fd);
 	if (s->have_prev)
 		snapshot__free(&s->prev);
 	history__free(s->history);

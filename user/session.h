@@ -76,6 +76,8 @@ struct session {
 	struct heaptap_size_class dropped_classes[HEAPTAP_SIZE_CLASSES]; /* by size class */
 	struct unwind_stats unwind; /* every image's, summed at each report */
 	struct fixups *fixups;	/* exceptions' return addresses, written by heaptap */
+	bool fixups_failed;	/* they could not be started (said once) */
+	uint64_t fixup_failures_said; /* exceptions not let out, already said on stderr */
 	struct stacks *stacks;
 	struct syms *syms;
 	struct unwinder *unwinder;
@@ -95,7 +97,13 @@ struct session {
 	uint64_t reports; /* made so far */
 	bool started;	    /* tracing began: a final report is due */
 	bool attached;	    /* probes in now (--live: within a window) */
+	int links_mode;	    /* enum probe_links_mode: how probes are attached, chosen at load */
 	bool layout_known;  /* the BPF side knows the trampoline and the allocator's code */
+	uint64_t layout_tried_ns; /* when the maps were last read for it */
+	uint64_t layout_retry_ns; /* how long until the next read (0: at once) */
+	bool pools;		  /* pools are traced: their freed blocks reaped now and then */
+	uint64_t reaped_ns;	  /* when they were last */
+	uint64_t swept_ns;	  /* when the BPF side's processes were last checked */
 	bool alarm_exit;    /* --exit-on-alert, and an alarm fired */
 	uint64_t attach_ns; /* CLOCK_MONOTONIC when tracing began */
 	/* What probes cost the target: measured for --live and --listen */
@@ -104,6 +112,10 @@ struct session {
 	uint64_t report_cpu_ns;			  /* the target's CPU time at the last report */
 	struct duty_cycle duty;			  /* --live */
 	uint64_t window_cpu_ns;			  /* the target's CPU time when the window began */
+	uint64_t live_start_ns;	  /* CLOCK_MONOTONIC when the first window began */
+	uint64_t window_start_ns; /* and when the latest one did */
+	uint64_t window_programs_ns; /* heaptap's programs' run time then (overhead.h) */
+	int stats_fd;		     /* --live: the kernel counts programs' run time while open */
 	uint64_t window_calls[HEAPTAP_MAX_FUNCS]; /* fn_calls when the window began */
 };
 
@@ -139,6 +151,8 @@ void session__detach_exited(struct session *s);
  * opened) for one that has none; negative errno, said. */
 int session__image_for(struct session *s, struct process *p, uint32_t id);
 /* Attach every process not attached (accounting frozen meanwhile), or detach all. */
+/* A process's probes are in: the first time, how late it is traced is known. */
+void session__traced_now(struct process *p);
 int session__attach_all(struct session *s, int stop_fd);
 void session__detach_all(struct session *s);
 /* The snapshot's rules of ownership (which blocks count, which are dropped). */

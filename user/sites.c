@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "elfsyms.h"
 #include "sites.h"
 
 /* A body without a symbol size is swept this far for branches into its first bytes. */
@@ -384,9 +385,9 @@ int sites__plan(const char *path, struct site_fn *fns, size_t n, unsigned int ke
 	struct stat st;
 	int fd, err;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	fd = elf_syms__open_file(path);
 	if (fd < 0) {
-		err = -errno;
+		err = fd;
 		goto out;
 	}
 	if (fstat(fd, &st)) {

@@ -4,6 +4,7 @@
 #define HEAPTAP_STACKS_H
 
 #include <stddef.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 struct stack {
@@ -27,16 +28,29 @@ const struct stack *stacks__get(struct stacks *s, uint64_t id);
 /* Files a stack the loader unwound, in the BPF side's layout ([word at sp, probed address,
  * callers...]), under the id the BPF side gives the same stack, in the stacks map too;
  * sample_id names it. When the map is full the stack is dropped (stacks__dropped()) and
- * sample_id stands for no stack. */
+ * sample_id stands for no stack. cut: the copy ended before the stack did; sample_id then
+ * stands for the first longer stack, from either side, that begins with these frames. */
 int stacks__add(struct stacks *s, uint32_t image, uint64_t sample_id, const uint64_t *raw,
-		size_t words);
+		size_t words, bool cut);
 
 /* Stacks unwound from samples that --max-stacks left no room for, and those stored. */
 uint64_t stacks__dropped(const struct stacks *s);
 uint64_t stacks__stored(const struct stacks *s);
 
 /* What a block's stack id stands for: itself, or for a sample, the id of its unwound stack
- * (0 while the sample is not unwound). */
-uint64_t stacks__canonical(const struct stacks *s, uint64_t id);
+ * (0 while the sample is not unwound); with stacks__merge_programs, the first stack seen of
+ * the same path through the same files. */
+uint64_t stacks__canonical(struct stacks *s, uint64_t id);
+
+/* Where addr, in image's processes, is: its file (device and inode) and the offset in it.
+ * 1 when placed, 0 when it is in no file, negative when it cannot be told yet (an image not
+ * known yet). */
+typedef int (*stacks_place_fn)(void *ctx, uint32_t image, uint64_t addr, uint64_t *dev,
+			       uint64_t *ino, uint64_t *offset);
+
+/* From now on, stacks of different images through the same code at the same places (one
+ * program exec'd by several processes, each laid out by ASLR apart) stand for one:
+ * stacks__canonical gives the first seen. */
+void stacks__merge_programs(struct stacks *s, stacks_place_fn place, void *ctx);
 
 #endif

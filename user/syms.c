@@ -12,6 +12,7 @@
 
 #include "clock.h"
 #include "array.h"
+#include "elfsyms.h"
 #include "escape.h"
 #include "idmap.h"
 #include "proc.h"
@@ -247,7 +248,10 @@ static struct module *module_of(struct syms *s, const struct proc_map *m)
 	mod->dev = m->dev;
 	mod->inode = m->inode;
 	mod->open_path = proc__mapped_file(s->pid, m);
-	mod->fd = mod->open_path ? open(mod->open_path, O_RDONLY | O_CLOEXEC) : -1;
+	/* A mapped file of the target's: opened only if it is a regular one. */
+	mod->fd = mod->open_path ? elf_syms__open_file(mod->open_path) : -1;
+	if (mod->fd < 0)
+		mod->fd = -1;
 	s->modules[s->nmodules++] = mod;
 	return mod;
 }
@@ -350,6 +354,18 @@ static const struct location *locate(struct syms *s, uint64_t addr, bool now)
 bool syms__note(struct syms *s, uint64_t addr)
 {
 	return locate(s, addr, false) != NULL;
+}
+
+bool syms__place(struct syms *s, uint64_t addr, uint64_t *dev, uint64_t *ino, uint64_t *offset)
+{
+	const struct location *loc = locate(s, addr, false);
+
+	if (!loc)
+		return false;
+	*dev = loc->module->dev;
+	*ino = loc->module->inode;
+	*offset = loc->offset;
+	return true;
 }
 
 Dwfl_Module *syms__dwfl_module(struct syms *s, uint64_t addr, Dwarf_Addr *module_addr)

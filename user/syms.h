@@ -44,6 +44,10 @@ void syms__refresh(struct syms *s);
  * in no file mapping. */
 bool syms__note(struct syms *s, uint64_t addr);
 
+/* The file mapped at addr (device, inode) and addr's offset in it; as cheap as syms__note.
+ * False if addr is in no file mapping. */
+bool syms__place(struct syms *s, uint64_t addr, uint64_t *dev, uint64_t *ino, uint64_t *offset);
+
 /*
  * Symbolizes addr. A return address (every frame of a stack but the first) is looked up one
  * byte back, inside the call, so that a call ending a function is not taken for the next

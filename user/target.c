@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "attacher.h"
 #include "escape.h"
 #include "log.h"
 #include "proc.h"
@@ -173,6 +174,7 @@ int target__launch(struct target *t, const char *program, char *const argv[])
 
 		/* Nothing here may allocate: the probes may already be in this image. */
 		close(fds[1]);
+		attacher__forget();
 		sigemptyset(&none);
 		sigprocmask(SIG_SETMASK, &none, NULL);
 		signal(SIGPIPE, SIG_DFL);

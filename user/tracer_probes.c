@@ -7,6 +7,7 @@
 #include <bpf/libbpf.h>
 
 #include "allocator.h"
+#include "attacher.h"
 #include "elfsyms.h"
 #include "fixups.h"
 #include "heaptap.h"
@@ -33,17 +34,14 @@ static int plan(struct session *s, struct image *im)
 
 static void configure(struct session *s)
 {
-	size_t i;
+	const char *why;
 
 	bpf_program__set_autoload(s->skel->progs.page_fault, false);
 	bpf_map__set_max_entries(s->skel->maps.growth, 1);
-	/* One image decides which of the unwinder's programs to load: the first that needs
-	 * one (the fixup mode is the machine's, the same for all). */
-	for (i = 0; i < s->procs.nimages; i++)
-		if (s->procs.images[i]->plan && s->procs.images[i]->plan->unwinding)
-			break;
-	probes__choose_programs(i < s->procs.nimages ? s->procs.images[i]->plan : s->probes,
-				s->skel);
+	/* The machine's way (no process: whether the process lets heaptap write it is each
+	 * plan's to say). */
+	probes__choose_programs(fixups__mode(0, &why), s->skel);
+	s->links_mode = probes__choose_links(s->skel, s->opts.probe_links);
 }
 
 /* A failure says why: most often the process exited meanwhile. */
@@ -58,25 +56,40 @@ static int attach(struct session *s, struct process *p, int stop_fd, bool late)
 	struct probes *plan = p->image->plan;
 	int err;
 
-	/* Exceptions leaving operator new need their return addresses back: served first. */
-	if (!s->fixups && plan->unwinding && plan->fixup == FIXUP_LOADER) {
-		err = fixups__start(s->skel, s->target->pid, &s->fixups);
-		if (err) {
+	/* Exceptions leaving operator new need their return addresses back: served first,
+	 * by the loader's threads too where BPF writes them (should its write fault). */
+	if (!s->fixups && !s->fixups_failed && plan->unwinding) {
+		err = fixups__start(s->skel, &s->fixups);
+		if (err && plan->fixup == FIXUP_LOADER) {
 			elog("cannot start its exception helper: %s", strerror(-err));
 			return err;
 		}
+		s->fixups_failed = err != 0;
+		if (err)
+			vlog("no exception helper threads (%s): BPF alone puts return addresses "
+			     "back", strerror(-err));
 	}
 	err = probes__attach(plan, &p->links, s->skel, p->t.pid, &opts);
 	if (!err) {
 		p->attached = true;
 		return 0;
 	}
-	if (err == -EINTR)
+	if (err == -EINTR) {
+		probes__detach((struct probe_links *[]){ &p->links }, 1);
 		return err;
+	}
+	if (proc__state(p->t.pid) != PROC_RUNNING) {
+		probes__detach_exited((struct probe_links *[]){ &p->links }, 1);
+		/* A short-lived child, followed: counted, not told one by one. */
+		if (late)
+			vlog("PID %d ended while its probes went in: not traced", p->t.pid);
+		else
+			elog("PID %d exited while heaptap was attaching: nothing was traced",
+			     p->t.pid);
+		return err;
+	}
 	probes__detach((struct probe_links *[]){ &p->links }, 1);
-	if (proc__state(p->t.pid) != PROC_RUNNING)
-		elog("PID %d exited while heaptap was attaching: nothing was traced", p->t.pid);
-	else if (failed)
+	if (failed)
 		elog("cannot attach a %s to %s in %s: %s", failed_return ? "uretprobe" : "uprobe",
 		     failed->name, failed->file->name, strerror(-err));
 	else
@@ -100,6 +113,8 @@ static int snapshot(struct session *s, struct snapshot *out)
 static void detach(struct session *s, struct process *one)
 {
 	struct probe_links **sets = calloc(s->procs.n + 1, sizeof(*sets));
+	/* Only processes that have exited: nothing waits for their release. */
+	bool gone = one && one->exited_ns;
 	size_t i, n = 0;
 
 	for (i = 0; i < s->procs.n; i++) {
@@ -113,14 +128,20 @@ static void detach(struct session *s, struct process *one)
 			probes__detach((struct probe_links *[]){ &p->links }, 1);
 		p->attached = false;
 	}
-	if (sets)
+	if (sets && gone)
+		probes__detach_exited(sets, n);
+	else if (sets)
 		probes__detach(sets, n);
 	free(sets);
+	/* All out means every probe out, those of processes gone too. */
+	if (!one)
+		probes__reap(true);
 }
 
 static void free_tracer(struct session *s)
 {
 	detach(s, NULL);
+	attacher__stop();
 	fixups__stop(s->fixups);
 	s->fixups = NULL;
 }

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
 
 #include <bpf/bpf.h>
 #include <elfutils/libdw.h>
@@ -26,6 +27,24 @@ struct unwinder {
 	struct syms *syms;
 	int rules_fd;
 	uint32_t image; /* the layout whose rules it learns (struct heaptap_target) */
+	uint8_t *more;	/* the live stack beyond a sample's copy (MORE_BYTES), once read */
+};
+
+/*
+ * A copy that ends before the stack does would cut the first stack down a deep path short,
+ * and only that one: the BPF side walks the next one whole, with the rules learned (a
+ * site split in two). Beyond the copy, the stack is read live, once the copy's last bytes
+ * are found unchanged there: the thread is still below the frames they hold, whose callers
+ * have not moved.
+ */
+#define MORE_BYTES (64 * 1024)
+#define TAIL_BYTES 64
+
+/* A sample's stack: its copy, then what was read beyond it. */
+struct view {
+	const struct heaptap_sample *smp;
+	size_t more; /* bytes read beyond the copy */
+	bool tried;  /* the read beyond was tried */
 };
 
 static const struct unwind_ops live_ops;
@@ -61,6 +80,7 @@ void unwinder__free(struct unwinder *u)
 	if (!u)
 		return;
 	idmap__free_values(&u->rules);
+	free(u->more);
 	free(u);
 }
 
@@ -192,27 +212,67 @@ static int live_teach(void *ctx, uint64_t key, const struct heaptap_unwind_rule 
 	return bpf_map_update_elem(u->rules_fd, &k, rule, BPF_ANY) ? -errno : 0;
 }
 
+static size_t live_read(void *ctx, uint32_t tgid, uint64_t addr, void *buf, size_t len)
+{
+	struct iovec local = { buf, len }, remote = { (void *)(uintptr_t)addr, len };
+	ssize_t n = process_vm_readv((int)tgid, &local, 1, &remote, 1, 0);
+
+	(void)ctx;
+	return n > 0 ? (size_t)n : 0;
+}
+
 static const struct unwind_ops live_ops = {
 	.cfi_rule = live_cfi_rule,
 	.note = live_note,
 	.teach = live_teach,
+	.read = live_read,
 };
 
-/*
- * What the copied stack holds at addr. Every address here comes from the target (its
- * registers, its stack, its CFI) and may be anything up to 2^64 - 1: the bounds are checked
- * without a sum that could wrap (rbp = -16 made "addr + 8" 0, inside any copy).
- */
-static bool stack_word(const struct heaptap_sample *smp, uint64_t addr, uint64_t *word)
+/* The live stack beyond the copy, if the copy's tail is still there as copied. */
+static void read_more(struct unwinder *u, struct view *v)
 {
+	const struct heaptap_sample *smp = v->smp;
+	size_t tail = smp->size < TAIL_BYTES ? smp->size : TAIL_BYTES;
+	uint64_t end = smp->sp + smp->size;
+	uint8_t now[TAIL_BYTES];
+
+	v->tried = true;
+	if (!u->ops->read || !smp->tgid || !smp->size || end < smp->sp)
+		return;
+	if (!u->more && !(u->more = malloc(MORE_BYTES)))
+		return;
+	if (u->ops->read(u->ctx, smp->tgid, end - tail, now, tail) != tail ||
+	    memcmp(now, smp->stack + smp->size - tail, tail))
+		return;
+	v->more = u->ops->read(u->ctx, smp->tgid, end, u->more, MORE_BYTES);
+}
+
+/*
+ * What the sample's stack holds at addr: the copy, then what was read beyond it. Every
+ * address here comes from the target (its registers, its stack, its CFI) and may be anything
+ * up to 2^64 - 1: the bounds are checked without a sum that could wrap (rbp = -16 made
+ * "addr + 8" 0, inside any copy).
+ */
+static bool stack_word(struct unwinder *u, struct view *v, uint64_t addr, uint64_t *word)
+{
+	const struct heaptap_sample *smp = v->smp;
 	uint64_t off;
 
 	if (addr < smp->sp)
 		return false;
 	off = addr - smp->sp;
-	if (off > smp->size || sizeof(*word) > smp->size - off)
+	if (off <= smp->size && sizeof(*word) <= smp->size - off) {
+		memcpy(word, smp->stack + off, sizeof(*word));
+		return true;
+	}
+	if (off < smp->size)
 		return false;
-	memcpy(word, smp->stack + off, sizeof(*word));
+	if (!v->tried)
+		read_more(u, v);
+	off -= smp->size;
+	if (off > v->more || sizeof(*word) > v->more - off)
+		return false;
+	memcpy(word, u->more + off, sizeof(*word));
 	return true;
 }
 
@@ -240,7 +300,7 @@ static const struct heaptap_unwind_rule *teach(struct unwinder *u, uint64_t key,
  * a sample at every allocation down this path.
  */
 static const struct heaptap_unwind_rule *rule_at(struct unwinder *u, uint64_t ra, uint64_t at_ip,
-						 const struct heaptap_sample *smp, uint64_t bp)
+						 struct view *v, uint64_t bp)
 {
 	const struct heaptap_unwind_rule fp = { .cfa_reg = HEAPTAP_REG_BP,
 						.cfa_offset = 16,
@@ -255,7 +315,7 @@ static const struct heaptap_unwind_rule *rule_at(struct unwinder *u, uint64_t ra
 	if (u->ops->cfi_rule(u->ctx, ra, at_ip, &rule))
 		return teach(u, ra | at_ip, &rule);
 	u->stats.no_cfi++;
-	if (stack_word(smp, bp + 8, &caller) && u->ops->note(u->ctx, caller))
+	if (stack_word(u, v, bp + 8, &caller) && u->ops->note(u->ctx, caller))
 		return teach(u, ra | at_ip, &fp);
 	return teach(u, ra | at_ip, &end);
 }
@@ -263,20 +323,33 @@ static const struct heaptap_unwind_rule *rule_at(struct unwinder *u, uint64_t ra
 void unwinder__sample(struct unwinder *u, const struct heaptap_sample *smp, size_t size)
 {
 	uint64_t raw[HEAPTAP_MAX_DEPTH + 1], pc, sp, bp, at_ip, start = clock__now_ns();
-	size_t words = 2;
-	bool cut = false;
+	struct view v = { .smp = smp };
+	size_t words = 2, i;
+	bool cut = false, ended = false;
 
 	if (size < offsetof(struct heaptap_sample, stack) ||
 	    smp->size > size - offsetof(struct heaptap_sample, stack))
 		return;
-	/* The same walk as the BPF side's (dwarf_stack), on the copy, learning as it goes. */
+	/* The same walk as the BPF side's (dwarf_stack), on the copy, learning as it goes:
+	 * from the allocator's entry, or on from where the BPF side stopped. */
 	at_ip = smp->at_ip ? HEAPTAP_RULE_AT_IP : 0;
-	if (at_ip || !stack_word(smp, smp->sp, &raw[0]))
-		raw[0] = 0;
-	raw[1] = smp->ip;
-	pc = at_ip ? smp->ip : raw[0];
-	sp = at_ip ? smp->sp : smp->sp + 8;
+	pc = smp->ip;
+	sp = smp->sp;
 	bp = smp->bp;
+	if (smp->nips >= 2) {
+		words = smp->nips < u->depth + 1 ? smp->nips : u->depth + 1;
+		if (words > HEAPTAP_MAX_DEPTH + 1)
+			words = HEAPTAP_MAX_DEPTH + 1;
+		memcpy(raw, smp->ips, words * sizeof(raw[0]));
+		for (i = 2; i < words; i++)
+			u->ops->note(u->ctx, raw[i]);
+	} else {
+		if (at_ip || !stack_word(u, &v, smp->sp, &raw[0]))
+			raw[0] = 0;
+		raw[1] = smp->ip;
+		pc = at_ip ? smp->ip : raw[0];
+		sp = at_ip ? smp->sp : smp->sp + 8;
+	}
 	while (pc) {
 		const struct heaptap_unwind_rule *rule;
 		uint64_t cfa, ra;
@@ -285,13 +358,13 @@ void unwinder__sample(struct unwinder *u, const struct heaptap_sample *smp, size
 			cut = true;
 			break;
 		}
-		rule = rule_at(u, pc, at_ip, smp, bp);
+		rule = rule_at(u, pc, at_ip, &v, bp);
 		if (!rule || (rule->flags & HEAPTAP_RULE_END))
 			break;
 		cfa = (rule->cfa_reg == HEAPTAP_REG_BP ? bp : sp) + rule->cfa_offset;
-		if (!stack_word(smp, cfa - 8, &ra) ||
-		    (rule->bp_offset && !stack_word(smp, cfa + rule->bp_offset, &bp))) {
-			cut = true;
+		if (!stack_word(u, &v, cfa - 8, &ra) ||
+		    (rule->bp_offset && !stack_word(u, &v, cfa + rule->bp_offset, &bp))) {
+			cut = ended = true;
 			break;
 		}
 		if (!ra)
@@ -304,7 +377,7 @@ void unwinder__sample(struct unwinder *u, const struct heaptap_sample *smp, size
 	}
 	u->ops->note(u->ctx, raw[0]);
 	u->ops->note(u->ctx, raw[1]);
-	stacks__add(u->stacks, smp->image, smp->sample_id, raw, words);
+	stacks__add(u->stacks, smp->image, smp->sample_id, raw, words, ended);
 	u->stats.samples++;
 	u->stats.sample_bytes += smp->size;
 	u->stats.truncated += cut;

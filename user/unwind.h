@@ -47,6 +47,9 @@ struct unwind_ops {
 	bool (*note)(void *ctx, uint64_t addr);
 	/* A rule learned for key (a return address, | HEAPTAP_RULE_AT_IP); 0 when taught. */
 	int (*teach)(void *ctx, uint64_t key, const struct heaptap_unwind_rule *rule);
+	/* Up to len bytes of process tgid's memory at addr, now: how many were read. NULL
+	 * where there is no process (a copy alone). */
+	size_t (*read)(void *ctx, uint32_t tgid, uint64_t addr, void *buf, size_t len);
 };
 
 struct unwinder *unwinder__new_ops(const struct unwind_ops *ops, void *ctx, struct stacks *stacks,

@@ -1,11 +1,15 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * libFuzzer target: an ELF file as heaptap reads every object a target maps (symbols,
- * segments, dynamic section, prologues), then every question heaptap asks of it.
+ * segments, dynamic section, prologues), then every question heaptap asks of it; and as it
+ * reads a launched command's objects to read them ahead (sections, build ID), from a file.
  */
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "elfsyms.h"
 
@@ -37,6 +41,8 @@ static void ask(const struct elf_syms *s)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+	static int file = -1;
+	static char path[64];
 	struct elf_syms *s;
 	void *image;
 	int dynamic_only;
@@ -46,6 +52,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (!image)
 		return 0;
 	memcpy(image, data, size);
+	/* A file of exactly these bytes, read ahead as a launched command's object is. */
+	if (file < 0 && (file = memfd_create("fuzz_elfsyms", MFD_CLOEXEC)) >= 0)
+		snprintf(path, sizeof(path), "/proc/self/fd/%d", file);
+	if (file >= 0 && !ftruncate(file, 0) && pwrite(file, data, size, 0) == (ssize_t)size)
+		elf_syms__prefetch(path);
 	for (dynamic_only = 0; dynamic_only < 2; dynamic_only++) {
 		if (elf_syms__open_memory(image, size, dynamic_only, &s))
 			continue;

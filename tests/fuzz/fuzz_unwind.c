@@ -33,7 +33,8 @@ struct unwind_input {
 	uint8_t depth;
 	uint8_t nrules;
 	uint8_t teach_fails;
-	uint8_t pad[2];
+	uint8_t prefix; /* frames the BPF side walked before (the sample goes on from ip) */
+	uint8_t pad;
 	/* then nrules struct input_rule, then the stack copy */
 };
 
@@ -118,6 +119,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		smp->bp = in.bp;
 		smp->size = in.size;
 		smp->at_ip = in.at_ip & 1;
+		/* Any count, the loader keeps to what the record and the depth hold. */
+		smp->nips = in.prefix;
+		for (size_t i = 0; i < HEAPTAP_MAX_DEPTH + 1; i++)
+			smp->ips[i] = in.ip + i;
 		memcpy(smp->stack, data + sizeof(in) + rules_len, stack_len);
 		/* Twice: the second walk meets the rules the first one learned. */
 		unwinder__sample(u, smp, record);

@@ -10,6 +10,8 @@
  * execs the program given on the command line (argv[1...]), its stdin a pipe "end" closes;
  * answers its PID.
  * "end" lets every child end and reaps them, answering how many forked ones exited 0.
+ * "flash N" forks N children one after another, each ending at once (reaped before the next):
+ * processes too short-lived to trace, by the thousand.
  */
 #include <stdlib.h>
 #include <sys/wait.h>
@@ -65,7 +67,11 @@ static void fork_children(int n)
 		if (pid < 0)
 			_exit(4);
 		if (!pid) {
+			/* Only the parent writes go and reads done: a parent gone ends its
+			 * children (a failed test leaves none behind). */
 			close(until[1]);
+			close(go[1]);
+			close(done[0]);
 			if (read(go[0], &c, 1) != 1)
 				_exit(5);
 			child_work(i);
@@ -133,6 +139,8 @@ int main(int argc, char **argv)
 				char c;
 
 				close(until[1]);
+				close(go[1]);
+				close(done[0]);
 				dup2(until[0], 0);
 				if (read(go[0], &c, 1) != 1)
 					_exit(5);
@@ -147,6 +155,16 @@ int main(int argc, char **argv)
 		} else if (sscanf(cmd, "alloc %ld %ld", &n, &size) == 2) {
 			for (long k = 0; k < n && nkept < MAX_KEPT; k++)
 				kept[nkept++] = malloc(size);
+			say("done %s", cmd);
+		} else if (sscanf(cmd, "flash %ld", &n) == 1) {
+			for (long k = 0; k < n; k++) {
+				pid_t pid = fork();
+
+				if (!pid)
+					_exit(0);
+				if (pid < 0 || waitpid(pid, NULL, 0) != pid)
+					_exit(4);
+			}
 			say("done %s", cmd);
 		} else if (!strcmp(cmd, "end")) {
 			end_children();

@@ -7,13 +7,18 @@
  * exceptions without pause, between ordinary new and delete, then 150 ms of rest), until
  * "calm", which answers how many it threw and caught: while heaptap attaches and detaches,
  * an exception must never meet a return probe's trampoline. The rests let the kernel
- * finish removing return probes (see README, Known limits).
+ * finish removing return probes (see README, Known limits). "throw_forked": one huge new[]
+ * whose new_handler forks (a child that exits at once) and throws from a frame 16 KiB below
+ * operator new's.
  */
 #include <atomic>
 #include <chrono>
 #include <new>
 #include <thread>
 #include <vector>
+
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "proto.h"
 
@@ -68,6 +73,39 @@ NOINLINE static int throw_three()
 	return caught;
 }
 
+/* The new_handler of "throw_forked": far below operator new's frame, a fork, then the
+ * exception. */
+NOINLINE static void fork_and_throw()
+{
+	volatile char below[16384];
+	pid_t child;
+
+	below[0] = 0;
+	below[sizeof(below) - 1] = 0;
+	child = fork();
+	if (child == 0)
+		_exit(0);
+	if (child > 0)
+		waitpid(child, NULL, 0);
+	std::set_new_handler(nullptr);
+	throw std::bad_alloc();
+}
+
+NOINLINE static int throw_forked()
+{
+	try {
+		volatile size_t huge = (size_t)1 << 60;
+
+		std::set_new_handler(fork_and_throw);
+		kept[nkept] = new char[huge];
+	} catch (const std::bad_alloc &) {
+		std::set_new_handler(nullptr);
+		return 1;
+	}
+	std::set_new_handler(nullptr);
+	return 0;
+}
+
 static std::atomic<bool> storming;
 static std::atomic<long> thrown, caught_in_storm;
 
@@ -110,6 +148,9 @@ int main()
 			make_arrays();
 		} else if (!strcmp(cmd, "throw")) {
 			say("done throw caught=%d", throw_three());
+			continue;
+		} else if (!strcmp(cmd, "throw_forked")) {
+			say("done throw_forked caught=%d", throw_forked());
 			continue;
 		} else if (!strcmp(cmd, "storm")) {
 			storming = true;

@@ -390,11 +390,12 @@ static void walk(struct self *s)
 	unwinder__sample(u, smp, sizeof(*smp));
 	check_stack(stacks, smp->sample_id, want, 4, "the walk again");
 	CHECK_U64(w.nteach, 3, "the walk again: nothing new taught");
-	/* The copy ends before fp's return address: cut short. */
+	/* The copy ends before fp's return address: cut short, and taken for the stored stack
+	 * that begins with its frames. */
 	smp->sample_id = HEAPTAP_SAMPLE_ID | 3;
 	smp->size = 32;
 	unwinder__sample(u, smp, sizeof(*smp));
-	check_stack(stacks, smp->sample_id, want, 2, "a short copy");
+	check_stack(stacks, smp->sample_id, want, 4, "a short copy, taken in");
 	free(smp);
 	/* A caller without CFI: the frame-pointer rule, as its saved rbp leads to a caller in
 	 * a mapped file (fp's return address). none's rbp is S + 8. */
@@ -419,6 +420,77 @@ out:
 	stacks__free(stacks);
 }
 
+/* A fresh unwinder over the walk's rules, filing into *stacks; NULL (checked) without. */
+static struct unwinder *walker(struct walk *w, struct stacks **stacks)
+{
+	struct unwinder *u;
+
+	*stacks = stacks__new(-1, HEAPTAP_MAX_DEPTH);
+	u = *stacks ? unwinder__new_ops(&walk_ops, w, *stacks, 64) : NULL;
+	CHECK_TRUE(u, "an unwinder");
+	return u;
+}
+
+/*
+ * The stack of walk() in two more ways. Sent on from where the BPF side stopped: it walked
+ * leaf's frame (it knew that rule) and met fp's return address without one; the copy starts
+ * at fp's frame; the stack is the frames walked, then the rest; only the rules met here are
+ * taught. Then cut short first, whole after: the cut sample stands for the whole stack once
+ * it comes, not for a site of its own.
+ */
+static void walk_on(struct self *s)
+{
+	const uint64_t S = 0x7ffd00001000, leaf_ret = (uintptr_t)unit_cfi_leaf_ret,
+		       fp_ret = (uintptr_t)unit_cfi_fp_ret,
+		       out_ret = (uintptr_t)unit_cfi_outermost_ret;
+	const uint64_t words[] = { leaf_ret, 0, 0, 0, fp_ret, 0xbbbb, out_ret };
+	const uint64_t want[] = { 0x1000, leaf_ret, fp_ret, out_ret };
+	struct walk w = { .self = s }, w2 = { .self = s };
+	struct stacks *stacks, *stacks2;
+	struct unwinder *u = walker(&w, &stacks), *u2 = walker(&w2, &stacks2);
+	struct heaptap_sample *smp, *cut, *whole;
+	uint64_t cut_id;
+
+	if (!u || !u2)
+		goto out;
+	smp = sample(5, S + 40, S + 40, words + 5, 2);
+	smp->ip = fp_ret;
+	smp->nips = 3;
+	smp->ips[0] = leaf_ret;
+	smp->ips[1] = 0x1000;
+	smp->ips[2] = fp_ret;
+	unwinder__sample(u, smp, sizeof(*smp));
+	check_stack(stacks, smp->sample_id, want, 4, "a walk gone on with");
+	CHECK_U64(w.nteach, 2, "rules taught: those met after the frames walked");
+	check_taught(&w, 0, fp_ret, BP, 16, -16);
+	check_taught(&w, 1, out_ret, END, 0, 0);
+	/* More frames walked than the depth keeps: the stack is those the depth keeps. */
+	smp->sample_id = HEAPTAP_SAMPLE_ID | 6;
+	smp->nips = HEAPTAP_MAX_DEPTH + 50;
+	unwinder__sample(u, smp, sizeof(*smp));
+	CHECK_TRUE(stacks__get(stacks, stacks__canonical(stacks, smp->sample_id)),
+		   "a stack filed for a count beyond the depth");
+	free(smp);
+	cut = sample(7, S, S + 40, words, 4);
+	unwinder__sample(u2, cut, sizeof(*cut));
+	check_stack(stacks2, cut->sample_id, want, 2, "cut short, nothing longer yet");
+	cut_id = stacks__canonical(stacks2, cut->sample_id);
+	whole = sample(8, S, S + 40, words, 7);
+	unwinder__sample(u2, whole, sizeof(*whole));
+	check_stack(stacks2, cut->sample_id, want, 4, "cut short, then taken in");
+	check_stack(stacks2, whole->sample_id, want, 4, "the whole stack");
+	/* A kernel walk that stopped where the copy did carries the cut stack's own id. */
+	CHECK_U64(stacks__canonical(stacks2, cut_id), stacks__canonical(stacks2, whole->sample_id),
+		  "the cut stack's id, taken in too");
+	free(cut);
+	free(whole);
+out:
+	unwinder__free(u);
+	stacks__free(stacks);
+	unwinder__free(u2);
+	stacks__free(stacks2);
+}
+
 int main(void)
 {
 	struct self s = {};
@@ -427,6 +499,7 @@ int main(void)
 		rules(&s);
 		compiled(&s);
 		walk(&s);
+		walk_on(&s);
 	}
 	self__close(&s);
 	/* Keeps the compiled function and the labels' code in the program. */

@@ -9,6 +9,7 @@
 #include <getopt.h>
 
 #include "options.h"
+#include "probes.h"
 #include "reach.h"
 #include "unit.h"
 
@@ -309,6 +310,10 @@ static void choices(void)
 		       { "copy", STACK_COPY } };
 	static const struct {
 		const char *arg;
+		enum probe_links_mode mode;
+	} links[] = { { "auto", LINKS_AUTO }, { "multi", LINKS_MULTI }, { "single", LINKS_SINGLE } };
+	static const struct {
+		const char *arg;
 		unsigned int bits;
 	} heuristics[] = {
 		{ "all", REACH_HEUR_ALL },
@@ -332,6 +337,12 @@ static void choices(void)
 	}
 	invalid("--sort", "often", "--sort", "size, live, calls or bytes");
 	invalid("--sort", "Size", "--sort", "size, live, calls or bytes");
+	for (i = 0; i < sizeof(links) / sizeof(links[0]); i++) {
+		p = good(ARGS("--probe-links", links[i].arg, "-p", "1"), links[i].arg);
+		CHECK_I64(p->opts.probe_links, links[i].mode, "--probe-links %s", links[i].arg);
+		parsed__free(p);
+	}
+	invalid("--probe-links", "perf", "--probe-links", "auto, multi or single");
 	for (i = 0; i < sizeof(stacks) / sizeof(stacks[0]); i++) {
 		p = good(ARGS("--stack", stacks[i].arg, "-p", "1"), stacks[i].arg);
 		CHECK_U64(p->opts.stack, stacks[i].stack, "--stack %s", stacks[i].arg);
@@ -546,6 +557,112 @@ static void processes(void)
 		"give either -p PID or a COMMAND, not both (see heaptap --help)");
 }
 
+/* --alloc, --calloc, --realloc, --free: the arguments each slot is read from, and every
+ * wrong part named. */
+static void own_allocators(void)
+{
+	static const struct {
+		const char *option, *text;
+		int kind;
+		uint8_t from[3];
+	} ok[] = {
+		{ "--alloc", "my_alloc", HEAPTAP_KIND_MALLOC, { 0, 1, 2 } },
+		{ "--alloc", "pool_get(size=arg1)", HEAPTAP_KIND_MALLOC, { 1, 1, 2 } },
+		{ "--alloc", " pool_get ( size = arg5 ) -> ret ", HEAPTAP_KIND_MALLOC, { 5, 1, 2 } },
+		{ "--calloc", "z(size=arg2,count=arg1)", HEAPTAP_KIND_CALLOC, { 1, 2, 2 } },
+		{ "--realloc", "grow(ptr=arg1,size=arg2)->ret", HEAPTAP_KIND_REALLOC, { 1, 2, 2 } },
+		{ "--free", "_ZN4Pool3putEPv(ptr=arg1)", HEAPTAP_KIND_FREE, { 1, 1, 2 } },
+		{ "--free-chain", "g_slice_free_chain_with_offset(ptr=arg1,next=arg2)",
+		  HEAPTAP_KIND_FREE_CHAIN, { 1, 2, 2 } },
+		{ "--free-chain", "list_free", HEAPTAP_KIND_FREE_CHAIN, { 0, 1, 2 } },
+	};
+	static const struct {
+		const char *option, *text, *why;
+	} bad[] = {
+		{ "--alloc", "", "expected a function's name first, like my_alloc" },
+		{ "--alloc", "9lives", "expected a function's name first, like my_alloc" },
+		{ "--alloc", "f(sz=arg1)", "'sz' is not what --alloc reads: expected size=argN" },
+		{ "--free", "f(size=arg1)", "'size' is not what --free reads: expected ptr=argN" },
+		{ "--alloc", "f(size=arg6)", "size: arguments are arg0 to arg5 (those passed in "
+					     "registers)" },
+		{ "--alloc", "f(size=arg10)", "size: arguments are arg0 to arg5 (those passed in "
+					      "registers)" },
+		{ "--alloc", "f(size=rsi)", "size: expected size=argN, N from 0 to 5" },
+		{ "--alloc", "f(size=arg1", "missing ')'" },
+		{ "--alloc", "f(size=arg1;", "expected ',' or ')' after an argument" },
+		{ "--alloc", "f(size=arg1,size=arg2)", "size is given twice" },
+		{ "--realloc", "f(size=arg1)", "expected f(ptr=argN,size=argN)" },
+		{ "--calloc", "f(count=arg0,size=arg0)", "two of its arguments are the same argN" },
+		{ "--free", "f -> ret", "a freeing function returns no block: drop '-> ret'" },
+		{ "--free-chain", "f(ptr=arg0) -> ret", "expected f(ptr=argN,next=argN)" },
+		{ "--free-chain", "f -> ret", "a freeing function returns no block: drop '-> ret'" },
+		{ "--free-chain", "f(next=arg1,ptr=arg1)", "two of its arguments are the same argN" },
+		{ "--alloc", "f -> r", "the block is the return value: '-> ret'" },
+		{ "--alloc", "f g", "unexpected 'g' after the function" },
+	};
+	struct parsed *p;
+	char *message;
+	size_t i;
+
+	for (i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+		p = good(ARGS(ok[i].option, ok[i].text, "-p", "1"), ok[i].text);
+		CHECK_U64(p->opts.nown, 1, "%s: one function", ok[i].text);
+		if (p->opts.nown == 1) {
+			const struct alloc_spec *o = &p->opts.own[0];
+
+			CHECK_I64(o->kind, ok[i].kind, "%s: kind", ok[i].text);
+			CHECK_STR(o->option, ok[i].option, "%s: option", ok[i].text);
+			CHECK_U64(o->from[0], ok[i].from[0], "%s: first slot", ok[i].text);
+			if (probes__arg_name(o->kind, 1))
+				CHECK_U64(o->from[1], ok[i].from[1], "%s: second", ok[i].text);
+		}
+		parsed__free(p);
+	}
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		if (asprintf(&message, "invalid %s '%s': %s (see heaptap --help)", bad[i].option,
+			     bad[i].text, bad[i].why) < 0)
+			exit(2);
+		refused(ARGS(bad[i].option, bad[i].text, "-p", "1"), message);
+		free(message);
+	}
+	refused(ARGS("--alloc", "f", "--free", "f", "-p", "1"),
+		"f is named twice (--alloc and --free): give each function once (see heaptap "
+		"--help)");
+	refused(ARGS("--watch", "--free", "f", "-p", "1"),
+		"--free names an allocator function, and --watch probes none: choose one (see "
+		"heaptap --help)");
+	/* --pool-name-at: a word's offset, with pools; the family's place does not replace it. */
+	p = good(ARGS("--pool-alloc", "g", "--pool-name-at", "0", "-p", "1"), "name at 0");
+	CHECK_U64(p->opts.pool_name_at, 0, "--pool-name-at 0: the offset");
+	CHECK_U64(p->opts.pool_named, 1, "--pool-name-at 0: names read");
+	parsed__free(p);
+	p = good(ARGS("--pool-name-at", "16", "--allocator-family", "postgres", "-p", "1"),
+		 "name at 16, then a family");
+	CHECK_U64(p->opts.pool_name_at, 16, "--pool-name-at before the family: kept");
+	parsed__free(p);
+	p = good(ARGS("--allocator-family", "apr", "--allocator-family", "glib", "-p", "1"),
+		 "apr, then glib");
+	CHECK_U64(p->opts.pool_named, 1, "apr then glib: APR's names still read");
+	CHECK_U64(p->opts.pool_name_at, 80, "apr then glib: APR's place");
+	parsed__free(p);
+	p = good(ARGS("--allocator-family", "glib", "-p", "1"), "glib");
+	CHECK_U64(p->opts.pool_named, 0, "glib: no pool names");
+	CHECK_U64(p->opts.nown, 5, "glib: five functions");
+	parsed__free(p);
+	refused(ARGS("--pool-alloc", "g", "--pool-name-at", "4", "-p", "1"),
+		"invalid --pool-name-at '4': expected a multiple of 8 from 0 to 65528 (see heaptap "
+		"--help)");
+	refused(ARGS("--pool-name-at", "8", "-p", "1"),
+		"--pool-name-at says where a pool keeps its name: name the pool's functions too "
+		"(--pool-alloc ...; see heaptap --help)");
+	p = good(ARGS("--alloc", "a", "--free", "b(ptr=arg2)", "--realloc", "c", "-p", "1"),
+		 "three functions");
+	CHECK_U64(p->opts.nown, 3, "three functions, in order");
+	if (p->opts.nown == 3)
+		CHECK_STR(p->opts.own[1].name, "b", "the second");
+	parsed__free(p);
+}
+
 int main(void)
 {
 	defaults();
@@ -556,6 +673,7 @@ int main(void)
 	output_files();
 	rules();
 	processes();
+	own_allocators();
 	usage();
 	return unit__done("options");
 }

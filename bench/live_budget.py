@@ -1,0 +1,134 @@
+#!/usr/bin/env python3
+"""Does --live keep its budget, as the target measures it? Side by side in one run:
+sudo python3 bench/live_budget.py [SECONDS] [ROUNDS]     (defaults 60 and 3)
+
+Two targets, for SECONDS each: redis-server under redis-benchmark (SET with random keys: the
+key set grows), from a fresh start each time, and bench/targets/allocbench's tight malloc+free
+loop (one process for a round's three variants, heaptap attached and gone again). Three
+variants: untraced, `heaptap --live` (budget 5%) and `heaptap --live --max-overhead 2`. Every
+round runs the six in an order drawn at random. Per variant: the throughput against the
+untraced run of the same round (median, min-max over the rounds), against the floor the issue
+sets (1 - budget - 0.02), heaptap's own estimate of its slowdown, and for redis when the growing
+key set's site was first on top of the growth ranking.
+"""
+import os
+import random
+import statistics
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
+import lib  # noqa: E402
+from live import drain, free_port, leak_on_top, load, start_server  # noqa: E402
+
+ALLOCBENCH = os.path.join(lib.BUILD, "bench", "allocbench")
+VARIANTS = {"untraced": None, "live 5%": ["--live"],
+            "live 2%": ["--live", "--max-overhead", "2"]}
+BUDGETS = {"live 5%": 0.05, "live 2%": 0.02}
+REDIS_GROWTH = ["setGenericCommand", "dbAdd", "createEmbeddedStringObject"]
+TIGHT_CHUNK = 2000000
+
+
+def traced(pid, args):
+    if args is None:
+        return None
+    ht = lib.Heaptap(["-p", str(pid), "-i", "5s", "--top", "3"] + args)
+    ht.attached()
+    return ht
+
+
+def finish(ht):
+    """heaptap ended by SIGINT: its final record."""
+    if ht is None:
+        return None
+    os.kill(ht.pid, 2)
+    while ht.record() is not None:
+        pass
+    ht.wait()
+    return [r for r in ht.records if r["type"] == "final"][-1]
+
+
+def redis(seconds, args, workdir):
+    """Requests per second over the run, heaptap's estimate, seconds until the key set on top."""
+    port = free_port()
+    server = start_server("redis-server", ["redis-server", "--port", str(port), "--bind",
+                                           "127.0.0.1", "--save", "", "--appendonly", "no",
+                                           "--dir", workdir], port)
+    ht = traced(server.pid, args)
+    start = time.monotonic()
+    done = spent = 0
+    found = None
+    while time.monotonic() - start < seconds:
+        n, t = load(port, "set", 50000, 100000000)
+        done += n
+        spent += t
+        for rec in drain(ht) if ht else []:
+            if found is None and leak_on_top(rec, REDIS_GROWTH)[0]:
+                found = rec["elapsed_s"]
+    final = finish(ht)
+    server.end()
+    return done / spent, final, found
+
+
+def tight(seconds, args, target):
+    """malloc+free pairs per second over the run, on the round's allocbench (one process for
+    the round's variants: fresh processes of it differ by up to 10% in speed, where a layout
+    in memory happens to suit the loop better)."""
+    ht = traced(target.target_pid, args)
+    start = time.monotonic()
+    pairs = 0
+    while time.monotonic() - start < seconds:
+        target.do(f"tight {TIGHT_CHUNK}", timeout=600)
+        pairs += TIGHT_CHUNK
+    rate = pairs / (time.monotonic() - start)
+    final = finish(ht)
+    return rate, final, None
+
+
+def main(argv):
+    seconds = float(argv[0]) if argv else 60
+    rounds = int(argv[1]) if len(argv) > 1 else 3
+    if os.geteuid() != 0:
+        print("the benchmark attaches BPF programs: run it as root")
+        return 1
+    results = {}  # (target, variant) -> [(ratio, estimate, found)]
+    with tempfile.TemporaryDirectory(prefix="heaptap-budget-") as workdir:
+        for r in range(rounds):
+            order = [(t, v) for t in ("redis", "tight") for v in VARIANTS]
+            random.shuffle(order)
+            rates = {}
+            loop = lib.Target(ALLOCBENCH)
+            for t, v in order:
+                run = redis(seconds, VARIANTS[v], workdir) if t == "redis" else \
+                    tight(seconds, VARIANTS[v], loop)
+                rates[(t, v)] = run
+                print(f"round {r + 1}: {t} {v}: {run[0]:.0f}/s", flush=True)
+            loop.end()
+            for (t, v), (rate, final, found) in rates.items():
+                est = final["live"]["slowdown"] if final and "live" in final else None
+                results.setdefault((t, v), []).append((rate / rates[(t, "untraced")][0], est,
+                                                        found))
+    print(f"\n{rounds} rounds of {seconds:.0f} s each, variants in random order; throughput "
+          f"against the same round's untraced run: median (min-max)")
+    print(f"{'target':8} {'variant':10} {'x untraced':>22} {'floor':>6} {'held':>5} "
+          f"{'heaptap says':>14} {'growth on top after':>20}")
+    for (t, v), rows in sorted(results.items()):
+        if v == "untraced":
+            continue
+        ratios = [x[0] for x in rows]
+        floor = 1 - BUDGETS[v] - 0.02
+        held = sum(x >= floor for x in ratios)
+        ests = [x[1] for x in rows if x[1] is not None]
+        found = [x[2] for x in rows]
+        print(f"{t:8} {v:10} {statistics.median(ratios):8.3f} ({min(ratios):.3f}-"
+              f"{max(ratios):.3f}) {floor:6.2f} {held:>2}/{len(rows)} "
+              f"{statistics.median(ests) * 100 if ests else 0:13.1f}% "
+              f"{', '.join('-' if f is None else f'{f:.0f} s' for f in found) if t == 'redis' else '':>20}")
+    lib.end_started()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,119 @@
+#!/usr/bin/env python3
+"""Where heaptap's time per allocation goes, program by program, as the kernel counts it:
+sudo python3 bench/progcost.py [PAIRS] [ROUNDS]      (defaults 200000 and 3)
+
+bench/targets/allocbench's tight malloc(64)+free loop (one path, -O2, no frame pointers),
+traced in full mode with each variant below, in rounds whose order is drawn at random. For
+each, the loop's ns per pair against untraced, and from the kernel's run-time statistics
+(bpf_enable_stats, on while heaptap runs with --live; here turned on with the sysctl for the
+run) each of heaptap's programs' runs and ns per run. What is left of a pair's time is the
+kernel's: the traps and the return trampoline.
+
+Variants: dwarf stacks (the default on this target), frame-pointer stacks, sampled (--sample
+64k: most calls skip the stack), --stack-depth 1 (a stack of the caller alone).
+"""
+import json
+import os
+import random
+import re
+import statistics
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
+import lib  # noqa: E402
+
+ALLOCBENCH = os.path.join(lib.BUILD, "bench", "allocbench")
+VARIANTS = {
+    "dwarf": [],
+    "fp": ["--stack", "fp"],
+    "sampled 64k": ["--sample", "64k"],
+    "depth 1": ["--stack-depth", "1"],
+}
+
+
+def program_ids(pid):
+    """The ids of the BPF programs process pid holds open (its /proc/PID/fdinfo)."""
+    ids = set()
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            if os.readlink(f"/proc/{pid}/fd/{fd}") != "anon_inode:bpf-prog":
+                continue
+            with open(f"/proc/{pid}/fdinfo/{fd}") as f:
+                ids |= {int(line.split()[1]) for line in f if line.startswith("prog_id:")}
+        except OSError:
+            pass
+    return ids
+
+
+def programs(ht_pid):
+    """heaptap's uprobe programs, by name: (runs, run time ns)."""
+    ids = program_ids(ht_pid)
+    out = subprocess.run(["bpftool", "-j", "prog", "show"], capture_output=True, text=True)
+    return {p["name"]: (p.get("run_cnt", 0), p.get("run_time_ns", 0))
+            for p in json.loads(out.stdout or "[]")
+            if p.get("type") == "kprobe" and p.get("id") in ids}
+
+
+def ns_per_pair(target, pairs):
+    return float(re.search(r"ns_per_pair=([\d.]+)", target.do(f"tight {pairs}",
+                                                              timeout=600)).group(1))
+
+
+def main(argv):
+    pairs = int(argv[0]) if argv else 200000
+    rounds = int(argv[1]) if len(argv) > 1 else 3
+    with open("/proc/sys/kernel/bpf_stats_enabled") as f:
+        was = f.read().strip()
+    with open("/proc/sys/kernel/bpf_stats_enabled", "w") as f:
+        f.write("1")
+    results = {v: [] for v in ["untraced"] + list(VARIANTS)}
+    target = lib.Target(ALLOCBENCH)
+    try:
+        for _ in range(rounds):
+            order = ["untraced"] + list(VARIANTS)
+            random.shuffle(order)
+            for v in order:
+                if v == "untraced":
+                    results[v].append((ns_per_pair(target, pairs), {}))
+                    continue
+                ht = lib.Heaptap(["-p", str(target.target_pid), "-i", "1h"] + VARIANTS[v])
+                ht.attached()
+                before = programs(ht.pid)
+                ns = ns_per_pair(target, pairs)
+                after = programs(ht.pid)
+                ht.finish()
+                results[v].append((ns, {k: (after[k][0] - before.get(k, (0, 0))[0],
+                                            after[k][1] - before.get(k, (0, 0))[1])
+                                        for k in after}))
+    finally:
+        target.end()
+        with open("/proc/sys/kernel/bpf_stats_enabled", "w") as f:
+            f.write(was)
+    base = statistics.median(r[0] for r in results["untraced"])
+    print(f"{rounds} rounds of {pairs} malloc(64)+free pairs, variants in random order; "
+          f"medians. Untraced: {base:.0f} ns per pair")
+    for v in VARIANTS:
+        ns = statistics.median(r[0] for r in results[v])
+        print(f"\n{v}: {ns:.0f} ns per pair ({min(r[0] for r in results[v]):.0f}-"
+              f"{max(r[0] for r in results[v]):.0f}), {ns / base:.0f}x untraced")
+        names = sorted({k for r in results[v] for k in r[1]})
+        in_programs = 0
+        for name in names:
+            runs = [r[1][name][0] for r in results[v] if name in r[1]]
+            per = [r[1][name][1] / r[1][name][0] for r in results[v]
+                   if name in r[1] and r[1][name][0]]
+            if not per:
+                continue
+            per_pair = statistics.median(runs) / pairs * statistics.median(per)
+            in_programs += per_pair
+            print(f"  {name:24} {statistics.median(runs) / pairs:5.2f} runs per pair, "
+                  f"{statistics.median(per):7.0f} ns per run, {per_pair:7.0f} ns per pair")
+        print(f"  {'in heaptap programs':24} {in_programs:7.0f} ns per pair; the rest, "
+              f"{ns - base - in_programs:.0f} ns, the kernel's traps and trampoline")
+    lib.end_started()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,5 +1,6 @@
 """Whole stacks on real binaries: no frame pointers, inlined calls, C++ names, PIE and shared
 libraries, separate debug information, libraries loaded after attach."""
+import ctypes
 import json
 import os
 import re
@@ -353,6 +354,44 @@ def test_launched_command_waits_once_for_a_stopped_heaptap():
     check("the burst's blocks", final["alloc_calls"], 2048)
     check("every copy sent or counted lost", stacks["samples"] + stacks["lost_samples"], 2048)
     check_true("copies lost while heaptap was stopped", stacks["lost_samples"] > 0, stacks)
+
+
+PTRACE_SEIZE, PTRACE_INTERRUPT, PTRACE_DETACH, WALL = 0x4206, 0x4207, 17, 0x40000000
+HOLD_LOOP_S = 6
+
+
+@test
+def test_held_loop_loses_no_copy():
+    """heaptap's loop held for 6 s (its main thread alone stopped, by ptrace, as a slow disk
+    or a long report would hold it) during a launched command's burst: its reading threads
+    go on taking the copies, so the command never waits out its 5 s and no copy is lost."""
+    libc = ctypes.CDLL(None, use_errno=True)
+
+    def hold(pid):
+        # The thread whose TID is the PID: the loop's.
+        check("main thread seized", libc.ptrace(PTRACE_SEIZE, pid, None, None), 0)
+        check("main thread stopped", libc.ptrace(PTRACE_INTERRUPT, pid, None, None), 0)
+        os.waitpid(pid, WALL)
+
+    def release(pid):
+        time.sleep(max(0, HOLD_LOOP_S - (time.monotonic() - held_at[0])))
+        libc.ptrace(PTRACE_DETACH, pid, None, None)
+
+    held_at = []
+    took, final = burst_while(lambda pid: (hold(pid), held_at.append(time.monotonic())),
+                              release)
+    stacks, own = final["stacks"], final["heaptap"]
+    print(f"    burst under a held loop: {took:.2f} s; copies sent {stacks['samples']}, "
+          f"lost {stacks['lost_samples']}; waits {stacks['waits']}, the longest "
+          f"{stacks['wait_max_us'] / 1e3:.1f} ms; backlog {own['backlog_max_bytes']} bytes, "
+          f"served {own['backlog_max_ms'] / 1e3:.2f} s after", flush=True)
+    check("the burst's blocks", final["alloc_calls"], 2048)
+    check("no copy lost", stacks["lost_samples"], 0)
+    check("every copy sent", stacks["samples"], 2048)
+    check_true("no wait gave up (the longest under 5 s)", stacks["wait_max_us"] < 5e6,
+               stacks["wait_max_us"])
+    check_true("the copies waited for the loop, read (backlog over 4 s)",
+               own["backlog_max_ms"] > 4000, own)
 
 
 @test

@@ -18,6 +18,7 @@
 #include "accounting.h"
 #include "allocator.h"
 #include "clock.h"
+#include "drain.h"
 #include "fixups.h"
 #include "heaptap.h"
 #include "heaptap.skel.h"
@@ -119,7 +120,7 @@ static int on_demand(struct session *s)
 {
 	bool checked = false;
 
-	ring_buffer__consume(s->rb);
+	drain__flush(s->rings);
 	if (s->opts.leak_check && s->target && !s->target->exited)
 		checked = !session__leak_check(s, LEAK_AT_SIGNAL);
 	return session__report(s, "interval", checked ? &s->leak : NULL);
@@ -151,8 +152,8 @@ static enum event serve(struct session *s, int epfd, int fd, int sigfd, int *err
 {
 	struct signalfd_siginfo si;
 
-	if (fd == ring_buffer__epoll_fd(s->rb)) {
-		ring_buffer__consume(s->rb);
+	if (fd == drain__fd(s->rings)) {
+		drain__serve(s->rings);
 		return EVENT_NONE;
 	}
 	if (fd == sigfd) {
@@ -171,7 +172,7 @@ static enum event serve(struct session *s, int epfd, int fd, int sigfd, int *err
 		return EVENT_NONE;
 	}
 	/* A process exited: its last allocations' stacks are symbolized before it goes. */
-	ring_buffer__consume(s->rb);
+	drain__flush(s->rings);
 	for (size_t i = 0; i < s->procs.n; i++) {
 		struct process *p = s->procs.v[i];
 
@@ -200,7 +201,7 @@ int session__run(struct session *s, int sigfd)
 	if (s->mode == MODE_LIVE)
 		session__begin_window(s, &turn);
 	epfd = epoll_create1(EPOLL_CLOEXEC);
-	if (epfd < 0 || add_fd(epfd, sigfd) || add_fd(epfd, ring_buffer__epoll_fd(s->rb)) ||
+	if (epfd < 0 || add_fd(epfd, sigfd) || add_fd(epfd, drain__fd(s->rings)) ||
 	    (reach__hold_fd(s->hold) >= 0 && add_fd(epfd, reach__hold_fd(s->hold)))) {
 		err = -errno;
 		elog("epoll: %s", strerror(-err));

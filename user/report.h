@@ -11,6 +11,7 @@
 #include "alarm.h"
 #include "leak_check.h"
 #include "history.h"
+#include "drain.h"
 #include "duty.h"
 #include "overhead.h"
 #include "allocator.h"
@@ -39,6 +40,7 @@ struct report {
 	uint64_t self_rss;	     /* heaptap's own */
 	uint64_t self_maps;	     /* kernel memory of heaptap's BPF maps */
 	uint64_t reports_dropped;    /* interval reports standard output was too slow for */
+	struct drain_stats backlog;  /* what the rings' readers held for the loop */
 	struct stacks *stacks;
 	struct syms *syms;
 	bool target_exited;

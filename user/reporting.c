@@ -12,6 +12,7 @@
 #include <bpf/libbpf.h>
 
 #include "clock.h"
+#include "drain.h"
 #include "dump.h"
 #include "escape.h"
 #include "heaptap.h"
@@ -252,7 +253,7 @@ int session__report(struct session *s, const char *type, const struct leak_check
 	int err;
 
 	/* Every sample sent so far is unwound, so that its blocks have their stack. */
-	ring_buffer__consume(s->rb);
+	drain__flush(s->rings);
 	err = s->tracer->snapshot(s, &snap);
 	if (!err)
 		err = history__add(s->history, &snap);
@@ -269,6 +270,7 @@ int session__report(struct session *s, const char *type, const struct leak_check
 	r.self_rss = proc__rss(0);
 	r.self_maps = accounting__map_bytes(s->skel);
 	r.reports_dropped = publish__dropped(s->publisher);
+	drain__stats(s->rings, &r.backlog);
 	r.slowdown = procs__alive(&s->procs) ? slowdown(s, &snap) : NAN;
 	timeline__add(&s->timeline,
 		      &(struct timeline_point){ .time_ns = snap.time_ns,

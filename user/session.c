@@ -19,6 +19,7 @@
 #include "allocator.h"
 #include "attacher.h"
 #include "clock.h"
+#include "drain.h"
 #include "escape.h"
 #include "heaptap.h"
 #include "heaptap.skel.h"
@@ -566,14 +567,16 @@ int session__load(struct session *s)
 		primary(s);
 	/* Forks and execs first at each turn: a new image's stack samples, which can only
 	 * come after its exec's notice, find the image made (its unwinder) by then. */
-	s->rb = ring_buffer__new(bpf_map__fd(s->skel->maps.procs), on_proc, s, NULL);
-	if (s->rb &&
-	    (ring_buffer__add(s->rb, bpf_map__fd(s->skel->maps.events), on_new_stack, s) ||
-	     ring_buffer__add(s->rb, bpf_map__fd(s->skel->maps.samples), on_sample, s))) {
-		ring_buffer__free(s->rb);
-		s->rb = NULL;
+	err = drain__new((const int[]){ bpf_map__fd(s->skel->maps.procs),
+					bpf_map__fd(s->skel->maps.events),
+					bpf_map__fd(s->skel->maps.samples) },
+			 (const drain_fn[]){ on_proc, on_new_stack, on_sample }, 3, s, &s->rings);
+	if (err) {
+		elog("cannot read the BPF side's rings: %s", strerror(-err));
+		return err;
 	}
-	if (!s->stacks || !s->rb || !s->history) {
+	drain__start(s->rings);
+	if (!s->stacks || !s->history) {
 		elog("out of memory");
 		return -ENOMEM;
 	}
@@ -643,7 +646,7 @@ fail:
 /* --comm, --exe, none running yet: the first to start is the session's first process. */
 static int wait_for_first(struct session *s, int sigfd)
 {
-	struct pollfd pfd[2] = { { .fd = ring_buffer__epoll_fd(s->rb), .events = POLLIN },
+	struct pollfd pfd[2] = { { .fd = drain__fd(s->rings), .events = POLLIN },
 				 { .fd = sigfd, .events = POLLIN } };
 
 	elog("no process %s %s runs yet: waiting for one (Ctrl-C to stop)",
@@ -669,7 +672,7 @@ static int wait_for_first(struct session *s, int sigfd)
 			return -errno;
 		if (pfd[1].revents)
 			return -EINTR;
-		ring_buffer__consume(s->rb);
+		drain__serve(s->rings);
 	}
 }
 
@@ -1124,9 +1127,9 @@ int session__finish(struct session *s, int err)
 		/* Held at its exit, the target still maps every object: all are named now. */
 		if (s->exit_held)
 			syms__refresh(s->syms);
-		ring_buffer__consume(s->rb);
+		drain__flush(s->rings);
 		checked = !session__leak_check(s, s->exit_held ? LEAK_AT_EXIT : LEAK_AT_END);
-		ring_buffer__consume(s->rb);
+		drain__flush(s->rings);
 	}
 	/* An exit the holder told of during the check: its status is waited for too. */
 	s->exit_held = s->exit_held || reach__hold_exiting(s->hold, NULL);
@@ -1141,7 +1144,7 @@ int session__finish(struct session *s, int err)
 	s->fork_link = s->exec_link = NULL;
 	vlog("detached from %zu processes in %.0f ms", s->procs.n,
 	     (clock__now_ns() - stage_ns) / 1e6);
-	ring_buffer__consume(s->rb);
+	drain__flush(s->rings);
 	return session__report(s, "final", s->have_leak ? &s->leak : NULL) ?: err;
 }
 
@@ -1181,7 +1184,7 @@ int session__close(struct session *s, int err)
 		s->tracer->free(s);
 	bpf_link__destroy(s->fork_link);
 	bpf_link__destroy(s->exec_link);
-	ring_buffer__free(s->rb);
+	drain__free(s->rings);
 	heaptap_bpf__destroy(s->skel);
 	if (s->stats_fd >= 0)
 		close(s->stats_fd);

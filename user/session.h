@@ -81,7 +81,7 @@ struct session {
 	struct stacks *stacks;
 	struct syms *syms;
 	struct unwinder *unwinder;
-	struct ring_buffer *rb; /* new stacks, samples to unwind, forks and execs */
+	struct drain *rings; /* new stacks, samples to unwind, forks and execs */
 	struct history *history;
 	struct publisher *publisher;
 	struct timeline timeline;

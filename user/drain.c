@@ -1,0 +1,429 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Why threads of their own read the rings: a launched command's thread whose stack copy finds
+ * the ring full waits for room, spinning in the kernel, which does not preempt it (see
+ * reserve_sample on the BPF side), and gives up after a bound. When the loop read the rings,
+ * whatever held it that long (a slow read of an object's CFI, a long report) lost copies,
+ * and a loop woken on the spinning thread's CPU waited behind it. The reader does
+ * nothing but copy records into memory, at SCHED_FIFO, so that a command's thread never
+ * preempts it with the rings' lock held. It is pinned to one CPU; a spinning thread on that
+ * CPU would hold it, so a second thread, pinned to another, reads in its place when the first
+ * has not read for a while with records waiting (as the fixups' two servers, one per CPU).
+ * The reader sleeps a moment after each read: records come in batches, a wakeup each rather
+ * than one per record (the ring wakes a reader that has caught up at every record).
+ */
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <bpf/libbpf.h>
+
+#include "clock.h"
+#include "drain.h"
+#include "log.h"
+
+#define DRAIN_RINGS 4
+#define DRAIN_THREADS 2
+/* Read and not yet served, beyond which the readers wait for the loop: the BPF side's own
+ * bounded wait applies again then. Eight times the samples ring. */
+#define BACKLOG_MAX (64ULL << 20)
+/* A wakeup missed costs a read this much later, never none. */
+#define POLL_MS 100
+/* The reader's pause after a read, for the next records to come in a batch. */
+#define BATCH_NS (1000 * 1000ULL)
+/* The second thread reads when the first has not for this long with records waiting; it
+ * looks that often while the first is busy, and seldom while it is not. */
+#define STUCK_NS (5 * 1000000ULL)
+#define IDLE_LOOK_NS (500 * 1000000ULL)
+#define ACTIVE_NS (1000 * 1000000ULL)
+/* How long drain__flush waits for a reader before reading the rings itself. */
+#define FLUSH_WAIT_NS (2 * 1000000000ULL)
+
+struct record {
+	struct record *next;
+	uint64_t read_ns;
+	uint32_t ring;
+	uint32_t size;
+	char data[];
+};
+
+struct ring_ctx {
+	struct drain *d;
+	uint32_t ring;
+};
+
+struct drain {
+	struct ring_buffer *rb;
+	struct ring_ctx rings[DRAIN_RINGS];
+	drain_fn fn[DRAIN_RINGS];
+	void *ctx;
+	pthread_mutex_t ring_lock; /* one reader of the rings at a time */
+	pthread_mutex_t lock;	   /* the rest */
+	pthread_cond_t changed;	   /* served, flushed, stopping */
+	struct record *head, **tail;
+	uint64_t bytes;		/* queued */
+	uint64_t asked, done;	/* flushes asked for, and read for */
+	bool stop;
+	int ready_fd; /* eventfd: records queued */
+	int kick_fd;  /* eventfd: a flush asked for, or the end */
+	pthread_t threads[DRAIN_THREADS];
+	int cpus[DRAIN_THREADS];
+	size_t nthreads;
+	uint64_t read_ns; /* when the first thread last read (atomic) */
+	uint64_t lost; /* records not queued: no memory */
+	struct drain_stats stats;
+};
+
+/* A record read: copied, queued; without threads, served at once (its room in the ring is
+ * made as it is served, a record at a time, as threads waiting for room expect). Called under
+ * ring_lock. */
+static int take(void *ctx, void *data, size_t size)
+{
+	struct ring_ctx *rc = ctx;
+	struct drain *d = rc->d;
+	struct record *r;
+
+	if (!d->nthreads)
+		return d->fn[rc->ring](d->ctx, data, size);
+	r = malloc(sizeof(*r) + size);
+
+	if (!r) {
+		if (!__atomic_fetch_add(&d->lost, 1, __ATOMIC_RELAXED))
+			elog("out of memory: records of the BPF side's rings are lost");
+		return 0;
+	}
+	r->next = NULL;
+	r->read_ns = clock__now_ns();
+	r->ring = rc->ring;
+	r->size = size;
+	memcpy(r->data, data, size);
+	pthread_mutex_lock(&d->lock);
+	*d->tail = r;
+	d->tail = &r->next;
+	d->bytes += size;
+	if (d->bytes > d->stats.backlog_max_bytes)
+		d->stats.backlog_max_bytes = d->bytes;
+	pthread_mutex_unlock(&d->lock);
+	return 0;
+}
+
+int drain__new(const int *map_fds, const drain_fn *fn, size_t n, void *ctx, struct drain **out)
+{
+	pthread_condattr_t ca;
+	struct drain *d;
+	size_t i;
+	int err = 0;
+
+	*out = NULL;
+	if (!n || n > DRAIN_RINGS)
+		return -EINVAL;
+	d = calloc(1, sizeof(*d));
+	if (!d)
+		return -ENOMEM;
+	d->ctx = ctx;
+	d->tail = &d->head;
+	d->ready_fd = d->kick_fd = -1;
+	pthread_mutex_init(&d->ring_lock, NULL);
+	pthread_mutex_init(&d->lock, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&d->changed, &ca);
+	pthread_condattr_destroy(&ca);
+	for (i = 0; i < n; i++) {
+		d->rings[i] = (struct ring_ctx){ d, i };
+		d->fn[i] = fn[i];
+	}
+	d->rb = ring_buffer__new(map_fds[0], take, &d->rings[0], NULL);
+	if (!d->rb)
+		err = -errno;
+	for (i = 1; !err && i < n; i++)
+		if (ring_buffer__add(d->rb, map_fds[i], take, &d->rings[i]))
+			err = -errno;
+	d->ready_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	d->kick_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (!err && (d->ready_fd < 0 || d->kick_fd < 0))
+		err = -errno;
+	if (err) {
+		drain__free(d);
+		return err;
+	}
+	*out = d;
+	return 0;
+}
+
+static void signal_fd(int fd)
+{
+	uint64_t one = 1;
+
+	if (write(fd, &one, sizeof(one)) < 0) {
+		/* Only a full counter fails: the reader has a wakeup pending already. */
+	}
+}
+
+static void clear_fd(int fd)
+{
+	uint64_t v;
+
+	if (read(fd, &v, sizeof(v)) < 0) {
+		/* EAGAIN: nothing to clear. */
+	}
+}
+
+/* Reads what the rings hold now, with the asked-for flushes made before it counted done;
+ * true if it read any record. */
+static bool read_rings(struct drain *d)
+{
+	uint64_t asked;
+	bool queued;
+	int n;
+
+	pthread_mutex_lock(&d->lock);
+	asked = d->asked;
+	pthread_mutex_unlock(&d->lock);
+	pthread_mutex_lock(&d->ring_lock);
+	n = ring_buffer__consume(d->rb);
+	pthread_mutex_unlock(&d->ring_lock);
+	pthread_mutex_lock(&d->lock);
+	if (asked > d->done)
+		d->done = asked;
+	queued = d->head != NULL;
+	pthread_cond_broadcast(&d->changed);
+	pthread_mutex_unlock(&d->lock);
+	if (queued)
+		signal_fd(d->ready_fd);
+	return n > 0;
+}
+
+static void pause_ns(uint64_t ns)
+{
+	struct timespec ts = { ns / 1000000000, ns % 1000000000 };
+
+	while (nanosleep(&ts, &ts) && errno == EINTR)
+		;
+}
+
+/* Whether the loop is this far behind: the readers wait for it to catch up (a flush asked
+ * for is read all the same); true when stopping. */
+static bool wait_for_room(struct drain *d)
+{
+	bool stop;
+
+	pthread_mutex_lock(&d->lock);
+	while (!d->stop && d->bytes >= BACKLOG_MAX && d->done >= d->asked)
+		pthread_cond_wait(&d->changed, &d->lock);
+	stop = d->stop;
+	pthread_mutex_unlock(&d->lock);
+	return stop;
+}
+
+static void *reader(void *arg)
+{
+	struct drain *d = arg;
+	struct pollfd pfd[2] = { { .fd = ring_buffer__epoll_fd(d->rb), .events = POLLIN },
+				 { .fd = d->kick_fd, .events = POLLIN } };
+
+	while (!wait_for_room(d)) {
+		poll(pfd, 2, POLL_MS);
+		if (pfd[1].revents)
+			clear_fd(d->kick_fd);
+		if (read_rings(d)) {
+			__atomic_store_n(&d->read_ns, clock__now_ns(), __ATOMIC_RELAXED);
+			pause_ns(BATCH_NS);
+		}
+	}
+	return NULL;
+}
+
+/* The second thread: reads when the first has not for STUCK_NS with records waiting, or
+ * has left a flush asked for unread as long. */
+static void *backup(void *arg)
+{
+	struct drain *d = arg;
+	struct pollfd pfd = { .fd = ring_buffer__epoll_fd(d->rb), .events = POLLIN };
+
+	while (!wait_for_room(d)) {
+		uint64_t now = clock__now_ns(), last = __atomic_load_n(&d->read_ns, __ATOMIC_RELAXED);
+		struct timespec ts;
+		bool asked;
+
+		/* Asleep on the lock's condition, so that the end wakes it. */
+		now += now - last < ACTIVE_NS ? STUCK_NS : IDLE_LOOK_NS;
+		ts = (struct timespec){ now / 1000000000, now % 1000000000 };
+		pthread_mutex_lock(&d->lock);
+		if (!d->stop)
+			pthread_cond_timedwait(&d->changed, &d->lock, &ts);
+		pthread_mutex_unlock(&d->lock);
+		now = clock__now_ns();
+		last = __atomic_load_n(&d->read_ns, __ATOMIC_RELAXED);
+		if (now - last < STUCK_NS)
+			continue;
+		pthread_mutex_lock(&d->lock);
+		asked = d->asked > d->done;
+		pthread_mutex_unlock(&d->lock);
+		if (asked || poll(&pfd, 1, 0) > 0)
+			read_rings(d);
+	}
+	return NULL;
+}
+
+/* The CPUs heaptap may run on, the first DRAIN_THREADS: one reader on each. */
+static size_t pick_cpus(int *cpu)
+{
+	cpu_set_t set;
+	size_t n = 0;
+	int i;
+
+	if (sched_getaffinity(0, sizeof(set), &set))
+		return 0;
+	for (i = 0; i < CPU_SETSIZE && n < DRAIN_THREADS; i++)
+		if (CPU_ISSET(i, &set))
+			cpu[n++] = i;
+	return n;
+}
+
+static int start_reader(struct drain *d, void *(*fn)(void *), int cpu, bool pin)
+{
+	pthread_attr_t attr;
+	sigset_t all, old;
+	cpu_set_t one;
+	int err;
+
+	err = -pthread_attr_init(&attr);
+	if (err)
+		return err;
+	CPU_ZERO(&one);
+	CPU_SET(cpu, &one);
+	if (pin)
+		err = -pthread_attr_setaffinity_np(&attr, sizeof(one), &one);
+	/* Signals are the loop's (its signalfd): none for the readers. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	if (!err)
+		err = -pthread_create(&d->threads[d->nthreads], &attr, fn, d);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	pthread_attr_destroy(&attr);
+	if (err)
+		return err;
+	/* Best effort: without it, a command's thread may preempt a reader (then the other
+	 * reads, once the lock is let go). */
+	pthread_setschedparam(d->threads[d->nthreads], SCHED_FIFO,
+			      &(struct sched_param){ .sched_priority = 1 });
+	d->nthreads++;
+	return 0;
+}
+
+int drain__start(struct drain *d)
+{
+	size_t n = pick_cpus(d->cpus), i;
+	int err = n ? 0 : -EINVAL;
+
+	for (i = 0; !err && i < n; i++)
+		err = start_reader(d, i ? backup : reader, d->cpus[i], n > 1);
+	if (err && !d->nthreads)
+		elog("cannot start the threads that read the BPF side's rings (%s): the loop "
+		     "reads them", strerror(-err));
+	return d->nthreads ? 0 : err;
+}
+
+int drain__fd(const struct drain *d)
+{
+	return d->nthreads ? d->ready_fd : ring_buffer__epoll_fd(d->rb);
+}
+
+void drain__serve(struct drain *d)
+{
+	struct record *r, *next;
+	uint64_t now;
+
+	if (!d->nthreads) {
+		pthread_mutex_lock(&d->ring_lock);
+		ring_buffer__consume(d->rb);
+		pthread_mutex_unlock(&d->ring_lock);
+	}
+	clear_fd(d->ready_fd);
+	pthread_mutex_lock(&d->lock);
+	r = d->head;
+	d->head = NULL;
+	d->tail = &d->head;
+	d->bytes = 0;
+	pthread_cond_broadcast(&d->changed);
+	pthread_mutex_unlock(&d->lock);
+	now = clock__now_ns();
+	for (; r; r = next) {
+		next = r->next;
+		if (now - r->read_ns > d->stats.backlog_max_ns)
+			d->stats.backlog_max_ns = now - r->read_ns;
+		d->fn[r->ring](d->ctx, r->data, r->size);
+		free(r);
+	}
+}
+
+void drain__flush(struct drain *d)
+{
+	uint64_t req, deadline = clock__now_ns() + FLUSH_WAIT_NS;
+	bool done;
+
+	if (d->nthreads) {
+		pthread_mutex_lock(&d->lock);
+		req = ++d->asked;
+		pthread_mutex_unlock(&d->lock);
+		signal_fd(d->kick_fd);
+		pthread_mutex_lock(&d->lock);
+		while (d->done < req && clock__now_ns() < deadline) {
+			struct timespec ts = { deadline / 1000000000, deadline % 1000000000 };
+
+			pthread_cond_timedwait(&d->changed, &d->lock, &ts);
+		}
+		done = d->done >= req;
+		pthread_mutex_unlock(&d->lock);
+		/* Neither reader got to it: read here. */
+		if (!done) {
+			pthread_mutex_lock(&d->ring_lock);
+			ring_buffer__consume(d->rb);
+			pthread_mutex_unlock(&d->ring_lock);
+		}
+	}
+	drain__serve(d);
+}
+
+void drain__stats(const struct drain *d, struct drain_stats *st)
+{
+	*st = d->stats;
+}
+
+void drain__free(struct drain *d)
+{
+	struct record *r;
+	size_t i;
+
+	if (!d)
+		return;
+	pthread_mutex_lock(&d->lock);
+	d->stop = true;
+	pthread_cond_broadcast(&d->changed);
+	pthread_mutex_unlock(&d->lock);
+	if (d->kick_fd >= 0)
+		signal_fd(d->kick_fd);
+	for (i = 0; i < d->nthreads; i++)
+		pthread_join(d->threads[i], NULL);
+	while ((r = d->head)) {
+		d->head = r->next;
+		free(r);
+	}
+	ring_buffer__free(d->rb);
+	if (d->ready_fd >= 0)
+		close(d->ready_fd);
+	if (d->kick_fd >= 0)
+		close(d->kick_fd);
+	pthread_mutex_destroy(&d->ring_lock);
+	pthread_mutex_destroy(&d->lock);
+	pthread_cond_destroy(&d->changed);
+	free(d);
+}

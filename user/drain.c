@@ -7,8 +7,8 @@
  * and a loop woken on the spinning thread's CPU waited behind it. The reader does
  * nothing but copy records into memory, at SCHED_FIFO, so that a command's thread never
  * preempts it with the rings' lock held. It is pinned to one CPU; a spinning thread on that
- * CPU would hold it, so a second thread, pinned to another, reads in its place when the first
- * has not read for a while with records waiting (as the fixups' two servers, one per CPU).
+ * CPU would hold it, so a second thread, on the other CPUs, reads in its place when the first
+ * has not read for a while with records waiting.
  * The reader sleeps a moment after each read: records come in batches, a wakeup each rather
  * than one per record (the ring wakes a reader that has caught up at every record).
  */
@@ -35,13 +35,13 @@
  * bounded wait applies again then. Eight times the samples ring. */
 #define BACKLOG_MAX (64ULL << 20)
 /* A wakeup missed costs a read this much later, never none. */
-#define POLL_MS 100
+#define POLL_MS 1000
 /* The reader's pause after a read, for the next records to come in a batch. */
 #define BATCH_NS (1000 * 1000ULL)
 /* The second thread reads when the first has not for this long with records waiting; it
  * looks that often while the first is busy, and seldom while it is not. */
 #define STUCK_NS (5 * 1000000ULL)
-#define IDLE_LOOK_NS (500 * 1000000ULL)
+#define IDLE_LOOK_NS (1000 * 1000000ULL)
 #define ACTIVE_NS (1000 * 1000000ULL)
 /* How long drain__flush waits for a reader before reading the rings itself. */
 #define FLUSH_WAIT_NS (2 * 1000000000ULL)
@@ -74,8 +74,8 @@ struct drain {
 	int ready_fd; /* eventfd: records queued */
 	int kick_fd;  /* eventfd: a flush asked for, or the end */
 	pthread_t threads[DRAIN_THREADS];
-	int cpus[DRAIN_THREADS];
 	size_t nthreads;
+	bool threaded; /* records are read by the threads, queued for the loop */
 	uint64_t read_ns; /* when the first thread last read (atomic) */
 	uint64_t lost; /* records not queued: no memory */
 	struct drain_stats stats;
@@ -90,7 +90,7 @@ static int take(void *ctx, void *data, size_t size)
 	struct drain *d = rc->d;
 	struct record *r;
 
-	if (!d->nthreads)
+	if (!d->threaded)
 		return d->fn[rc->ring](d->ctx, data, size);
 	r = malloc(sizeof(*r) + size);
 
@@ -273,36 +273,21 @@ static void *backup(void *arg)
 	return NULL;
 }
 
-/* The CPUs heaptap may run on, the first DRAIN_THREADS: one reader on each. */
-static size_t pick_cpus(int *cpu)
-{
-	cpu_set_t set;
-	size_t n = 0;
-	int i;
-
-	if (sched_getaffinity(0, sizeof(set), &set))
-		return 0;
-	for (i = 0; i < CPU_SETSIZE && n < DRAIN_THREADS; i++)
-		if (CPU_ISSET(i, &set))
-			cpu[n++] = i;
-	return n;
-}
-
-static int start_reader(struct drain *d, void *(*fn)(void *), int cpu, bool pin)
+/*
+ * A thread with signals blocked (they are the loop's, through its signalfd), on the CPUs of
+ * cpus; at SCHED_FIFO if fifo (best effort: without it, a command's thread may preempt the
+ * reader with the lock held, and the second thread reads once it is let go).
+ */
+static int start_thread(struct drain *d, void *(*fn)(void *), const cpu_set_t *cpus, bool fifo)
 {
 	pthread_attr_t attr;
 	sigset_t all, old;
-	cpu_set_t one;
 	int err;
 
 	err = -pthread_attr_init(&attr);
 	if (err)
 		return err;
-	CPU_ZERO(&one);
-	CPU_SET(cpu, &one);
-	if (pin)
-		err = -pthread_attr_setaffinity_np(&attr, sizeof(one), &one);
-	/* Signals are the loop's (its signalfd): none for the readers. */
+	err = -pthread_attr_setaffinity_np(&attr, sizeof(*cpus), cpus);
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	if (!err)
@@ -311,30 +296,48 @@ static int start_reader(struct drain *d, void *(*fn)(void *), int cpu, bool pin)
 	pthread_attr_destroy(&attr);
 	if (err)
 		return err;
-	/* Best effort: without it, a command's thread may preempt a reader (then the other
-	 * reads, once the lock is let go). */
-	pthread_setschedparam(d->threads[d->nthreads], SCHED_FIFO,
-			      &(struct sched_param){ .sched_priority = 1 });
+	if (fifo)
+		pthread_setschedparam(d->threads[d->nthreads], SCHED_FIFO,
+				      &(struct sched_param){ .sched_priority = 1 });
 	d->nthreads++;
 	return 0;
 }
 
+/*
+ * The reader on the first CPU heaptap may run on; the second thread on every other one, at
+ * the usual priority, so that the scheduler moves it off a CPU a spinning thread holds (one
+ * at SCHED_FIFO would stay queued there). The BPF side lets one thread fewer than the CPUs
+ * wait, so one of the two always has a CPU.
+ */
 int drain__start(struct drain *d)
 {
-	size_t n = pick_cpus(d->cpus), i;
-	int err = n ? 0 : -EINVAL;
+	cpu_set_t cpus, first;
+	int i, err;
 
-	for (i = 0; !err && i < n; i++)
-		err = start_reader(d, i ? backup : reader, d->cpus[i], n > 1);
-	if (err && !d->nthreads)
-		elog("cannot start the threads that read the BPF side's rings (%s): the loop "
+	if (sched_getaffinity(0, sizeof(cpus), &cpus))
+		return -errno;
+	for (i = 0; i < CPU_SETSIZE && !CPU_ISSET(i, &cpus); i++)
+		;
+	CPU_ZERO(&first);
+	CPU_SET(i, &first);
+	CPU_CLR(i, &cpus);
+	/* Set before any runs: a record read is queued, never served in a reader. */
+	d->threaded = true;
+	err = start_thread(d, reader, CPU_COUNT(&cpus) ? &first : &cpus, true);
+	if (!err && CPU_COUNT(&cpus))
+		err = start_thread(d, backup, &cpus, false);
+	if (!d->nthreads) {
+		d->threaded = false;
+		elog("cannot start the thread that reads the BPF side's rings (%s): the loop "
 		     "reads them", strerror(-err));
-	return d->nthreads ? 0 : err;
+		return err;
+	}
+	return 0;
 }
 
 int drain__fd(const struct drain *d)
 {
-	return d->nthreads ? d->ready_fd : ring_buffer__epoll_fd(d->rb);
+	return d->threaded ? d->ready_fd : ring_buffer__epoll_fd(d->rb);
 }
 
 void drain__serve(struct drain *d)
@@ -342,7 +345,7 @@ void drain__serve(struct drain *d)
 	struct record *r, *next;
 	uint64_t now;
 
-	if (!d->nthreads) {
+	if (!d->threaded) {
 		pthread_mutex_lock(&d->ring_lock);
 		ring_buffer__consume(d->rb);
 		pthread_mutex_unlock(&d->ring_lock);
@@ -370,9 +373,11 @@ void drain__flush(struct drain *d)
 	uint64_t req, deadline = clock__now_ns() + FLUSH_WAIT_NS;
 	bool done;
 
-	if (d->nthreads) {
+	if (d->threaded) {
 		pthread_mutex_lock(&d->lock);
 		req = ++d->asked;
+		/* The second thread too, should the first be held. */
+		pthread_cond_broadcast(&d->changed);
 		pthread_mutex_unlock(&d->lock);
 		signal_fd(d->kick_fd);
 		pthread_mutex_lock(&d->lock);

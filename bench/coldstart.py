@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""A launched command's start on a cold page cache: sudo python3 bench/coldstart.py [ROUNDS
-[HEAPTAP ...]]
+"""A launched command's start on a cold page cache: sudo python3 bench/coldstart.py [--warm]
+[ROUNDS [HEAPTAP ...]]
 
 Launches gdb (Debian's, stripped C++, 28,000 allocations at its start, thousands of new
 paths) under each heaptap binary given (default: this build's), ROUNDS times (default 3), the
@@ -9,6 +9,7 @@ binaries in random order within each round, after dropping the page cache before
 it. Prints per binary, medians and spreads: the stack copies sent and lost, the waits for room
 and the longest, the run's length from attach (elapsed_s) and heaptap's whole (wall_s), and
 with two binaries the second's medians over the first's. Compare builds of two commits.
+--warm keeps the page cache (what the run costs once the files are read).
 """
 import json
 import os
@@ -31,10 +32,11 @@ def drop_caches():
         f.write("3\n")
 
 
-def run(heaptap):
+def run(heaptap, warm):
     with tempfile.TemporaryDirectory() as d:
         out = os.path.join(d, "gdb.json")
-        drop_caches()
+        if not warm:
+            drop_caches()
         start = time.monotonic()
         p = subprocess.run([heaptap, "--json", "-o", out, "-i", "1h", "--stack-depth", "127",
                             "--"] + GDB, capture_output=True, timeout=600)
@@ -50,6 +52,8 @@ def run(heaptap):
 
 
 def main(argv):
+    warm = bool(argv) and argv[0] == "--warm"
+    argv = argv[1:] if warm else argv
     rounds = int(argv[0]) if argv else 3
     binaries = argv[1:] or [lib.HEAPTAP]
     if os.geteuid() != 0:
@@ -59,9 +63,10 @@ def main(argv):
     for r in range(rounds):
         order = random.sample(binaries, len(binaries))
         for b in order:
-            results[b].append(run(b))
+            results[b].append(run(b, warm))
             print(f"round {r + 1}: {b}: {results[b][-1]}", flush=True)
-    print(f"\ngdb launched on a cold page cache, {rounds} rounds (median, min-max):")
+    cache = "a warm" if warm else "a cold"
+    print(f"\ngdb launched on {cache} page cache, {rounds} rounds (median, min-max):")
     for b in binaries:
         line = []
         for key in ("allocs", "sent", "lost", "waits", "wait_max_s", "elapsed_s", "wall_s"):

@@ -31,13 +31,29 @@
 
 #define DRAIN_RINGS 4
 #define DRAIN_THREADS 2
-/* Read and not yet served, beyond which the readers wait for the loop: the BPF side's own
- * bounded wait applies again then. Eight times the samples ring. */
+/*
+ * Read and not yet served, beyond which the readers wait for the loop, so that the rings
+ * fill and the BPF side's own rules apply (a launched command's thread waits, bounded; an
+ * attached process's copy is lost): BACKLOG_BUSY while the loop serves, as it would read
+ * them itself; BACKLOG_MAX while it is held (nothing served for HELD_NS). Unbounded while
+ * the loop serves, a backlog would feed itself: copies the loop has not yet taught the BPF
+ * side the rules of are copies of the same paths again (gdb attached: 6,152 copies for
+ * 11,859 allocations, against 400-550).
+ */
+#define BACKLOG_BUSY (1ULL << 20)
 #define BACKLOG_MAX (64ULL << 20)
+#define HELD_NS (50 * 1000000ULL)
+/* How often a reader waiting for the loop looks whether it is held. */
+#define HELD_LOOK_NS (10 * 1000000ULL)
 /* A wakeup missed costs a read this much later, never none. */
-#define POLL_MS 1000
-/* The reader's pause after a read, for the next records to come in a batch. */
-#define BATCH_NS (1000 * 1000ULL)
+#define POLL_S 1
+/* The reader's pause after a read, for the next records to come in a batch (a flush asked
+ * for ends it). */
+#define BATCH_NS (200 * 1000ULL)
+/* The most one read takes before it lets go of the rings: libbpf's read goes on while
+ * records come, and a command that sends them faster than they are copied would keep the
+ * reader, at SCHED_FIFO, there for good. */
+#define READ_MAX (16ULL << 20)
 /* The second thread reads when the first has not for this long with records waiting; it
  * looks that often while the first is busy, and seldom while it is not. */
 #define STUCK_NS (5 * 1000000ULL)
@@ -67,8 +83,10 @@ struct drain {
 	pthread_mutex_t ring_lock; /* one reader of the rings at a time */
 	pthread_mutex_t lock;	   /* the rest */
 	pthread_cond_t changed;	   /* served, flushed, stopping */
+	pthread_cond_t look;	   /* the second thread: a flush asked for, stopping */
 	struct record *head, **tail;
 	uint64_t bytes;		/* queued */
+	uint64_t served_ns;	/* when the loop last served a record, or began to (atomic) */
 	uint64_t asked, done;	/* flushes asked for, and read for */
 	bool stop;
 	int ready_fd; /* eventfd: records queued */
@@ -76,10 +94,18 @@ struct drain {
 	pthread_t threads[DRAIN_THREADS];
 	size_t nthreads;
 	bool threaded; /* records are read by the threads, queued for the loop */
-	uint64_t read_ns; /* when the first thread last read (atomic) */
-	uint64_t lost; /* records not queued: no memory */
+	uint64_t reads; /* the first thread's reads so far (atomic) */
+	uint64_t read_bytes; /* in the read going on, under ring_lock */
 	struct drain_stats stats;
 };
+
+/* What may wait for the loop now (see BACKLOG_BUSY). */
+static uint64_t backlog_cap(const struct drain *d)
+{
+	uint64_t served = __atomic_load_n(&d->served_ns, __ATOMIC_RELAXED);
+
+	return clock__now_ns() - served > HELD_NS ? BACKLOG_MAX : BACKLOG_BUSY;
+}
 
 /* A record read: copied, queued; without threads, served at once (its room in the ring is
  * made as it is served, a record at a time, as threads waiting for room expect). Called under
@@ -89,14 +115,16 @@ static int take(void *ctx, void *data, size_t size)
 	struct ring_ctx *rc = ctx;
 	struct drain *d = rc->d;
 	struct record *r;
+	bool full;
 
 	if (!d->threaded)
 		return d->fn[rc->ring](d->ctx, data, size);
 	r = malloc(sizeof(*r) + size);
 
 	if (!r) {
-		if (!__atomic_fetch_add(&d->lost, 1, __ATOMIC_RELAXED))
-			elog("out of memory: records of the BPF side's rings are lost");
+		if (!__atomic_fetch_add(&d->stats.lost, 1, __ATOMIC_RELAXED))
+			elog("out of memory: records of the BPF side's rings are lost (counted in "
+			     "heaptap.backlog_lost)");
 		return 0;
 	}
 	r->next = NULL;
@@ -110,12 +138,17 @@ static int take(void *ctx, void *data, size_t size)
 	d->bytes += size;
 	if (d->bytes > d->stats.backlog_max_bytes)
 		d->stats.backlog_max_bytes = d->bytes;
+	full = d->bytes >= backlog_cap(d) && d->done >= d->asked;
 	pthread_mutex_unlock(&d->lock);
-	return 0;
+	/* Enough for one read: the record is taken (libbpf has moved past it), the rest waits
+	 * for the next. */
+	d->read_bytes += size;
+	return d->read_bytes >= READ_MAX || full ? -EAGAIN : 0;
 }
 
 int drain__new(const int *map_fds, const drain_fn *fn, size_t n, void *ctx, struct drain **out)
 {
+	pthread_mutexattr_t ma;
 	pthread_condattr_t ca;
 	struct drain *d;
 	size_t i;
@@ -130,11 +163,17 @@ int drain__new(const int *map_fds, const drain_fn *fn, size_t n, void *ctx, stru
 	d->ctx = ctx;
 	d->tail = &d->head;
 	d->ready_fd = d->kick_fd = -1;
-	pthread_mutex_init(&d->ring_lock, NULL);
+	/* A reader of the usual priority (the second thread, the loop) that holds the rings
+	 * runs at the first one's while it waits for them. */
+	pthread_mutexattr_init(&ma);
+	pthread_mutexattr_setprotocol(&ma, PTHREAD_PRIO_INHERIT);
+	pthread_mutex_init(&d->ring_lock, &ma);
+	pthread_mutexattr_destroy(&ma);
 	pthread_mutex_init(&d->lock, NULL);
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&d->changed, &ca);
+	pthread_cond_init(&d->look, &ca);
 	pthread_condattr_destroy(&ca);
 	for (i = 0; i < n; i++) {
 		d->rings[i] = (struct ring_ctx){ d, i };
@@ -176,9 +215,9 @@ static void clear_fd(int fd)
 	}
 }
 
-/* Reads what the rings hold now, with the asked-for flushes made before it counted done;
- * true if it read any record. */
-static bool read_rings(struct drain *d)
+/* Reads what the rings hold now (READ_MAX at most), and if that was all of it, counts the
+ * flushes asked for before it done; true if it read any record. */
+static bool read_rings(struct drain *d, bool first)
 {
 	uint64_t asked;
 	bool queued;
@@ -188,25 +227,20 @@ static bool read_rings(struct drain *d)
 	asked = d->asked;
 	pthread_mutex_unlock(&d->lock);
 	pthread_mutex_lock(&d->ring_lock);
+	d->read_bytes = 0;
 	n = ring_buffer__consume(d->rb);
 	pthread_mutex_unlock(&d->ring_lock);
+	if (first)
+		__atomic_fetch_add(&d->reads, 1, __ATOMIC_RELAXED);
 	pthread_mutex_lock(&d->lock);
-	if (asked > d->done)
+	if (n >= 0 && asked > d->done)
 		d->done = asked;
 	queued = d->head != NULL;
 	pthread_cond_broadcast(&d->changed);
 	pthread_mutex_unlock(&d->lock);
 	if (queued)
 		signal_fd(d->ready_fd);
-	return n > 0;
-}
-
-static void pause_ns(uint64_t ns)
-{
-	struct timespec ts = { ns / 1000000000, ns % 1000000000 };
-
-	while (nanosleep(&ts, &ts) && errno == EINTR)
-		;
+	return n != 0;
 }
 
 /* Whether the loop is this far behind: the readers wait for it to catch up (a flush asked
@@ -216,8 +250,12 @@ static bool wait_for_room(struct drain *d)
 	bool stop;
 
 	pthread_mutex_lock(&d->lock);
-	while (!d->stop && d->bytes >= BACKLOG_MAX && d->done >= d->asked)
-		pthread_cond_wait(&d->changed, &d->lock);
+	while (!d->stop && d->bytes >= backlog_cap(d) && d->done >= d->asked) {
+		uint64_t until = clock__now_ns() + HELD_LOOK_NS;
+		struct timespec ts = { until / 1000000000, until % 1000000000 };
+
+		pthread_cond_timedwait(&d->changed, &d->lock, &ts);
+	}
 	stop = d->stop;
 	pthread_mutex_unlock(&d->lock);
 	return stop;
@@ -226,49 +264,65 @@ static bool wait_for_room(struct drain *d)
 static void *reader(void *arg)
 {
 	struct drain *d = arg;
-	struct pollfd pfd[2] = { { .fd = ring_buffer__epoll_fd(d->rb), .events = POLLIN },
-				 { .fd = d->kick_fd, .events = POLLIN } };
+	struct pollfd pfd[2] = { { .fd = d->kick_fd, .events = POLLIN },
+				 { .fd = ring_buffer__epoll_fd(d->rb), .events = POLLIN } };
+	bool more = false;
 
 	while (!wait_for_room(d)) {
-		poll(pfd, 2, POLL_MS);
-		if (pfd[1].revents)
+		bool ready;
+
+		/* After a read, a pause for a batch to come (the kick alone ends it); else
+		 * until records or a kick come. */
+		pfd[1].revents = 0;
+		ppoll(pfd, more ? 1 : 2,
+		      more ? &(struct timespec){ 0, BATCH_NS } : &(struct timespec){ POLL_S, 0 },
+		      NULL);
+		if (pfd[0].revents)
 			clear_fd(d->kick_fd);
-		if (read_rings(d)) {
-			__atomic_store_n(&d->read_ns, clock__now_ns(), __ATOMIC_RELAXED);
-			pause_ns(BATCH_NS);
-		}
+		ready = pfd[1].revents;
+		/* Records there but none read: one is still being written (its program may be
+		 * the one this thread preempted, on a preemptible kernel): a pause too, never a
+		 * spin. */
+		more = read_rings(d, true) || ready;
 	}
 	return NULL;
 }
 
-/* The second thread: reads when the first has not for STUCK_NS with records waiting, or
- * has left a flush asked for unread as long. */
+/*
+ * The second thread: reads when the first has not read at all over STUCK_NS while records
+ * waited (or a flush asked for), as seen at its two looks around that time. Looks that often
+ * while the first is busy, seldom while it is not.
+ */
 static void *backup(void *arg)
 {
 	struct drain *d = arg;
 	struct pollfd pfd = { .fd = ring_buffer__epoll_fd(d->rb), .events = POLLIN };
+	uint64_t seen = 0, busy_ns = 0;
+	bool waiting = false;
 
 	while (!wait_for_room(d)) {
-		uint64_t now = clock__now_ns(), last = __atomic_load_n(&d->read_ns, __ATOMIC_RELAXED);
+		uint64_t reads = __atomic_load_n(&d->reads, __ATOMIC_RELAXED), now;
 		struct timespec ts;
 		bool asked;
 
-		/* Asleep on the lock's condition, so that the end wakes it. */
-		now += now - last < ACTIVE_NS ? STUCK_NS : IDLE_LOOK_NS;
-		ts = (struct timespec){ now / 1000000000, now % 1000000000 };
-		pthread_mutex_lock(&d->lock);
-		if (!d->stop)
-			pthread_cond_timedwait(&d->changed, &d->lock, &ts);
-		pthread_mutex_unlock(&d->lock);
-		now = clock__now_ns();
-		last = __atomic_load_n(&d->read_ns, __ATOMIC_RELAXED);
-		if (now - last < STUCK_NS)
-			continue;
 		pthread_mutex_lock(&d->lock);
 		asked = d->asked > d->done;
 		pthread_mutex_unlock(&d->lock);
-		if (asked || poll(&pfd, 1, 0) > 0)
-			read_rings(d);
+		now = clock__now_ns();
+		if (reads != seen)
+			busy_ns = now;
+		/* Waiting at the last look, and still, with no read between: the first is held. */
+		if (waiting && reads == seen && (asked || poll(&pfd, 1, 0) > 0))
+			read_rings(d, false);
+		seen = __atomic_load_n(&d->reads, __ATOMIC_RELAXED);
+		pthread_mutex_lock(&d->lock);
+		waiting = d->asked > d->done || poll(&pfd, 1, 0) > 0;
+		/* Asleep on the lock's condition, so that the end wakes it. */
+		now = clock__now_ns() + (now - busy_ns < ACTIVE_NS ? STUCK_NS : IDLE_LOOK_NS);
+		ts = (struct timespec){ now / 1000000000, now % 1000000000 };
+		if (!d->stop)
+			pthread_cond_timedwait(&d->look, &d->lock, &ts);
+		pthread_mutex_unlock(&d->lock);
 	}
 	return NULL;
 }
@@ -323,7 +377,7 @@ int drain__start(struct drain *d)
 	CPU_CLR(i, &cpus);
 	/* Set before any runs: a record read is queued, never served in a reader. */
 	d->threaded = true;
-	err = start_thread(d, reader, CPU_COUNT(&cpus) ? &first : &cpus, true);
+	err = start_thread(d, reader, &first, true);
 	if (!err && CPU_COUNT(&cpus))
 		err = start_thread(d, backup, &cpus, false);
 	if (!d->nthreads) {
@@ -358,8 +412,9 @@ void drain__serve(struct drain *d)
 	d->bytes = 0;
 	pthread_cond_broadcast(&d->changed);
 	pthread_mutex_unlock(&d->lock);
-	now = clock__now_ns();
 	for (; r; r = next) {
+		now = clock__now_ns();
+		__atomic_store_n(&d->served_ns, now, __ATOMIC_RELAXED);
 		next = r->next;
 		if (now - r->read_ns > d->stats.backlog_max_ns)
 			d->stats.backlog_max_ns = now - r->read_ns;
@@ -376,8 +431,8 @@ void drain__flush(struct drain *d)
 	if (d->threaded) {
 		pthread_mutex_lock(&d->lock);
 		req = ++d->asked;
-		/* The second thread too, should the first be held. */
-		pthread_cond_broadcast(&d->changed);
+		/* The second thread looks too, should the first be held. */
+		pthread_cond_broadcast(&d->look);
 		pthread_mutex_unlock(&d->lock);
 		signal_fd(d->kick_fd);
 		pthread_mutex_lock(&d->lock);
@@ -413,6 +468,7 @@ void drain__free(struct drain *d)
 	pthread_mutex_lock(&d->lock);
 	d->stop = true;
 	pthread_cond_broadcast(&d->changed);
+	pthread_cond_broadcast(&d->look);
 	pthread_mutex_unlock(&d->lock);
 	if (d->kick_fd >= 0)
 		signal_fd(d->kick_fd);
@@ -430,5 +486,6 @@ void drain__free(struct drain *d)
 	pthread_mutex_destroy(&d->ring_lock);
 	pthread_mutex_destroy(&d->lock);
 	pthread_cond_destroy(&d->changed);
+	pthread_cond_destroy(&d->look);
 	free(d);
 }

@@ -19,6 +19,7 @@ typedef int (*drain_fn)(void *ctx, void *data, size_t size);
 struct drain_stats {
 	uint64_t backlog_max_bytes; /* the most bytes read and not yet served */
 	uint64_t backlog_max_ns;    /* the longest a record waited to be served */
+	uint64_t lost;		    /* records read and not kept: no memory for them */
 };
 
 /* The rings (BPF_MAP_TYPE_RINGBUF map descriptors), served each by fn[i] with ctx; each
@@ -37,7 +38,7 @@ void drain__serve(struct drain *d);
  * sent before the call has been served. */
 void drain__flush(struct drain *d);
 void drain__stats(const struct drain *d, struct drain_stats *st);
-/* Stops the threads, serves what they read; accepts NULL. */
+/* Stops the threads; what they read and was not served is dropped. Accepts NULL. */
 void drain__free(struct drain *d);
 
 #endif

@@ -815,6 +815,7 @@ json_object *report__json_object(const struct report *r)
 	put(self, "reports_dropped", u64(r->reports_dropped));
 	put(self, "backlog_max_bytes", u64(r->backlog.backlog_max_bytes));
 	put(self, "backlog_max_ms", num(r->backlog.backlog_max_ns / 1e6));
+	put(self, "backlog_lost", u64(r->backlog.lost));
 	put(o, "heaptap", self);
 	put(o, "inexact", inexact(c));
 	put(o, "processes", processes(r));

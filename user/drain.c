@@ -443,9 +443,10 @@ void drain__flush(struct drain *d)
 		}
 		done = d->done >= req;
 		pthread_mutex_unlock(&d->lock);
-		/* Neither reader got to it: read here. */
+		/* Neither reader got to it: read here, all of it. */
 		if (!done) {
 			pthread_mutex_lock(&d->ring_lock);
+			d->read_bytes = 0;
 			ring_buffer__consume(d->rb);
 			pthread_mutex_unlock(&d->ring_lock);
 		}

@@ -372,14 +372,14 @@ def test_held_loop_loses_no_copy():
         check("main thread seized", libc.ptrace(PTRACE_SEIZE, pid, None, None), 0)
         check("main thread stopped", libc.ptrace(PTRACE_INTERRUPT, pid, None, None), 0)
         os.waitpid(pid, WALL)
+        held_at.append(time.monotonic())
 
     def release(pid):
         time.sleep(max(0, HOLD_LOOP_S - (time.monotonic() - held_at[0])))
         libc.ptrace(PTRACE_DETACH, pid, None, None)
 
     held_at = []
-    took, final = burst_while(lambda pid: (hold(pid), held_at.append(time.monotonic())),
-                              release)
+    took, final = burst_while(hold, release)
     stacks, own = final["stacks"], final["heaptap"]
     print(f"    burst under a held loop: {took:.2f} s; copies sent {stacks['samples']}, "
           f"lost {stacks['lost_samples']}; waits {stacks['waits']}, the longest "

@@ -99,12 +99,24 @@ struct drain {
 	struct drain_stats stats;
 };
 
-/* What may wait for the loop now (see BACKLOG_BUSY). */
-static uint64_t backlog_cap(const struct drain *d)
+/* What may wait for the loop at now (see BACKLOG_BUSY). */
+static uint64_t backlog_cap(const struct drain *d, uint64_t now)
 {
 	uint64_t served = __atomic_load_n(&d->served_ns, __ATOMIC_RELAXED);
 
-	return clock__now_ns() - served > HELD_NS ? BACKLOG_MAX : BACKLOG_BUSY;
+	return now - served > HELD_NS ? BACKLOG_MAX : BACKLOG_BUSY;
+}
+
+/* One read of the rings (READ_MAX at most, see take): libbpf's count, or its error. */
+static int consume(struct drain *d)
+{
+	int n;
+
+	pthread_mutex_lock(&d->ring_lock);
+	d->read_bytes = 0;
+	n = ring_buffer__consume(d->rb);
+	pthread_mutex_unlock(&d->ring_lock);
+	return n;
 }
 
 /* A record read: copied, queued; without threads, served at once (its room in the ring is
@@ -138,7 +150,7 @@ static int take(void *ctx, void *data, size_t size)
 	d->bytes += size;
 	if (d->bytes > d->stats.backlog_max_bytes)
 		d->stats.backlog_max_bytes = d->bytes;
-	full = d->bytes >= backlog_cap(d) && d->done >= d->asked;
+	full = d->bytes >= backlog_cap(d, r->read_ns) && d->done >= d->asked;
 	pthread_mutex_unlock(&d->lock);
 	/* Enough for one read: the record is taken (libbpf has moved past it), the rest waits
 	 * for the next. */
@@ -226,10 +238,7 @@ static bool read_rings(struct drain *d, bool first)
 	pthread_mutex_lock(&d->lock);
 	asked = d->asked;
 	pthread_mutex_unlock(&d->lock);
-	pthread_mutex_lock(&d->ring_lock);
-	d->read_bytes = 0;
-	n = ring_buffer__consume(d->rb);
-	pthread_mutex_unlock(&d->ring_lock);
+	n = consume(d);
 	if (first)
 		__atomic_fetch_add(&d->reads, 1, __ATOMIC_RELAXED);
 	pthread_mutex_lock(&d->lock);
@@ -250,7 +259,7 @@ static bool wait_for_room(struct drain *d)
 	bool stop;
 
 	pthread_mutex_lock(&d->lock);
-	while (!d->stop && d->bytes >= backlog_cap(d) && d->done >= d->asked) {
+	while (!d->stop && d->bytes >= backlog_cap(d, clock__now_ns()) && d->done >= d->asked) {
 		uint64_t until = clock__now_ns() + HELD_LOOK_NS;
 		struct timespec ts = { until / 1000000000, until % 1000000000 };
 
@@ -399,11 +408,8 @@ void drain__serve(struct drain *d)
 	struct record *r, *next;
 	uint64_t now;
 
-	if (!d->threaded) {
-		pthread_mutex_lock(&d->ring_lock);
-		ring_buffer__consume(d->rb);
-		pthread_mutex_unlock(&d->ring_lock);
-	}
+	if (!d->threaded)
+		consume(d);
 	clear_fd(d->ready_fd);
 	pthread_mutex_lock(&d->lock);
 	r = d->head;
@@ -443,13 +449,9 @@ void drain__flush(struct drain *d)
 		}
 		done = d->done >= req;
 		pthread_mutex_unlock(&d->lock);
-		/* Neither reader got to it: read here, all of it. */
-		if (!done) {
-			pthread_mutex_lock(&d->ring_lock);
-			d->read_bytes = 0;
-			ring_buffer__consume(d->rb);
-			pthread_mutex_unlock(&d->ring_lock);
-		}
+		/* Neither reader got to it: read here. */
+		if (!done)
+			consume(d);
 	}
 	drain__serve(d);
 }

@@ -1144,7 +1144,7 @@ int session__finish(struct session *s, int err)
 	s->fork_link = s->exec_link = NULL;
 	vlog("detached from %zu processes in %.0f ms", s->procs.n,
 	     (clock__now_ns() - stage_ns) / 1e6);
-	drain__flush(s->rings);
+	/* The report serves every record sent so far first. */
 	return session__report(s, "final", s->have_leak ? &s->leak : NULL) ?: err;
 }
 

@@ -72,7 +72,7 @@ UNIT_BINS := $(patsubst %,$(OUTPUT)/unit/%,$(UNITS))
 # uninstrumented from heaptap's own objects (heaptap.a: all but main).
 FUZZERS := elfsyms cfi unwind maps dump options
 FUZZ_USES_elfsyms := elfsyms
-FUZZ_USES_cfi := unwind
+FUZZ_USES_cfi := unwind cfi idmap
 FUZZ_USES_unwind := unwind stacks idmap
 FUZZ_USES_maps := proc
 FUZZ_USES_dump := dump escape log

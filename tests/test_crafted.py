@@ -1,5 +1,6 @@
 """What a target holds cannot crash heaptap: its registers and stack (a frame without CFI,
-rbp near 2^64) and the files it maps (ELF headers whose offsets and sizes wrap around)."""
+rbp near 2^64), its CFI (a register in the millions) and the files it maps (ELF headers
+whose offsets and sizes wrap around)."""
 import os
 import struct
 import subprocess
@@ -34,6 +35,30 @@ def test_no_cfi_frame_with_rbp_near_2_to_the_64():
     check("the stack ends at the frame without CFI",
           functions(final["sites"][0]), ["malloc", "call_malloc", "nocfi_call"])
     check("return addresses without CFI", final["stacks"]["no_cfi"], 1)
+    check("stacks cut short", final["stacks"]["truncated"], 0)
+
+
+@test
+def test_cfi_naming_a_register_in_the_millions_is_not_read():
+    # badcfi's bigreg_call has CFI that names register 1,736,703: libdw, asked for any rule
+    # in the program, would grow and clear a 40 MB register array per lookup. The program's
+    # .eh_frame is refused, said why, and its frames are walked by frame pointer.
+    target = Target("badcfi")
+    ht = Heaptap(["-p", str(target.target_pid), "-i", "1h", "--stack", "dwarf"])
+    ht.attached()
+    target.do("leak")
+    final, status = ht.finish()
+    check("heaptap exit status", status, 0)
+    check_true("the target still runs", target.alive())
+    check("live bytes", final["live_bytes"], 3 * 333)
+    check("allocation calls", final["alloc_calls"], 3)
+    check_exact(final)
+    check("CFI sections refused", final["stacks"]["cfi_refused"], 1)
+    check_true("said why", "its .eh_frame is not read (names register 1736703"
+               in ht.stderr_text())
+    check("sites", [(s["live_bytes"], s["live"]) for s in final["sites"]], [(999, 3)])
+    check("the stack, walked by frame pointer through the program",
+          functions(final["sites"][0])[:4], ["malloc", "call_malloc", "bigreg_call", "main"])
     check("stacks cut short", final["stacks"]["truncated"], 0)
 
 

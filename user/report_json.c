@@ -192,6 +192,7 @@ static json_object *stacks(const struct report *r)
 		put(o, "unwind_ns", u64(r->unwind->unwind_ns));
 		put(o, "rules", u64(r->unwind->rules));
 		put(o, "no_cfi", u64(r->unwind->no_cfi));
+		put(o, "cfi_refused", u64(r->unwind->cfi_refused));
 	}
 	return o;
 }

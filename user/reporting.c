@@ -46,6 +46,7 @@ static const struct unwind_stats *unwind_stats(struct session *s)
 		s->unwind.truncated += u->truncated;
 		s->unwind.rules += u->rules;
 		s->unwind.no_cfi += u->no_cfi;
+		s->unwind.cfi_refused += u->cfi_refused;
 	}
 	return &s->unwind;
 }

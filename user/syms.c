@@ -12,9 +12,11 @@
 
 #include "clock.h"
 #include "array.h"
+#include "cfi.h"
 #include "elfsyms.h"
 #include "escape.h"
 #include "idmap.h"
+#include "log.h"
 #include "proc.h"
 #include "syms.h"
 
@@ -39,6 +41,7 @@ struct module {
 	Dwfl_Module *dm; /* NULL if unreadable: addresses show as module+offset */
 	Elf *elf;
 	GElf_Addr bias;
+	uint8_t cfi[2]; /* .eh_frame, .debug_frame: 0 unchecked, 1 safe, 2 refused (cfi.h) */
 };
 
 /* Where an address was when first seen: it stays right after dlclose or exit. */
@@ -368,17 +371,43 @@ bool syms__place(struct syms *s, uint64_t addr, uint64_t *dev, uint64_t *ino, ui
 	return true;
 }
 
-Dwfl_Module *syms__dwfl_module(struct syms *s, uint64_t addr, Dwarf_Addr *module_addr)
+Dwarf_CFI *syms__cfi(struct syms *s, uint64_t addr, bool debug_frame, Dwarf_Addr *cfi_addr,
+		     bool *refused)
 {
 	/* Unwinding needs the right module's CFI: a library loaded a moment ago included. */
 	const struct location *loc = locate(s, addr, true);
+	struct module *mod = loc ? loc->module : NULL;
+	Dwarf_Addr maddr, bias;
+	Dwarf_CFI *cfi;
+	char why[128];
+	Dwarf *dw;
 
-	if (!loc)
+	*refused = false;
+	if (!mod)
 		return NULL;
-	module_load(s, loc->module);
-	if (!loc->module->dm || !module_address(loc->module, loc->offset, module_addr))
+	module_load(s, mod);
+	if (!mod->dm || !module_address(mod, loc->offset, &maddr))
 		return NULL;
-	return loc->module->dm;
+	cfi = debug_frame ? dwfl_module_dwarf_cfi(mod->dm, &bias) : dwfl_module_eh_cfi(mod->dm, &bias);
+	if (!cfi)
+		return NULL;
+	if (!mod->cfi[debug_frame]) {
+		/* Checked before the first lookup: libdw has read no instruction yet. */
+		Elf *elf = debug_frame ? ((dw = dwfl_module_getdwarf(mod->dm, &bias)) ? dwarf_getelf(dw)
+										      : NULL)
+				       : mod->elf;
+
+		mod->cfi[debug_frame] = elf && cfi__safe(elf, !debug_frame, why, sizeof(why)) ? 1 : 2;
+		if (mod->cfi[debug_frame] == 2) {
+			*refused = true;
+			elog("%s: its %s is not read (%s): its frames are walked by frame pointer",
+			     log__value(mod->path), debug_frame ? ".debug_frame" : ".eh_frame", why);
+		}
+	}
+	if (mod->cfi[debug_frame] != 1)
+		return NULL;
+	*cfi_addr = maddr - bias;
+	return cfi;
 }
 
 static struct sym_frame *add_frame(struct sym_info *info)

@@ -58,7 +58,12 @@ const struct sym_info *syms__find(struct syms *s, uint64_t addr, bool return_add
 /* name demangled (C++), owned by s. */
 const char *syms__demangle(struct syms *s, const char *name);
 
-/* The libdwfl module holding addr, and addr in that module's address space (for CFI). */
-Dwfl_Module *syms__dwfl_module(struct syms *s, uint64_t addr, Dwarf_Addr *module_addr);
+/*
+ * The CFI of the object holding addr, its .eh_frame or (debug_frame) its .debug_frame, and
+ * addr in the CFI's address space; NULL if there is none, or if it failed the check that
+ * comes before libdw reads it (cfi.h: *refused is then set, the first time, and it is said).
+ */
+Dwarf_CFI *syms__cfi(struct syms *s, uint64_t addr, bool debug_frame, Dwarf_Addr *cfi_addr,
+		     bool *refused);
 
 #endif

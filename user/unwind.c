@@ -179,19 +179,16 @@ bool unwind__cfi_rule(Dwarf_CFI *cfi, Dwarf_Addr addr, struct heaptap_unwind_rul
 static bool live_cfi_rule(void *ctx, uint64_t ra, bool at_ip, struct heaptap_unwind_rule *rule)
 {
 	struct unwinder *u = ctx;
-	Dwarf_Addr addr, bias;
-	Dwfl_Module *mod;
+	Dwarf_Addr addr;
 	int pass;
 
-	mod = syms__dwfl_module(u->syms, ra, &addr);
-	if (!mod)
-		return false;
 	for (pass = 0; pass < 2; pass++) {
-		Dwarf_CFI *cfi =
-			pass ? dwfl_module_dwarf_cfi(mod, &bias) : dwfl_module_eh_cfi(mod, &bias);
+		bool refused;
+		Dwarf_CFI *cfi = syms__cfi(u->syms, ra, pass, &addr, &refused);
 
+		u->stats.cfi_refused += refused;
 		/* At the call, one byte back from where it returns to. */
-		if (cfi && unwind__cfi_rule(cfi, addr - !at_ip - bias, rule))
+		if (cfi && unwind__cfi_rule(cfi, addr - !at_ip, rule))
 			return true;
 	}
 	return false;

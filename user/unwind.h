@@ -27,6 +27,7 @@ struct unwind_stats {
 	uint64_t truncated;    /* samples whose unwind stopped before the outermost frame */
 	uint64_t rules;	       /* rules taught to the BPF side */
 	uint64_t no_cfi;       /* return addresses without CFI, walked by frame pointer */
+	uint64_t cfi_refused;  /* CFI sections refused before libdw read them (cfi.h) */
 };
 
 /* rules_fd: the unwind_rules map; depth: frames after the direct caller (--stack-depth);

@@ -2,8 +2,9 @@
 /*
  * libFuzzer target: CFI rule derivation. The input is a section of CFI (.eh_frame or
  * .debug_frame, as an object a target maps may hold), placed at its address in a minimal
- * ELF image; heaptap derives the unwind rule at 64 consecutive addresses from pc, as it
- * does at each return address a stack copy meets.
+ * ELF image; heaptap checks the section (user/cfi.c) and, if it passes, derives the unwind
+ * rule at 64 consecutive addresses from pc, as it does at each return address a stack copy
+ * meets.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -14,6 +15,7 @@
 #include <gelf.h>
 #include <linux/types.h>
 
+#include "cfi.h"
 #include "heaptap.h"
 #include "unwind.h"
 
@@ -87,6 +89,7 @@ static void ask(Dwarf_CFI *cfi, uint64_t pc)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct cfi_input in;
+	char why[128];
 	size_t image_size;
 	Dwarf *dwarf;
 	char *image;
@@ -104,7 +107,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		Dwarf_CFI *cfi = dwarf_getcfi_elf(elf);
 
 		if (cfi) {
-			ask(cfi, in.pc);
+			if (cfi__safe(elf, true, why, sizeof(why)))
+				ask(cfi, in.pc);
 			dwarf_cfi_end(cfi);
 		}
 	} else if (elf) {
@@ -112,7 +116,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (dwarf) {
 			Dwarf_CFI *cfi = dwarf_getcfi(dwarf);
 
-			if (cfi)
+			if (cfi && cfi__safe(dwarf_getelf(dwarf), false, why, sizeof(why)))
 				ask(cfi, in.pc);
 			dwarf_end(dwarf);
 		}

@@ -25,6 +25,11 @@ __asm__(".text\n"
 	"	ret\n"
 	".size nocfi_call, . - nocfi_call\n");
 
+/* The frame every call is made from (badcfi.c includes this file with its own). */
+#ifndef FRAME_CALL
+#define FRAME_CALL nocfi_call
+#endif
+
 static void *call_free(void *p)
 {
 	free(p);
@@ -47,10 +52,10 @@ int main(void)
 	while (next_command(cmd, sizeof(cmd))) {
 		if (!strcmp(cmd, "leak")) {
 			for (i = 0; i < 3; i++)
-				kept[i] = nocfi_call(call_malloc, (void *)333);
+				kept[i] = FRAME_CALL(call_malloc, (void *)333);
 		} else if (!strcmp(cmd, "churn")) {
 			for (i = 0; i < 50; i++)
-				nocfi_call(call_free, nocfi_call(call_malloc, (void *)77));
+				FRAME_CALL(call_free, FRAME_CALL(call_malloc, (void *)77));
 		} else if (!strcmp(cmd, "exit")) {
 			break;
 		}

@@ -45,22 +45,25 @@ static int refuse(struct check *k, const char *fmt, ...)
 	return -1;
 }
 
-/* A LEB128 (signed or not: only its size matters here, or that it is large); a value past
- * 2^63 reads as UINT64_MAX. */
+/*
+ * A LEB128 (signed or not: only its size matters here, or that it is large); a value past
+ * 2^63 reads as UINT64_MAX. libdw reads at most 10 bytes of one and goes on after them, so
+ * a longer one is refused: the bytes after the tenth would be an operand here, an
+ * instruction there.
+ */
 static bool leb(struct cursor *c, uint64_t *value)
 {
 	unsigned int shift = 0;
 	uint64_t v = 0;
 
-	while (c->p < c->end) {
+	while (c->p < c->end && shift < 70) {
 		uint8_t b = *c->p++;
 
 		if (shift < 63)
 			v |= (uint64_t)(b & 0x7f) << shift;
 		else if (b & 0x7f)
 			v = UINT64_MAX;
-		if (shift < 64)
-			shift += 7;
+		shift += 7;
 		if (!(b & 0x80)) {
 			if (value)
 				*value = v;
@@ -199,6 +202,10 @@ static int check_instructions(struct check *k, struct cursor c, uint8_t fde_enc,
 	return 1;
 }
 
+/* A CIE's verdict as kept: safe (with what its FDEs need) or unreadable (CIE_UNREADABLE),
+ * so that FDEs pointing at one CIE cost one check of it. */
+#define CIE_UNREADABLE ((void *)(uintptr_t)0x10000)
+
 static void *cie_pack(const struct cie *cie)
 {
 	return (void *)(uintptr_t)(1 | (unsigned int)cie->sized << 1 | (unsigned int)cie->fde_enc << 8);
@@ -217,10 +224,13 @@ static int check_cie(struct check *k, Dwarf_Off off, struct cie *cie)
 
 	if (known) {
 		*cie = (struct cie){ .fde_enc = (uint8_t)(known >> 8), .sized = known & 2 };
-		return 1;
+		return (void *)known == CIE_UNREADABLE ? 0 : 1;
 	}
+	/* libdw's own read within 4 of 2^64 would wrap, to before the section. */
+	if (off >= k->data->d_size)
+		return refuse(k, "a CIE pointer outside the section (0x%" PRIx64 ")", off);
 	if (dwarf_next_cfi(k->ident, k->data, k->eh_frame, off, &next, &e) || !dwarf_cfi_cie_p(&e))
-		return 0;
+		return idmap__put(&k->cies, off + 1, CIE_UNREADABLE) ? refuse(k, "out of memory") : 0;
 	ap = e.cie.augmentation;
 	*cie = (struct cie){ .fde_enc = DW_EH_PE_absptr, .sized = ap[0] == 'z' };
 	if (ap[0] && !cie->sized)
@@ -238,9 +248,15 @@ static int check_cie(struct check *k, Dwarf_Off off, struct cie *cie)
 		case 'L':
 			ok = ok && skip(&d, 1);
 			break;
-		case 'P':
-			ok = ok && skip_encoded(&d, *d.p++, k->addr_size);
+		case 'P': {
+			uint8_t enc = ok ? *d.p++ : 0;
+
+			/* libdw skips a LEB128 here to the first byte with 0x80 set: only the
+			 * fixed sizes are read alike. */
+			ok = ok && encoded_size(enc, k->addr_size) > 0 &&
+			     skip_encoded(&d, enc, k->addr_size);
 			break;
+		}
 		case 'S':
 			ok = true;
 			break;
@@ -277,6 +293,9 @@ static int check_entry(struct check *k, Dwarf_Off off, Dwarf_Off *next)
 	int r;
 
 	*next = off;
+	/* Where a table points: libdw's own read within 4 of 2^64 would wrap. */
+	if (off >= k->data->d_size)
+		return refuse(k, "an entry outside the section (0x%" PRIx64 ")", off);
 	r = dwarf_next_cfi(k->ident, k->data, k->eh_frame, off, next, &e);
 	if (r)
 		return r > 0 ? 1 : 0;
@@ -300,7 +319,7 @@ static bool check_all(struct check *k)
 {
 	Dwarf_Off off = 0, next;
 
-	while (off != (Dwarf_Off)-1) {
+	while (off < k->data->d_size) {
 		int r = check_entry(k, off, &next);
 
 		if (r < 0)
@@ -332,8 +351,8 @@ static bool read_value(struct cursor *c, uint8_t enc, uint64_t *value)
 
 /*
  * The entries .eh_frame_hdr's search table points at: libdw reads the FDE at such an
- * offset directly, and it need not be one of the section's entries in order. Tables are
- * datarel sdata4, as every linker writes them; any other is refused.
+ * offset directly, and it need not be one of the section's entries in order. Counts are
+ * udata4 and tables datarel sdata4, as every linker writes them; any other is refused.
  */
 static bool check_table(struct check *k, Elf_Scn *scn, GElf_Addr hdr_vaddr, GElf_Addr eh_vaddr)
 {
@@ -350,7 +369,7 @@ static bool check_table(struct check *k, Elf_Scn *scn, GElf_Addr hdr_vaddr, GElf
 		return refuse(k, "an .eh_frame_hdr it cannot read"), false;
 	if (((uint8_t *)d->d_buf)[2] == DW_EH_PE_omit || ((uint8_t *)d->d_buf)[3] == DW_EH_PE_omit)
 		return true;
-	if (!read_value(&c, ((uint8_t *)d->d_buf)[2], &count) ||
+	if (((uint8_t *)d->d_buf)[2] != DW_EH_PE_udata4 || !read_value(&c, DW_EH_PE_udata4, &count) ||
 	    ((uint8_t *)d->d_buf)[3] != (DW_EH_PE_datarel | DW_EH_PE_sdata4))
 		return refuse(k, "an .eh_frame_hdr table it cannot read"), false;
 	if (count > (uint64_t)(c.end - c.p) / 8)

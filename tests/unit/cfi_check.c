@@ -96,23 +96,22 @@ static void hdr(struct buf *h, const uint64_t *pcs, const size_t *fdes, size_t n
 
 static const char names[] = "\0.eh_frame\0.eh_frame_hdr\0.shstrtab";
 
-/* An ELF image of the sections (hdr none if empty), checked; what cfi__safe said. */
-static bool checked(const struct buf *eh, const struct buf *h, char *why, size_t len)
+/* An ELF image of the sections (.eh_frame_hdr first, as linkers place it, where libdw uses
+ * its table; none if h is empty). */
+static Elf *image_of(const struct buf *eh, const struct buf *h)
 {
 	static uint8_t image[80000];
 	size_t off = sizeof(Elf64_Ehdr), eh_off, h_off, names_off;
 	Elf64_Ehdr *e = (Elf64_Ehdr *)image;
 	Elf64_Shdr *sh;
-	bool safe;
-	Elf *elf;
 
 	memset(image, 0, sizeof(image));
-	eh_off = off;
-	memcpy(image + off, eh->b, eh->n);
-	off += eh->n;
 	h_off = off;
 	memcpy(image + off, h->b, h->n);
 	off += h->n;
+	eh_off = off;
+	memcpy(image + off, eh->b, eh->n);
+	off += eh->n;
 	names_off = off;
 	memcpy(image + off, names, sizeof(names));
 	off = (off + sizeof(names) + 7) & ~7UL;
@@ -126,23 +125,43 @@ static bool checked(const struct buf *eh, const struct buf *h, char *why, size_t
 	e->e_shoff = off;
 	e->e_ehsize = sizeof(*e);
 	e->e_shentsize = sizeof(Elf64_Shdr);
-	e->e_shnum = h->n ? 4 : 3;
-	e->e_shstrndx = h->n ? 3 : 2;
+	e->e_shnum = 4;
+	e->e_shstrndx = 3;
 	sh = (Elf64_Shdr *)(image + off);
-	sh[1] = (Elf64_Shdr){ .sh_name = 1, .sh_type = SHT_PROGBITS, .sh_flags = SHF_ALLOC,
+	/* Without a header, its section is an empty note. */
+	sh[1] = (Elf64_Shdr){ .sh_name = h->n ? 11 : 0, .sh_type = h->n ? SHT_PROGBITS : SHT_NOTE,
+			      .sh_flags = SHF_ALLOC, .sh_addr = HDR_ADDR, .sh_offset = h_off,
+			      .sh_size = h->n, .sh_addralign = 4 };
+	sh[2] = (Elf64_Shdr){ .sh_name = 1, .sh_type = SHT_PROGBITS, .sh_flags = SHF_ALLOC,
 			      .sh_addr = EH_ADDR, .sh_offset = eh_off, .sh_size = eh->n,
 			      .sh_addralign = 8 };
-	if (h->n)
-		sh[2] = (Elf64_Shdr){ .sh_name = 11, .sh_type = SHT_PROGBITS, .sh_flags = SHF_ALLOC,
-				      .sh_addr = HDR_ADDR, .sh_offset = h_off, .sh_size = h->n,
-				      .sh_addralign = 4 };
-	sh[e->e_shstrndx] = (Elf64_Shdr){ .sh_name = 25, .sh_type = SHT_STRTAB,
-					  .sh_offset = names_off, .sh_size = sizeof(names),
-					  .sh_addralign = 1 };
-	elf = elf_memory((char *)image, off + e->e_shnum * sizeof(Elf64_Shdr));
-	safe = elf && cfi__safe(elf, true, why, len);
+	sh[3] = (Elf64_Shdr){ .sh_name = 25, .sh_type = SHT_STRTAB, .sh_offset = names_off,
+			      .sh_size = sizeof(names), .sh_addralign = 1 };
+	return elf_memory((char *)image, off + e->e_shnum * sizeof(Elf64_Shdr));
+}
+
+/* What cfi__safe says of the sections. */
+static bool checked(const struct buf *eh, const struct buf *h, char *why, size_t len)
+{
+	Elf *elf = image_of(eh, h);
+	bool safe = elf && cfi__safe(elf, true, why, len);
+
 	elf_end(elf);
 	return safe;
+}
+
+/* Whether libdw finds a frame at pc in the sections: which FDEs it reaches. */
+static bool libdw_finds(const struct buf *eh, const struct buf *h, uint64_t pc)
+{
+	Elf *elf = image_of(eh, h);
+	Dwarf_CFI *cfi = elf ? dwarf_getcfi_elf(elf) : NULL;
+	Dwarf_Frame *frame = NULL;
+	bool found = cfi && !dwarf_cfi_addrframe(cfi, pc, &frame);
+
+	free(frame);
+	dwarf_cfi_end(cfi);
+	elf_end(elf);
+	return found;
 }
 
 /* One FDE with instructions ins: whether it passes, and why not. */
@@ -200,6 +219,11 @@ static void crafted(void)
 	put(&ins, "\x0e\x10\x3f", 3);
 	CHECK_TRUE(!one(&ins, why, sizeof(why)), "an opcode libdw may read otherwise refused");
 	CHECK_STR(why, "opcode 0x3f unknown (entry at 0x18)", "why");
+	/* libdw reads 10 bytes of a LEB128 and goes on: here to DW_CFA_restore and
+	 * DW_CFA_undefined 1736703, which a reader of the whole LEB128 would not see. */
+	ins.n = 0;
+	put(&ins, "\x0e\x80\x80\x80\x80\x80\x80\x80\x80\x80\x80\xc0\x07\xff\xff\x69", 16);
+	CHECK_TRUE(!one(&ins, why, sizeof(why)), "a LEB128 over 10 bytes refused");
 	ins.n = 0;
 	put(&ins, "\x0f\x05\x77", 3);
 	CHECK_TRUE(!one(&ins, why, sizeof(why)), "an expression cut short refused");
@@ -216,7 +240,17 @@ static void crafted(void)
 	cie(&eh);
 	fdes[0] = fde(&eh, pcs[0], &ins);
 	u32(&eh, 0);
-	fdes[1] = fde(&eh, pcs[1], &bad);
+	fdes[1] = fde(&eh, pcs[1], &ins);
+	h.n = 0;
+	CHECK_TRUE(!libdw_finds(&eh, &h, pcs[1] + 8), "libdw stops at the terminator");
+	hdr(&h, pcs, fdes, 2);
+	CHECK_TRUE(libdw_finds(&eh, &h, pcs[1] + 8), "libdw reaches beyond it by the table");
+	/* Now with a register in the millions there. */
+	eh.n = 0;
+	cie(&eh);
+	fde(&eh, pcs[0], &ins);
+	u32(&eh, 0);
+	fde(&eh, pcs[1], &bad);
 	h.n = 0;
 	CHECK_TRUE(checked(&eh, &h, why, sizeof(why)), "beyond the terminator, no table (%s)",
 		   why);
@@ -226,6 +260,13 @@ static void crafted(void)
 	hdr(&h, pcs, fdes, 2);
 	CHECK_TRUE(!checked(&eh, &h, why, sizeof(why)), "a table reaching beyond it refused");
 	snprintf(want, sizeof(want), "names register 16777216 (entry at 0x%zx)", fdes[1]);
+	CHECK_STR(why, want, "why");
+	h.b[2] = DW_EH_PE_udata4 | DW_EH_PE_indirect;
+	CHECK_TRUE(!checked(&eh, &h, why, sizeof(why)), "a count read through a pointer refused");
+	h.b[2] = DW_EH_PE_udata4;
+	memcpy(h.b + 16, &(uint32_t){ (uint32_t)(EH_ADDR + eh.n + 64 - HDR_ADDR) }, 4);
+	CHECK_TRUE(!checked(&eh, &h, why, sizeof(why)), "a table entry outside the section");
+	snprintf(want, sizeof(want), "an entry outside the section (0x%zx)", eh.n + 64);
 	CHECK_STR(why, want, "why");
 }
 

@@ -1,0 +1,75 @@
+#!/usr/bin/env python3
+"""What many live blocks cost heaptap: sudo python3 bench/blocks.py [MILLIONS ...]
+
+For each count (default 1 and 4 million), bench/targets/blocks holds that many 64-byte
+blocks, allocated from one site after heaptap attached by PID (`--max-allocs` raised to
+fit): the BPF maps' memory per live block (heaptap.map_bytes of a report before and after,
+the maps' memlock), how long a report takes (SIGUSR1 to its record), and how long heaptap
+takes to stop (SIGINT to its exit: the final report and the detach). The target's own RSS
+is printed for scale.
+"""
+import os
+import signal
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
+import lib  # noqa: E402
+
+
+def rss(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+def report(ht):
+    """A report asked for now: (its record, seconds until it came)."""
+    t0 = time.monotonic()
+    os.kill(ht.pid, signal.SIGUSR1)
+    while True:
+        rec = ht.record(timeout=120)
+        if rec is None:
+            raise lib.Failure("heaptap ended before its report")
+        if rec["type"] == "interval":
+            return rec, time.monotonic() - t0
+
+
+def one(n):
+    target = lib.Proc([os.path.join(lib.BUILD, "bench", "blocks")])
+    if not (target.read_line() or "").startswith("ready"):
+        raise lib.Failure("blocks did not start")
+    ht = lib.Heaptap(["-p", str(target.pid), "-i", "1h", "--max-allocs", str(n + n // 4)])
+    try:
+        ht.attached()
+        before, _ = report(ht)
+        target.send(f"hold {n}")
+        if target.read_line(timeout=600) != f"done hold {n}":
+            raise lib.Failure("blocks did not answer")
+        after, took = report(ht)
+        live = after["live_allocs"]
+        per_block = (after["heaptap"]["map_bytes"] - before["heaptap"]["map_bytes"]) / n
+        t0 = time.monotonic()
+        final, status = ht.finish()
+        stop = time.monotonic() - t0
+    finally:
+        if ht.popen.poll() is None:
+            ht.end()
+    print(f"{n:>10,} blocks: live {live:,}; maps {per_block:.0f} bytes a block "
+          f"({after['heaptap']['map_bytes'] / 2**20:.0f} MiB in all); report {took:.2f} s; "
+          f"stop {stop:.2f} s (status {status}); heaptap RSS "
+          f"{after['heaptap']['rss_bytes'] / 2**20:.0f} MiB; the target's RSS "
+          f"{rss(target.pid) / 2**20:.0f} MiB", flush=True)
+    target.send("exit")
+    target.wait()
+
+
+def main(argv):
+    for m in [float(a) for a in argv] or [1, 4]:
+        one(int(m * 1e6))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

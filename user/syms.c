@@ -41,7 +41,7 @@ struct module {
 	Dwfl_Module *dm; /* NULL if unreadable: addresses show as module+offset */
 	Elf *elf;
 	GElf_Addr bias;
-	uint8_t cfi[2]; /* .eh_frame, .debug_frame: 0 unchecked, 1 safe, 2 refused (cfi.h) */
+	uint8_t cfi[2]; /* .eh_frame, .debug_frame: 0 unchecked, 1 safe, 2 unreadable, 3 refused */
 };
 
 /* Where an address was when first seen: it stays right after dlclose or exit. */
@@ -393,12 +393,14 @@ Dwarf_CFI *syms__cfi(struct syms *s, uint64_t addr, bool debug_frame, Dwarf_Addr
 		return NULL;
 	if (!mod->cfi[debug_frame]) {
 		/* Checked before the first lookup: libdw has read no instruction yet. */
-		Elf *elf = debug_frame ? ((dw = dwfl_module_getdwarf(mod->dm, &bias)) ? dwarf_getelf(dw)
-										      : NULL)
+		Dwarf_Addr dw_bias;
+		Elf *elf = debug_frame ? ((dw = dwfl_module_getdwarf(mod->dm, &dw_bias))
+						  ? dwarf_getelf(dw)
+						  : NULL)
 				       : mod->elf;
 
-		mod->cfi[debug_frame] = elf && cfi__safe(elf, !debug_frame, why, sizeof(why)) ? 1 : 2;
-		if (mod->cfi[debug_frame] == 2) {
+		mod->cfi[debug_frame] = !elf ? 2 : cfi__safe(elf, !debug_frame, why, sizeof(why)) ? 1 : 3;
+		if (mod->cfi[debug_frame] == 3) {
 			*refused = true;
 			elog("%s: its %s is not read (%s): its frames are walked by frame pointer",
 			     log__value(mod->path), debug_frame ? ".debug_frame" : ".eh_frame", why);

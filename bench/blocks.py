@@ -4,7 +4,8 @@
 For each count (default 1 and 4 million), bench/targets/blocks holds that many 64-byte
 blocks, allocated from one site after heaptap attached by PID (`--max-allocs` raised to
 fit): the BPF maps' memory per live block (heaptap.map_bytes of a report before and after,
-the maps' memlock), how long a report takes (SIGUSR1 to its record), and how long heaptap
+the maps' memlock; and which of the kernel's slab caches, from /proc/slabinfo, took the
+elements: the BPF allocator rounds an element up to a kmalloc size class), how long a report takes (SIGUSR1 to its record), and how long heaptap
 takes to stop (SIGINT to its exit: the final report and the detach). The target's own RSS
 is printed for scale.
 """
@@ -23,6 +24,18 @@ def rss(pid):
             if line.startswith("VmRSS:"):
                 return int(line.split()[1]) * 1024
     return 0
+
+
+def slab():
+    """Objects of the kmalloc caches a map element can fall in (96 and 128 bytes, memcg
+    accounted or not), by name: where the BPF allocator put the elements."""
+    counts = {}
+    with open("/proc/slabinfo") as f:
+        for line in f:
+            name = line.split()[0]
+            if name in ("kmalloc-96", "kmalloc-128", "kmalloc-cg-96", "kmalloc-cg-128"):
+                counts[name] = int(line.split()[1])
+    return counts
 
 
 def report(ht):
@@ -45,9 +58,13 @@ def one(n):
     try:
         ht.attached()
         before, _ = report(ht)
+        slab0 = slab()
         target.send(f"hold {n}")
         if target.read_line(timeout=600) != f"done hold {n}":
             raise lib.Failure("blocks did not answer")
+        slab1 = slab()
+        grew = {k: slab1[k] - slab0.get(k, 0) for k in slab1}
+        cache = max(grew, key=grew.get)
         after, took = report(ht)
         live = after["live_allocs"]
         per_block = (after["heaptap"]["map_bytes"] - before["heaptap"]["map_bytes"]) / n
@@ -58,6 +75,7 @@ def one(n):
         if ht.popen.poll() is None:
             ht.end()
     print(f"{n:>10,} blocks: live {live:,}; maps {per_block:.0f} bytes a block "
+          f"(slab: {grew[cache]:,} more objects of {cache}) "
           f"({after['heaptap']['map_bytes'] / 2**20:.0f} MiB in all); report {took:.2f} s; "
           f"stop {stop:.2f} s (status {status}); heaptap RSS "
           f"{after['heaptap']['rss_bytes'] / 2**20:.0f} MiB; the target's RSS "

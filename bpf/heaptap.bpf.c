@@ -450,23 +450,24 @@ static __always_inline void keep_peak(struct heaptap_site_total *t)
 static __always_inline void account_block_freed(const struct heaptap_alloc *rec)
 {
 	struct heaptap_site_total *t = bpf_map_lookup_elem(&site_totals, &rec->stack_id);
-	struct heaptap_size_class *sc = size_class(rec->size);
+	__u64 size = heaptap_alloc_size(rec);
+	struct heaptap_size_class *sc = size_class(size);
 
 	if (t) {
 		keep_peak(t);
 		__sync_fetch_and_sub(&t->live, 1);
-		__sync_fetch_and_sub(&t->live_bytes, rec->size);
+		__sync_fetch_and_sub(&t->live_bytes, size);
 	}
 	if (sc) {
 		__sync_fetch_and_add(&sc->frees, 1);
-		__sync_fetch_and_add(&sc->free_bytes, rec->size);
+		__sync_fetch_and_add(&sc->free_bytes, size);
 	}
 }
 
 static __always_inline void account_free(struct call *c, const struct heaptap_alloc *rec)
 {
 	struct heaptap_proc *p = proc_of(c->tgid);
-	__u64 size = rec->size;
+	__u64 size = heaptap_alloc_size(rec);
 
 	account_block_freed(rec);
 	__sync_fetch_and_add(&counters.frees, 1);
@@ -604,7 +605,7 @@ static __always_inline bool leave_pool(struct call *c, const struct heaptap_bloc
 		return true;
 	pk.pool = pb->pool;
 	gen = pb->gen;
-	mine = pb->time_ns == rec->time_ns;
+	mine = pb->time_ns == heaptap_alloc_time(rec);
 	bpf_map_delete_elem(&pool_blocks, key);
 	if (!mine)
 		return true;
@@ -614,9 +615,9 @@ static __always_inline bool leave_pool(struct call *c, const struct heaptap_bloc
 		return false;
 	}
 	__sync_fetch_and_sub(&p->live, 1);
-	__sync_fetch_and_sub(&p->live_bytes, rec->size);
+	__sync_fetch_and_sub(&p->live_bytes, heaptap_alloc_size(rec));
 	if (sample_interval)
-		__sync_fetch_and_sub(&p->est_bytes, weight(rec->size));
+		__sync_fetch_and_sub(&p->est_bytes, weight(heaptap_alloc_size(rec)));
 	if (pool)
 		*pool = pk.pool;
 	return true;
@@ -764,14 +765,15 @@ static __always_inline bool note_thread(__u32 tid)
 static __always_inline __u64 record_block(struct call *c, __u64 ptr, __u64 size)
 {
 	struct heaptap_block key = block_key(c, ptr);
-	struct heaptap_alloc rec = {};
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	__u64 time_ns = bpf_ktime_get_ns();
+	struct heaptap_alloc rec;
 	long err;
 
-	rec.size = size;
-	rec.time_ns = bpf_ktime_get_ns();
-	rec.stack_id = c->stack_id;
-	rec.tid = (__u32)bpf_get_current_pid_tgid();
-	rec.fn = c->fn;
+	/* A block over 4 TiB counts as 4 TiB, in the record and in every figure. */
+	if (size > HEAPTAP_ALLOC_SIZE_MAX)
+		size = HEAPTAP_ALLOC_SIZE_MAX;
+	heaptap_alloc_set(&rec, size, tid, time_ns, c->fn, c->stack_id);
 	/* Inserted first: a record already there (a free heaptap missed) is the rare case. */
 	err = bpf_map_update_elem(&allocs, &key, &rec, BPF_NOEXIST);
 	if (err == -EEXIST) {
@@ -785,8 +787,8 @@ static __always_inline __u64 record_block(struct call *c, __u64 ptr, __u64 size)
 	add_to_site(c->stack_id, c->fn, size, account_alloc(c, size));
 	/* A thread's name is kept once: its state remembers that it was. */
 	if (!c->noted)
-		c->noted = note_thread(rec.tid);
-	return rec.time_ns;
+		c->noted = note_thread(tid);
+	return heaptap_alloc_time(&rec);
 }
 
 static __always_inline __u64 hash_stack(const struct heaptap_stack *s, __u32 words)
@@ -1318,7 +1320,7 @@ static __always_inline void untracked_free(struct call *c, __u64 ptr)
 		return;
 	}
 	rec = c->parent ? bpf_map_lookup_elem(&allocs, &key) : NULL;
-	if (rec && rec->time_ns < c->forked_ns) {
+	if (rec && heaptap_alloc_time(rec) < c->forked_ns) {
 		__sync_fetch_and_add(&counters.inherited_frees, 1);
 		PROC_ADD(c, inherited_frees, 1);
 		return;
@@ -1771,7 +1773,8 @@ static __always_inline void finish(struct call *c, __u64 ptr)
 			__sync_fetch_and_add(&counters.dropped_allocs, 1);
 			account_free(c, &c->old);
 		} else if (c->has_old && pool) {
-			join_pool(c, c->ptr, pool, c->old.size, c->old.time_ns);
+			join_pool(c, c->ptr, pool, heaptap_alloc_size(&c->old),
+				  heaptap_alloc_time(&c->old));
 		}
 		return;
 	}
@@ -1926,7 +1929,7 @@ static long reap_block(struct bpf_map *map, const void *k, void *v, void *ctx)
 	if (p && p->gen == pb.gen)
 		return 0;
 	found = bpf_map_lookup_elem(&allocs, key);
-	if (!found || found->time_ns != pb.time_ns)
+	if (!found || heaptap_alloc_time(found) != pb.time_ns)
 		return 0;
 	rec = *found;
 	if (bpf_map_delete_elem(&allocs, key))

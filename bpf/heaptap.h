@@ -282,14 +282,57 @@ struct heaptap_sample {
 	__u8 stack[HEAPTAP_MAX_STACK_BYTES];
 };
 
-/* One outstanding block, keyed by process, image and address in the allocs map. */
+/*
+ * One outstanding block, keyed by process, image and address in the allocs map. 24 bytes:
+ * with the kernel's 48-byte element header, the 16-byte key and the BPF allocator's 8, an
+ * element is 96 bytes, a size class of its own (a 32-byte record made it 104, rounded up to
+ * 128). Read and written with the functions below.
+ */
 struct heaptap_alloc {
-	__u64 size;	/* bytes requested */
-	__u64 time_ns;	/* CLOCK_MONOTONIC of the (re)allocation */
+	__u64 size_tid; /* bytes requested (HEAPTAP_ALLOC_SIZE_BITS), the allocating thread above */
+	__u64 time_fn;	/* CLOCK_MONOTONIC of the (re)allocation (HEAPTAP_ALLOC_TIME_BITS), the
+			 * index of the allocating function in the attach table above */
 	__u64 stack_id; /* key of the stacks map; 0 when no stack was taken */
-	__u32 tid;	/* allocating thread */
-	__u32 fn;	/* index of the allocating function in the attach table */
 };
+
+/* Sizes up to 4 TiB (a larger block counts as 4 TiB: see the README's Known limits); the
+ * 22 bits above hold any thread id (the kernel's PID_MAX_LIMIT is 2^22). */
+#define HEAPTAP_ALLOC_SIZE_BITS 42
+#define HEAPTAP_ALLOC_SIZE_MAX ((1ULL << HEAPTAP_ALLOC_SIZE_BITS) - 1)
+/* Nanoseconds since boot up to 9 years; the 6 bits above hold a function's index. */
+#define HEAPTAP_ALLOC_TIME_BITS 58
+#define HEAPTAP_ALLOC_TIME_MAX ((1ULL << HEAPTAP_ALLOC_TIME_BITS) - 1)
+_Static_assert(HEAPTAP_MAX_FUNCS <= 1 << (64 - HEAPTAP_ALLOC_TIME_BITS),
+	       "a function's index fits above the time");
+
+static inline __u64 heaptap_alloc_size(const struct heaptap_alloc *a)
+{
+	return a->size_tid & HEAPTAP_ALLOC_SIZE_MAX;
+}
+
+static inline __u32 heaptap_alloc_tid(const struct heaptap_alloc *a)
+{
+	return (__u32)(a->size_tid >> HEAPTAP_ALLOC_SIZE_BITS);
+}
+
+static inline __u64 heaptap_alloc_time(const struct heaptap_alloc *a)
+{
+	return a->time_fn & HEAPTAP_ALLOC_TIME_MAX;
+}
+
+static inline __u32 heaptap_alloc_fn(const struct heaptap_alloc *a)
+{
+	return (__u32)(a->time_fn >> HEAPTAP_ALLOC_TIME_BITS);
+}
+
+/* size at most HEAPTAP_ALLOC_SIZE_MAX, tid below 2^22, fn below HEAPTAP_MAX_FUNCS. */
+static inline void heaptap_alloc_set(struct heaptap_alloc *a, __u64 size, __u32 tid,
+				     __u64 time_ns, __u32 fn, __u64 stack_id)
+{
+	a->size_tid = (size & HEAPTAP_ALLOC_SIZE_MAX) | (__u64)tid << HEAPTAP_ALLOC_SIZE_BITS;
+	a->time_fn = (time_ns & HEAPTAP_ALLOC_TIME_MAX) | (__u64)fn << HEAPTAP_ALLOC_TIME_BITS;
+	a->stack_id = stack_id;
+}
 
 /*
  * A user stack as captured at an allocator's entry. ips[0] is the word at the stack

@@ -37,31 +37,32 @@ static void sort_array(void *v, size_t n, size_t size, int (*cmp)(const void *, 
 static void add_example(struct site *site, const struct heaptap_block *key,
 			const struct heaptap_alloc *a)
 {
+	uint64_t time_ns = heaptap_alloc_time(a);
 	unsigned int i = site->nexamples;
 
-	if (i == SITE_EXAMPLES && a->time_ns >= site->examples[i - 1].time_ns)
+	if (i == SITE_EXAMPLES && time_ns >= site->examples[i - 1].time_ns)
 		return;
 	if (i == SITE_EXAMPLES)
 		i--;
 	else
 		site->nexamples++;
-	for (; i > 0 && site->examples[i - 1].time_ns > a->time_ns; i--)
+	for (; i > 0 && site->examples[i - 1].time_ns > time_ns; i--)
 		site->examples[i] = site->examples[i - 1];
 	site->examples[i].addr = key->addr;
-	site->examples[i].size = a->size;
-	site->examples[i].time_ns = a->time_ns;
+	site->examples[i].size = heaptap_alloc_size(a);
+	site->examples[i].time_ns = time_ns;
 	site->examples[i].tgid = key->tgid;
 }
 
 static void add_age(struct snapshot *s, const struct heaptap_alloc *a)
 {
-	uint64_t age = snapshot__age(s, a->time_ns) / 1000000000ULL;
+	uint64_t age = snapshot__age(s, heaptap_alloc_time(a)) / 1000000000ULL;
 	unsigned int b = 0;
 
 	while (b < AGE_BUCKETS - 1 && age >= accounting__age_limits_s[b])
 		b++;
 	s->age_blocks[b]++;
-	s->age_bytes[b] += a->size;
+	s->age_bytes[b] += heaptap_alloc_size(a);
 }
 
 /* The thread's entry, made on first sight; NULL when out of memory. */
@@ -143,7 +144,8 @@ static int add_block(struct snapshot *s, struct idmap *index, size_t *cap,
 		     const struct heaptap_block *key, const struct heaptap_alloc *a,
 		     uint64_t stack_id, uint64_t sample_bytes)
 {
-	double p = sampling__p(a->size, sample_bytes);
+	uint64_t size = heaptap_alloc_size(a), time_ns = heaptap_alloc_time(a);
+	double p = sampling__p(size, sample_bytes);
 	uintptr_t slot = (uintptr_t)idmap__get(index, stack_id);
 	struct site *site;
 	int err;
@@ -152,22 +154,23 @@ static int add_block(struct snapshot *s, struct idmap *index, size_t *cap,
 		if (array__reserve(&s->sites, cap, s->nsites, sizeof(*s->sites)))
 			return -ENOMEM;
 		s->sites[s->nsites] =
-			(struct site){ .stack_id = stack_id, .oldest_ns = a->time_ns, .fn = a->fn };
+			(struct site){ .stack_id = stack_id, .oldest_ns = time_ns,
+				       .fn = heaptap_alloc_fn(a) };
 		slot = ++s->nsites;
 		err = idmap__put(index, stack_id, (void *)slot);
 		if (err)
 			return err;
 	}
 	site = &s->sites[slot - 1];
-	add_size(site, a->size);
+	add_size(site, size);
 	add_example(site, key, a);
 	site->live++;
-	site->live_bytes += a->size;
+	site->live_bytes += size;
 	site->est_blocks += 1 / p;
-	site->est_bytes += a->size / p;
-	site->est_var += (double)a->size * a->size * (1 - p) / (p * p);
-	if (a->time_ns < site->oldest_ns)
-		site->oldest_ns = a->time_ns;
+	site->est_bytes += size / p;
+	site->est_var += (double)size * size * (1 - p) / (p * p);
+	if (time_ns < site->oldest_ns)
+		site->oldest_ns = time_ns;
 	return 0;
 }
 
@@ -289,33 +292,34 @@ static int read_sites(int fd, struct stacks *stacks, struct reader *rd, bool blo
 			enum block_owner owner =
 				o && o->owner ? o->owner(o->ctx, keys[i].tgid, keys[i].image)
 					      : OWNER_CURRENT;
+			uint64_t size = heaptap_alloc_size(&values[i]),
+				 time_ns = heaptap_alloc_time(&values[i]);
 			struct thread_live *t;
 			uint64_t stack_id;
 
 			if (owner == OWNER_DROP_EXEC || owner == OWNER_DROP_EXIT) {
-				err = drop_block(rd, &keys[i], owner, values[i].size);
+				err = drop_block(rd, &keys[i], owner, size);
 				continue;
 			}
 			if (owner != OWNER_CURRENT || (only && keys[i].tgid != only))
 				continue;
 			stack_id = stacks__canonical(stacks, values[i].stack_id);
 			if (blocks) {
-				err = list_block(s, &bcap, keys[i].addr, values[i].size, stack_id);
+				err = list_block(s, &bcap, keys[i].addr, size, stack_id);
 				continue;
 			}
-			t = thread_of(s, &tids, &tcap, values[i].tid);
-			if (!t || tally_block(rd, SIZE_MAX, keys[i].tgid, values[i].size)) {
+			t = thread_of(s, &tids, &tcap, heaptap_alloc_tid(&values[i]));
+			if (!t || tally_block(rd, SIZE_MAX, keys[i].tgid, size)) {
 				err = -ENOMEM;
 				break;
 			}
 			t->live++;
-			t->live_bytes += values[i].size;
+			t->live_bytes += size;
 			add_age(s, &values[i]);
-			add_estimate(s, values[i].size, o ? o->sample_bytes : 0);
+			add_estimate(s, size, o ? o->sample_bytes : 0);
 			/* Allocated while this read runs: as young as can be. */
 			if (o && o->min_age_ns &&
-			    (values[i].time_ns >= s->time_ns ||
-			     s->time_ns - values[i].time_ns < o->min_age_ns)) {
+			    (time_ns >= s->time_ns || s->time_ns - time_ns < o->min_age_ns)) {
 				s->young++;
 				continue;
 			}
@@ -323,7 +327,7 @@ static int read_sites(int fd, struct stacks *stacks, struct reader *rd, bool blo
 					o ? o->sample_bytes : 0);
 			if (!err)
 				err = tally_block(rd, (uintptr_t)idmap__get(&index, stack_id) - 1,
-						  keys[i].tgid, values[i].size);
+						  keys[i].tgid, size);
 		}
 	}
 	idmap__free(&index);

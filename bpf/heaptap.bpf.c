@@ -656,9 +656,11 @@ static __always_inline void forget_reused(struct call *c, __u64 ptr)
 }
 
 /* A block recorded at ptr is pool's. */
-static __always_inline void join_pool(struct call *c, __u64 ptr, __u64 pool, __u64 size,
+static __always_inline void join_pool(struct call *c, __u64 ptr, __u64 pool, __u64 requested,
 				      __u64 time_ns)
 {
+	/* As record_block counted it: a block over 4 TiB as 4 TiB. */
+	__u64 size = requested > HEAPTAP_ALLOC_SIZE_MAX ? HEAPTAP_ALLOC_SIZE_MAX : requested;
 	struct heaptap_pool_key pk = { .tgid = c->tgid, .image = c->image, .pool = pool };
 	struct heaptap_block key = block_key(c, ptr);
 	struct heaptap_pool_block pb = { .pool = pool, .time_ns = time_ns };

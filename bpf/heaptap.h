@@ -290,8 +290,8 @@ struct heaptap_sample {
  */
 struct heaptap_alloc {
 	__u64 size_tid; /* bytes requested (HEAPTAP_ALLOC_SIZE_BITS), the allocating thread above */
-	__u64 time_fn;	/* CLOCK_MONOTONIC of the (re)allocation (HEAPTAP_ALLOC_TIME_BITS), the
-			 * index of the allocating function in the attach table above */
+	__u64 time_fn;	/* CLOCK_MONOTONIC of the (re)allocation, halved (HEAPTAP_ALLOC_TIME_BITS),
+			 * the index of the allocating function in the attach table above */
 	__u64 stack_id; /* key of the stacks map; 0 when no stack was taken */
 };
 
@@ -299,11 +299,12 @@ struct heaptap_alloc {
  * 22 bits above hold any thread id (the kernel's PID_MAX_LIMIT is 2^22). */
 #define HEAPTAP_ALLOC_SIZE_BITS 42
 #define HEAPTAP_ALLOC_SIZE_MAX ((1ULL << HEAPTAP_ALLOC_SIZE_BITS) - 1)
-/* Nanoseconds since boot up to 9 years; the 6 bits above hold a function's index. */
-#define HEAPTAP_ALLOC_TIME_BITS 58
+/* Nanoseconds since boot, halved (2 ns steps), up to 9 years; the 7 bits above hold a
+ * function's index, up to HEAPTAP_MAX_FUNCS itself (a probe past the table's end). */
+#define HEAPTAP_ALLOC_TIME_BITS 57
 #define HEAPTAP_ALLOC_TIME_MAX ((1ULL << HEAPTAP_ALLOC_TIME_BITS) - 1)
-_Static_assert(HEAPTAP_MAX_FUNCS <= 1 << (64 - HEAPTAP_ALLOC_TIME_BITS),
-	       "a function's index fits above the time");
+_Static_assert(HEAPTAP_MAX_FUNCS < 1 << (64 - HEAPTAP_ALLOC_TIME_BITS),
+	       "every function index, HEAPTAP_MAX_FUNCS included, fits above the time");
 
 static inline __u64 heaptap_alloc_size(const struct heaptap_alloc *a)
 {
@@ -315,9 +316,10 @@ static inline __u32 heaptap_alloc_tid(const struct heaptap_alloc *a)
 	return (__u32)(a->size_tid >> HEAPTAP_ALLOC_SIZE_BITS);
 }
 
+/* The time in nanoseconds, rounded down to even. */
 static inline __u64 heaptap_alloc_time(const struct heaptap_alloc *a)
 {
-	return a->time_fn & HEAPTAP_ALLOC_TIME_MAX;
+	return (a->time_fn & HEAPTAP_ALLOC_TIME_MAX) << 1;
 }
 
 static inline __u32 heaptap_alloc_fn(const struct heaptap_alloc *a)
@@ -325,12 +327,12 @@ static inline __u32 heaptap_alloc_fn(const struct heaptap_alloc *a)
 	return (__u32)(a->time_fn >> HEAPTAP_ALLOC_TIME_BITS);
 }
 
-/* size at most HEAPTAP_ALLOC_SIZE_MAX, tid below 2^22, fn below HEAPTAP_MAX_FUNCS. */
+/* size at most HEAPTAP_ALLOC_SIZE_MAX, tid below 2^22, fn at most HEAPTAP_MAX_FUNCS. */
 static inline void heaptap_alloc_set(struct heaptap_alloc *a, __u64 size, __u32 tid,
 				     __u64 time_ns, __u32 fn, __u64 stack_id)
 {
 	a->size_tid = (size & HEAPTAP_ALLOC_SIZE_MAX) | (__u64)tid << HEAPTAP_ALLOC_SIZE_BITS;
-	a->time_fn = (time_ns & HEAPTAP_ALLOC_TIME_MAX) | (__u64)fn << HEAPTAP_ALLOC_TIME_BITS;
+	a->time_fn = (time_ns >> 1 & HEAPTAP_ALLOC_TIME_MAX) | (__u64)fn << HEAPTAP_ALLOC_TIME_BITS;
 	a->stack_id = stack_id;
 }
 

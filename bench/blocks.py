@@ -16,14 +16,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
 import lib  # noqa: E402
-
-
-def rss(pid):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) * 1024
-    return 0
+from soak import vm_rss  # noqa: E402
 
 
 def slab():
@@ -79,7 +72,7 @@ def one(n):
           f"({after['heaptap']['map_bytes'] / 2**20:.0f} MiB in all); report {took:.2f} s; "
           f"stop {stop:.2f} s (status {status}); heaptap RSS "
           f"{after['heaptap']['rss_bytes'] / 2**20:.0f} MiB; the target's RSS "
-          f"{rss(target.pid) / 2**20:.0f} MiB", flush=True)
+          f"{vm_rss(target.pid) / 2**20:.0f} MiB", flush=True)
     target.send("exit")
     target.wait()
 

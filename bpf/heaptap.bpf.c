@@ -656,11 +656,9 @@ static __always_inline void forget_reused(struct call *c, __u64 ptr)
 }
 
 /* A block recorded at ptr is pool's. */
-static __always_inline void join_pool(struct call *c, __u64 ptr, __u64 pool, __u64 requested,
+static __always_inline void join_pool(struct call *c, __u64 ptr, __u64 pool, __u64 size,
 				      __u64 time_ns)
 {
-	/* As record_block counted it: a block over 4 TiB as 4 TiB. */
-	__u64 size = requested > HEAPTAP_ALLOC_SIZE_MAX ? HEAPTAP_ALLOC_SIZE_MAX : requested;
 	struct heaptap_pool_key pk = { .tgid = c->tgid, .image = c->image, .pool = pool };
 	struct heaptap_block key = block_key(c, ptr);
 	struct heaptap_pool_block pb = { .pool = pool, .time_ns = time_ns };
@@ -772,9 +770,6 @@ static __always_inline __u64 record_block(struct call *c, __u64 ptr, __u64 size)
 	struct heaptap_alloc rec;
 	long err;
 
-	/* A block over 4 TiB counts as 4 TiB, in the record and in every figure. */
-	if (size > HEAPTAP_ALLOC_SIZE_MAX)
-		size = HEAPTAP_ALLOC_SIZE_MAX;
 	heaptap_alloc_set(&rec, size, tid, time_ns, c->fn, c->stack_id);
 	/* Inserted first: a record already there (a free heaptap missed) is the rare case. */
 	err = bpf_map_update_elem(&allocs, &key, &rec, BPF_NOEXIST);
@@ -1365,7 +1360,8 @@ static __always_inline struct call *begin(void *ctx, __u64 kind, __u64 ptr, __u6
 	c->fn = heaptap_cookie_fn(cookie);
 	c->pool_ret = heaptap_cookie_pool_ret(cookie);
 	c->ptr = ptr;
-	c->size = size;
+	/* A block over 4 TiB counts as 4 TiB, in its record and in every figure. */
+	c->size = size > HEAPTAP_ALLOC_SIZE_MAX ? HEAPTAP_ALLOC_SIZE_MAX : size;
 	c->memptr = memptr;
 	c->sampled = sampled(c, size == SIZE_OVERFLOW ? 0 : size);
 	c->stack_id = c->sampled ? capture_stack(ctx, c, sp) : 0;

@@ -331,24 +331,18 @@ static bool check_all(struct check *k)
 	return true;
 }
 
-/* A value of the fixed-size unsigned or signed encodings, absolute. */
-static bool read_value(struct cursor *c, uint8_t enc, uint64_t *value)
+/* A 4-byte value (udata4, or sdata4 if sign), little-endian as x86-64's CFI is. */
+static bool read4(struct cursor *c, bool sign, uint64_t *value)
 {
-	int size = encoded_size(enc, 8);
-	uint64_t v = 0;
-	int i;
+	uint32_t v;
 
-	if ((enc & 0x70) || size <= 0 || (uint64_t)(c->end - c->p) < (uint64_t)size)
+	if (c->end - c->p < 4)
 		return false;
-	for (i = size - 1; i >= 0; i--)
-		v = v << 8 | c->p[i];
-	if ((enc & DW_EH_PE_signed) && size < 8 && (v >> (size * 8 - 1)))
-		v |= ~0ULL << (size * 8);
-	c->p += size;
-	*value = v;
+	memcpy(&v, c->p, 4);
+	c->p += 4;
+	*value = sign ? (uint64_t)(int64_t)(int32_t)v : v;
 	return true;
 }
-
 /*
  * The entries .eh_frame_hdr's search table points at: libdw reads the FDE at such an
  * offset directly, and it need not be one of the section's entries in order. Counts are
@@ -357,20 +351,20 @@ static bool read_value(struct cursor *c, uint8_t enc, uint64_t *value)
 static bool check_table(struct check *k, Elf_Scn *scn, GElf_Addr hdr_vaddr, GElf_Addr eh_vaddr)
 {
 	Elf_Data *d = elf_rawdata(scn, NULL);
+	const uint8_t *h = d ? d->d_buf : NULL;
 	uint64_t count, i;
 	struct cursor c;
 
-	if (!d || !d->d_buf || d->d_size < 4 || ((uint8_t *)d->d_buf)[0] != 1)
+	/* Version 1, then the encodings of the .eh_frame pointer, the count and the table. */
+	if (!h || d->d_size < 4 || h[0] != 1 || h[1] == DW_EH_PE_omit)
 		return true; /* libdw makes no CFI of it */
-	c = (struct cursor){ (uint8_t *)d->d_buf + 4, (uint8_t *)d->d_buf + d->d_size };
-	if (((uint8_t *)d->d_buf)[1] == DW_EH_PE_omit)
-		return true;
-	if (!skip_encoded(&c, ((uint8_t *)d->d_buf)[1], k->addr_size))
+	c = (struct cursor){ h + 4, h + d->d_size };
+	if (!skip_encoded(&c, h[1], k->addr_size))
 		return refuse(k, "an .eh_frame_hdr it cannot read"), false;
-	if (((uint8_t *)d->d_buf)[2] == DW_EH_PE_omit || ((uint8_t *)d->d_buf)[3] == DW_EH_PE_omit)
+	if (h[2] == DW_EH_PE_omit || h[3] == DW_EH_PE_omit)
 		return true;
-	if (((uint8_t *)d->d_buf)[2] != DW_EH_PE_udata4 || !read_value(&c, DW_EH_PE_udata4, &count) ||
-	    ((uint8_t *)d->d_buf)[3] != (DW_EH_PE_datarel | DW_EH_PE_sdata4))
+	if (h[2] != DW_EH_PE_udata4 || h[3] != (DW_EH_PE_datarel | DW_EH_PE_sdata4) ||
+	    !read4(&c, false, &count))
 		return refuse(k, "an .eh_frame_hdr table it cannot read"), false;
 	if (count > (uint64_t)(c.end - c.p) / 8)
 		return true; /* libdw makes no CFI of it */
@@ -379,7 +373,7 @@ static bool check_table(struct check *k, Elf_Scn *scn, GElf_Addr hdr_vaddr, GElf
 		Dwarf_Off next;
 
 		/* Bounded by count's check above. */
-		if (!read_value(&c, DW_EH_PE_sdata4, &loc) || !read_value(&c, DW_EH_PE_sdata4, &fde))
+		if (!read4(&c, true, &loc) || !read4(&c, true, &fde))
 			break;
 		if (check_entry(k, hdr_vaddr + fde - eh_vaddr, &next) < 0)
 			return false;

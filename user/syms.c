@@ -371,33 +371,33 @@ bool syms__place(struct syms *s, uint64_t addr, uint64_t *dev, uint64_t *ino, ui
 	return true;
 }
 
-Dwarf_CFI *syms__cfi(struct syms *s, uint64_t addr, bool debug_frame, Dwarf_Addr *cfi_addr,
-		     bool *refused)
+struct module *syms__module(struct syms *s, uint64_t addr, Dwarf_Addr *module_addr)
 {
 	/* Unwinding needs the right module's CFI: a library loaded a moment ago included. */
 	const struct location *loc = locate(s, addr, true);
-	struct module *mod = loc ? loc->module : NULL;
-	Dwarf_Addr maddr, bias;
-	Dwarf_CFI *cfi;
+
+	if (!loc)
+		return NULL;
+	module_load(s, loc->module);
+	if (!loc->module->dm || !module_address(loc->module, loc->offset, module_addr))
+		return NULL;
+	return loc->module;
+}
+
+Dwarf_CFI *syms__cfi(struct module *mod, bool debug_frame, Dwarf_Addr *bias, bool *refused)
+{
+	Dwarf_CFI *cfi = debug_frame ? dwfl_module_dwarf_cfi(mod->dm, bias)
+				     : dwfl_module_eh_cfi(mod->dm, bias);
 	char why[128];
-	Dwarf *dw;
 
 	*refused = false;
-	if (!mod)
-		return NULL;
-	module_load(s, mod);
-	if (!mod->dm || !module_address(mod, loc->offset, &maddr))
-		return NULL;
-	cfi = debug_frame ? dwfl_module_dwarf_cfi(mod->dm, &bias) : dwfl_module_eh_cfi(mod->dm, &bias);
 	if (!cfi)
 		return NULL;
 	if (!mod->cfi[debug_frame]) {
 		/* Checked before the first lookup: libdw has read no instruction yet. */
 		Dwarf_Addr dw_bias;
-		Elf *elf = debug_frame ? ((dw = dwfl_module_getdwarf(mod->dm, &dw_bias))
-						  ? dwarf_getelf(dw)
-						  : NULL)
-				       : mod->elf;
+		Dwarf *dw = debug_frame ? dwfl_module_getdwarf(mod->dm, &dw_bias) : NULL;
+		Elf *elf = debug_frame ? (dw ? dwarf_getelf(dw) : NULL) : mod->elf;
 
 		mod->cfi[debug_frame] = !elf ? 2 : cfi__safe(elf, !debug_frame, why, sizeof(why)) ? 1 : 3;
 		if (mod->cfi[debug_frame] == 3) {
@@ -406,10 +406,7 @@ Dwarf_CFI *syms__cfi(struct syms *s, uint64_t addr, bool debug_frame, Dwarf_Addr
 			     log__value(mod->path), debug_frame ? ".debug_frame" : ".eh_frame", why);
 		}
 	}
-	if (mod->cfi[debug_frame] != 1)
-		return NULL;
-	*cfi_addr = maddr - bias;
-	return cfi;
+	return mod->cfi[debug_frame] == 1 ? cfi : NULL;
 }
 
 static struct sym_frame *add_frame(struct sym_info *info)

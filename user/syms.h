@@ -31,6 +31,7 @@ struct sym_info {
 };
 
 struct syms;
+struct module;
 
 struct syms *syms__new(int pid);
 void syms__free(struct syms *s);
@@ -58,12 +59,15 @@ const struct sym_info *syms__find(struct syms *s, uint64_t addr, bool return_add
 /* name demangled (C++), owned by s. */
 const char *syms__demangle(struct syms *s, const char *name);
 
+/* The object holding addr, and addr in its Dwfl module's address space (for syms__cfi);
+ * NULL if none is readable. */
+struct module *syms__module(struct syms *s, uint64_t addr, Dwarf_Addr *module_addr);
+
 /*
- * The CFI of the object holding addr, its .eh_frame or (debug_frame) its .debug_frame, and
- * addr in the CFI's address space; NULL if there is none, or if it failed the check that
- * comes before libdw reads it (cfi.h: *refused is then set, the first time, and it is said).
+ * mod's CFI, its .eh_frame or (debug_frame) its .debug_frame, with the bias to take from a
+ * module address; NULL if there is none, or if it failed the check that comes before libdw
+ * reads it (cfi.h: *refused is then set, the first time, and it is said).
  */
-Dwarf_CFI *syms__cfi(struct syms *s, uint64_t addr, bool debug_frame, Dwarf_Addr *cfi_addr,
-		     bool *refused);
+Dwarf_CFI *syms__cfi(struct module *mod, bool debug_frame, Dwarf_Addr *bias, bool *refused);
 
 #endif

@@ -179,16 +179,17 @@ bool unwind__cfi_rule(Dwarf_CFI *cfi, Dwarf_Addr addr, struct heaptap_unwind_rul
 static bool live_cfi_rule(void *ctx, uint64_t ra, bool at_ip, struct heaptap_unwind_rule *rule)
 {
 	struct unwinder *u = ctx;
-	Dwarf_Addr addr;
+	Dwarf_Addr addr, bias;
+	struct module *mod = syms__module(u->syms, ra, &addr);
 	int pass;
 
-	for (pass = 0; pass < 2; pass++) {
+	for (pass = 0; mod && pass < 2; pass++) {
 		bool refused;
-		Dwarf_CFI *cfi = syms__cfi(u->syms, ra, pass, &addr, &refused);
+		Dwarf_CFI *cfi = syms__cfi(mod, pass, &bias, &refused);
 
 		u->stats.cfi_refused += refused;
 		/* At the call, one byte back from where it returns to. */
-		if (cfi && unwind__cfi_rule(cfi, addr - !at_ip, rule))
+		if (cfi && unwind__cfi_rule(cfi, addr - !at_ip - bias, rule))
 			return true;
 	}
 	return false;

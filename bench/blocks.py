@@ -6,8 +6,9 @@ blocks, allocated from one site after heaptap attached by PID (`--max-allocs` ra
 fit): the BPF maps' memory per live block (heaptap.map_bytes of a report before and after,
 the maps' memlock; and which of the kernel's slab caches, from /proc/slabinfo, took the
 elements: the BPF allocator rounds an element up to a kmalloc size class), how long a report takes (SIGUSR1 to its record), and how long heaptap
-takes to stop (SIGINT to its exit: the final report and the detach). The target's own RSS
-is printed for scale.
+takes to stop (SIGINT to its exit: the final report and the detach), and of a report's time
+how long reading the blocks took, and how (heaptap.blocks_read_ms and blocks_read_by).
+The target's own RSS is printed for scale.
 """
 import os
 import signal
@@ -69,7 +70,9 @@ def one(n):
             ht.end()
     print(f"{n:>10,} blocks: live {live:,}; maps {per_block:.0f} bytes a block "
           f"(slab: {grew[cache]:,} more objects of {cache}) "
-          f"({after['heaptap']['map_bytes'] / 2**20:.0f} MiB in all); report {took:.2f} s; "
+          f"({after['heaptap']['map_bytes'] / 2**20:.0f} MiB in all); report {took:.2f} s "
+          f"(the blocks read in {after['heaptap']['blocks_read_ms'] / 1e3:.2f} s by "
+          f"{after['heaptap']['blocks_read_by']}); "
           f"stop {stop:.2f} s (status {status}); heaptap RSS "
           f"{after['heaptap']['rss_bytes'] / 2**20:.0f} MiB; the target's RSS "
           f"{vm_rss(target.pid) / 2**20:.0f} MiB", flush=True)

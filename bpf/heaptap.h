@@ -337,6 +337,34 @@ static inline void heaptap_alloc_set(struct heaptap_alloc *a, __u64 size, __u32 
 }
 
 /*
+ * The blocks as the loader reads them for a report: the allocs map's entries, walked by the
+ * read_blocks program and sent through the block_ring ring, up to HEAPTAP_SCAN_CHUNK in a
+ * record (its length says how many).
+ */
+struct heaptap_scanned {
+	struct heaptap_block key;
+	struct heaptap_alloc rec;
+};
+
+#define HEAPTAP_SCAN_CHUNK 256
+#define HEAPTAP_SCAN_RING (1 << 20)
+
+struct heaptap_scan_chunk {
+	struct heaptap_scanned v[HEAPTAP_SCAN_CHUNK];
+	__u64 n;
+};
+
+/* read_blocks' result (its return value): every block sent, or not (none sent for
+ * HEAPTAP_SCAN_STALL_NS while the ring was full, or the walk still going after
+ * HEAPTAP_SCAN_MAX_NS: the loader then reads the map by its batched look-up). */
+#define HEAPTAP_SCAN_DONE 0
+#define HEAPTAP_SCAN_STALLED 1
+#define HEAPTAP_SCAN_STALL_NS (1000 * 1000000ULL)
+#define HEAPTAP_SCAN_MAX_NS (5000 * 1000000ULL)
+/* The most blocks the loader walks (about 1.5 s of its CPU held in the kernel here). */
+#define HEAPTAP_SCAN_MAX_BLOCKS (8 << 20)
+
+/*
  * A user stack as captured at an allocator's entry. ips[0] is the word at the stack
  * pointer, the direct caller's return address, which frame-pointer walks miss whenever the
  * allocator does not start with push %rbp; ips[1] is the probed address itself, and

@@ -1,10 +1,13 @@
 """Exact accounting: sizes, sites, every allocator entry point, threads, blocks from before
 attach, launch mode."""
 import os
+import signal
 import subprocess
+import time
 
-from lib import (Failure, Heaptap, Target, TARGETS, check, check_true, functions, size_row,
-                 test)
+import lib
+from lib import (Failure, Heaptap, Proc, Target, TARGETS, check, check_true, functions,
+                 size_row, test)
 
 
 def traced(target, command, *args):
@@ -202,3 +205,119 @@ def test_launch_of_a_missing_command():
           "heaptap: /nonexistent/program: command not found or not executable")
     if final is not None:
         raise Failure("a report for a command that never ran")
+
+
+def blocks_read(one_cpu):
+    """threads' run traced with --max-allocs 1024, so that its 80 blocks left are more than
+    a 32nd of the map (read by the walk), heaptap on every CPU it may use or on one (where
+    the walk cannot be: read by batched look-ups): its final record."""
+    target = Target("threads")
+    cpu = min(os.sched_getaffinity(0))
+    ht = Heaptap(["-p", str(target.target_pid), "-i", "1h", "--max-allocs", "1024"],
+                 preexec_fn=(lambda: os.sched_setaffinity(0, {cpu})) if one_cpu else None)
+    ht.attached()
+    target.do("go")
+    final, status = ht.finish()
+    target.end()
+    check("heaptap exit status", status, 0)
+    check_exact(final)
+    return final
+
+
+def live_figures(final):
+    """What a report says of the live blocks, from reading them: by site (its functions),
+    thread, process and age."""
+    return {
+        "sites": sorted((tuple(functions(s)), s["live"], s["live_bytes"], s["min_size"],
+                         s["max_size"]) for s in final["sites"]),
+        "threads": sorted((t["live"], t["live_bytes"]) for t in final["threads"] if t["live"]),
+        "processes": [(p["live"], p["live_bytes"]) for p in final["processes"]],
+        "ages": sum(a["blocks"] for a in final["ages"]),
+    }
+
+
+@test
+def test_blocks_read_by_the_walk_as_by_batched_lookups():
+    walked, batched = blocks_read(False), blocks_read(True)
+    # The walk needs a second CPU for the reader.
+    check("blocks read by", walked["heaptap"]["blocks_read_by"],
+          "walk" if len(os.sched_getaffinity(0)) > 1 else "batched lookup")
+    check("blocks read on one CPU by", batched["heaptap"]["blocks_read_by"], "batched lookup")
+    for final in (walked, batched):
+        figures = live_figures(final)
+        check("live blocks", final["live_allocs"], 80)
+        check("threads' live blocks", figures["threads"],
+              sorted((10, 10 * (1000 + t)) for t in range(8)))
+        check("live blocks of the sites", sum(s[1] for s in figures["sites"]), 80)
+        check("live bytes of the sites", sum(s[2] for s in figures["sites"]),
+              sum(10 * (1000 + t) for t in range(8)))
+        check("the process's live blocks", figures["processes"],
+              [(80, sum(10 * (1000 + t) for t in range(8)))])
+        check("blocks by age", figures["ages"], 80)
+    check("the same figures both ways", live_figures(walked), live_figures(batched))
+
+
+def walking(pid):
+    """Whether heaptap (pid) is reading its blocks by the walk: its thread is there."""
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{tid}/comm") as f:
+                if f.read().strip() == "heaptap-walk":
+                    return True
+        except OSError:
+            pass
+    return False
+
+
+@test
+def test_a_reader_stalled_mid_walk_loses_no_block():
+    if len(os.sched_getaffinity(0)) < 2:
+        print("  one CPU: no walk to stall (test_blocks_read_by_the_walk_as_by_batched_lookups "
+              "checks that it is not made)")
+        return
+    n = 500000
+    target = Proc([os.path.join(lib.BUILD, "bench", "blocks")])
+    check_true("blocks target", (target.read_line() or "").startswith("ready"))
+    ht = Heaptap(["-p", str(target.pid), "-i", "1h", "--max-allocs", str(n + n // 4)])
+    try:
+        ht.attached()
+        target.send(f"hold {n}")
+        check("blocks held", target.read_line(timeout=300), f"done hold {n}")
+        os.kill(ht.pid, signal.SIGUSR1)
+        deadline = time.monotonic() + 30
+        while not walking(ht.pid):
+            check_true("the walk begins", time.monotonic() < deadline)
+            time.sleep(0.0002)
+        # The walk (75 ms or more for these blocks) fills the ring (1 MiB: 26,214 blocks)
+        # long before its end while nothing reads it; after a second without room it gives
+        # up, and the blocks are read again by batched look-ups.
+        os.kill(ht.pid, signal.SIGSTOP)
+        time.sleep(2)
+        os.kill(ht.pid, signal.SIGCONT)
+        rec = ht.record(timeout=120)
+        while rec is not None and rec["type"] != "interval":
+            rec = ht.record(timeout=120)
+        check_true("a report", rec is not None)
+        check("blocks read by", rec["heaptap"]["blocks_read_by"], "batched lookup")
+        # The walk's second of waiting is the read's time too.
+        check_true("the read's time, the walk's included", rec["heaptap"]["blocks_read_ms"] >= 1000,
+                   f"{rec['heaptap']['blocks_read_ms']} ms")
+        held = [s for s in rec["sites"] if s["min_size"] == 64 and s["max_size"] == 64]
+        check("the held blocks' site", [(s["live"], s["live_bytes"]) for s in held],
+              [(n, 64 * n)])
+        rec = None
+        os.kill(ht.pid, signal.SIGUSR1)
+        while rec is None or rec["type"] != "interval":
+            rec = ht.record(timeout=120)
+        check("the next report's blocks read by", rec["heaptap"]["blocks_read_by"], "walk")
+        held = [s for s in rec["sites"] if s["min_size"] == 64 and s["max_size"] == 64]
+        check("the held blocks' site then", [(s["live"], s["live_bytes"]) for s in held],
+              [(n, 64 * n)])
+        final, status = ht.finish()
+        check("heaptap exit status", status, 0)
+    finally:
+        if ht.popen.poll() is None:
+            os.kill(ht.pid, signal.SIGCONT)
+            ht.end()
+        target.send("exit")
+        target.wait()

@@ -1,5 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0
 #include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/epoll.h>
+#include <sys/prctl.h>
+#include <sys/eventfd.h>
 #include <stddef.h>
 #include <fcntl.h>
 #include <math.h>
@@ -184,7 +190,6 @@ static void add_estimate(struct snapshot *s, uint64_t size, uint64_t sample_byte
 	s->est_var += (double)size * size * (1 - p) / (p * p);
 }
 
-/* Hash maps are read bucket by bucket, so blocks freed meanwhile are simply not seen. */
 /* Lists the block, for a leak check. */
 static int list_block(struct snapshot *s, size_t *cap, uint64_t addr, uint64_t size, uint64_t stack_id)
 {
@@ -200,13 +205,20 @@ struct tally {
 	struct site_proc p;
 };
 
+/* A block to drop, its size and why. */
+struct dropping {
+	struct heaptap_block key;
+	uint64_t size;
+	enum block_owner why;
+};
+
 /* What one read of the allocs map gathers besides the sites. */
 struct reader {
 	const struct snapshot_opts *o;
 	struct idmap tallies;	  /* (site << 32 | tgid) -> index + 1 in v */
 	struct tally *v;	  /* by site, and per process (site SIZE_MAX) */
 	size_t n, cap;
-	struct heaptap_block *drop; /* keys of blocks to drop */
+	struct dropping *drop;	  /* blocks to drop */
 	size_t ndrop, drop_cap;
 	struct idmap dropped;	  /* tgid << 2 | why -> index + 1 in dropped_v */
 	struct tally *dropped_v;  /* blocks and bytes dropped, by process and why (in p) */
@@ -242,39 +254,74 @@ static int tally_block(struct reader *rd, size_t site, uint32_t tgid, uint64_t s
 	return 0;
 }
 
-/* A block to drop (an image left by exec, a process gone): counted, its key kept. */
+/* A block to drop (an image left by exec, a process gone): kept, to be counted once it is
+ * out of the map (drop_blocks: a read may be made twice, and a walk may see it twice). */
 static int drop_block(struct reader *rd, const struct heaptap_block *key, enum block_owner why,
 		      uint64_t size)
 {
-	struct tally *t = tally_of(&rd->dropped, &rd->dropped_v, &rd->ndropped, &rd->dropped_cap,
-				   (uint64_t)key->tgid << 2 | why, why, key->tgid);
-
-	if (!t || array__reserve(&rd->drop, &rd->drop_cap, rd->ndrop, sizeof(*rd->drop)))
+	if (array__reserve(&rd->drop, &rd->drop_cap, rd->ndrop, sizeof(*rd->drop)))
 		return -ENOMEM;
-	t->p.live++;
-	t->p.live_bytes += size;
-	rd->drop[rd->ndrop++] = *key;
-	if (rd->o->dropped_classes) {
-		rd->o->dropped_classes[heaptap_size_class(size)].dropped++;
-		rd->o->dropped_classes[heaptap_size_class(size)].dropped_bytes += size;
-	}
+	rd->drop[rd->ndrop++] = (struct dropping){ *key, size, why };
 	return 0;
 }
 
-static int read_sites(int fd, struct stacks *stacks, struct reader *rd, bool blocks,
-		      uint32_t only, struct snapshot *s)
+/* One read of the allocs map: where each block goes in the snapshot. */
+struct block_read {
+	struct reader *rd;
+	struct stacks *stacks;
+	struct snapshot *s;
+	bool blocks;	/* the blocks listed (accounting__blocks) rather than counted */
+	uint32_t only;	/* one process's blocks (0: every process's) */
+	struct idmap index, tids;
+	size_t cap, tcap, bcap;
+	int err;
+};
+
+static int read_block(struct block_read *b, const struct heaptap_block *key,
+		      const struct heaptap_alloc *a)
 {
-	const struct snapshot_opts *o = rd->o;
-	size_t bcap = 0;
+	const struct snapshot_opts *o = b->rd->o;
+	struct snapshot *s = b->s;
+	enum block_owner owner = o && o->owner ? o->owner(o->ctx, key->tgid, key->image)
+					       : OWNER_CURRENT;
+	uint64_t size = heaptap_alloc_size(a), time_ns = heaptap_alloc_time(a), stack_id;
+	struct thread_live *t;
+	int err;
+
+	if (owner == OWNER_DROP_EXEC || owner == OWNER_DROP_EXIT)
+		return drop_block(b->rd, key, owner, size);
+	if (owner != OWNER_CURRENT || (b->only && key->tgid != b->only))
+		return 0;
+	stack_id = stacks__canonical(b->stacks, a->stack_id);
+	if (b->blocks)
+		return list_block(s, &b->bcap, key->addr, size, stack_id);
+	t = thread_of(s, &b->tids, &b->tcap, heaptap_alloc_tid(a));
+	if (!t || tally_block(b->rd, SIZE_MAX, key->tgid, size))
+		return -ENOMEM;
+	t->live++;
+	t->live_bytes += size;
+	add_age(s, a);
+	add_estimate(s, size, o ? o->sample_bytes : 0);
+	/* Allocated while this read runs: as young as can be. */
+	if (o && o->min_age_ns && (time_ns >= s->time_ns || s->time_ns - time_ns < o->min_age_ns)) {
+		s->young++;
+		return 0;
+	}
+	err = add_block(s, &b->index, &b->cap, key, a, stack_id, o ? o->sample_bytes : 0);
+	if (!err)
+		err = tally_block(b->rd, (uintptr_t)idmap__get(&b->index, stack_id) - 1, key->tgid,
+				  size);
+	return err;
+}
+
+/* Hash maps are read bucket by bucket, so blocks freed meanwhile are simply not seen. */
+static int read_batched(int fd, struct block_read *b)
+{
 	struct heaptap_alloc *values = calloc(BATCH, sizeof(*values));
 	struct heaptap_block *keys = calloc(BATCH, sizeof(*keys)), cursor = {}, next = {};
-	struct idmap index = {}, tids = {};
-	size_t cap = 0, tcap = 0;
 	bool first = true, done = false;
-	int err = 0;
+	int err = values && keys ? 0 : -ENOMEM;
 
-	if (!values || !keys)
-		err = -ENOMEM;
 	while (!err && !done) {
 		__u32 count = BATCH, i;
 
@@ -288,52 +335,198 @@ static int read_sites(int fd, struct stacks *stacks, struct reader *rd, bool blo
 		}
 		first = false;
 		cursor = next;
-		for (i = 0; i < count && !err; i++) {
-			enum block_owner owner =
-				o && o->owner ? o->owner(o->ctx, keys[i].tgid, keys[i].image)
-					      : OWNER_CURRENT;
-			uint64_t size = heaptap_alloc_size(&values[i]),
-				 time_ns = heaptap_alloc_time(&values[i]);
-			struct thread_live *t;
-			uint64_t stack_id;
-
-			if (owner == OWNER_DROP_EXEC || owner == OWNER_DROP_EXIT) {
-				err = drop_block(rd, &keys[i], owner, size);
-				continue;
-			}
-			if (owner != OWNER_CURRENT || (only && keys[i].tgid != only))
-				continue;
-			stack_id = stacks__canonical(stacks, values[i].stack_id);
-			if (blocks) {
-				err = list_block(s, &bcap, keys[i].addr, size, stack_id);
-				continue;
-			}
-			t = thread_of(s, &tids, &tcap, heaptap_alloc_tid(&values[i]));
-			if (!t || tally_block(rd, SIZE_MAX, keys[i].tgid, size)) {
-				err = -ENOMEM;
-				break;
-			}
-			t->live++;
-			t->live_bytes += size;
-			add_age(s, &values[i]);
-			add_estimate(s, size, o ? o->sample_bytes : 0);
-			/* Allocated while this read runs: as young as can be. */
-			if (o && o->min_age_ns &&
-			    (time_ns >= s->time_ns || s->time_ns - time_ns < o->min_age_ns)) {
-				s->young++;
-				continue;
-			}
-			err = add_block(s, &index, &cap, &keys[i], &values[i], stack_id,
-					o ? o->sample_bytes : 0);
-			if (!err)
-				err = tally_block(rd, (uintptr_t)idmap__get(&index, stack_id) - 1,
-						  keys[i].tgid, size);
-		}
+		for (i = 0; i < count && !err; i++)
+			err = read_block(b, &keys[i], &values[i]);
 	}
-	idmap__free(&index);
-	idmap__free(&tids);
 	free(values);
 	free(keys);
+	return err;
+}
+
+/*
+ * The walk: the read_blocks program walks the map on a thread of its own, and the thread
+ * that reads the blocks reads its ring meanwhile. One walk at a time.
+ */
+static struct {
+	pthread_mutex_t lock;
+	struct heaptap_bpf *skel;
+	struct ring_buffer *ring;
+	bool refused; /* the kernel would not run read_blocks: no walk again */
+	int done_fd; /* an eventfd the walk's thread signals when it ends */
+	int epoll_fd; /* the ring's and done_fd */
+	struct block_read *read; /* the read in progress */
+} walker = { .lock = PTHREAD_MUTEX_INITIALIZER, .done_fd = -1, .epoll_fd = -1 };
+
+struct walk_run {
+	int prog;
+	int err;
+	__u32 result;
+	bool done;
+};
+
+static int on_walked(void *ctx, void *data, size_t len)
+{
+	const struct heaptap_scanned *v = data;
+	struct block_read *b = walker.read;
+	size_t i, n = len / sizeof(*v);
+
+	/* After an error the ring is still emptied: the program waits for room otherwise. */
+	for (i = 0; b && i < n && !b->err; i++)
+		b->err = read_block(b, &v[i].key, &v[i].rec);
+	return 0;
+}
+
+static void *run_walk(void *arg)
+{
+	struct walk_run *r = arg;
+	LIBBPF_OPTS(bpf_test_run_opts, opts);
+
+	prctl(PR_SET_NAME, "heaptap-walk");
+	r->err = bpf_prog_test_run_opts(r->prog, &opts) ? -errno : 0;
+	r->result = opts.retval;
+	__atomic_store_n(&r->done, true, __ATOMIC_RELEASE);
+	eventfd_write(walker.done_fd, 1);
+	return NULL;
+}
+
+/*
+ * Whether the blocks are many enough for the walk to be quicker, and few enough for its CPU
+ * to be held for so long: it visits every bucket of the map (a million take 3 ms here),
+ * where the batched look-up passes empty ones by, and saves about 0.3 s a million blocks
+ * (bench/blocks.py). Their number as the counters have it.
+ */
+static bool worth_a_walk(struct heaptap_bpf *skel)
+{
+	uint64_t allocs = __atomic_load_n(&skel->bss->counters.allocs, __ATOMIC_RELAXED),
+		 frees = __atomic_load_n(&skel->bss->counters.frees, __ATOMIC_RELAXED);
+
+	return allocs > frees && allocs - frees >= bpf_map__max_entries(skel->maps.allocs) / 32 &&
+	       allocs - frees <= HEAPTAP_SCAN_MAX_BLOCKS;
+}
+
+/* Whether this thread may run on CPUs enough: the walk waits for room in the ring holding
+ * its CPU, so it needs another for the reader, and one more where the program's threads
+ * may wait for room in the samples ring too, holding theirs (sample_waiters_max). */
+static bool cpus_enough(struct heaptap_bpf *skel)
+{
+	cpu_set_t set;
+
+	return !sched_getaffinity(0, sizeof(set), &set) &&
+	       CPU_COUNT(&set) > (skel->rodata->sample_waiters_max ? 2 : 1);
+}
+
+static void close_walker(void)
+{
+	ring_buffer__free(walker.ring);
+	if (walker.done_fd >= 0)
+		close(walker.done_fd);
+	if (walker.epoll_fd >= 0)
+		close(walker.epoll_fd);
+	walker.ring = NULL;
+	walker.done_fd = walker.epoll_fd = -1;
+	walker.skel = NULL;
+	walker.refused = false;
+}
+
+/* The ring of skel's read_blocks, and what tells its end: -ENOTSUP if it cannot be read. */
+static int open_walker(struct heaptap_bpf *skel)
+{
+	struct epoll_event ring = { .events = EPOLLIN }, done = { .events = EPOLLIN };
+
+	close_walker();
+	walker.ring = ring_buffer__new(bpf_map__fd(skel->maps.block_ring), on_walked, NULL,
+					NULL);
+	walker.done_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	walker.epoll_fd = epoll_create1(EPOLL_CLOEXEC);
+	ring.data.fd = walker.ring ? ring_buffer__epoll_fd(walker.ring) : -1;
+	done.data.fd = walker.done_fd;
+	if (!walker.ring || walker.done_fd < 0 || walker.epoll_fd < 0 ||
+	    epoll_ctl(walker.epoll_fd, EPOLL_CTL_ADD, ring.data.fd, &ring) ||
+	    epoll_ctl(walker.epoll_fd, EPOLL_CTL_ADD, walker.done_fd, &done)) {
+		close_walker();
+		return -ENOTSUP;
+	}
+	walker.skel = skel;
+	return 0;
+}
+
+/*
+ * The blocks by the walk: -ENOTSUP when it is not to be (one CPU, few blocks or too many,
+ * no ring, no thread), -EAGAIN when it did not finish (this thread stalled: the walk gave
+ * up waiting for room in the ring), and then nothing read is to be kept.
+ */
+static int read_walked(struct heaptap_bpf *skel, struct block_read *b)
+{
+	struct walk_run run = { .prog = bpf_program__fd(skel->progs.read_blocks) };
+	sigset_t all, old;
+	pthread_t thread;
+	int err;
+
+	if (run.prog < 0 || !cpus_enough(skel) || !worth_a_walk(skel))
+		return -ENOTSUP;
+	pthread_mutex_lock(&walker.lock);
+	if (walker.skel != skel)
+		err = open_walker(skel);
+	else
+		err = walker.ring && !walker.refused ? 0 : -ENOTSUP;
+	if (!err) {
+		/* Leftovers of an earlier read, if any, are not this read's. */
+		ring_buffer__consume(walker.ring);
+		walker.read = b;
+		sigfillset(&all);
+		pthread_sigmask(SIG_SETMASK, &all, &old);
+		err = pthread_create(&thread, NULL, run_walk, &run) ? -ENOTSUP : 0;
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+	}
+	if (!err) {
+		while (!__atomic_load_n(&run.done, __ATOMIC_ACQUIRE)) {
+			struct epoll_event ev[2];
+			int i, n = epoll_wait(walker.epoll_fd, ev, 2, 1000);
+
+			for (i = 0; i < n; i++)
+				if (ev[i].data.fd != walker.done_fd)
+					ring_buffer__consume(walker.ring);
+		}
+		pthread_join(thread, NULL);
+		eventfd_read(walker.done_fd, &(eventfd_t){ 0 });
+		ring_buffer__consume(walker.ring);
+		walker.refused = run.err;
+		if (run.err || run.result != HEAPTAP_SCAN_DONE)
+			err = -EAGAIN;
+		else
+			err = b->err;
+	}
+	walker.read = NULL;
+	pthread_mutex_unlock(&walker.lock);
+	return err;
+}
+
+void accounting__release(void)
+{
+	pthread_mutex_lock(&walker.lock);
+	close_walker();
+	pthread_mutex_unlock(&walker.lock);
+}
+
+/* Every block of the allocs map into s (blocks: listed, of process only if not 0): by the
+ * walk where it may be, else by batched look-ups. -EAGAIN: the walk did not finish, and s
+ * and rd hold part of a read, to be thrown away. */
+static int read_sites(struct heaptap_bpf *skel, struct stacks *stacks, struct reader *rd,
+		      bool blocks, uint32_t only, bool walk, struct snapshot *s)
+{
+	struct block_read b = { .rd = rd, .stacks = stacks, .s = s, .blocks = blocks,
+				.only = only };
+	uint64_t start = clock__now_ns();
+	int err = walk ? read_walked(skel, &b) : -ENOTSUP;
+
+	s->read_by = READ_WALK;
+	if (err == -ENOTSUP) {
+		s->read_by = READ_BATCHED;
+		err = read_batched(bpf_map__fd(skel->maps.allocs), &b);
+	}
+	s->read_ns = clock__now_ns() - start;
+	idmap__free(&b.index);
+	idmap__free(&b.tids);
 	return err;
 }
 
@@ -381,10 +574,24 @@ static void drop_blocks(struct heaptap_bpf *skel, struct reader *rd, struct snap
 	size_t i;
 
 	for (i = 0; i < rd->ndrop; i++) {
-		bpf_map_delete_elem(fd, &rd->drop[i]);
+		const struct dropping *d = &rd->drop[i];
+		struct tally *t;
+
+		if (bpf_map_delete_elem(fd, &d->key))
+			continue;
 		/* A pool's block: its pool goes with the process or image. */
 		if (skel->rodata->pools_on)
-			bpf_map_delete_elem(pools, &rd->drop[i]);
+			bpf_map_delete_elem(pools, &d->key);
+		t = tally_of(&rd->dropped, &rd->dropped_v, &rd->ndropped, &rd->dropped_cap,
+			     (uint64_t)d->key.tgid << 2 | d->why, d->why, d->key.tgid);
+		if (t) {
+			t->p.live++;
+			t->p.live_bytes += d->size;
+		}
+		if (rd->o && rd->o->dropped_classes) {
+			rd->o->dropped_classes[heaptap_size_class(d->size)].dropped++;
+			rd->o->dropped_classes[heaptap_size_class(d->size)].dropped_bytes += d->size;
+		}
 	}
 	for (i = 0; i < rd->ndropped; i++) {
 		const struct tally *t = &rd->dropped_v[i];
@@ -597,8 +804,9 @@ void accounting__reap_pools(struct heaptap_bpf *skel)
 		bpf_prog_test_run_opts(fd, &run);
 }
 
-int accounting__snapshot(struct heaptap_bpf *skel, struct stacks *stacks,
-			 const struct snapshot_opts *opts, struct snapshot *out)
+/* A snapshot, its blocks read by the walk or by batched look-ups. */
+static int snapshot(struct heaptap_bpf *skel, struct stacks *stacks,
+		    const struct snapshot_opts *opts, bool walk, struct snapshot *out)
 {
 	struct reader rd = { .o = opts };
 	uint64_t peak_epoch;
@@ -617,7 +825,7 @@ int accounting__snapshot(struct heaptap_bpf *skel, struct stacks *stacks,
 	if (!err)
 		err = read_procs(bpf_map__fd(skel->maps.proc_counters), out);
 	if (!err)
-		err = read_sites(bpf_map__fd(skel->maps.allocs), stacks, &rd, false, 0, out);
+		err = read_sites(skel, stacks, &rd, false, 0, walk, out);
 	if (!err)
 		err = read_totals(bpf_map__fd(skel->maps.site_totals), stacks, peak_epoch, out);
 	if (!err) {
@@ -641,6 +849,22 @@ int accounting__snapshot(struct heaptap_bpf *skel, struct stacks *stacks,
 	return 0;
 }
 
+int accounting__snapshot(struct heaptap_bpf *skel, struct stacks *stacks,
+			 const struct snapshot_opts *opts, struct snapshot *out)
+{
+	uint64_t start = clock__now_ns(), lost;
+	int err = snapshot(skel, stacks, opts, true, out);
+
+	if (err != -EAGAIN)
+		return err;
+	/* The walk's time is the read's too. */
+	lost = clock__now_ns() - start;
+	err = snapshot(skel, stacks, opts, false, out);
+	if (!err)
+		out->read_ns += lost;
+	return err;
+}
+
 int accounting__blocks(struct heaptap_bpf *skel, struct stacks *stacks, uint32_t tgid,
 		       struct live_block **out, size_t *n)
 {
@@ -649,8 +873,8 @@ int accounting__blocks(struct heaptap_bpf *skel, struct stacks *stacks, uint32_t
 	int err;
 
 	accounting__reap_pools(skel);
-	err = read_sites(bpf_map__fd(skel->maps.allocs), stacks, &rd, true, tgid, &all);
-
+	/* By batched look-ups: a walk under churn (other processes') may miss a block. */
+	err = read_sites(skel, stacks, &rd, true, tgid, false, &all);
 	reader__free(&rd);
 	*out = err ? NULL : all.blocks;
 	*n = err ? 0 : all.nblocks;

@@ -101,6 +101,10 @@ struct snapshot_opts {
 	struct heaptap_size_class *dropped_classes;
 };
 
+/* How a snapshot's blocks were read: not at all (--watch), by the read_blocks program's
+ * walk of the map, or by batched look-ups. */
+enum block_read_by { READ_NONE, READ_WALK, READ_BATCHED };
+
 /* A live block, for a leak check. */
 struct live_block {
 	uint64_t addr;
@@ -144,6 +148,8 @@ struct snapshot {
 	struct site *sites; /* by live bytes, most first */
 	size_t nsites;
 	uint64_t young;		   /* blocks hidden by --min-age */
+	uint64_t read_ns;	   /* how long reading the blocks took */
+	enum block_read_by read_by; /* how they were read */
 	struct site_total *totals; /* by canonical stack id, in no order */
 	size_t ntotals;
 	struct thread_live *threads; /* by live bytes, most first */
@@ -158,18 +164,22 @@ struct snapshot {
 	uint64_t dropped_bytes;	 /* (the BPF side's live bytes are kept without them) */
 };
 
-/* Takes a snapshot. Sites are keyed by stacks' canonical ids (a sampled block's, once
- * unwound, by its stack's). */
 /* Takes the blocks that pools' resets and destroys freed out of the maps (their sites and
  * size classes with them), if any are waiting; snapshots do it first. */
 void accounting__reap_pools(struct heaptap_bpf *skel);
 
+/* Takes a snapshot. Sites are keyed by stacks' canonical ids (a sampled block's, once
+ * unwound, by its stack's). */
 int accounting__snapshot(struct heaptap_bpf *skel, struct stacks *stacks,
 			 const struct snapshot_opts *opts, struct snapshot *out);
 
 /* Every live block of process tgid (0: of every process), for a leak check: malloc'd. */
 int accounting__blocks(struct heaptap_bpf *skel, struct stacks *stacks, uint32_t tgid,
 		       struct live_block **out, size_t *n);
+
+/* What reading the blocks keeps from one read to the next (the ring read_blocks sends them
+ * through), let go before the skeleton is destroyed. */
+void accounting__release(void);
 
 
 /* --watch: the sites are the stacks that first wrote new pages, a page a block: live and

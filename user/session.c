@@ -1185,6 +1185,7 @@ int session__close(struct session *s, int err)
 	bpf_link__destroy(s->fork_link);
 	bpf_link__destroy(s->exec_link);
 	drain__free(s->rings);
+	accounting__release();
 	heaptap_bpf__destroy(s->skel);
 	if (s->stats_fd >= 0)
 		close(s->stats_fd);

@@ -59,6 +59,22 @@ def test_follow_counts_children_and_exec_per_process():
     the exec without a gap (the same C library: its probes stay). Every figure is the
     program's, per process; the children's site is one, in 8 processes. A process outside
     the set never traps; the children's code is the file's again after detach."""
+    follow_family([])
+
+
+@test
+def test_follow_counts_the_same_with_blocks_read_by_the_walk():
+    """The same, the blocks read by the walk (--max-allocs 256: the family's are more than a
+    32nd of it), the children's and the exec's blocks dropped by it: each counted once it is
+    out of the map."""
+    rec = follow_family(["--max-allocs", "256"])
+    check("blocks read by", rec["heaptap"]["blocks_read_by"],
+          "walk" if len(os.sched_getaffinity(0)) > 1 else "batched lookup")
+
+
+def follow_family(extra):
+    """test_follow_counts_children_and_exec_per_process, heaptap given extra options: the
+    report after the exec."""
     family = Target("family", args=[LAUNCH])
     host = Target("family")   # the same program, outside the set
     with socket.socket() as s:
@@ -66,7 +82,8 @@ def test_follow_counts_children_and_exec_per_process():
         port = s.getsockname()[1]
     profile = os.path.join(tempfile.mkdtemp(prefix="heaptap-services-"), "heap.pb.gz")
     ht = Heaptap(["-p", str(family.target_pid), "--follow", "-i", "200ms", "--listen",
-                  f"127.0.0.1:{port}", "--pprof", profile, "--folded", profile + ".folded"])
+                  f"127.0.0.1:{port}", "--pprof", profile, "--folded", profile + ".folded"] +
+                 extra)
     attached = ht.attached()
     family.do("alloc 3 100")
     kids = [int(x) for x in family.do(f"fork {CHILDREN}").split()]
@@ -161,6 +178,7 @@ def test_follow_counts_children_and_exec_per_process():
                                                             final["live_bytes"]), (3, 300))
     check("inexact at the end: the children's late start only",
           final["inexact"]["total"], final["inexact"]["late_procs"])
+    return rec
 
 
 FLASHES = 5000

@@ -1954,7 +1954,7 @@ int reap_pools(void *ctx)
  * The blocks, for a report: the loader runs read_blocks (BPF_PROG_TEST_RUN) on one thread
  * and reads block_ring on another. The walk goes bucket by bucket under RCU, taking no
  * lock, and sends the entries HEAPTAP_SCAN_CHUNK at a time; the map's batched look-up,
- * which locks each bucket and copies each entry twice, took 2.6 times as long at 4
+ * which locks each bucket and copies each entry twice, took three times as long at 4
  * million blocks (bench/blocks.py). Unlike a look-up, the walk does not start a bucket
  * again when the element it stands on is freed and reused meanwhile (the map's elements
  * are reused at once): under churn it may see a block twice or miss one.

@@ -346,7 +346,7 @@ struct heaptap_scanned {
 	struct heaptap_alloc rec;
 };
 
-#define HEAPTAP_SCAN_CHUNK 256
+#define HEAPTAP_SCAN_CHUNK 1024
 #define HEAPTAP_SCAN_RING (1 << 20)
 
 struct heaptap_scan_chunk {

@@ -296,7 +296,7 @@ def test_a_reader_stalled_mid_walk_loses_no_block():
         while not walking(ht.pid):
             check_true("the walk begins", time.monotonic() < deadline)
             time.sleep(0.0002)
-        # The walk (75 ms or more for these blocks) fills the ring (1 MiB: 26,214 blocks)
+        # The walk (60 ms or more for these blocks) fills the ring (1 MiB: 25,575 blocks)
         # long before its end while nothing reads it; after a second without room it gives
         # up, and the blocks are read again by batched look-ups.
         os.kill(ht.pid, signal.SIGSTOP)

@@ -361,7 +361,6 @@ struct walk_run {
 	int prog;
 	int err;
 	__u32 result;
-	bool done;
 };
 
 static int on_walked(void *ctx, void *data, size_t len)
@@ -384,7 +383,6 @@ static void *run_walk(void *arg)
 	prctl(PR_SET_NAME, "heaptap-walk");
 	r->err = bpf_prog_test_run_opts(r->prog, &opts) ? -errno : 0;
 	r->result = opts.retval;
-	__atomic_store_n(&r->done, true, __ATOMIC_RELEASE);
 	eventfd_write(walker.done_fd, 1);
 	return NULL;
 }
@@ -402,17 +400,6 @@ static bool worth_a_walk(struct heaptap_bpf *skel)
 
 	return allocs > frees && allocs - frees >= bpf_map__max_entries(skel->maps.allocs) / 32 &&
 	       allocs - frees <= HEAPTAP_SCAN_MAX_BLOCKS;
-}
-
-/* Whether this thread may run on CPUs enough: the walk waits for room in the ring holding
- * its CPU, so it needs another for the reader, and one more where the program's threads
- * may wait for room in the samples ring too, holding theirs (sample_waiters_max). */
-static bool cpus_enough(struct heaptap_bpf *skel)
-{
-	cpu_set_t set;
-
-	return !sched_getaffinity(0, sizeof(set), &set) &&
-	       CPU_COUNT(&set) > (skel->rodata->sample_waiters_max ? 2 : 1);
 }
 
 static void close_walker(void)
@@ -459,13 +446,17 @@ static int read_walked(struct heaptap_bpf *skel, struct block_read *b)
 {
 	struct walk_run run = { .prog = bpf_program__fd(skel->progs.read_blocks) };
 	cpu_set_t mine, walks, reads;
+	bool ended = false;
 	sigset_t all, old;
 	pthread_attr_t attr;
 	pthread_t thread;
 	int err, cpu;
 
-	if (run.prog < 0 || !cpus_enough(skel) || !worth_a_walk(skel) ||
-	    sched_getaffinity(0, sizeof(mine), &mine))
+	/* CPUs enough: the walk waits for room in the ring holding its CPU, so it needs another
+	 * for the reader, and one more where the program's threads may wait for room in the
+	 * samples ring too, holding theirs (sample_waiters_max). */
+	if (run.prog < 0 || !worth_a_walk(skel) || sched_getaffinity(0, sizeof(mine), &mine) ||
+	    CPU_COUNT(&mine) <= (skel->rodata->sample_waiters_max ? 2 : 1))
 		return -ENOTSUP;
 	/* The walk on the last CPU this thread may use, this thread on the others meanwhile:
 	 * woken by the walk, it could otherwise be queued on the walk's CPU, behind a program
@@ -500,13 +491,16 @@ static int read_walked(struct heaptap_bpf *skel, struct block_read *b)
 	if (!err)
 		sched_setaffinity(0, sizeof(reads), &reads);
 	if (!err) {
-		while (!__atomic_load_n(&run.done, __ATOMIC_ACQUIRE)) {
+		while (!ended) {
 			struct epoll_event ev[2];
 			int i, n = epoll_wait(walker.epoll_fd, ev, 2, 1000);
 
-			for (i = 0; i < n; i++)
-				if (ev[i].data.fd != walker.done_fd)
+			for (i = 0; i < n; i++) {
+				if (ev[i].data.fd == walker.done_fd)
+					ended = true;
+				else
 					ring_buffer__consume(walker.ring);
+			}
 		}
 		pthread_join(thread, NULL);
 		sched_setaffinity(0, sizeof(mine), &mine);

@@ -295,6 +295,10 @@ struct call {
 	__u64 win[WINDOW_WORDS];
 	struct rule_slot rules[RULE_SLOTS];
 	__u64 known[KNOWN_STACKS];
+	/* A Python object's allocation: the Python frames it was made in (HEAPTAP_PY_FRAME),
+	 * to add to its stack */
+	__u64 npy;
+	__u64 py[HEAPTAP_PY_DEPTH];
 };
 
 struct {
@@ -793,6 +797,8 @@ static __always_inline __u64 hash_stack(const struct heaptap_stack *s, __u32 wor
 	__u64 h = heaptap_hash_step(HEAPTAP_HASH_SEED, s->image);
 	__u32 i;
 
+	if (s->tag)
+		h = heaptap_hash_step(h, s->tag);
 	for (i = 0; i < HEAPTAP_MAX_DEPTH + 1; i++) {
 		if (i >= words)
 			break;
@@ -806,8 +812,19 @@ static __always_inline __u64 store_stack(struct call *c, __u32 words)
 {
 	struct heaptap_event *e;
 	__u64 id;
+	__u32 i;
 
 	c->stack.image = c->image;
+	/* Python frames after the C ones, which give way to them where the stack is full. */
+	if (c->npy) {
+		if (words > HEAPTAP_MAX_DEPTH + 1 - c->npy)
+			words = HEAPTAP_MAX_DEPTH + 1 - c->npy;
+		for (i = 0; i < HEAPTAP_PY_DEPTH && i < c->npy; i++)
+			c->stack.ips[(words + i) & HEAPTAP_MAX_DEPTH] = c->py[i];
+		words += c->npy;
+		if (words <= HEAPTAP_MAX_DEPTH)
+			c->stack.ips[words & HEAPTAP_MAX_DEPTH] = 0;
+	}
 	id = hash_stack(&c->stack, words);
 	/* Stored stacks stay: one this thread met lately needs no lookup. */
 	if (c->known[id & (KNOWN_STACKS - 1)] == id)
@@ -1079,6 +1096,9 @@ static __always_inline __u64 send_copy(struct call *c, const struct walk *w, con
 	smp->size = i < 16 ? size : 0;
 	smp->at_ip = w->at_ip != 0;
 	smp->nips = w->words;
+	smp->tag = c->stack.tag;
+	smp->npy = c->npy;
+	__builtin_memcpy(smp->py, c->py, sizeof(smp->py));
 	__builtin_memcpy(smp->ips, c->stack.ips, sizeof(smp->ips));
 	__sync_fetch_and_add(&counters.samples, 1);
 	bpf_ringbuf_submit(smp, 0);
@@ -1328,8 +1348,42 @@ static __always_inline void untracked_free(struct call *c, __u64 ptr)
 
 /* An allocator call begins: the thread's state for it, or NULL when it is not one to count
  * (not a target's thread, nested in another, or entered while probes come or go). */
+/*
+ * CPython 3.11's frames, innermost first: the thread's state (the GIL's holder: the thread
+ * making the object) points to its _PyCFrame (7 words in), which points to the current
+ * _PyInterpreterFrame (1 word in); each frame has its code object 4 words in, the frame
+ * that called it 6 words in, and its last instruction started 7 words in. Into c->py.
+ */
+#define PY_TSTATE_CFRAME 56
+#define PY_CFRAME_FRAME 8
+
+static __always_inline __u64 python_frames(void *ctx, struct call *c, __u64 cookie)
+{
+	__s64 state = heaptap_cookie_py_state(cookie);
+	__u64 at, frame, f[8], n = 0, i;
+
+	if (!state)
+		return 0;
+	at = PT_REGS_IP((struct pt_regs *)ctx) + state;
+	if (bpf_probe_read_user(&at, sizeof(at), (void *)at) || !at ||
+	    bpf_probe_read_user(&at, sizeof(at), (void *)(at + PY_TSTATE_CFRAME)) || !at ||
+	    bpf_probe_read_user(&frame, sizeof(frame), (void *)(at + PY_CFRAME_FRAME)))
+		return 0;
+	for (i = 0; i < HEAPTAP_PY_DEPTH && frame; i++) {
+		if (bpf_probe_read_user(f, sizeof(f), (void *)frame) ||
+		    f[4] >> HEAPTAP_PY_CODE_BITS)
+			break;
+		at = f[7] >= f[4] && f[7] - f[4] < HEAPTAP_PY_AT_MAX ? f[7] - f[4]
+								    : HEAPTAP_PY_AT_MAX;
+		c->py[i] = HEAPTAP_PY_FRAME | at << HEAPTAP_PY_CODE_BITS | f[4];
+		n++;
+		frame = f[6];
+	}
+	return n;
+}
+
 static __always_inline struct call *begin(void *ctx, __u64 kind, __u64 ptr, __u64 size,
-					  __u64 memptr)
+					  __u64 memptr, __u64 tag)
 {
 	__u64 sp = PT_REGS_SP((struct pt_regs *)ctx), cookie;
 	struct call *c = target_call();
@@ -1363,6 +1417,8 @@ static __always_inline struct call *begin(void *ctx, __u64 kind, __u64 ptr, __u6
 	/* A block over 4 TiB counts as 4 TiB, in its record and in every figure. */
 	c->size = size > HEAPTAP_ALLOC_SIZE_MAX ? HEAPTAP_ALLOC_SIZE_MAX : size;
 	c->memptr = memptr;
+	c->stack.tag = tag;
+	c->npy = tag ? python_frames(ctx, c, cookie) : 0;
 	c->sampled = sampled(c, size == SIZE_OVERFLOW ? 0 : size);
 	c->stack_id = c->sampled ? capture_stack(ctx, c, sp) : 0;
 	/*
@@ -1376,7 +1432,7 @@ static __always_inline struct call *begin(void *ctx, __u64 kind, __u64 ptr, __u6
 
 static __always_inline int enter(void *ctx, __u64 kind, __u64 ptr, __u64 size, __u64 memptr)
 {
-	begin(ctx, kind, ptr, size, memptr);
+	begin(ctx, kind, ptr, size, memptr, 0);
 	return 0;
 }
 
@@ -1483,6 +1539,45 @@ int posix_memalign_enter(struct pt_regs *ctx)
 	return enter(ctx, HEAPTAP_KIND_POSIX_MEMALIGN, 0, a.v[2], a.v[0]);
 }
 
+/*
+ * CPython's PyTypeObject, as 3.8 to 3.12 lay it out: the sizes of an instance and of each of
+ * its items, and the flags that say what the instance's block holds before the object (the
+ * GC's header; 3.11's managed __dict__, 3.12's managed weak references).
+ */
+#define PY_TYPE_BASICSIZE 0x20 /* tp_basicsize, then tp_itemsize */
+#define PY_TYPE_FLAGS 0xa8
+#define PY_TPFLAGS_PREHEADER (1ULL << 3 | 1ULL << 4)
+#define PY_TPFLAGS_HAVE_GC (1ULL << 14)
+#define PY_GC_HEAD 16
+
+/*
+ * (type, items) -> an object: PyType_GenericAlloc's block, as it sizes it: room for items + 1
+ * items, rounded up to a word, after what the type's flags put before the object. The block
+ * is counted under the object's address (what PyObject_GC_Del and PyObject_Free are given)
+ * and its stack is tagged with the type, so that each class has its sites.
+ */
+SEC("uprobe")
+int pyobject_enter(struct pt_regs *ctx)
+{
+	__u64 sizes[2], flags, items, size = 0;
+	struct args a;
+
+	read_args(ctx, &a);
+	items = a.v[1] + 1;
+	if (!bpf_probe_read_user(sizes, sizeof(sizes), (void *)(a.v[0] + PY_TYPE_BASICSIZE)) &&
+	    !bpf_probe_read_user(&flags, sizeof(flags), (void *)(a.v[0] + PY_TYPE_FLAGS)) &&
+	    (__s64)sizes[0] >= 0 && (__s64)sizes[1] >= 0 && items <= HEAPTAP_ALLOC_SIZE_MAX) {
+		size = mul_size(items, sizes[1]);
+		size = size > HEAPTAP_ALLOC_SIZE_MAX ? size : (size + sizes[0] + 7) & ~7ULL;
+		if (flags & PY_TPFLAGS_HAVE_GC)
+			size += PY_GC_HEAD;
+		if (flags & PY_TPFLAGS_PREHEADER)
+			size += 2 * sizeof(__u64);
+	}
+	begin(ctx, HEAPTAP_KIND_MALLOC, 0, size, 0, a.v[0]);
+	return 0;
+}
+
 /* The block at ptr freed: its record taken out and accounted. False when heaptap holds no
  * record of it. */
 static __always_inline bool free_recorded(struct call *c, __u64 ptr)
@@ -1523,7 +1618,8 @@ static __always_inline struct call *do_free(struct pt_regs *ctx)
 {
 	__u64 sp = PT_REGS_SP(ctx), ptr;
 	struct heaptap_block key;
-	struct heaptap_fn_stats *st = fn_of(heaptap_cookie_fn(bpf_get_attach_cookie(ctx)));
+	__u64 cookie = bpf_get_attach_cookie(ctx);
+	struct heaptap_fn_stats *st = fn_of(heaptap_cookie_fn(cookie));
 	struct call *c;
 	struct args a;
 
@@ -1567,7 +1663,7 @@ static __always_inline struct call *do_free(struct pt_regs *ctx)
 	}
 	if (free_recorded(c, ptr))
 		return c;
-	if (frees_own_memory(c, sp))
+	if ((cookie & HEAPTAP_COOKIE_UNSEEN) || frees_own_memory(c, sp))
 		__sync_fetch_and_add(&counters.own_frees, 1);
 	else
 		untracked_free(c, ptr);
@@ -1823,7 +1919,7 @@ int pool_alloc_enter(struct pt_regs *ctx)
 	struct args a;
 
 	read_args(ctx, &a);
-	c = begin(ctx, HEAPTAP_KIND_POOL_ALLOC, 0, a.v[1], 0);
+	c = begin(ctx, HEAPTAP_KIND_POOL_ALLOC, 0, a.v[1], 0, 0);
 	if (c)
 		c->pool = a.v[0];
 	return 0;
@@ -2264,6 +2360,8 @@ int BPF_PROG(page_fault, unsigned long address, struct pt_regs *regs, unsigned l
 		return 0;
 	__sync_fetch_and_add(&counters.pages_touched, 1);
 	c->stack.ips[0] = 0;
+	c->stack.tag = 0;
+	c->npy = 0;
 	/* The stack has changed since the thread's last walk. */
 	c->win_n = 0;
 	if (stack_mode != HEAPTAP_STACK_FP) {

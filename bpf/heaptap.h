@@ -154,6 +154,37 @@ static inline __u32 heaptap_cookie_pool_ret(__u64 cookie)
 	return (cookie >> HEAPTAP_COOKIE_POOL_SHIFT) & 0xff;
 }
 
+/*
+ * A Python object's allocation (--pyobject-alloc) in a CPython 3.11 interpreter: where the
+ * interpreter keeps the current thread's state (a pointer to its PyThreadState), as a distance
+ * from the probed address (the same in every process: both are in the interpreter's object),
+ * signed, in the cookie's top bits; 0 when unknown (no Python frames then).
+ */
+#define HEAPTAP_COOKIE_PY_SHIFT 40
+/* A free function's cookie: a block it frees that heaptap never saw made was made unseen,
+ * not before attach (alloc_spec.h): counted as own_frees. */
+#define HEAPTAP_COOKIE_UNSEEN (1ULL << 40)
+#define HEAPTAP_PY_STATE_MAX ((1LL << (64 - HEAPTAP_COOKIE_PY_SHIFT - 1)) - 1)
+
+static inline __s64 heaptap_cookie_py_state(__u64 cookie)
+{
+	return (__s64)cookie >> HEAPTAP_COOKIE_PY_SHIFT;
+}
+
+/*
+ * A Python frame in a stack: the frame's code object (a user address, below 2^47), the
+ * bytes from it to the last instruction the frame started (its co_code_adaptive is part of
+ * the object; 0x7fff: that far or more), and bit 62, which no user address has. A stack's
+ * Python frames come after its C frames (the loader shows them right after the allocating
+ * function's), innermost first, at most HEAPTAP_PY_DEPTH of them.
+ */
+#define HEAPTAP_PY_FRAME (1ULL << 62)
+/* (For the loader's symbols: a Python type by its address, or'ed with it, names the type.) */
+#define HEAPTAP_PY_TYPE (1ULL << 61)
+#define HEAPTAP_PY_CODE_BITS 47
+#define HEAPTAP_PY_AT_MAX 0x7fff
+#define HEAPTAP_PY_DEPTH 16
+
 /* The cookie of function fn with its first arguments in registers reg0, reg1, reg2. */
 static inline __u64 heaptap_cookie(__u32 fn, __u32 reg0, __u32 reg1, __u32 reg2)
 {
@@ -192,6 +223,7 @@ enum heaptap_kind {
 	HEAPTAP_KIND_POOL_RESET,   /* (pool): every block of the pool freed; the pool lives on */
 	HEAPTAP_KIND_POOL_DESTROY, /* (pool): every block of the pool freed, and the pool */
 	HEAPTAP_KIND_FREE_CHAIN,   /* (ptr, next): ptr and the blocks chained from it freed */
+	HEAPTAP_KIND_PYOBJECT,	   /* (type, items) -> a CPython object, sized by its type */
 };
 
 /* Blocks of a chain one call frees after the first, at most (--free-chain). */
@@ -278,6 +310,10 @@ struct heaptap_sample {
 	 * entry (or at the instruction itself, with at_ip).
 	 */
 	__u64 nips;
+	__u64 tag; /* the stack's (struct heaptap_stack) */
+	/* Its Python frames (HEAPTAP_PY_FRAME), to add after the C frames once unwound */
+	__u64 npy;
+	__u64 py[HEAPTAP_PY_DEPTH];
 	__u64 ips[HEAPTAP_MAX_DEPTH + 1];
 	__u8 stack[HEAPTAP_MAX_STACK_BYTES];
 };
@@ -373,6 +409,10 @@ struct heaptap_scan_chunk {
 struct heaptap_stack {
 	__u32 image; /* whose addresses these are */
 	__u32 pad;
+	/* What the blocks are, where the allocating function says (a Python object's type,
+	 * --pyobject-alloc); 0 for memory of no kind. Part of the stack's id: a site is a
+	 * stack and a kind of object. */
+	__u64 tag;
 	__u64 ips[HEAPTAP_MAX_DEPTH + 1];
 };
 

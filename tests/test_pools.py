@@ -271,7 +271,10 @@ def test_pool_specs_refused_with_the_part_that_is_wrong():
              "arguments are the same argN"),
             (["--allocator-family", "apache"],
              "heaptap: unknown --allocator-family 'apache': heaptap knows nginx, apr, "
-             "postgres and glib")):
+             "postgres, glib and python"),
+            (["--pyobject-alloc", "arena_get(size=arg1)"],
+             "heaptap: invalid --pyobject-alloc 'arena_get(size=arg1)': 'size' is not what "
+             "--pyobject-alloc reads: expected type=argN,items=argN")):
         status, out, err = run_heaptap(["-p", str(target.target_pid)] + args)
         check(f"{args}: exit status", status, 2)
         check_true(f"{args}: said", err.startswith(said), err)

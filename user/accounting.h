@@ -64,6 +64,9 @@ struct site {
 	size_t ndumps;
 	uint64_t pool;
 	char pool_name[64];
+	/* ...and the type of its objects (a Python class: 0 for none), by name ("": unread) */
+	uint64_t object_type;
+	char object_type_name[64];
 };
 
 /* One process's figures at the snapshot: its counters, and its live blocks. */

@@ -19,6 +19,7 @@ static const struct {
 	{ "--realloc", HEAPTAP_KIND_REALLOC },
 	{ "--free", HEAPTAP_KIND_FREE },
 	{ "--free-chain", HEAPTAP_KIND_FREE_CHAIN },
+	{ "--pyobject-alloc", HEAPTAP_KIND_PYOBJECT },
 	{ "--pool-create", HEAPTAP_KIND_POOL_CREATE },
 	{ "--pool-alloc", HEAPTAP_KIND_POOL_ALLOC },
 	{ "--pool-reset", HEAPTAP_KIND_POOL_RESET },

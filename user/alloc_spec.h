@@ -24,6 +24,7 @@
 #ifndef HEAPTAP_ALLOC_SPEC_H
 #define HEAPTAP_ALLOC_SPEC_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include <linux/types.h>
@@ -46,6 +47,10 @@ struct alloc_spec {
 	/* --pool-alloc's pool=ret[-N]: the pool is the word N bytes below the block returned
 	 * (N / 8 here; 0: the pool is an argument) */
 	uint8_t pool_ret;
+	/* A freeing function that is given blocks heaptap cannot see made (a family's: Python
+	 * objects made where the interpreter inlined its allocator): those count as own_frees,
+	 * not as unknown frees */
+	bool unseen;
 };
 
 /* The option's kind, or 0 if option is none of the spec options. */

@@ -55,6 +55,9 @@ static const char usage_tail[] =
 	"      --free-chain FN(ptr=argN,next=argN)  FN frees the block ptr and the chain of\n"
 	"                         blocks after it, each one's address the word next bytes\n"
 	"                         into the block before; repeatable\n"
+	"      --pyobject-alloc FN(type=argN,items=argN)  FN makes a CPython object of the\n"
+	"                         type (a PyTypeObject) with items items, sized as\n"
+	"                         PyType_GenericAlloc sizes it; its sites are per type\n"
 	"      --pool-alloc FN(pool=argN,size=argN)  FN allocates from a pool whose blocks\n"
 	"                         all go at once, by --pool-reset FN(pool=argN) (the pool\n"
 	"                         lives on) or --pool-destroy FN(pool=argN); --pool-create FN\n"
@@ -63,7 +66,8 @@ static const char usage_tail[] =
 	"      --pool-name-at N   a pool points to its name (a C string) N bytes into it\n"
 	"      --allocator-family NAME  the program's own allocator, by name: nginx (its\n"
 	"                         pools), apr (APR's pools), postgres (its memory\n"
-	"                         contexts; PostgreSQL 13 to 15) or glib (GLib's slices)\n"
+	"                         contexts; PostgreSQL 13 to 15), glib (GLib's slices) or\n"
+	"                         python (CPython's objects, by class)\n"
 	"      --max-allocs N     outstanding blocks tracked (default 1048576)\n"
 	"      --max-stacks N     distinct stacks stored (default 65536)\n"
 	"      --stack-depth N    frames per stack, 1-%d (default 64)\n"
@@ -124,6 +128,7 @@ enum {
 	OPT_REALLOC,
 	OPT_FREE,
 	OPT_FREE_CHAIN,
+	OPT_PYOBJECT_ALLOC,
 	OPT_POOL_CREATE,
 	OPT_POOL_ALLOC,
 	OPT_POOL_RESET,
@@ -175,6 +180,7 @@ static const struct option base_options[] = {
 	{ "realloc", required_argument, NULL, OPT_REALLOC },
 	{ "free", required_argument, NULL, OPT_FREE },
 	{ "free-chain", required_argument, NULL, OPT_FREE_CHAIN },
+	{ "pyobject-alloc", required_argument, NULL, OPT_PYOBJECT_ALLOC },
 	{ "pool-create", required_argument, NULL, OPT_POOL_CREATE },
 	{ "pool-alloc", required_argument, NULL, OPT_POOL_ALLOC },
 	{ "pool-reset", required_argument, NULL, OPT_POOL_RESET },
@@ -564,6 +570,7 @@ static const struct family {
 	const char *name;
 	unsigned int pool_name_at; /* where a pool points to its name; 0: nowhere */
 	const char *const specs[16][2]; /* option, spec; to the first NULL */
+	bool unseen; /* its frees are given blocks made unseen (alloc_spec.h) */
 } families[] = {
 	{ "nginx", 0,
 	  { { "--pool-create", "ngx_create_pool" },
@@ -607,6 +614,23 @@ static const struct family {
 	/* GLib's slices (g_slice_new, g_slice_free, and GList's and GSList's nodes): blocks
 	 * of a size the caller gives again at the free. A large one comes from malloc inside
 	 * g_slice_alloc: counted once, as the slice. */
+	/* CPython's objects: every instance of a class (and of the types made as classes are)
+	 * comes from PyType_GenericAlloc, one call, where its type is known; the interpreter
+	 * frees one by PyObject_GC_Del or PyObject_Free, which get the object. The object
+	 * allocator's own functions are traced where they are called: link-time optimisation
+	 * inlined them into most of the interpreter's callers (extension modules call them). */
+	{ "python", 0,
+	  { { "--pyobject-alloc", "PyType_GenericAlloc(type=arg0,items=arg1)" },
+	    { "--alloc", "PyObject_Malloc" },
+	    { "--calloc", "PyObject_Calloc" },
+	    { "--realloc", "PyObject_Realloc" },
+	    { "--free", "PyObject_Free" },
+	    { "--free", "PyObject_GC_Del" },
+	    { "--alloc", "PyMem_Malloc" },
+	    { "--calloc", "PyMem_Calloc" },
+	    { "--realloc", "PyMem_Realloc" },
+	    { "--free", "PyMem_Free" } },
+	  true },
 	{ "glib", 0,
 	  { { "--alloc", "g_slice_alloc(size=arg0)" },
 	    { "--alloc", "g_slice_alloc0(size=arg0)" },
@@ -623,8 +647,11 @@ static int add_family(struct options *opts, const char *name)
 	for (i = 0; i < sizeof(families) / sizeof(families[0]); i++) {
 		if (strcmp(families[i].name, name))
 			continue;
-		for (k = 0; !err && k < 16 && families[i].specs[k][0]; k++)
+		for (k = 0; !err && k < 16 && families[i].specs[k][0]; k++) {
 			err = add_own(opts, families[i].specs[k][0], families[i].specs[k][1]);
+			if (!err)
+				opts->own[opts->nown - 1].unseen = families[i].unseen;
+		}
 		/* A family that knows no names leaves another's place as it was. */
 		if (!opts->pool_name_given && families[i].pool_name_at) {
 			opts->pool_name_at = families[i].pool_name_at;
@@ -632,7 +659,7 @@ static int add_family(struct options *opts, const char *name)
 		}
 		return err;
 	}
-	elog("unknown --allocator-family '%s': heaptap knows nginx, apr, postgres and glib (see "
+	elog("unknown --allocator-family '%s': heaptap knows nginx, apr, postgres, glib and python (see "
 	     "heaptap --help)",
 	     log__value(name));
 	return -EINVAL;
@@ -652,6 +679,7 @@ static int parse_tracing(struct options *opts, int c)
 	case OPT_REALLOC: return add_own(opts, "--realloc", optarg);
 	case OPT_FREE: return add_own(opts, "--free", optarg);
 	case OPT_FREE_CHAIN: return add_own(opts, "--free-chain", optarg);
+	case OPT_PYOBJECT_ALLOC: return add_own(opts, "--pyobject-alloc", optarg);
 	case OPT_POOL_CREATE: return add_own(opts, "--pool-create", optarg);
 	case OPT_POOL_ALLOC: return add_own(opts, "--pool-alloc", optarg);
 	case OPT_POOL_RESET: return add_own(opts, "--pool-reset", optarg);

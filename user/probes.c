@@ -21,6 +21,7 @@
 #include "insn.h"
 #include "log.h"
 #include "probes.h"
+#include "python.h"
 
 /*
  * The allocator family. libstdc++'s operator new calls malloc, so with glibc only malloc
@@ -91,6 +92,7 @@ const char *probes__kind_name(int kind)
 	case HEAPTAP_KIND_POOL_RESET: return "pool_reset";
 	case HEAPTAP_KIND_POOL_DESTROY: return "pool_destroy";
 	case HEAPTAP_KIND_FREE_CHAIN: return "free_chain";
+	case HEAPTAP_KIND_PYOBJECT: return "pyobject";
 	}
 	return "?";
 }
@@ -114,6 +116,7 @@ static const char *const kind_args[][HEAPTAP_COOKIE_ARGS] = {
 	[HEAPTAP_KIND_POOL_RESET] = { "pool" },
 	[HEAPTAP_KIND_POOL_DESTROY] = { "pool" },
 	[HEAPTAP_KIND_FREE_CHAIN] = { "ptr", "next" },
+	[HEAPTAP_KIND_PYOBJECT] = { "type", "items" },
 };
 
 const char *probes__arg_name(int kind, unsigned int arg)
@@ -152,6 +155,7 @@ static void programs_for(const struct probes *p, struct heaptap_bpf *skel, const
 	*ret = skel->progs.alloc_return;
 	switch (kind) {
 	case HEAPTAP_KIND_MALLOC: *entry = skel->progs.malloc_enter; break;
+	case HEAPTAP_KIND_PYOBJECT: *entry = skel->progs.pyobject_enter; break;
 	case HEAPTAP_KIND_NEW: *entry = skel->progs.new_enter; break;
 	case PROBE_UNWIND:
 		*entry = p->fixup == FIXUP_BPF ? skel->progs.unwind_write : skel->progs.unwind_wait;
@@ -329,6 +333,10 @@ static int plan_own(const struct allocator *a, struct probes *p)
 			return -ENOMEM;
 		pr->own = fn->spec;
 		pr->skipped = locate(pr, &addr);
+		if (!pr->skipped && pr->kind == HEAPTAP_KIND_PYOBJECT) {
+			pr->entry_addr = addr;
+			pr->thread_state = python__thread_state(pr->file);
+		}
 		if (!pr->skipped && p->n > HEAPTAP_MAX_FUNCS)
 			pr->skipped = "beyond the functions heaptap can count";
 		/* Freeing functions too: they may call free themselves (pool.c's pool_put). */
@@ -414,8 +422,18 @@ static uint64_t cookie_of(const struct probe *pr, size_t i)
 	/* Past the table's end (unwinders of many objects), no slot: nothing counts it. */
 	__u32 fn = i < HEAPTAP_MAX_FUNCS ? i : HEAPTAP_MAX_FUNCS;
 
+	/* The thread's state from the site, where the probe is (the same place in the file). */
+	int64_t state = pr->thread_state ? (int64_t)(pr->thread_state - pr->entry_addr -
+						     (pr->offset - pr->start))
+					 : 0;
+
+	if (state > HEAPTAP_PY_STATE_MAX || state < -HEAPTAP_PY_STATE_MAX)
+		state = 0;
 	return heaptap_cookie(fn, pr->site.regs[0], pr->site.regs[1], pr->site.regs[2]) |
-	       (uint64_t)(pr->own ? pr->own->pool_ret : 0) << HEAPTAP_COOKIE_POOL_SHIFT;
+	       (uint64_t)(pr->own ? pr->own->pool_ret : 0) << HEAPTAP_COOKIE_POOL_SHIFT |
+	       (uint64_t)state << HEAPTAP_COOKIE_PY_SHIFT |
+	       (pr->own && pr->own->unseen && pr->kind == HEAPTAP_KIND_FREE ? HEAPTAP_COOKIE_UNSEEN
+									    : 0);
 }
 
 /* prog on the n offsets (with their cookies) of path in pid: the link's fd or -errno, and

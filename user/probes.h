@@ -31,6 +31,10 @@ struct probe {
 	bool dormant;	     /* --live: not called in the first window, left out */
 	const struct alloc_spec *own; /* a function of the program's own (--alloc ...): the
 				       * arguments it reads, by its spec; NULL: the family's */
+	/* --pyobject-alloc's: its entry's link-time address, and where its interpreter keeps
+	 * the current thread's state (python.h; 0: unknown, no Python frames) */
+	uint64_t entry_addr;
+	uint64_t thread_state;
 };
 
 /* Where an allocator's probes go: the plan, the same for every process that maps it. */

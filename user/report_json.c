@@ -32,6 +32,20 @@ static json_object *hex(uint64_t v)
 	return json_object_new_string(buf);
 }
 
+/* {"address", "name"} of a thing of the target's (a pool, a type) that a site names, the name
+ * null where it has none; null for none (address 0). */
+static json_object *named(uint64_t address, const char *name)
+{
+	json_object *o;
+
+	if (!address)
+		return NULL;
+	o = json_object_new_object();
+	put(o, "address", hex(address));
+	put(o, "name", name[0] ? json_object_new_string(name) : NULL);
+	return o;
+}
+
 /* ISO 8601, UTC, milliseconds. */
 static json_object *timestamp(uint64_t mono_ns)
 {
@@ -389,17 +403,8 @@ static json_object *sites(const struct report *r)
 		put(e, "stack", frames(r, site));
 		put(e, "processes", site_processes(site));
 		put(e, "processes_total", u64(site->nprocs));
-		if (site->pool) {
-			json_object *pool = json_object_new_object();
-
-			put(pool, "address", hex(site->pool));
-			put(pool, "name", site->pool_name[0]
-						  ? json_object_new_string(site->pool_name)
-						  : NULL);
-			put(e, "pool", pool);
-		} else {
-			put(e, "pool", NULL);
-		}
+		put(e, "pool", named(site->pool, site->pool_name));
+		put(e, "object_type", named(site->object_type, site->object_type_name));
 		put(e, "trend",
 		    r->history && history__trend(r->history, site->stack_id, &t) ? trend(&t) : NULL);
 		put(e, "blocks", dumps(r, site));

@@ -302,6 +302,8 @@ static void stack(FILE *f, const struct report *r, const struct site *site)
 				name = fr->function;
 			if (fr->function && fr->inlined)
 				snprintf(fn, sizeof(fn), "%s [inlined]", fr->function);
+			else if (name && (st->ips[i] & HEAPTAP_PY_FRAME))
+				snprintf(fn, sizeof(fn), "%s", name);
 			else if (name)
 				snprintf(fn, sizeof(fn), "%s+0x%" PRIx64, name, fr->offset);
 			else
@@ -442,6 +444,9 @@ static void sites(FILE *f, const struct report *r)
 			fprintf(f, "    in pool 0x%" PRIx64 "%s%s%s\n", site->pool,
 				site->pool_name[0] ? " (" : "", site->pool_name,
 				site->pool_name[0] ? ")" : "");
+		if (site->object_type)
+			fprintf(f, "    objects of type %s\n",
+				site->object_type_name[0] ? site->object_type_name : "?");
 		stack(f, r, site);
 		leak_counts(f, r, site);
 		dumps(f, site);

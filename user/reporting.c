@@ -149,6 +149,48 @@ static bool alive(void *ctx, uint32_t tgid, struct syms **syms)
 	return p && !p->exited_ns;
 }
 
+/* The C string process tgid points to at address at, escaped into out (a string of the
+ * target's); out stays "" when it cannot be read. */
+static void read_name(uint32_t tgid, uint64_t at, char *out, size_t size)
+{
+	struct iovec local, remote;
+	uint64_t name_at;
+	char name[64];
+	ssize_t n;
+	bool cut;
+
+	local = (struct iovec){ &name_at, sizeof(name_at) };
+	remote = (struct iovec){ (void *)(uintptr_t)at, sizeof(name_at) };
+	if (process_vm_readv(tgid, &local, 1, &remote, 1, 0) != sizeof(name_at) || !name_at)
+		return;
+	local = (struct iovec){ name, sizeof(name) - 1 };
+	remote = (struct iovec){ (void *)(uintptr_t)name_at, sizeof(name) - 1 };
+	n = process_vm_readv(tgid, &local, 1, &remote, 1, 0);
+	if (n <= 0)
+		return;
+	name[n] = '\0';
+	/* As many bytes as asked and no end among them: the name is longer, and shown cut. */
+	cut = n == sizeof(name) - 1 && !memchr(name, '\0', n);
+	escape__into(name, cut ? n - 1 : 0, out, size);
+}
+
+/* The type of a site's objects, where its stack has one (--pyobject-alloc), by the name
+ * read when the stack was new (syms.h). */
+static void read_object_type(struct session *s, struct site *site)
+{
+	const struct stack *st = stacks__get(s->stacks, site->stack_id);
+	struct image *im = st && st->tag ? procs__image(&s->procs, st->image) : NULL;
+	const struct sym_info *si;
+
+	if (!im || site->object_type)
+		return;
+	site->object_type = st->tag;
+	si = im->syms ? syms__find(im->syms, st->tag | HEAPTAP_PY_TYPE, false) : NULL;
+	if (si && si->frames[0].function)
+		snprintf(site->object_type_name, sizeof(site->object_type_name), "%s",
+			 si->frames[0].function);
+}
+
 /* The pool of a site's oldest block, and the pool's name where the family says where it is
  * (a string of the target's: escaped). */
 static void read_pool(struct session *s, struct site *site)
@@ -156,11 +198,6 @@ static void read_pool(struct session *s, struct site *site)
 	struct process *p;
 	struct heaptap_block key;
 	struct heaptap_pool_block pb;
-	struct iovec local, remote;
-	uint64_t name_at;
-	char name[sizeof(site->pool_name)];
-	ssize_t n;
-	bool cut;
 
 	if (!site->nexamples || site->pool)
 		return;
@@ -174,26 +211,13 @@ static void read_pool(struct session *s, struct site *site)
 	    pb.time_ns != site->examples[0].time_ns)
 		return;
 	site->pool = pb.pool;
-	if (!s->opts.pool_named || p->exited_ns)
-		return;
-	local = (struct iovec){ &name_at, sizeof(name_at) };
-	remote = (struct iovec){ (void *)(uintptr_t)(pb.pool + s->opts.pool_name_at),
-				 sizeof(name_at) };
-	if (process_vm_readv(key.tgid, &local, 1, &remote, 1, 0) != sizeof(name_at) || !name_at)
-		return;
-	local = (struct iovec){ name, sizeof(name) - 1 };
-	remote = (struct iovec){ (void *)(uintptr_t)name_at, sizeof(name) - 1 };
-	n = process_vm_readv(key.tgid, &local, 1, &remote, 1, 0);
-	if (n <= 0)
-		return;
-	name[n] = '\0';
-	/* As many bytes as asked and no end among them: the name is longer, and shown cut. */
-	cut = n == sizeof(name) - 1 && !memchr(name, '\0', n);
-	escape__into(name, cut ? n - 1 : 0, site->pool_name, sizeof(site->pool_name));
+	if (s->opts.pool_named && !p->exited_ns)
+		read_name(key.tgid, pb.pool + s->opts.pool_name_at, site->pool_name,
+			  sizeof(site->pool_name));
 }
 
 /* What the blocks of the sites a report shows first, and of the suspects, hold; the pools
- * of the sites it shows. */
+ * and the objects' types of the sites it shows. */
 static void read_dumps(struct session *s, struct report *r, struct snapshot *snap)
 {
 	const struct dump_sources dump = { .max = s->opts.dump_bytes, .alive = alive,
@@ -207,15 +231,19 @@ static void read_dumps(struct session *s, struct report *r, struct snapshot *sna
 	order = report__site_order(r, &growth, &n);
 	for (i = 0; i < n && i < DUMP_SITES && s->opts.dump_bytes; i++)
 		dump__site(&snap->sites[order[i]], &dump);
-	/* Every site the report shows says its pool. */
-	for (i = 0; i < n && i < s->opts.top && s->pools; i++)
-		read_pool(s, &snap->sites[order[i]]);
+	/* Every site the report shows says its pool, and its objects' type. */
+	for (i = 0; i < n && i < s->opts.top; i++) {
+		if (s->pools)
+			read_pool(s, &snap->sites[order[i]]);
+		read_object_type(s, &snap->sites[order[i]]);
+	}
 	nsus = report__suspects(r, &sus);
 	for (i = 0; i < nsus && i < DUMP_SITES; i++) {
 		if (s->opts.dump_bytes)
 			dump__site(&snap->sites[sus[i].site], &dump);
 		if (s->pools)
 			read_pool(s, &snap->sites[sus[i].site]);
+		read_object_type(s, &snap->sites[sus[i].site]);
 	}
 	free(order);
 	free(growth);

@@ -352,7 +352,7 @@ static void configure(struct session *s)
 	uint64_t exe_ino;
 	cpu_set_t cpus;
 	size_t ring;
-	bool chains = false;
+	bool chains = false, objects = false;
 
 	skel->rodata->stack_depth = s->opts.stack_depth;
 	skel->rodata->stack_mode = s->stack_mode;
@@ -381,9 +381,12 @@ static void configure(struct session *s)
 	for (size_t i = 0; i < s->opts.nown; i++) {
 		s->pools |= alloc_spec__is_pool(s->opts.own[i].kind);
 		chains |= s->opts.own[i].kind == HEAPTAP_KIND_FREE_CHAIN;
+		objects |= s->opts.own[i].kind == HEAPTAP_KIND_PYOBJECT;
 	}
-	/* The chains' program is loaded (and verified) only for sessions that name one. */
+	/* The chains' and objects' programs are loaded (and verified) only for sessions that
+	 * name one. */
 	bpf_program__set_autoload(skel->progs.own_free_chain_enter, chains);
+	bpf_program__set_autoload(skel->progs.pyobject_enter, objects);
 	skel->rodata->pools_on = s->pools;
 	/* Pools' programs are loaded (and verified) only for sessions that trace pools. */
 	bpf_program__set_autoload(skel->progs.reap_pools, s->pools);
@@ -458,6 +461,9 @@ static int on_new_stack(void *ctx, void *data, size_t size)
 	im = st ? procs__image(&s->procs, st->image) : NULL;
 	for (i = 0; im && im->syms && i < st->n; i++)
 		syms__note(im->syms, st->ips[i]);
+	/* A Python object's type, named while its process runs. */
+	if (im && im->syms && st->tag)
+		syms__note(im->syms, st->tag | HEAPTAP_PY_TYPE);
 	return 0;
 }
 

@@ -51,7 +51,7 @@ static const struct stack *extension(const struct stacks *s, const struct stack 
 	idmap__for_each(&s->cache, i) {
 		const struct stack *st = s->cache.values[i];
 
-		if (st->image == cut->image && st->n > cut->n &&
+		if (st->image == cut->image && st->tag == cut->tag && st->n > cut->n &&
 		    !memcmp(st->ips, cut->ips, cut->n * sizeof(cut->ips[0])) &&
 		    !idmap__get(&s->cuts, st->id))
 			return st;
@@ -122,6 +122,9 @@ static uint64_t merge(struct stacks *s, uint64_t id)
 			return id;
 		key = placed ? mix(mix(mix(key, dev), ino), offset) ?: 1 : 0;
 	}
+	/* The same path making another kind of object is another site. */
+	if (key && st->tag)
+		key = mix(key, st->tag) ?: 1;
 	rep = key ? (uintptr_t)idmap__get(&s->programs, mix(key, st->n)) : 0;
 	if (!rep) {
 		rep = id;
@@ -134,10 +137,13 @@ static uint64_t merge(struct stacks *s, uint64_t id)
 }
 
 /*
- * The stored order is [word at sp, probed address, frame-pointer chain...]. When the kernel
- * itself adds the word at sp (it does for probes on push %rbp), the chain starts with it.
+ * The stored order is [word at sp, probed address, frame-pointer chain..., Python frames...].
+ * When the kernel itself adds the word at sp (it does for probes on push %rbp), the chain
+ * starts with it. The Python frames (a Python object's) go right after the probed address:
+ * what the program was doing, above the interpreter's C frames.
  */
-static struct stack *normalize(uint64_t id, uint32_t image, const uint64_t *raw, size_t words)
+static struct stack *normalize(uint64_t id, uint32_t image, uint64_t tag, const uint64_t *raw,
+			       size_t words)
 {
 	uint64_t caller = words ? raw[0] : 0;
 	struct stack *st;
@@ -148,12 +154,16 @@ static struct stack *normalize(uint64_t id, uint32_t image, const uint64_t *raw,
 		return NULL;
 	st->id = id;
 	st->image = image;
+	st->tag = tag;
 	if (words > 1 && raw[1])
 		st->ips[n++] = raw[1];
+	for (i = 2; i < words && raw[i]; i++)
+		if (raw[i] & HEAPTAP_PY_FRAME)
+			st->ips[n++] = raw[i];
 	if (caller)
 		st->ips[n++] = caller;
 	for (i = 2; i < words && raw[i]; i++) {
-		if (i == 2 && raw[i] == caller)
+		if ((i == 2 && raw[i] == caller) || (raw[i] & HEAPTAP_PY_FRAME))
 			continue;
 		st->ips[n++] = raw[i];
 	}
@@ -176,10 +186,10 @@ static int cache(struct stacks *s, struct stack *st)
 
 /* A stack into the BPF side's map, in its layout: 0 stored, 1 there already, -E2BIG when
  * the map is full. */
-static int store(struct stacks *s, uint64_t id, uint32_t image, const uint64_t *raw,
-		 size_t words)
+static int store(struct stacks *s, uint64_t id, uint32_t image, uint64_t tag,
+		 const uint64_t *raw, size_t words)
 {
-	struct heaptap_stack stack = { .image = image };
+	struct heaptap_stack stack = { .image = image, .tag = tag };
 
 	if (words > HEAPTAP_MAX_DEPTH + 1)
 		words = HEAPTAP_MAX_DEPTH + 1;
@@ -220,11 +230,19 @@ static int note_cut(struct stacks *s, uint64_t id, uint64_t sample_id)
 	return 0;
 }
 
-/* A whole stack (id, raw[words]): the cut stacks it begins with take it as theirs. */
-static void take_cuts(struct stacks *s, uint64_t id, uint32_t image, const uint64_t *raw,
-		      size_t words)
+/* Where a stack's hash starts, as the BPF side's hash_stack has it: its image, and its tag. */
+static uint64_t hash_start(uint32_t image, uint64_t tag)
 {
 	uint64_t h = heaptap_hash_step(HEAPTAP_HASH_SEED, image);
+
+	return tag ? heaptap_hash_step(h, tag) : h;
+}
+
+/* A whole stack (id, raw[words]): the cut stacks it begins with take it as theirs. */
+static void take_cuts(struct stacks *s, uint64_t id, uint32_t image, uint64_t tag,
+		      const uint64_t *raw, size_t words)
+{
+	uint64_t h = hash_start(image, tag);
 	size_t i, j;
 
 	for (i = 0; s->ncuts && i + 1 < words; i++) {
@@ -244,10 +262,10 @@ static void take_cuts(struct stacks *s, uint64_t id, uint32_t image, const uint6
 	}
 }
 
-int stacks__add(struct stacks *s, uint32_t image, uint64_t sample_id, const uint64_t *raw,
-		size_t words, bool cut)
+int stacks__add(struct stacks *s, uint32_t image, uint64_t tag, uint64_t sample_id,
+		const uint64_t *raw, size_t words, bool cut)
 {
-	uint64_t h = heaptap_hash_step(HEAPTAP_HASH_SEED, image), id;
+	uint64_t h = hash_start(image, tag), id;
 	struct stack *st;
 	size_t i;
 	int err;
@@ -258,7 +276,7 @@ int stacks__add(struct stacks *s, uint32_t image, uint64_t sample_id, const uint
 	if (!idmap__get(&s->cache, id)) {
 		/* Stored in the map too, as if the BPF side had walked it: the same --max-stacks
 		 * bounds every stack, and the next walk down this path finds it there. */
-		err = store(s, id, image, raw, words);
+		err = store(s, id, image, tag, raw, words);
 		if (err == -E2BIG) {
 			/* Full: the sample's blocks go with the other blocks whose stack was not
 			 * stored. */
@@ -266,11 +284,11 @@ int stacks__add(struct stacks *s, uint32_t image, uint64_t sample_id, const uint
 			return idmap__put(&s->samples, sample_id, (void *)(uintptr_t)NOT_STORED);
 		}
 		s->stored += !err;
-		st = normalize(id, image, raw, words);
+		st = normalize(id, image, tag, raw, words);
 		if (!st || cache(s, st))
 			return -ENOMEM;
 		if (!cut)
-			take_cuts(s, id, image, raw, words);
+			take_cuts(s, id, image, tag, raw, words);
 	}
 	err = idmap__put(&s->samples, sample_id, (void *)(uintptr_t)id);
 	return !err && cut ? note_cut(s, id, sample_id) : err;
@@ -315,13 +333,13 @@ const struct stack *stacks__get(struct stacks *s, uint64_t id)
 		return st;
 	if ((id & HEAPTAP_SAMPLE_ID) || bpf_map_lookup_elem(s->map_fd, &id, &raw))
 		return NULL;
-	st = normalize(id, raw.image, (const uint64_t *)raw.ips, 1 + s->depth);
+	st = normalize(id, raw.image, raw.tag, (const uint64_t *)raw.ips, 1 + s->depth);
 	if (!st || cache(s, st))
 		return NULL;
 	/* Walked by the BPF side: as long as its frames (the first zero after the probed
 	 * address ends them). */
 	for (n = 2; n < 1 + s->depth && n <= HEAPTAP_MAX_DEPTH && raw.ips[n]; n++)
 		;
-	take_cuts(s, id, raw.image, (const uint64_t *)raw.ips, n);
+	take_cuts(s, id, raw.image, raw.tag, (const uint64_t *)raw.ips, n);
 	return st;
 }

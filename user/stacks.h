@@ -10,6 +10,7 @@
 struct stack {
 	uint64_t id;
 	uint32_t image; /* whose addresses these are (struct heaptap_target) */
+	uint64_t tag;	/* what its blocks are (struct heaptap_stack): 0, or a Python type */
 	size_t n;
 	/* ips[0] is the allocator function itself; the rest are return addresses, the
 	 * allocation's direct caller first. */
@@ -26,12 +27,13 @@ void stacks__free(struct stacks *s);
 const struct stack *stacks__get(struct stacks *s, uint64_t id);
 
 /* Files a stack the loader unwound, in the BPF side's layout ([word at sp, probed address,
- * callers...]), under the id the BPF side gives the same stack, in the stacks map too;
+ * callers...]) and with its tag, under the id the BPF side gives the same stack, in the
+ * stacks map too;
  * sample_id names it. When the map is full the stack is dropped (stacks__dropped()) and
  * sample_id stands for no stack. cut: the copy ended before the stack did; sample_id then
  * stands for the first longer stack, from either side, that begins with these frames. */
-int stacks__add(struct stacks *s, uint32_t image, uint64_t sample_id, const uint64_t *raw,
-		size_t words, bool cut);
+int stacks__add(struct stacks *s, uint32_t image, uint64_t tag, uint64_t sample_id,
+		const uint64_t *raw, size_t words, bool cut);
 
 /* Stacks unwound from samples that --max-stacks left no room for, and those stored. */
 uint64_t stacks__dropped(const struct stacks *s);

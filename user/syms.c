@@ -9,15 +9,18 @@
 #include <unistd.h>
 
 #include <elfutils/libdw.h>
+#include <linux/types.h>
 
 #include "clock.h"
 #include "array.h"
 #include "cfi.h"
 #include "elfsyms.h"
 #include "escape.h"
+#include "heaptap.h"
 #include "idmap.h"
 #include "log.h"
 #include "proc.h"
+#include "python.h"
 #include "syms.h"
 
 /* libstdc++'s demangler, callable from C. */
@@ -356,12 +359,18 @@ static const struct location *locate(struct syms *s, uint64_t addr, bool now)
 
 bool syms__note(struct syms *s, uint64_t addr)
 {
+	/* A Python frame or type is in no file: named now, while its process runs. */
+	if (addr & (HEAPTAP_PY_FRAME | HEAPTAP_PY_TYPE)) {
+		syms__find(s, addr, false);
+		return false;
+	}
 	return locate(s, addr, false) != NULL;
 }
 
 bool syms__place(struct syms *s, uint64_t addr, uint64_t *dev, uint64_t *ino, uint64_t *offset)
 {
-	const struct location *loc = locate(s, addr, false);
+	const struct location *loc =
+		addr & (HEAPTAP_PY_FRAME | HEAPTAP_PY_TYPE) ? NULL : locate(s, addr, false);
 
 	if (!loc)
 		return false;
@@ -531,6 +540,31 @@ static void resolve(struct syms *s, const struct location *loc, bool return_addr
 	f->line = at.line;
 }
 
+/* A Python frame of the process (HEAPTAP_PY_FRAME): its function, file and line, as the
+ * process's code object says; or a Python type (HEAPTAP_PY_TYPE): its name as function. Its
+ * module "[python]". */
+static struct sym_info *python_info(struct syms *s, uint64_t word)
+{
+	struct sym_info *info = calloc(1, sizeof(*info));
+	struct sym_frame *f = info ? add_frame(info) : NULL;
+	char *function, *file;
+	int line;
+
+	if (!f) {
+		free(info);
+		return NULL;
+	}
+	if (word & HEAPTAP_PY_TYPE) {
+		f->function = keep(s, python__type_name(s->pid, word & ~HEAPTAP_PY_TYPE));
+	} else if (python__frame(s->pid, word, &function, &file, &line)) {
+		f->function = keep(s, function);
+		f->file = keep(s, file);
+		f->line = line;
+	}
+	info->module = "[python]";
+	return info;
+}
+
 const struct sym_info *syms__find(struct syms *s, uint64_t addr, bool return_address)
 {
 	static struct sym_frame unknown_frame;
@@ -541,6 +575,15 @@ const struct sym_info *syms__find(struct syms *s, uint64_t addr, bool return_add
 
 	if (info)
 		return info;
+	if (addr & (HEAPTAP_PY_FRAME | HEAPTAP_PY_TYPE)) {
+		info = python_info(s, addr);
+		if (!info || idmap__put(&s->infos, key, info)) {
+			if (info)
+				info__free(info);
+			return &unknown;
+		}
+		return info;
+	}
 	loc = locate(s, addr, false);
 	if (!loc)
 		return &unknown;

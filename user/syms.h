@@ -46,13 +46,14 @@ void syms__refresh(struct syms *s);
 bool syms__note(struct syms *s, uint64_t addr);
 
 /* The file mapped at addr (device, inode) and addr's offset in it; as cheap as syms__note.
- * False if addr is in no file mapping. */
+ * False if addr is in no file mapping. (A Python frame or type, HEAPTAP_PY_FRAME or
+ * HEAPTAP_PY_TYPE, is in none: syms__note names it at once, while its process runs.) */
 bool syms__place(struct syms *s, uint64_t addr, uint64_t *dev, uint64_t *ino, uint64_t *offset);
 
 /*
- * Symbolizes addr. A return address (every frame of a stack but the first) is looked up one
- * byte back, inside the call, so that a call ending a function is not taken for the next
- * one. Never NULL; cached, valid until syms__free().
+ * Symbolizes addr (or a Python frame or type: heaptap.h). A return address (every frame of a
+ * stack but the first) is looked up one byte back, inside the call, so that a call ending a
+ * function is not taken for the next one. Never NULL; cached, valid until syms__free().
  */
 const struct sym_info *syms__find(struct syms *s, uint64_t addr, bool return_address);
 

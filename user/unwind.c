@@ -375,7 +375,19 @@ void unwinder__sample(struct unwinder *u, const struct heaptap_sample *smp, size
 	}
 	u->ops->note(u->ctx, raw[0]);
 	u->ops->note(u->ctx, raw[1]);
-	stacks__add(u->stacks, smp->image, smp->sample_id, raw, words, ended);
+	/* A Python object's Python frames after the C ones, which give way to them where the
+	 * stack is full (as the BPF side's store_stack has them). */
+	if (smp->npy && smp->npy <= HEAPTAP_PY_DEPTH) {
+		if (words > HEAPTAP_MAX_DEPTH + 1 - smp->npy)
+			words = HEAPTAP_MAX_DEPTH + 1 - smp->npy;
+		memcpy(raw + words, smp->py, smp->npy * sizeof(raw[0]));
+		for (i = 0; i < smp->npy; i++)
+			u->ops->note(u->ctx, raw[words + i]);
+		words += smp->npy;
+	}
+	if (smp->tag)
+		u->ops->note(u->ctx, smp->tag | HEAPTAP_PY_TYPE);
+	stacks__add(u->stacks, smp->image, smp->tag, smp->sample_id, raw, words, ended);
 	u->stats.samples++;
 	u->stats.sample_bytes += smp->size;
 	u->stats.truncated += cut;

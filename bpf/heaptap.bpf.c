@@ -815,16 +815,22 @@ static __always_inline __u64 store_stack(struct call *c, __u32 words)
 	__u32 i;
 
 	c->stack.image = c->image;
-	/* Python frames after the C ones, which give way to them where the stack is full. */
+	/* Python frames after the C ones (after the probed address, when no caller could be
+	 * read), which give way to them where the stack is full. */
 	if (c->npy) {
+		if (words < 2) {
+			c->stack.ips[1] = 0;
+			words = 2;
+		}
 		if (words > HEAPTAP_MAX_DEPTH + 1 - c->npy)
 			words = HEAPTAP_MAX_DEPTH + 1 - c->npy;
 		for (i = 0; i < HEAPTAP_PY_DEPTH && i < c->npy; i++)
 			c->stack.ips[(words + i) & HEAPTAP_MAX_DEPTH] = c->py[i];
 		words += c->npy;
-		if (words <= HEAPTAP_MAX_DEPTH)
-			c->stack.ips[words & HEAPTAP_MAX_DEPTH] = 0;
 	}
+	/* A tagged stack is read to its first zero, past --stack-depth (stacks.c). */
+	if (c->stack.tag && words <= HEAPTAP_MAX_DEPTH)
+		c->stack.ips[words & HEAPTAP_MAX_DEPTH] = 0;
 	id = hash_stack(&c->stack, words);
 	/* Stored stacks stay: one this thread met lately needs no lookup. */
 	if (c->known[id & (KNOWN_STACKS - 1)] == id)
@@ -1327,7 +1333,9 @@ static __always_inline bool sampled(struct call *c, __u64 size)
 /* A free of a block heaptap holds no record of: with sampling, most likely one that was
  * not sampled; in a forked child, one its parent allocated before the fork (its copy of the
  * parent's heap); otherwise one allocated before attach. */
-static __always_inline void untracked_free(struct call *c, __u64 ptr)
+/* A free of a block heaptap holds no record of: made before attach, in the parent before a
+ * fork, or (unseen, a freeing function's cookie says) where heaptap cannot see. */
+static __always_inline void untracked_free(struct call *c, __u64 ptr, bool unseen)
 {
 	struct heaptap_block key = { .tgid = c->parent, .image = c->image, .addr = ptr };
 	struct heaptap_alloc *rec;
@@ -1342,12 +1350,14 @@ static __always_inline void untracked_free(struct call *c, __u64 ptr)
 		PROC_ADD(c, inherited_frees, 1);
 		return;
 	}
+	if (unseen) {
+		__sync_fetch_and_add(&counters.own_frees, 1);
+		return;
+	}
 	__sync_fetch_and_add(&counters.unknown_frees, 1);
 	PROC_ADD(c, unknown_frees, 1);
 }
 
-/* An allocator call begins: the thread's state for it, or NULL when it is not one to count
- * (not a target's thread, nested in another, or entered while probes come or go). */
 /*
  * CPython 3.11's frames, innermost first: the thread's state (the GIL's holder: the thread
  * making the object) points to its _PyCFrame (7 words in), which points to the current
@@ -1373,8 +1383,8 @@ static __always_inline __u64 python_frames(void *ctx, struct call *c, __u64 cook
 		if (bpf_probe_read_user(f, sizeof(f), (void *)frame) ||
 		    f[4] >> HEAPTAP_PY_CODE_BITS)
 			break;
-		at = f[7] >= f[4] && f[7] - f[4] < HEAPTAP_PY_AT_MAX ? f[7] - f[4]
-								    : HEAPTAP_PY_AT_MAX;
+		at = f[7] >= f[4] && (f[7] - f[4]) / 2 < HEAPTAP_PY_AT_MAX ? (f[7] - f[4]) / 2
+									  : HEAPTAP_PY_AT_MAX;
 		c->py[i] = HEAPTAP_PY_FRAME | at << HEAPTAP_PY_CODE_BITS | f[4];
 		n++;
 		frame = f[6];
@@ -1382,6 +1392,9 @@ static __always_inline __u64 python_frames(void *ctx, struct call *c, __u64 cook
 	return n;
 }
 
+/* An allocator call begins: the thread's state for it, or NULL when it is not one to count
+ * (not a target's thread, nested in another, or entered while probes come or go). tag: a
+ * Python object's type (its stack tagged, its Python frames read), else 0. */
 static __always_inline struct call *begin(void *ctx, __u64 kind, __u64 ptr, __u64 size,
 					  __u64 memptr, __u64 tag)
 {
@@ -1418,8 +1431,8 @@ static __always_inline struct call *begin(void *ctx, __u64 kind, __u64 ptr, __u6
 	c->size = size > HEAPTAP_ALLOC_SIZE_MAX ? HEAPTAP_ALLOC_SIZE_MAX : size;
 	c->memptr = memptr;
 	c->stack.tag = tag;
-	c->npy = tag ? python_frames(ctx, c, cookie) : 0;
 	c->sampled = sampled(c, size == SIZE_OVERFLOW ? 0 : size);
+	c->npy = tag && c->sampled ? python_frames(ctx, c, cookie) : 0;
 	c->stack_id = c->sampled ? capture_stack(ctx, c, sp) : 0;
 	/*
 	 * realloc takes the old record out now: once the allocator frees the old block another
@@ -1663,10 +1676,10 @@ static __always_inline struct call *do_free(struct pt_regs *ctx)
 	}
 	if (free_recorded(c, ptr))
 		return c;
-	if ((cookie & HEAPTAP_COOKIE_UNSEEN) || frees_own_memory(c, sp))
+	if (frees_own_memory(c, sp))
 		__sync_fetch_and_add(&counters.own_frees, 1);
 	else
-		untracked_free(c, ptr);
+		untracked_free(c, ptr, cookie & HEAPTAP_COOKIE_UNSEEN);
 	return c;
 }
 
@@ -1741,7 +1754,7 @@ static long free_link(__u64 i, void *ctx)
 		if (w->own)
 			__sync_fetch_and_add(&counters.own_frees, 1);
 		else
-			untracked_free(w->c, ptr);
+			untracked_free(w->c, ptr, false);
 	}
 	return !w->ptr || w->ptr == w->head;
 }
@@ -1878,7 +1891,7 @@ static __always_inline void finish(struct call *c, __u64 ptr)
 	if (c->has_old)
 		account_free(c, &c->old);
 	else
-		untracked_free(c, c->ptr);
+		untracked_free(c, c->ptr, false);
 	if (ptr && c->sampled) {
 		made = record_block(c, ptr, c->size);
 		if (made && pool)

@@ -172,17 +172,17 @@ static inline __s64 heaptap_cookie_py_state(__u64 cookie)
 }
 
 /*
- * A Python frame in a stack: the frame's code object (a user address, below 2^47), the
- * bytes from it to the last instruction the frame started (its co_code_adaptive is part of
- * the object; 0x7fff: that far or more), and bit 62, which no user address has. A stack's
- * Python frames come after its C frames (the loader shows them right after the allocating
- * function's), innermost first, at most HEAPTAP_PY_DEPTH of them.
+ * A Python frame in a stack: the frame's code object (a user address, below 2^47), from it
+ * to the last instruction the frame started in 2-byte units (its co_code_adaptive is part of
+ * the object; HEAPTAP_PY_AT_MAX: that far or more) in bits 47 to 60, and bit 62, which no
+ * user address has. A stack's Python frames come after its C frames (the loader shows them
+ * right after the allocating function's), innermost first, at most HEAPTAP_PY_DEPTH.
  */
 #define HEAPTAP_PY_FRAME (1ULL << 62)
 /* (For the loader's symbols: a Python type by its address, or'ed with it, names the type.) */
 #define HEAPTAP_PY_TYPE (1ULL << 61)
 #define HEAPTAP_PY_CODE_BITS 47
-#define HEAPTAP_PY_AT_MAX 0x7fff
+#define HEAPTAP_PY_AT_MAX 0x3fff
 #define HEAPTAP_PY_DEPTH 16
 
 /* The cookie of function fn with its first arguments in registers reg0, reg1, reg2. */

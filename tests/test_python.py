@@ -7,7 +7,7 @@ import threading
 import urllib.request
 
 from lib import (ROOT, Heaptap, Target, check, check_true, functions, probed_text_intact,
-                 test)
+                 run_heaptap, test)
 
 SCRIPT = os.path.join(ROOT, "tests", "targets", "pyleak.py")
 
@@ -87,3 +87,41 @@ def test_python_objects_counted_by_class_as_the_collector_counts_them():
                f"allocs {final['allocs']}")
     check("target still answers", json.loads(target.do("census"))["kept"], 30200)
     check("no breakpoint left", probed_text_intact(target.target_pid, attached), [])
+
+
+@test
+def test_python_family_found_and_malloc_level_kept():
+    """A Python program is told to have the python family (JSON allocator.families, a line on
+    stderr), a C program none; --level malloc leaves the family's functions alone."""
+    target = Target(SCRIPT)
+    ht = Heaptap(["-p", str(target.target_pid), "-i", "1h"])
+    attached = ht.attached()
+    check("families found", attached["allocator"]["families"], ["python"])
+    check("own probes", [p["function"] for p in attached["probes"] if "own" in p], [])
+    final, status = ht.finish()
+    check("exit status", status, 0)
+    status, out, err = run_heaptap(["-p", str(target.target_pid), "-d", "200ms"])
+    check("text: exit status", status, 0)
+    check_true("told at attach", "heaptap: the program has python's allocator "
+               "(PyType_GenericAlloc): --allocator-family python traces it\n" in err, err)
+    check_true("and in the header", "\nfamilies   python (the program has them, not traced: "
+               "--allocator-family NAME)\n" in out, out[:600])
+
+    ht = Heaptap(["-p", str(target.target_pid), "-i", "1h", "--allocator-family", "python",
+                  "--level", "malloc"])
+    attached = ht.attached()
+    check("level", attached["settings"]["level"], "malloc")
+    check("own probes at malloc's level",
+          [p["function"] for p in attached["probes"] if "own" in p], [])
+    target.do("leak 1000")
+    final, status = ht.finish()
+    check("exit status", status, 0)
+    check("sites of objects", [s["object_type"] for s in final["sites"] if s["object_type"]],
+          [])
+    check_true("the list's items seen at malloc's level", final["allocs"] > 0, final["allocs"])
+
+    c = Target("arena")
+    ht = Heaptap(["-p", str(c.target_pid), "-i", "1h"])
+    check("a C program's families", ht.attached()["allocator"]["families"], [])
+    final, status = ht.finish()
+    check("exit status", status, 0)

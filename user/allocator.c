@@ -373,17 +373,18 @@ static bool has_function(struct object *o, const char *name, bool full)
 
 /*
  * The object of objs that has a function called name: the program first, then in load
- * order, by what each exports (and the program's own symbols), then by every object's full
- * symbol table. -1 for the allocator's own object (taken out of objs), -2 for none.
+ * order, by what each exports (and the program's own symbols), then (unless exported_only)
+ * by every object's full symbol table. -1 for the allocator's own object (taken out of
+ * objs), -2 for none.
  */
 static int defining(struct objects *objs, const struct allocator *a, const char *name,
-		    struct object **found)
+		    bool exported_only, struct object **found)
 {
 	size_t i;
 	int full;
 
 	*found = NULL;
-	for (full = 0; full < 2; full++) {
+	for (full = 0; full < (exported_only ? 1 : 2); full++) {
 		for (i = 0; i < objs->n; i++) {
 			struct object *o = &objs->v[i];
 
@@ -427,7 +428,7 @@ static int find_own(struct objects *objs, const struct allocator_want *want, con
 	for (i = 0; i < want->nown; i++) {
 		const struct alloc_spec *spec = &want->own[i];
 		struct object *o;
-		int file = defining(objs, a, spec->name, &o);
+		int file = defining(objs, a, spec->name, false, &o);
 
 		if (file == -2 && want->own_missing == OWN_WARN) {
 			elog("%s %s: %s defines no such function: traced in the programs it runs "
@@ -504,6 +505,14 @@ static int decide(struct objects *objs, const struct search *how, struct allocat
 	if (!err)
 		(*out)->frame_pointers = frame_pointers(objs, *out);
 	if (!err) {
+		struct object *o;
+		size_t i;
+
+		/* The families the program has, by what its objects export (cheap: no object is
+		 * read in full for them). */
+		for (i = 0; i < how->want->nfamilies && i < 32; i++)
+			if (defining(objs, *out, how->want->families[i], true, &o) != -2)
+				(*out)->families |= 1U << i;
 		err = find_own(objs, how->want, how->where, *out);
 		if (err == -ENOMEM)
 			elog("out of memory");

@@ -36,6 +36,7 @@ struct allocator {
 	size_t nown;
 	struct target_file *own_files; /* the objects defining them, but the allocator's */
 	size_t nown_files;
+	uint32_t families; /* want->families' functions some object exports: bit i for [i] */
 };
 
 /* What to look for: the malloc family, and the program's own functions. */
@@ -49,6 +50,10 @@ struct allocator_want {
 	/* A command about to be launched: what heaptap will read of its objects is read
 	 * ahead (not for a process's exec met while tracing: that would hold up the loop) */
 	bool read_ahead;
+	/* A function of each allocator family heaptap knows (at most 32): the program has the
+	 * family where an object exports it */
+	const char *const *families;
+	size_t nfamilies;
 };
 
 /* The object own function fn is in. */

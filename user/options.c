@@ -68,6 +68,8 @@ static const char usage_tail[] =
 	"                         pools), apr (APR's pools), postgres (its memory\n"
 	"                         contexts; PostgreSQL 13 to 15), glib (GLib's slices) or\n"
 	"                         python (CPython's objects, by class)\n"
+	"      --level LEVEL      own (default: the program's own allocator, where named) or\n"
+	"                         malloc (what malloc sees: the functions named not traced)\n"
 	"      --max-allocs N     outstanding blocks tracked (default 1048576)\n"
 	"      --max-stacks N     distinct stacks stored (default 65536)\n"
 	"      --stack-depth N    frames per stack, 1-%d (default 64)\n"
@@ -134,6 +136,7 @@ enum {
 	OPT_POOL_RESET,
 	OPT_POOL_DESTROY,
 	OPT_FAMILY,
+	OPT_LEVEL,
 	OPT_POOL_NAME_AT,
 	OPT_MAX_ALLOCS,
 	OPT_MAX_STACKS,
@@ -186,6 +189,7 @@ static const struct option base_options[] = {
 	{ "pool-reset", required_argument, NULL, OPT_POOL_RESET },
 	{ "pool-destroy", required_argument, NULL, OPT_POOL_DESTROY },
 	{ "allocator-family", required_argument, NULL, OPT_FAMILY },
+	{ "level", required_argument, NULL, OPT_LEVEL },
 	{ "pool-name-at", required_argument, NULL, OPT_POOL_NAME_AT },
 	{ "max-allocs", required_argument, NULL, OPT_MAX_ALLOCS },
 	{ "max-stacks", required_argument, NULL, OPT_MAX_STACKS },
@@ -611,9 +615,6 @@ static const struct family {
 	    { "--pool-reset", "MemoryContextReset(pool=arg0)" },
 	    { "--pool-reset", "MemoryContextResetOnly(pool=arg0)" },
 	    { "--pool-destroy", "MemoryContextDelete(pool=arg0)" } } },
-	/* GLib's slices (g_slice_new, g_slice_free, and GList's and GSList's nodes): blocks
-	 * of a size the caller gives again at the free. A large one comes from malloc inside
-	 * g_slice_alloc: counted once, as the slice. */
 	/* CPython's objects: every instance of a class (and of the types made as classes are)
 	 * comes from PyType_GenericAlloc, one call, where its type is known; the interpreter
 	 * frees one by PyObject_GC_Del or PyObject_Free, which get the object. The object
@@ -631,6 +632,9 @@ static const struct family {
 	    { "--realloc", "PyMem_Realloc" },
 	    { "--free", "PyMem_Free" } },
 	  true },
+	/* GLib's slices (g_slice_new, g_slice_free, and GList's and GSList's nodes): blocks
+	 * of a size the caller gives again at the free. A large one comes from malloc inside
+	 * g_slice_alloc: counted once, as the slice. */
 	{ "glib", 0,
 	  { { "--alloc", "g_slice_alloc(size=arg0)" },
 	    { "--alloc", "g_slice_alloc0(size=arg0)" },
@@ -638,6 +642,18 @@ static const struct family {
 	    { "--free", "g_slice_free1(ptr=arg1)" },
 	    { "--free-chain", "g_slice_free_chain_with_offset(ptr=arg1,next=arg2)" } } },
 };
+
+const char *options__family(size_t i, char *function, size_t size)
+{
+	const char *spec;
+
+	if (i >= sizeof(families) / sizeof(families[0]))
+		return NULL;
+	/* Its first spec's function: a program with the family has it. */
+	spec = families[i].specs[0][1];
+	snprintf(function, size, "%.*s", (int)strcspn(spec, "("), spec);
+	return families[i].name;
+}
 
 static int add_family(struct options *opts, const char *name)
 {
@@ -647,6 +663,7 @@ static int add_family(struct options *opts, const char *name)
 	for (i = 0; i < sizeof(families) / sizeof(families[0]); i++) {
 		if (strcmp(families[i].name, name))
 			continue;
+		opts->families |= 1U << i;
 		for (k = 0; !err && k < 16 && families[i].specs[k][0]; k++) {
 			err = add_own(opts, families[i].specs[k][0], families[i].specs[k][1]);
 			if (!err)
@@ -685,6 +702,11 @@ static int parse_tracing(struct options *opts, int c)
 	case OPT_POOL_RESET: return add_own(opts, "--pool-reset", optarg);
 	case OPT_POOL_DESTROY: return add_own(opts, "--pool-destroy", optarg);
 	case OPT_FAMILY: return add_family(opts, optarg);
+	case OPT_LEVEL:
+		if (strcmp(optarg, "own") && strcmp(optarg, "malloc"))
+			return bad("--level", optarg, "own or malloc");
+		opts->level_malloc = !strcmp(optarg, "malloc");
+		return 0;
 	case OPT_POOL_NAME_AT:
 		if (parse_uint(optarg, 0, 65528, &v) || v % 8)
 			return bad("--pool-name-at", optarg, "a multiple of 8 from 0 to 65528");
@@ -892,6 +914,12 @@ static int check_rules(struct options *opts)
 			     "functions too (--pool-alloc ...; see heaptap --help)");
 			return -EINVAL;
 		}
+	}
+	/* Malloc's level: the program's own functions, checked, are left alone. */
+	if (opts->level_malloc) {
+		opts->own_untraced = opts->nown;
+		opts->nown = 0;
+		opts->pool_named = false;
 	}
 	if (opts->leak_exit_code >= 0 && !opts->leak_check) {
 		elog("--leak-exit-code needs --leak-check (see heaptap --help)");

@@ -51,6 +51,11 @@ struct options {
 	bool pool_named;
 	bool pool_name_given; /* --pool-name-at: the family's place does not replace it */
 	size_t nown;
+	uint32_t families; /* those --allocator-family named: bit i for options__family(i) */
+	/* --level malloc: the program's own allocator functions named (these many), not
+	 * traced: the report is malloc's level */
+	bool level_malloc;
+	size_t own_untraced;
 	uint32_t max_allocs;
 	uint32_t max_stacks;
 	uint32_t stack_depth;
@@ -100,5 +105,9 @@ void options__free(struct options *opts);
 
 const char *options__sort_name(enum sort_key key);
 const char *options__stack_name(enum stack_choice stack);
+
+/* The allocator families --allocator-family knows: family i's name, and into function (size
+ * bytes) a function of it, which a program that has it defines; NULL past the last. */
+const char *options__family(size_t i, char *function, size_t size);
 
 #endif

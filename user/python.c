@@ -162,8 +162,10 @@ bool python__frame(int pid, uint64_t word, char **function, char **file, int *li
 		return false;
 	*function = read_str(pid, h[16]);
 	*file = read_str(pid, h[14]);
-	instruction =
-		at < HEAPTAP_PY_AT_MAX && at >= type_size[0] ? (long)(at - type_size[0]) / 2 : -1;
+	/* The units of the object's header (its type's basic size) come first. */
+	instruction = at < HEAPTAP_PY_AT_MAX && at >= type_size[0] / 2
+			      ? (long)(at - type_size[0] / 2)
+			      : -1;
 	if (instruction < 0 || !read_at(pid, h[17], t, sizeof(t)) || t[2] > PY_LINETABLE_MAX)
 		return true;
 	table = malloc(t[2] ? t[2] : 1);

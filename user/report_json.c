@@ -71,6 +71,20 @@ static json_object *seconds(uint64_t ns)
 	return json_object_new_double(ns / 1e9);
 }
 
+/* The allocator families the program has, by name. */
+static json_object *families(const struct report *r)
+{
+	json_object *a = json_object_new_array();
+	char fn[ALLOC_SPEC_NAME_MAX + 1];
+	const char *name;
+	size_t i;
+
+	for (i = 0; (name = options__family(i, fn, sizeof(fn))); i++)
+		if (r->allocator->families >> i & 1)
+			json_object_array_add(a, json_object_new_string(name));
+	return a;
+}
+
 static json_object *record(const struct report *r, const char *type, uint64_t mono_ns)
 {
 	json_object *o = json_object_new_object(), *alloc = json_object_new_object();
@@ -82,6 +96,7 @@ static json_object *record(const struct report *r, const char *type, uint64_t mo
 	put(o, "comm", json_object_new_string(r->comm));
 	put(alloc, "path", json_object_new_string(r->allocator->file.name));
 	put(alloc, "reason", json_object_new_string(r->allocator->reason));
+	put(alloc, "families", families(r));
 	put(o, "allocator", alloc);
 	return o;
 }
@@ -152,6 +167,7 @@ void report__attached_json(FILE *f, const struct report *r)
 	    json_object_new_string(r->opts->live    ? "live"
 				   : r->opts->watch ? "watch"
 						    : "full"));
+	put(settings, "level", json_object_new_string(r->opts->level_malloc ? "malloc" : "own"));
 	put(o, "settings", settings);
 	emit(f, o);
 }

@@ -68,6 +68,8 @@ static const char *clock_time(char *buf, size_t size, uint64_t mono_ns)
 
 void report__attached_text(FILE *f, const struct report *r)
 {
+	char fn[ALLOC_SPEC_NAME_MAX + 1];
+	const char *name;
 	size_t i, skipped = 0;
 
 	if (r->opts->watch) {
@@ -81,6 +83,12 @@ void report__attached_text(FILE *f, const struct report *r)
 		r->links, r->allocator->file.name,
 		r->allocator->nown ? " and the program's own allocator" : "");
 	fprintf(f, "heaptap: allocator chosen: %s\n", r->allocator->reason);
+	for (i = 0; (name = options__family(i, fn, sizeof(fn))); i++)
+		if ((r->allocator->families >> i & 1) && !(r->opts->families >> i & 1))
+			fprintf(f,
+				"heaptap: the program has %s's allocator (%s): --allocator-family %s "
+				"traces it\n",
+				name, fn, name);
 	for (i = 0; i < report__nprobes(r); i++) {
 		const struct probe *p = &r->probes->v[i];
 
@@ -128,7 +136,8 @@ static void header(FILE *f, const struct report *r)
 	const struct heaptap_counters *c = &r->snap->counters;
 	char a[32], b[32], d[32], e[32], t[32];
 	uint64_t inexact = report__inexact(c), peak_ns = report__peak_ns(r);
-	const char *sep = ": ", *own = "own        ";
+	const char *sep = ": ", *own = "own        ", *fam = "families   ", *name;
+	char fn[ALLOC_SPEC_NAME_MAX + 1];
 	double live, blocks;
 	size_t i;
 
@@ -145,6 +154,16 @@ static void header(FILE *f, const struct report *r)
 	if (*own == ',')
 		fprintf(f, " (the program's own allocator: calls they make to malloc count once, "
 			   "as theirs)\n");
+	if (r->opts->own_untraced)
+		fprintf(f, "level      malloc: the program's own allocator (%zu functions named) not "
+			   "traced (--level malloc)\n", r->opts->own_untraced);
+	for (i = 0; (name = options__family(i, fn, sizeof(fn))); i++)
+		if ((r->allocator->families >> i & 1) && !(r->opts->families >> i & 1)) {
+			fprintf(f, "%s%s", fam, name);
+			fam = ", ";
+		}
+	if (*fam == ',')
+		fprintf(f, " (the program has them, not traced: --allocator-family NAME)\n");
 	live = report__live(r, &blocks);
 	fprintf(f, "live       %s%s in %s blocks", r->opts->sample_bytes ? "~" : "",
 		bytes(a, sizeof(a), llround(live)), count(b, sizeof(b), llround(blocks)));

@@ -65,17 +65,38 @@ static bool same_layout(int a, int b, const struct allocator *alloc)
 	return same;
 }
 
+/* A function of each allocator family heaptap knows (options__family), made once. */
+static const char *const *family_functions(size_t *n)
+{
+	static char names[32][ALLOC_SPEC_NAME_MAX + 1];
+	static const char *v[32];
+	static size_t count;
+	static bool made;
+
+	for (; !made && count < 32; count++) {
+		if (!options__family(count, names[count], sizeof(names[count])))
+			break;
+		v[count] = names[count];
+	}
+	made = true;
+	*n = count;
+	return v;
+}
+
 /* What to look for in a process: the program's own allocator functions (--alloc ...) must be
  * in the first process named by PID; a launched command may exec the program that has them;
- * other processes may be other programs. */
+ * other processes may be other programs. The families it has, to tell. */
 static struct allocator_want want(const struct session *s, bool launched)
 {
-	return (struct allocator_want){
+	struct allocator_want w = {
 		.override = s->opts.allocator,
 		.own = s->opts.own,
 		.nown = s->opts.nown,
 		.own_missing = launched ? OWN_WARN : s->procs.nimages ? OWN_QUIET : OWN_REQUIRED,
 	};
+
+	w.families = family_functions(&w.nfamilies);
+	return w;
 }
 
 /* The image of p, found for it (attached, or launched with allocator a): an image of a
@@ -120,11 +141,22 @@ static int place(struct session *s, struct process *p, struct allocator *a, uint
 	return s->tracer->plan(s, im);
 }
 
+/* Whether the session makes Python objects' stacks (--pyobject-alloc). */
+static bool python_objects(const struct session *s)
+{
+	size_t i;
+
+	for (i = 0; i < s->opts.nown; i++)
+		if (s->opts.own[i].kind == HEAPTAP_KIND_PYOBJECT)
+			return true;
+	return false;
+}
+
 /* The symbols and unwinder of an image (the BPF object loaded). */
 static int open_image(struct session *s, struct image *im)
 {
 	if (!im->syms)
-		im->syms = syms__new(im->pid);
+		im->syms = syms__new(im->pid, python_objects(s));
 	if (!im->unwinder)
 		im->unwinder = unwinder__new(im->syms, s->stacks,
 					     bpf_map__fd(s->skel->maps.unwind_rules),
@@ -381,8 +413,8 @@ static void configure(struct session *s)
 	for (size_t i = 0; i < s->opts.nown; i++) {
 		s->pools |= alloc_spec__is_pool(s->opts.own[i].kind);
 		chains |= s->opts.own[i].kind == HEAPTAP_KIND_FREE_CHAIN;
-		objects |= s->opts.own[i].kind == HEAPTAP_KIND_PYOBJECT;
 	}
+	objects = python_objects(s);
 	/* The chains' and objects' programs are loaded (and verified) only for sessions that
 	 * name one. */
 	bpf_program__set_autoload(skel->progs.own_free_chain_enter, chains);

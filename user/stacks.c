@@ -238,18 +238,23 @@ static uint64_t hash_start(uint32_t image, uint64_t tag)
 	return tag ? heaptap_hash_step(h, tag) : h;
 }
 
-/* A whole stack (id, raw[words]): the cut stacks it begins with take it as theirs. */
+/* A whole stack (id, raw[words]): the cut stacks it begins with take it as theirs. A cut
+ * stack of a Python object has the same Python frames after its C ones, cut short. */
 static void take_cuts(struct stacks *s, uint64_t id, uint32_t image, uint64_t tag,
 		      const uint64_t *raw, size_t words)
 {
-	uint64_t h = hash_start(image, tag);
-	size_t i, j;
+	uint64_t h = hash_start(image, tag), cut_h;
+	size_t i, j, c_words = words;
 
-	for (i = 0; s->ncuts && i + 1 < words; i++) {
+	while (c_words > 2 && (raw[c_words - 1] & HEAPTAP_PY_FRAME))
+		c_words--;
+	for (i = 0; s->ncuts && i + 1 < c_words; i++) {
 		struct cut *c;
 
 		h = heaptap_hash_step(h, raw[i]);
-		c = i >= 1 ? idmap__get(&s->cuts, heaptap_hash_end(h)) : NULL;
+		for (cut_h = h, j = c_words; j < words; j++)
+			cut_h = heaptap_hash_step(cut_h, raw[j]);
+		c = i >= 1 ? idmap__get(&s->cuts, heaptap_hash_end(cut_h)) : NULL;
 		if (!c || c->to)
 			continue;
 		for (j = 0; j < c->n; j++)
@@ -324,7 +329,7 @@ const struct stack *stacks__get(struct stacks *s, uint64_t id)
 {
 	struct heaptap_stack raw;
 	struct stack *st;
-	size_t n;
+	size_t n, words;
 
 	if (!id)
 		return NULL;
@@ -333,12 +338,15 @@ const struct stack *stacks__get(struct stacks *s, uint64_t id)
 		return st;
 	if ((id & HEAPTAP_SAMPLE_ID) || bpf_map_lookup_elem(s->map_fd, &id, &raw))
 		return NULL;
-	st = normalize(id, raw.image, raw.tag, (const uint64_t *)raw.ips, 1 + s->depth);
+	/* A Python object's may go past the depth with its Python frames; the zero after them
+	 * ends it (store_stack). */
+	words = raw.tag ? HEAPTAP_MAX_DEPTH + 1 : 1 + s->depth;
+	st = normalize(id, raw.image, raw.tag, (const uint64_t *)raw.ips, words);
 	if (!st || cache(s, st))
 		return NULL;
 	/* Walked by the BPF side: as long as its frames (the first zero after the probed
 	 * address ends them). */
-	for (n = 2; n < 1 + s->depth && n <= HEAPTAP_MAX_DEPTH && raw.ips[n]; n++)
+	for (n = 2; n < words && n <= HEAPTAP_MAX_DEPTH && raw.ips[n]; n++)
 		;
 	take_cuts(s, id, raw.image, raw.tag, (const uint64_t *)raw.ips, n);
 	return st;

@@ -55,6 +55,7 @@ struct location {
 
 struct syms {
 	int pid;
+	bool python; /* its stacks may hold Python frames and types (heaptap.h) */
 	struct proc_maps maps;
 	bool stale;	  /* maps must be read again before use */
 	uint64_t read_ns; /* when maps were last read */
@@ -96,13 +97,14 @@ static int find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname
 					    debuginfo_name);
 }
 
-struct syms *syms__new(int pid)
+struct syms *syms__new(int pid, bool python)
 {
 	struct syms *s = calloc(1, sizeof(*s));
 
 	if (!s)
 		return NULL;
 	s->pid = pid;
+	s->python = python;
 	s->stale = true;
 	/* Build IDs and .gnu_debuglink, on the host and in the target's own root. */
 	if (asprintf(&s->debuginfo_path, ":.debug:/usr/lib/debug:/proc/%d/root/usr/lib/debug", pid) <
@@ -360,7 +362,7 @@ static const struct location *locate(struct syms *s, uint64_t addr, bool now)
 bool syms__note(struct syms *s, uint64_t addr)
 {
 	/* A Python frame or type is in no file: named now, while its process runs. */
-	if (addr & (HEAPTAP_PY_FRAME | HEAPTAP_PY_TYPE)) {
+	if (s->python && (addr & (HEAPTAP_PY_FRAME | HEAPTAP_PY_TYPE))) {
 		syms__find(s, addr, false);
 		return false;
 	}
@@ -554,7 +556,7 @@ static struct sym_info *python_info(struct syms *s, uint64_t word)
 		free(info);
 		return NULL;
 	}
-	if (word & HEAPTAP_PY_TYPE) {
+	if (!(word & HEAPTAP_PY_FRAME)) {
 		f->function = keep(s, python__type_name(s->pid, word & ~HEAPTAP_PY_TYPE));
 	} else if (python__frame(s->pid, word, &function, &file, &line)) {
 		f->function = keep(s, function);
@@ -569,13 +571,15 @@ const struct sym_info *syms__find(struct syms *s, uint64_t addr, bool return_add
 {
 	static struct sym_frame unknown_frame;
 	static struct sym_info unknown = { .nframes = 1, .frames = &unknown_frame };
-	uint64_t key = addr | (return_address ? 1ULL << 63 : 0);
+	/* A Python word is no return address: named once, however it is asked for. */
+	bool python = s->python && (addr & (HEAPTAP_PY_FRAME | HEAPTAP_PY_TYPE));
+	uint64_t key = addr | (return_address && !python ? 1ULL << 63 : 0);
 	struct sym_info *info = idmap__get(&s->infos, key);
 	const struct location *loc;
 
 	if (info)
 		return info;
-	if (addr & (HEAPTAP_PY_FRAME | HEAPTAP_PY_TYPE)) {
+	if (python) {
 		info = python_info(s, addr);
 		if (!info || idmap__put(&s->infos, key, info)) {
 			if (info)

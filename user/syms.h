@@ -33,7 +33,9 @@ struct sym_info {
 struct syms;
 struct module;
 
-struct syms *syms__new(int pid);
+/* python: the stacks of pid may hold Python frames and types (heaptap.h), named as such; else
+ * such words are addresses like any other. */
+struct syms *syms__new(int pid, bool python);
 void syms__free(struct syms *s);
 
 /* Reads the mappings now and holds every mapped executable file open. Lookups do it on

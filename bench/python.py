@@ -4,8 +4,10 @@ drawn at random: tests/targets/pyleak.py on Debian's python3.11 making Session o
 made and dropped, as a server's per-request objects are; the target times its own work), and
 serving HTTP requests (its http.server, a request a connection, each making 50 Session
 objects), untraced, traced at malloc's level (heaptap's default: Python's objects are not
-seen) and with --allocator-family python (every object, its class and Python frames).
-Medians and spread.
+seen) and with --allocator-family python (every object, its class and Python frames); and,
+as the peer a Python user would pick instead, Python's own tracemalloc, which must be there
+from the program's start (PYTHONTRACEMALLOC=16: 16 frames, as heaptap's Python frames; a
+second server, started so). Medians and spread.
 
     sudo python3 bench/python.py [ROUNDS]      (default 3)
 """
@@ -36,10 +38,13 @@ def requests(port):
 def main():
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 3
     target = Target(SCRIPT)
+    traced = Target(SCRIPT, env=dict(os.environ, PYTHONTRACEMALLOC="16"))
     port = int(target.do("port"))
-    target.do(f"work {OBJECTS}")  # warmed up
-    requests(port)
-    out = {"untraced": [], "malloc": [], "python": []}
+    ports = {"tracemalloc": int(traced.do("port"))}
+    for t, p in ((target, port), (traced, ports["tracemalloc"])):
+        t.do(f"work {OBJECTS}")  # warmed up
+        requests(p)
+    out = {"untraced": [], "malloc": [], "python": [], "tracemalloc": []}
     served = {variant: [] for variant in out}
     try:
         for _ in range(n):
@@ -47,13 +52,14 @@ def main():
             random.shuffle(order)
             for variant in order:
                 ht = None
-                if variant != "untraced":
+                if variant in ("malloc", "python"):
                     ht = Heaptap(["-p", str(target.target_pid), "-i", "1h"] +
                                  (["--allocator-family", "python"] if variant == "python"
                                   else []))
                     ht.attached()
-                out[variant].append(float(target.do(f"work {OBJECTS}")))
-                served[variant].append(REQUESTS / requests(port))
+                which = traced if variant == "tracemalloc" else target
+                out[variant].append(float(which.do(f"work {OBJECTS}")))
+                served[variant].append(REQUESTS / requests(ports.get(variant, port)))
                 if ht:
                     ht.finish()
     finally:

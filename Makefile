@@ -70,13 +70,14 @@ UNIT_BINS := $(patsubst %,$(OUTPUT)/unit/%,$(UNITS))
 # libFuzzer targets, one per parser of the target's bytes, each with the modules it fuzzes
 # (and those it calls on the bytes) instrumented; whatever else they refer to comes
 # uninstrumented from heaptap's own objects (heaptap.a: all but main).
-FUZZERS := elfsyms cfi unwind maps dump options
+FUZZERS := elfsyms cfi unwind maps dump options python
 FUZZ_USES_elfsyms := elfsyms
 FUZZ_USES_cfi := unwind cfi idmap
 FUZZ_USES_unwind := unwind stacks idmap
 FUZZ_USES_maps := proc
 FUZZ_USES_dump := dump escape log
 FUZZ_USES_options := options loader listen log escape
+FUZZ_USES_python := python
 FUZZ_BINS := $(patsubst %,$(OUTPUT)/fuzz/fuzz_%,$(FUZZERS))
 FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=all
 FUZZ_CFLAGS := -g -O1 -fsanitize=fuzzer-no-link $(FUZZ_SAN) $(WARNINGS) -std=gnu11 \

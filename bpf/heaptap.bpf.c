@@ -20,6 +20,8 @@ char LICENSE[] SEC("license") = "GPL";
 
 /* Settings, fixed at load. */
 const volatile __u32 stack_depth = HEAPTAP_MAX_DEPTH; /* frames after the direct caller */
+/* Python objects traced (--pyobject-alloc): Python frames read where a thread has them. */
+const volatile __u32 python_on = 0;
 const volatile __u32 stack_mode = HEAPTAP_STACK_FP;
 const volatile __u32 stack_bytes = 16384; /* a sample's stack, at most */
 /* When the samples ring is full, how long a thread may wait for room (0: not at all) */
@@ -295,8 +297,10 @@ struct call {
 	__u64 win[WINDOW_WORDS];
 	struct rule_slot rules[RULE_SLOTS];
 	__u64 known[KNOWN_STACKS];
-	/* A Python object's allocation: the Python frames it was made in (HEAPTAP_PY_FRAME),
-	 * to add to its stack */
+	/* In a Python thread: where its interpreter keeps the current thread's state,
+	 * learnt at the first probe of a CPython function that says (0: not yet, or none) */
+	__u64 py_state;
+	/* An allocation's Python frames (HEAPTAP_PY_FRAME), to add to its stack */
 	__u64 npy;
 	__u64 py[HEAPTAP_PY_DEPTH];
 };
@@ -828,8 +832,10 @@ static __always_inline __u64 store_stack(struct call *c, __u32 words)
 			c->stack.ips[(words + i) & HEAPTAP_MAX_DEPTH] = c->py[i];
 		words += c->npy;
 	}
-	/* A tagged stack is read to its first zero, past --stack-depth (stacks.c). */
-	if (c->stack.tag && words <= HEAPTAP_MAX_DEPTH)
+	/* Such a stack, and an object's, is read to its first zero, past --stack-depth
+	 * (stacks.c). */
+	c->stack.python = c->npy != 0;
+	if ((c->stack.tag || c->npy) && words <= HEAPTAP_MAX_DEPTH)
 		c->stack.ips[words & HEAPTAP_MAX_DEPTH] = 0;
 	id = hash_stack(&c->stack, words);
 	/* Stored stacks stay: one this thread met lately needs no lookup. */
@@ -1359,23 +1365,24 @@ static __always_inline void untracked_free(struct call *c, __u64 ptr, bool unsee
 }
 
 /*
- * CPython 3.11's frames, innermost first: the thread's state (the GIL's holder: the thread
- * making the object) points to its _PyCFrame (7 words in), which points to the current
- * _PyInterpreterFrame (1 word in); each frame has its code object 4 words in, the frame
- * that called it 6 words in, and its last instruction started 7 words in. Into c->py.
+ * CPython 3.11's frames, innermost first: the thread state the interpreter holds (the GIL's
+ * holder's), if it is this thread's (its native_thread_id, 20 words in: a thread that let
+ * the GIL go may allocate meanwhile), points to its _PyCFrame (7 words in), which points to
+ * the current _PyInterpreterFrame (1 word in); each frame has its code object 4 words in,
+ * the frame that called it 6 words in, and its last instruction started 7 words in. Into
+ * c->py.
  */
 #define PY_TSTATE_CFRAME 56
+#define PY_TSTATE_NATIVE_ID 160
 #define PY_CFRAME_FRAME 8
 
-static __always_inline __u64 python_frames(void *ctx, struct call *c, __u64 cookie)
+static __always_inline __u64 python_frames(struct call *c)
 {
-	__s64 state = heaptap_cookie_py_state(cookie);
-	__u64 at, frame, f[8], n = 0, i;
+	__u64 at, tid, frame, f[8], n = 0, i;
 
-	if (!state)
-		return 0;
-	at = PT_REGS_IP((struct pt_regs *)ctx) + state;
-	if (bpf_probe_read_user(&at, sizeof(at), (void *)at) || !at ||
+	if (bpf_probe_read_user(&at, sizeof(at), (void *)c->py_state) || !at ||
+	    bpf_probe_read_user(&tid, sizeof(tid), (void *)(at + PY_TSTATE_NATIVE_ID)) ||
+	    tid != (__u32)bpf_get_current_pid_tgid() ||
 	    bpf_probe_read_user(&at, sizeof(at), (void *)(at + PY_TSTATE_CFRAME)) || !at ||
 	    bpf_probe_read_user(&frame, sizeof(frame), (void *)(at + PY_CFRAME_FRAME)))
 		return 0;
@@ -1394,7 +1401,7 @@ static __always_inline __u64 python_frames(void *ctx, struct call *c, __u64 cook
 
 /* An allocator call begins: the thread's state for it, or NULL when it is not one to count
  * (not a target's thread, nested in another, or entered while probes come or go). tag: a
- * Python object's type (its stack tagged, its Python frames read), else 0. */
+ * Python object's type (its stack tagged with it), else 0. */
 static __always_inline struct call *begin(void *ctx, __u64 kind, __u64 ptr, __u64 size,
 					  __u64 memptr, __u64 tag)
 {
@@ -1432,7 +1439,11 @@ static __always_inline struct call *begin(void *ctx, __u64 kind, __u64 ptr, __u6
 	c->memptr = memptr;
 	c->stack.tag = tag;
 	c->sampled = sampled(c, size == SIZE_OVERFLOW ? 0 : size);
-	c->npy = tag && c->sampled ? python_frames(ctx, c, cookie) : 0;
+	/* A CPython function's probe says where the interpreter keeps the thread's state;
+	 * then every allocation of the thread (a malloc too) gets its Python frames. */
+	if (python_on && heaptap_cookie_py_state(cookie))
+		c->py_state = PT_REGS_IP((struct pt_regs *)ctx) + heaptap_cookie_py_state(cookie);
+	c->npy = python_on && c->sampled && c->py_state ? python_frames(c) : 0;
 	c->stack_id = c->sampled ? capture_stack(ctx, c, sp) : 0;
 	/*
 	 * realloc takes the old record out now: once the allocator frees the old block another
@@ -2522,6 +2533,7 @@ int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm 
 			c->parent = 0;
 			c->forked_ns = 0;
 			c->sp = 0;
+			c->py_state = 0;
 			__builtin_memset(c->rules, 0, sizeof(c->rules));
 			__builtin_memset(c->known, 0, sizeof(c->known));
 		}

@@ -407,8 +407,8 @@ struct heaptap_scan_chunk {
  * ips[2...] the frame-pointer chain. Unused slots are zero.
  */
 struct heaptap_stack {
-	__u32 image; /* whose addresses these are */
-	__u32 pad;
+	__u32 image;  /* whose addresses these are */
+	__u32 python; /* Python frames follow the C ones: read it to the zero after them */
 	/* What the blocks are, where the allocating function says (a Python object's type,
 	 * --pyobject-alloc); 0 for memory of no kind. Part of the stack's id: a site is a
 	 * stack and a kind of object. */

@@ -50,3 +50,8 @@ def test_fuzz_block_dumps_strings_and_escaping():
 @test
 def test_fuzz_command_lines():
     fuzzed("options")
+
+
+@test
+def test_fuzz_python_location_tables():
+    fuzzed("python")

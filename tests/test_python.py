@@ -83,6 +83,13 @@ def test_python_objects_counted_by_class_as_the_collector_counts_them():
     check("Session objects by Python stack", frames,
           {(("leak", script, kept_line), ("main", script, leak_line),
             ("<module>", script, len(source))): 30000})
+    # The list that keeps them grows by realloc (malloc's), at the line that appends: the
+    # thread's Python frames go with every allocation it makes.
+    grown = [s for s in final["sites"] if not s["object_type"] and
+             ("leak", script, kept_line) in
+             [(f["function"], os.path.basename(f["file"] or ""), f["line"]) for f in s["stack"]]]
+    check("the kept list's items, where it grows",
+          [(s["live"], s["live_bytes"] >= 8 * 30200) for s in grown], [(1, True)])
     check_true("the requests' objects were seen made", final["allocs"] >= 30200 + 200 * 50,
                f"allocs {final['allocs']}")
     check("target still answers", json.loads(target.do("census"))["kept"], 30200)

@@ -47,10 +47,11 @@ struct alloc_spec {
 	/* --pool-alloc's pool=ret[-N]: the pool is the word N bytes below the block returned
 	 * (N / 8 here; 0: the pool is an argument) */
 	uint8_t pool_ret;
-	/* A freeing function that is given blocks heaptap cannot see made (a family's: Python
-	 * objects made where the interpreter inlined its allocator): those count as own_frees,
-	 * not as unknown frees */
-	bool unseen;
+	/* A function of CPython's (--allocator-family python): what it allocates gets the
+	 * Python frames that asked for it; a block it frees that heaptap never saw made was
+	 * made where the interpreter inlined its allocator, and counts as own_frees, not as an
+	 * unknown free */
+	bool python;
 };
 
 /* The option's kind, or 0 if option is none of the spec options. */

@@ -574,7 +574,7 @@ static const struct family {
 	const char *name;
 	unsigned int pool_name_at; /* where a pool points to its name; 0: nowhere */
 	const char *const specs[16][2]; /* option, spec; to the first NULL */
-	bool unseen; /* its frees are given blocks made unseen (alloc_spec.h) */
+	bool python; /* CPython's functions (alloc_spec.h) */
 } families[] = {
 	{ "nginx", 0,
 	  { { "--pool-create", "ngx_create_pool" },
@@ -667,7 +667,7 @@ static int add_family(struct options *opts, const char *name)
 		for (k = 0; !err && k < 16 && families[i].specs[k][0]; k++) {
 			err = add_own(opts, families[i].specs[k][0], families[i].specs[k][1]);
 			if (!err)
-				opts->own[opts->nown - 1].unseen = families[i].unseen;
+				opts->own[opts->nown - 1].python = families[i].python;
 		}
 		/* A family that knows no names leaves another's place as it was. */
 		if (!opts->pool_name_given && families[i].pool_name_at) {

@@ -333,7 +333,10 @@ static int plan_own(const struct allocator *a, struct probes *p)
 			return -ENOMEM;
 		pr->own = fn->spec;
 		pr->skipped = locate(pr, &addr);
-		if (!pr->skipped && pr->kind == HEAPTAP_KIND_PYOBJECT) {
+		/* A Python object, or a block CPython's allocator is asked for: with the Python
+		 * frames that asked (its frees read none). */
+		if (!pr->skipped && pr->kind != HEAPTAP_KIND_FREE &&
+		    (pr->kind == HEAPTAP_KIND_PYOBJECT || pr->own->python)) {
 			pr->entry_addr = addr;
 			pr->thread_state = python__thread_state(pr->file);
 		}
@@ -432,7 +435,7 @@ static uint64_t cookie_of(const struct probe *pr, size_t i)
 	return heaptap_cookie(fn, pr->site.regs[0], pr->site.regs[1], pr->site.regs[2]) |
 	       (uint64_t)(pr->own ? pr->own->pool_ret : 0) << HEAPTAP_COOKIE_POOL_SHIFT |
 	       (uint64_t)state << HEAPTAP_COOKIE_PY_SHIFT |
-	       (pr->own && pr->own->unseen && pr->kind == HEAPTAP_KIND_FREE ? HEAPTAP_COOKIE_UNSEEN
+	       (pr->own && pr->own->python && pr->kind == HEAPTAP_KIND_FREE ? HEAPTAP_COOKIE_UNSEEN
 									    : 0);
 }
 

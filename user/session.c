@@ -420,6 +420,7 @@ static void configure(struct session *s)
 	bpf_program__set_autoload(skel->progs.own_free_chain_enter, chains);
 	bpf_program__set_autoload(skel->progs.pyobject_enter, objects);
 	skel->rodata->pools_on = s->pools;
+	skel->rodata->python_on = objects;
 	/* Pools' programs are loaded (and verified) only for sessions that trace pools. */
 	bpf_program__set_autoload(skel->progs.reap_pools, s->pools);
 	bpf_program__set_autoload(skel->progs.pool_alloc_enter, s->pools);

@@ -194,6 +194,7 @@ static int store(struct stacks *s, uint64_t id, uint32_t image, uint64_t tag,
 	if (words > HEAPTAP_MAX_DEPTH + 1)
 		words = HEAPTAP_MAX_DEPTH + 1;
 	memcpy(stack.ips, raw, words * sizeof(raw[0]));
+	stack.python = words > 2 && (raw[words - 1] & HEAPTAP_PY_FRAME);
 	if (!bpf_map_update_elem(s->map_fd, &id, &stack, BPF_NOEXIST))
 		return 0;
 	/* The BPF side stored it meanwhile: its own count has it. */
@@ -338,9 +339,9 @@ const struct stack *stacks__get(struct stacks *s, uint64_t id)
 		return st;
 	if ((id & HEAPTAP_SAMPLE_ID) || bpf_map_lookup_elem(s->map_fd, &id, &raw))
 		return NULL;
-	/* A Python object's may go past the depth with its Python frames; the zero after them
-	 * ends it (store_stack). */
-	words = raw.tag ? HEAPTAP_MAX_DEPTH + 1 : 1 + s->depth;
+	/* A Python object's, or one with Python frames, may go past the depth; the zero after
+	 * them ends it (store_stack). */
+	words = raw.tag || raw.python ? HEAPTAP_MAX_DEPTH + 1 : 1 + s->depth;
 	st = normalize(id, raw.image, raw.tag, (const uint64_t *)raw.ips, words);
 	if (!st || cache(s, st))
 		return NULL;

@@ -198,6 +198,43 @@ def options_seeds(out):
                                      b"/opt/app/bin/app", b"--port", b"80"]))
 
 
+PYTHON = "/usr/bin/python3.11"
+PYTHON_TABLES = """
+import struct, sys, types
+def codes(co):
+    yield co
+    for c in co.co_consts:
+        if isinstance(c, types.CodeType):
+            yield from codes(c)
+n = 0
+for name in ("json/decoder.py", "http/server.py", "argparse.py"):
+    with open(sys.prefix + "/lib/python3.11/" + name) as f:
+        top = compile(f.read(), name, "exec")
+    for co in codes(top):
+        units = len(co.co_code) // 2
+        sys.stdout.buffer.write(struct.pack("<iiI", co.co_firstlineno, units // 2,
+                                            len(co.co_linetable)) + co.co_linetable)
+        n += 1
+        if n >= 200:
+            sys.exit(0)
+"""
+
+
+def python_seeds(out):
+    """Location tables of real code (CPython 3.11 compiling some of its own library), each
+    with its first line and an instruction halfway through it; none without python3.11."""
+    if not os.path.exists(PYTHON):
+        return
+    data = subprocess.run([PYTHON, "-c", PYTHON_TABLES], capture_output=True,
+                          timeout=60).stdout
+    i = n = 0
+    while i + 12 <= len(data):
+        first, instruction, size = struct.unpack_from("<iiI", data, i)
+        write(out, f"table-{n:03d}", data[i:i + 8] + data[i + 12:i + 12 + size])
+        i += 12 + size
+        n += 1
+
+
 def main(build, corpus):
     shutil.rmtree(corpus, ignore_errors=True)
     for path in elf_files(build):
@@ -208,6 +245,7 @@ def main(build, corpus):
     maps_seeds(os.path.join(corpus, "maps"))
     dump_seeds(build, os.path.join(corpus, "dump"))
     options_seeds(os.path.join(corpus, "options"))
+    python_seeds(os.path.join(corpus, "python"))
 
 
 if __name__ == "__main__":

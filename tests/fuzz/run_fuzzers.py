@@ -19,7 +19,7 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BUILD = os.path.join(ROOT, "build", "fuzz")
 REGRESSIONS = os.path.join(ROOT, "tests", "fuzz", "regressions")
-FUZZERS = ["elfsyms", "cfi", "unwind", "maps", "dump", "options"]
+FUZZERS = ["elfsyms", "cfi", "unwind", "maps", "dump", "options", "python"]
 # Inputs longer than heaptap ever reads are not worth mutating.
 MAX_LEN = {"dump": 4096, "maps": 65536, "options": 4096}
 

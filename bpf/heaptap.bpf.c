@@ -1366,23 +1366,23 @@ static __always_inline void untracked_free(struct call *c, __u64 ptr, bool unsee
 
 /*
  * CPython 3.11's frames, innermost first: the thread state the interpreter holds (the GIL's
- * holder's), if it is this thread's (its native_thread_id, 20 words in: a thread that let
- * the GIL go may allocate meanwhile), points to its _PyCFrame (7 words in), which points to
- * the current _PyInterpreterFrame (1 word in); each frame has its code object 4 words in,
- * the frame that called it 6 words in, and its last instruction started 7 words in. Into
- * c->py.
+ * holder's), if it is this thread's (its thread_id, pthread_self(), 19 words in, is the
+ * thread's fs base on x86-64, as namespaces and forks leave it: a thread that let the GIL
+ * go may allocate meanwhile), points to its _PyCFrame (7 words in), which points to the
+ * current _PyInterpreterFrame (1 word in); each frame has its code object 4 words in, the
+ * frame that called it 6 words in, and its last instruction started 7 words in. Into c->py.
  */
 #define PY_TSTATE_CFRAME 56
-#define PY_TSTATE_NATIVE_ID 160
+#define PY_TSTATE_THREAD_ID 152
 #define PY_CFRAME_FRAME 8
 
 static __always_inline __u64 python_frames(struct call *c)
 {
-	__u64 at, tid, frame, f[8], n = 0, i;
+	__u64 at, self, frame, f[8], n = 0, i;
 
 	if (bpf_probe_read_user(&at, sizeof(at), (void *)c->py_state) || !at ||
-	    bpf_probe_read_user(&tid, sizeof(tid), (void *)(at + PY_TSTATE_NATIVE_ID)) ||
-	    tid != (__u32)bpf_get_current_pid_tgid() ||
+	    bpf_probe_read_user(&self, sizeof(self), (void *)(at + PY_TSTATE_THREAD_ID)) ||
+	    self != bpf_get_current_task_btf()->thread.fsbase ||
 	    bpf_probe_read_user(&at, sizeof(at), (void *)(at + PY_TSTATE_CFRAME)) || !at ||
 	    bpf_probe_read_user(&frame, sizeof(frame), (void *)(at + PY_CFRAME_FRAME)))
 		return 0;

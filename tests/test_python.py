@@ -3,6 +3,7 @@ Session objects at 10,000 a second while serving requests; heaptap, attached by 
 the live objects of each class exactly as Python's own garbage collector does."""
 import json
 import os
+import signal
 import threading
 import urllib.request
 
@@ -132,3 +133,47 @@ def test_python_family_found_and_malloc_level_kept():
     check("a C program's families", ht.attached()["allocator"]["families"], [])
     final, status = ht.finish()
     check("exit status", status, 0)
+
+
+def python_frames(site):
+    return tuple((f["function"], os.path.basename(f["file"] or ""), f["line"])
+                 for f in site["stack"] if f["module"] == "[python]")
+
+
+@test
+def test_python_frames_in_a_pid_namespace_and_a_forked_child():
+    """Python frames where the thread's IDs are not the host's: the server in a PID namespace
+    of its own (unshare --pid), and a child it forks (os.fork, --follow); each keeps Session
+    objects, counted per process with the frames that made them."""
+    target = Target(SCRIPT, wrapper=["unshare", "--pid", "--fork"])
+    ht = Heaptap(["-p", str(target.target_pid), "-i", "1h", "--allocator-family", "python",
+                  "--follow"])
+    ht.attached()
+    target.do("leak 2000")
+    child = int(target.do("fork 500"))
+    try:
+        final, status = ht.finish()
+    finally:
+        os.kill(child, signal.SIGKILL)
+    check("exit status", status, 0)
+    with open(SCRIPT) as f:
+        source = f.read().splitlines()
+    script = os.path.basename(SCRIPT)
+
+    def line(text):
+        return source.index(text) + 1
+    kept = ("leak", script, line("        kept.append(Session(i))"))
+    module = ("<module>", script, len(source))
+    by_frames = {}
+    for s in final["sites"]:
+        if s["object_type"] and s["object_type"]["name"] == "Session":
+            for p in s["processes"]:
+                key = (p["pid"], python_frames(s))
+                by_frames[key] = by_frames.get(key, 0) + p["live"]
+    # (The 2,000 the child inherited are counted once, as its parent's.)
+    check("Session objects by process and Python frames", by_frames, {
+        (target.target_pid, (kept, ("main", script, line("            leak(int(words[1]))")),
+                             module)): 2000,
+        (child, (kept, ("fork_leak", script, line("        leak(n)")),
+                 ("main", script, line("            out = fork_leak(int(words[1]))")),
+                 module)): 500})

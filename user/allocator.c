@@ -508,8 +508,8 @@ static int decide(struct objects *objs, const struct search *how, struct allocat
 		struct object *o;
 		size_t i;
 
-		/* The families the program has, by what its objects export (cheap: no object is
-		 * read in full for them). */
+		/* The families the program has, by what its objects export (each object's
+		 * dynamic symbols, read if they were not yet). */
 		for (i = 0; i < how->want->nfamilies && i < 32; i++)
 			if (defining(objs, *out, how->want->families[i], true, &o) != -2)
 				(*out)->families |= 1U << i;

@@ -920,6 +920,7 @@ static int check_rules(struct options *opts)
 		opts->own_untraced = opts->nown;
 		opts->nown = 0;
 		opts->pool_named = false;
+		opts->families = 0;
 	}
 	if (opts->leak_exit_code >= 0 && !opts->leak_check) {
 		elog("--leak-exit-code needs --leak-check (see heaptap --help)");

@@ -95,7 +95,9 @@ static struct allocator_want want(const struct session *s, bool launched)
 		.own_missing = launched ? OWN_WARN : s->procs.nimages ? OWN_QUIET : OWN_REQUIRED,
 	};
 
-	w.families = family_functions(&w.nfamilies);
+	/* The first process's only: the search reads every object's exported symbols. */
+	if (!s->procs.nimages)
+		w.families = family_functions(&w.nfamilies);
 	return w;
 }
 

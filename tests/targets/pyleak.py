@@ -9,6 +9,10 @@ on stdin and stdout: "ready PID", then a "done COMMAND ..." line per command:
                      their sizes (sys.getsizeof), as JSON
   work N             N Session objects made and dropped, and a list of 10 kept a while:
                      the seconds it took
+  fork N             a child that keeps N Session objects (as leak N), then sleeps a minute:
+                     its PID (as the first PID namespace sees it)
+
+Its PID is said as the first PID namespace sees it (under unshare --pid, not 1).
 """
 import gc
 import http.server
@@ -83,10 +87,34 @@ def census():
     return {"counts": counts, "sizes": sizes, "kept": len(kept)}
 
 
+def host_pid():
+    """This process's PID in the outermost PID namespace /proc knows (NStgid's first)."""
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("NStgid:"):
+                return int(line.split()[1])
+    return os.getpid()
+
+
+def fork_leak(n):
+    r, w = os.pipe()
+    child = os.fork()
+    if child == 0:
+        os.close(r)
+        leak(n)
+        os.write(w, b"%d\n" % host_pid())
+        os.close(w)
+        time.sleep(60)
+        os._exit(0)
+    os.close(w)
+    with os.fdopen(r) as f:
+        return f.readline().strip()
+
+
 def main():
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
-    print("ready", os.getpid(), flush=True)
+    print("ready", host_pid(), flush=True)
     for line in sys.stdin:
         words = line.split()
         if not words:
@@ -98,6 +126,8 @@ def main():
             out = ""
         elif words[0] == "work":
             out = "%.6f" % work(int(words[1]))
+        elif words[0] == "fork":
+            out = fork_leak(int(words[1]))
         elif words[0] == "census":
             out = json.dumps(census())
         else:

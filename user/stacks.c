@@ -139,8 +139,8 @@ static uint64_t merge(struct stacks *s, uint64_t id)
 /*
  * The stored order is [word at sp, probed address, frame-pointer chain..., Python frames...].
  * When the kernel itself adds the word at sp (it does for probes on push %rbp), the chain
- * starts with it. The Python frames (a Python object's) go right after the probed address:
- * what the program was doing, above the interpreter's C frames.
+ * starts with it. The Python frames (an allocation's in a Python thread) go right after the
+ * probed address: what the program was doing, above the interpreter's C frames.
  */
 static struct stack *normalize(uint64_t id, uint32_t image, uint64_t tag, const uint64_t *raw,
 			       size_t words)
@@ -240,7 +240,7 @@ static uint64_t hash_start(uint32_t image, uint64_t tag)
 }
 
 /* A whole stack (id, raw[words]): the cut stacks it begins with take it as theirs. A cut
- * stack of a Python object has the same Python frames after its C ones, cut short. */
+ * stack with Python frames has the same ones after its C frames, cut short. */
 static void take_cuts(struct stacks *s, uint64_t id, uint32_t image, uint64_t tag,
 		      const uint64_t *raw, size_t words)
 {

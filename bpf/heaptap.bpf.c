@@ -1575,24 +1575,31 @@ int posix_memalign_enter(struct pt_regs *ctx)
 #define PY_GC_HEAD 16
 
 /*
- * (type, items) -> an object: PyType_GenericAlloc's block, as it sizes it: room for items + 1
- * items, rounded up to a word, after what the type's flags put before the object. The block
- * is counted under the object's address (what PyObject_GC_Del and PyObject_Free are given)
- * and its stack is tagged with the type, so that each class has its sites.
+ * (type, items) -> an object, sized as CPython sizes it: the type's basic size and, for an
+ * object of items (PyType_GenericAlloc: one more than asked; _PyObject_NewVar, GC_NewVar:
+ * as asked), their room, rounded up to a word; after what the type's flags put before the
+ * object. The block is counted under the object's address (what PyObject_GC_Del and
+ * PyObject_Free are given) and its stack is tagged with the type, so that each class has
+ * its sites.
  */
 SEC("uprobe")
 int pyobject_enter(struct pt_regs *ctx)
 {
-	__u64 sizes[2], flags, items, size = 0;
+	__u64 sizes[2], flags, items, size = 0, cookie = bpf_get_attach_cookie(ctx);
 	struct args a;
 
 	read_args(ctx, &a);
-	items = a.v[1] + 1;
+	items = a.v[1] + (cookie & HEAPTAP_COOKIE_ITEM_MORE ? 1 : 0);
+	if (cookie & HEAPTAP_COOKIE_NO_ITEMS)
+		items = 0;
 	if (!bpf_probe_read_user(sizes, sizeof(sizes), (void *)(a.v[0] + PY_TYPE_BASICSIZE)) &&
 	    !bpf_probe_read_user(&flags, sizeof(flags), (void *)(a.v[0] + PY_TYPE_FLAGS)) &&
 	    (__s64)sizes[0] >= 0 && (__s64)sizes[1] >= 0 && items <= HEAPTAP_ALLOC_SIZE_MAX) {
 		size = mul_size(items, sizes[1]);
-		size = size > HEAPTAP_ALLOC_SIZE_MAX ? size : (size + sizes[0] + 7) & ~7ULL;
+		if (cookie & HEAPTAP_COOKIE_NO_ITEMS)
+			size = sizes[0] > HEAPTAP_ALLOC_SIZE_MAX ? HEAPTAP_ALLOC_SIZE_MAX : sizes[0];
+		else if (size <= HEAPTAP_ALLOC_SIZE_MAX)
+			size = (size + sizes[0] + 7) & ~7ULL;
 		if (flags & PY_TPFLAGS_HAVE_GC)
 			size += PY_GC_HEAD;
 		if (flags & PY_TPFLAGS_PREHEADER)

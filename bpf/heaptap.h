@@ -164,6 +164,10 @@ static inline __u32 heaptap_cookie_pool_ret(__u64 cookie)
 /* A free function's cookie: a block it frees that heaptap never saw made was made unseen,
  * not before attach (alloc_spec.h): counted as own_frees. */
 #define HEAPTAP_COOKIE_UNSEEN (1ULL << 40)
+/* A Python object's (--pyobject-alloc): one item more than its argument says (items=argN+1,
+ * PyType_GenericAlloc's); or no items at all (no items=: _PyObject_New's). */
+#define HEAPTAP_COOKIE_ITEM_MORE (1ULL << 20)
+#define HEAPTAP_COOKIE_NO_ITEMS (1ULL << 21)
 #define HEAPTAP_PY_STATE_MAX ((1LL << (64 - HEAPTAP_COOKIE_PY_SHIFT - 1)) - 1)
 
 static inline __s64 heaptap_cookie_py_state(__u64 cookie)

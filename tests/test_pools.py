@@ -274,7 +274,10 @@ def test_pool_specs_refused_with_the_part_that_is_wrong():
              "postgres, glib and python"),
             (["--pyobject-alloc", "arena_get(size=arg1)"],
              "heaptap: invalid --pyobject-alloc 'arena_get(size=arg1)': 'size' is not what "
-             "--pyobject-alloc reads: expected type=argN,items=argN")):
+             "--pyobject-alloc reads: expected type=argN,items=argN"),
+            (["--pyobject-alloc", "arena_get(type=arg0,items=arg1+2)"],
+             "heaptap: invalid --pyobject-alloc 'arena_get(type=arg0,items=arg1+2)': items: "
+             "expected items=argN or items=argN+1")):
         status, out, err = run_heaptap(["-p", str(target.target_pid)] + args)
         check(f"{args}: exit status", status, 2)
         check_true(f"{args}: said", err.startswith(said), err)

@@ -49,6 +49,7 @@ def test_python_objects_counted_by_class_as_the_collector_counts_them():
     served = threading.Thread(target=requests, args=(port, 200, errors))
     served.start()
     target.do("leak 30000")
+    target.do("decimals 1000")
     served.join()
     check("requests failed", errors, [])
     census = json.loads(target.do("census"))
@@ -59,14 +60,19 @@ def test_python_objects_counted_by_class_as_the_collector_counts_them():
     sizes = census["sizes"]
     # Exactly the collector's count, each class at its own sites; the requests' Session
     # objects (50 a request) all freed.
-    for name, size in (("Session", sizes["Session"]), ("Slotted", sizes["Slotted"]),
-                       ("Row", sizes["Row"] + sizes["Row_itemsize"])):
+    for name, size, made_by in (
+            ("Session", sizes["Session"], "PyType_GenericAlloc"),
+            ("Slotted", sizes["Slotted"], "PyType_GenericAlloc"),
+            # PyType_GenericAlloc makes room for one item more than a tuple holds.
+            ("Row", sizes["Row"] + sizes["Row_itemsize"], "PyType_GenericAlloc"),
+            # A C extension's type (_decimal's), made by _PyObject_New.
+            ("decimal.Decimal", sizes["Decimal"], "_PyObject_New")):
         live, live_bytes, seen, tops = got.get(name, (0, 0, set(), set()))
-        check(f"{name}: live objects", live, census["counts"][name])
-        # PyType_GenericAlloc makes room for one item more than a tuple holds.
+        count = census["counts"][name.split(".")[-1]]
+        check(f"{name}: live objects", live, count)
         check(f"{name}: sizes", seen, {size})
-        check(f"{name}: live bytes", live_bytes, census["counts"][name] * size)
-        check(f"{name}: made by", tops, {"PyType_GenericAlloc"})
+        check(f"{name}: live bytes", live_bytes, count * size)
+        check(f"{name}: made by", tops, {made_by})
     check("Session objects live", census["counts"]["Session"], 30000)
     # The Python frames, right after the allocating function: each site's lines, as the
     # script's source has them.

@@ -171,6 +171,15 @@ static int parse_role(const char *option, const char *text, const char **p, bool
 			 role, ALLOC_SPEC_ARGS - 1);
 		return refuse(option, text, why);
 	}
+	q = skip_spaces(q);
+	/* An object's items may be one more than the argument (PyType_GenericAlloc's). */
+	if (out->kind == HEAPTAP_KIND_PYOBJECT && slot == 1 && *q == '+') {
+		q = skip_spaces(q + 1);
+		if (*q != '1' || isdigit((unsigned char)q[1]))
+			return refuse(option, text, "items: expected items=argN or items=argN+1");
+		out->items_more = true;
+		q++;
+	}
 	given[slot] = true;
 	out->from[slot] = arg;
 	*p = skip_spaces(q);
@@ -216,7 +225,8 @@ int alloc_spec__parse(const char *option, const char *text, struct alloc_spec *o
 		}
 		p = skip_spaces(p + 1);
 		for (s = 0; s < HEAPTAP_COOKIE_ARGS && probes__arg_name(out->kind, s); s++)
-			if (!given[s]) {
+			/* An object of no items (_PyObject_New's) is given none. */
+			if (!given[s] && !(out->kind == HEAPTAP_KIND_PYOBJECT && s == 1)) {
 				char roles[64];
 
 				roles_of(out->kind, roles, sizeof(roles));
@@ -240,9 +250,11 @@ int alloc_spec__parse(const char *option, const char *text, struct alloc_spec *o
 		snprintf(why, sizeof(why), "unexpected '%.20s' after the function", p);
 		return refuse(option, text, why);
 	}
+	/* (Given a name alone, the C function's order: type and items.) */
+	out->no_items = out->kind == HEAPTAP_KIND_PYOBJECT && given[0] && !given[1];
 	/* Two slots read from one argument (the four kinds read two at most): the spec
 	 * contradicts itself. */
-	if (probes__arg_name(out->kind, 1) && out->from[1] == out->from[0] &&
+	if (probes__arg_name(out->kind, 1) && given[1] && out->from[1] == out->from[0] &&
 	    !(out->kind == HEAPTAP_KIND_POOL_ALLOC && out->pool_ret))
 		return refuse(option, text, "two of its arguments are the same argN");
 	return 0;

@@ -16,6 +16,11 @@
  *   --pool-reset 'ngx_reset_pool(pool=arg0)'        every block of the pool freed
  *   --pool-destroy 'ngx_destroy_pool(pool=arg0)'    every block freed, and the pool
  *
+ * and CPython's objects, sized by their type:
+ *
+ *   --pyobject-alloc 'PyType_GenericAlloc(type=arg0,items=arg1+1)'  one item more
+ *   --pyobject-alloc '_PyObject_New(type=arg0)'                      no items
+ *
  * A name alone takes the C functions' order (malloc's, calloc's, realloc's, free's). argN is
  * the function's Nth argument, 0 to 5, as the x86-64 System V ABI passes them (rdi, rsi, rdx,
  * rcx, r8, r9); an allocating function returns the block. Each is traced as the malloc
@@ -52,6 +57,10 @@ struct alloc_spec {
 	 * made where the interpreter inlined its allocator, and counts as own_frees, not as an
 	 * unknown free */
 	bool python;
+	/* --pyobject-alloc: items=argN+1, the object has one item more than the argument says;
+	 * no items= at all, it has none */
+	bool items_more;
+	bool no_items;
 };
 
 /* The option's kind, or 0 if option is none of the spec options. */

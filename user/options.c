@@ -56,8 +56,9 @@ static const char usage_tail[] =
 	"                         blocks after it, each one's address the word next bytes\n"
 	"                         into the block before; repeatable\n"
 	"      --pyobject-alloc FN(type=argN,items=argN)  FN makes a CPython object of the\n"
-	"                         type (a PyTypeObject) with items items, sized as\n"
-	"                         PyType_GenericAlloc sizes it; its sites are per type\n"
+	"                         type (a PyTypeObject) with items items (argN+1: one more;\n"
+	"                         no items=: none), sized as CPython sizes it; its sites are\n"
+	"                         per type\n"
 	"      --pool-alloc FN(pool=argN,size=argN)  FN allocates from a pool whose blocks\n"
 	"                         all go at once, by --pool-reset FN(pool=argN) (the pool\n"
 	"                         lives on) or --pool-destroy FN(pool=argN); --pool-create FN\n"
@@ -621,7 +622,12 @@ static const struct family {
 	 * allocator's own functions are traced where they are called: link-time optimisation
 	 * inlined them into most of the interpreter's callers (extension modules call them). */
 	{ "python", 0,
-	  { { "--pyobject-alloc", "PyType_GenericAlloc(type=arg0,items=arg1)" },
+	  { { "--pyobject-alloc", "PyType_GenericAlloc(type=arg0,items=arg1+1)" },
+	    /* Objects of C extensions' types that do not use tp_alloc. */
+	    { "--pyobject-alloc", "_PyObject_New(type=arg0)" },
+	    { "--pyobject-alloc", "_PyObject_NewVar(type=arg0,items=arg1)" },
+	    { "--pyobject-alloc", "_PyObject_GC_New(type=arg0)" },
+	    { "--pyobject-alloc", "_PyObject_GC_NewVar(type=arg0,items=arg1)" },
 	    { "--alloc", "PyObject_Malloc" },
 	    { "--calloc", "PyObject_Calloc" },
 	    { "--realloc", "PyObject_Realloc" },

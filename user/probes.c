@@ -129,6 +129,8 @@ const char *probes__arg_name(int kind, unsigned int arg)
 
 const char *probes__slot_name(const struct probe *p, unsigned int a)
 {
+	if (a == 1 && p->own && p->own->no_items)
+		return NULL;
 	if (a == HEAPTAP_COOKIE_ARGS)
 		return p->own && p->own->pool_ret && p->kind == HEAPTAP_KIND_REALLOC ? "pool" : NULL;
 	return probes__arg_name(p->kind, a);
@@ -436,7 +438,9 @@ static uint64_t cookie_of(const struct probe *pr, size_t i)
 	       (uint64_t)(pr->own ? pr->own->pool_ret : 0) << HEAPTAP_COOKIE_POOL_SHIFT |
 	       (uint64_t)state << HEAPTAP_COOKIE_PY_SHIFT |
 	       (pr->own && pr->own->python && pr->kind == HEAPTAP_KIND_FREE ? HEAPTAP_COOKIE_UNSEEN
-									    : 0);
+									    : 0) |
+	       (pr->own && pr->own->items_more ? HEAPTAP_COOKIE_ITEM_MORE : 0) |
+	       (pr->own && pr->own->no_items ? HEAPTAP_COOKIE_NO_ITEMS : 0);
 }
 
 /* prog on the n offsets (with their cookies) of path in pid: the link's fd or -errno, and

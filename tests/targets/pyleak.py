@@ -9,11 +9,14 @@ on stdin and stdout: "ready PID", then a "done COMMAND ..." line per command:
                      their sizes (sys.getsizeof), as JSON
   work N             N Session objects made and dropped, and a list of 10 kept a while:
                      the seconds it took
+  decimals N         N decimal.Decimal objects kept (a C extension's type, made by
+                     _PyObject_New)
   fork N             a child that keeps N Session objects (as leak N), then sleeps a minute:
                      its PID (as the first PID namespace sees it)
 
 Its PID is said as the first PID namespace sees it (under unshare --pid, not 1).
 """
+import decimal
 import gc
 import http.server
 import json
@@ -38,6 +41,7 @@ class Row(tuple):
 
 
 kept = []
+decimals = []
 
 
 class Handler(http.server.BaseHTTPRequestHandler):
@@ -83,7 +87,10 @@ def census():
         if type(o) in (Session, Slotted, Row):
             counts[name] = counts.get(name, 0) + 1
     sizes = {"Session": sys.getsizeof(Session(0)), "Slotted": sys.getsizeof(Slotted()),
-             "Row": sys.getsizeof(Row((1, 2, 3, 4))), "Row_itemsize": Row.__itemsize__}
+             "Row": sys.getsizeof(Row((1, 2, 3, 4))), "Row_itemsize": Row.__itemsize__,
+             "Decimal": sys.getsizeof(decimal.Decimal(1))}
+    # Decimal objects are not the collector's: those kept are all there are of them.
+    counts["Decimal"] = len(decimals)
     return {"counts": counts, "sizes": sizes, "kept": len(kept)}
 
 
@@ -126,6 +133,9 @@ def main():
             out = ""
         elif words[0] == "work":
             out = "%.6f" % work(int(words[1]))
+        elif words[0] == "decimals":
+            decimals.extend(decimal.Decimal(i) for i in range(int(words[1])))
+            out = ""
         elif words[0] == "fork":
             out = fork_leak(int(words[1]))
         elif words[0] == "census":

@@ -426,9 +426,12 @@ def test_postgres_contexts_by_allocator_family():
             named = {s["pool"]["name"] for s in per_statement if s["pool"]}
             check_true("their blocks' contexts, named (a prepared statement's plan source)",
                        "CachedPlanSource" in named, named)
+            # (Said in full when it fails: once in a CI run, 33,700 of 101,951 bytes.)
             check_true("those sites hold most of what the backend grew by",
                        sum(s["live_bytes"] for s in per_statement) >= 0.8 * grown,
-                       (sum(s["live_bytes"] for s in per_statement), grown))
+                       (sum(s["live_bytes"] for s in per_statement), grown,
+                        [(s["live"], s["live_bytes"], functions(s)[:4])
+                         for s in prepared["sites"][:20]]))
             psql.ask("deallocate all; select 1;")
             final, status = ht.finish()
             check("heaptap exit status", status, 0)

@@ -820,23 +820,24 @@ static __always_inline __u64 store_stack(struct call *c, __u32 words)
 
 	c->stack.image = c->image;
 	/* Python frames after the C ones (after the probed address, when no caller could be
-	 * read), which give way to them where the stack is full. */
-	if (c->npy) {
-		if (words < 2) {
-			c->stack.ips[1] = 0;
-			words = 2;
+	 * read), which give way to them where the stack is full; such a stack is read to the
+	 * zero after them, past --stack-depth (stacks.c). */
+	if (python_on) {
+		c->stack.python = c->npy != 0;
+		if (c->npy) {
+			if (words < 2) {
+				c->stack.ips[1] = 0;
+				words = 2;
+			}
+			if (words > HEAPTAP_MAX_DEPTH + 1 - c->npy)
+				words = HEAPTAP_MAX_DEPTH + 1 - c->npy;
+			for (i = 0; i < HEAPTAP_PY_DEPTH && i < c->npy; i++)
+				c->stack.ips[(words + i) & HEAPTAP_MAX_DEPTH] = c->py[i];
+			words += c->npy;
+			if (words <= HEAPTAP_MAX_DEPTH)
+				c->stack.ips[words & HEAPTAP_MAX_DEPTH] = 0;
 		}
-		if (words > HEAPTAP_MAX_DEPTH + 1 - c->npy)
-			words = HEAPTAP_MAX_DEPTH + 1 - c->npy;
-		for (i = 0; i < HEAPTAP_PY_DEPTH && i < c->npy; i++)
-			c->stack.ips[(words + i) & HEAPTAP_MAX_DEPTH] = c->py[i];
-		words += c->npy;
 	}
-	/* Such a stack, and an object's, is read to its first zero, past --stack-depth
-	 * (stacks.c). */
-	c->stack.python = c->npy != 0;
-	if ((c->stack.tag || c->npy) && words <= HEAPTAP_MAX_DEPTH)
-		c->stack.ips[words & HEAPTAP_MAX_DEPTH] = 0;
 	id = hash_stack(&c->stack, words);
 	/* Stored stacks stay: one this thread met lately needs no lookup. */
 	if (c->known[id & (KNOWN_STACKS - 1)] == id)
@@ -1110,7 +1111,8 @@ static __always_inline __u64 send_copy(struct call *c, const struct walk *w, con
 	smp->nips = w->words;
 	smp->tag = c->stack.tag;
 	smp->npy = c->npy;
-	__builtin_memcpy(smp->py, c->py, sizeof(smp->py));
+	if (python_on)
+		__builtin_memcpy(smp->py, c->py, sizeof(smp->py));
 	__builtin_memcpy(smp->ips, c->stack.ips, sizeof(smp->ips));
 	__sync_fetch_and_add(&counters.samples, 1);
 	bpf_ringbuf_submit(smp, 0);
@@ -1406,6 +1408,7 @@ static __always_inline struct call *begin(void *ctx, __u64 kind, __u64 ptr, __u6
 					  __u64 memptr, __u64 tag)
 {
 	__u64 sp = PT_REGS_SP((struct pt_regs *)ctx), cookie;
+	__s64 state;
 	struct call *c = target_call();
 
 	if (!c)
@@ -1441,8 +1444,8 @@ static __always_inline struct call *begin(void *ctx, __u64 kind, __u64 ptr, __u6
 	c->sampled = sampled(c, size == SIZE_OVERFLOW ? 0 : size);
 	/* A CPython function's probe says where the interpreter keeps the thread's state;
 	 * then every allocation of the thread (a malloc too) gets its Python frames. */
-	if (python_on && heaptap_cookie_py_state(cookie))
-		c->py_state = PT_REGS_IP((struct pt_regs *)ctx) + heaptap_cookie_py_state(cookie);
+	if (python_on && (state = heaptap_cookie_py_state(cookie)))
+		c->py_state = PT_REGS_IP((struct pt_regs *)ctx) + state;
 	c->npy = python_on && c->sampled && c->py_state ? python_frames(c) : 0;
 	c->stack_id = c->sampled ? capture_stack(ctx, c, sp) : 0;
 	/*

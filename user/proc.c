@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "escape.h"
@@ -382,4 +383,28 @@ int proc__code_range(int pid, const char *path, const char *open_path, uint64_t 
 	}
 	proc_maps__free(&maps);
 	return *end ? 0 : -ENOENT;
+}
+
+bool proc__read(int pid, uint64_t addr, void *buf, size_t size)
+{
+	struct iovec local = { buf, size }, remote = { (void *)(uintptr_t)addr, size };
+
+	return process_vm_readv(pid, &local, 1, &remote, 1, 0) == (ssize_t)size;
+}
+
+size_t proc__read_string_at(int pid, uint64_t addr, char *buf, size_t size)
+{
+	struct iovec local = { buf, size - 1 }, remote;
+	uint64_t at;
+	ssize_t n;
+
+	buf[0] = '\0';
+	if (size < 2 || !proc__read(pid, addr, &at, sizeof(at)) || !at)
+		return 0;
+	remote = (struct iovec){ (void *)(uintptr_t)at, size - 1 };
+	n = process_vm_readv(pid, &local, 1, &remote, 1, 0);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	return n;
 }

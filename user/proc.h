@@ -75,6 +75,14 @@ char *proc__mapped_file(int pid, const struct proc_map *m);
 /* The value of name in the process's initial environment, malloc'd, or NULL. */
 char *proc__getenv(int pid, const char *name);
 
+/* size bytes at addr in process pid into buf: whether all of them could be read. */
+bool proc__read(int pid, uint64_t addr, void *buf, size_t size);
+
+/* The C string that the pointer at addr in process pid points to, up to size - 1 bytes of it
+ * (what can be read: it may end a mapping), into buf with a NUL after them: the bytes read,
+ * 0 when none could be (the pointer NULL or unreadable). */
+size_t proc__read_string_at(int pid, uint64_t addr, char *buf, size_t size);
+
 /* Reads a whole (proc) file, or what a descriptor gives until end of file, NUL-terminated,
  * malloc'd; negative errno on failure. len may be NULL. */
 int proc__read_file(const char *path, char **buf, size_t *len);

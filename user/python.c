@@ -2,7 +2,6 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/uio.h>
 #include <unistd.h>
 
 #include <linux/types.h>
@@ -10,6 +9,7 @@
 #include "allocator.h"
 #include "elfsyms.h"
 #include "heaptap.h"
+#include "proc.h"
 #include "python.h"
 
 uint64_t python__thread_state(const struct target_file *file)
@@ -83,13 +83,6 @@ int python__line(const uint8_t *t, size_t n, int first, long instruction)
 	return 0;
 }
 
-static bool read_at(int pid, uint64_t at, void *buf, size_t size)
-{
-	struct iovec local = { buf, size }, remote = { (void *)(uintptr_t)at, size };
-
-	return process_vm_readv(pid, &local, 1, &remote, 1, 0) == (ssize_t)size;
-}
-
 /*
  * 3.11's str (PyASCIIObject): its length 2 words in, its state 4 words in (bit 5: compact,
  * bit 6: ASCII); a compact ASCII string's characters follow the 6-word header, another's
@@ -101,7 +94,7 @@ static char *read_str(int pid, uint64_t str)
 	uint64_t h[8], at, len;
 	char *out;
 
-	if (!str || !read_at(pid, str, h, sizeof(h)))
+	if (!str || !proc__read(pid, str, h, sizeof(h)))
 		return NULL;
 	if ((h[4] & 0x60) == 0x60) {
 		at = str + 48;
@@ -114,35 +107,18 @@ static char *read_str(int pid, uint64_t str)
 	}
 	len = len > PY_STR_MAX ? PY_STR_MAX : len;
 	out = calloc(1, len + 1);
-	if (out && !read_at(pid, at, out, len)) {
+	if (out && !proc__read(pid, at, out, len)) {
 		free(out);
 		return NULL;
 	}
 	return out;
 }
 
-#define PY_TYPE_NAME_MAX 63
 char *python__type_name(int pid, uint64_t type)
 {
-	uint64_t name;
-	char *out;
-	ssize_t n;
-	struct iovec local, remote;
+	char name[64];
 
-	if (!read_at(pid, type + 24, &name, sizeof(name)) || !name)
-		return NULL;
-	out = calloc(1, PY_TYPE_NAME_MAX + 1);
-	if (!out)
-		return NULL;
-	local = (struct iovec){ out, PY_TYPE_NAME_MAX };
-	remote = (struct iovec){ (void *)(uintptr_t)name, PY_TYPE_NAME_MAX };
-	/* What can be read of it: a short name may end a mapping. */
-	n = process_vm_readv(pid, &local, 1, &remote, 1, 0);
-	if (n <= 0) {
-		free(out);
-		return NULL;
-	}
-	return out;
+	return proc__read_string_at(pid, type + 24, name, sizeof(name)) ? strdup(name) : NULL;
 }
 
 /* 3.11's PyCodeObject: co_firstlineno (an int) 9 words in, co_filename 14, co_qualname 16,
@@ -158,7 +134,7 @@ bool python__frame(int pid, uint64_t word, char **function, char **file, int *li
 
 	*function = *file = NULL;
 	*line = 0;
-	if (!read_at(pid, code, h, sizeof(h)) || !read_at(pid, h[1] + 0x20, type_size, 8))
+	if (!proc__read(pid, code, h, sizeof(h)) || !proc__read(pid, h[1] + 0x20, type_size, 8))
 		return false;
 	*function = read_str(pid, h[16]);
 	*file = read_str(pid, h[14]);
@@ -166,10 +142,10 @@ bool python__frame(int pid, uint64_t word, char **function, char **file, int *li
 	instruction = at < HEAPTAP_PY_AT_MAX && at >= type_size[0] / 2
 			      ? (long)(at - type_size[0] / 2)
 			      : -1;
-	if (instruction < 0 || !read_at(pid, h[17], t, sizeof(t)) || t[2] > PY_LINETABLE_MAX)
+	if (instruction < 0 || !proc__read(pid, h[17], t, sizeof(t)) || t[2] > PY_LINETABLE_MAX)
 		return true;
 	table = malloc(t[2] ? t[2] : 1);
-	if (table && read_at(pid, h[17] + 32, table, t[2]))
+	if (table && proc__read(pid, h[17] + 32, table, t[2]))
 		*line = python__line(table, t[2], (int)(uint32_t)h[9], instruction);
 	free(table);
 	return true;

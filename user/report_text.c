@@ -66,6 +66,12 @@ static const char *clock_time(char *buf, size_t size, uint64_t mono_ns)
 	return buf;
 }
 
+/* Whether the program has family i (options__family) and the session does not trace it. */
+static bool family_untraced(const struct report *r, size_t i)
+{
+	return (r->allocator->families >> i & 1) && !(r->opts->families >> i & 1);
+}
+
 void report__attached_text(FILE *f, const struct report *r)
 {
 	char fn[ALLOC_SPEC_NAME_MAX + 1];
@@ -84,7 +90,7 @@ void report__attached_text(FILE *f, const struct report *r)
 		r->allocator->nown ? " and the program's own allocator" : "");
 	fprintf(f, "heaptap: allocator chosen: %s\n", r->allocator->reason);
 	for (i = 0; (name = options__family(i, fn, sizeof(fn))); i++)
-		if ((r->allocator->families >> i & 1) && !(r->opts->families >> i & 1))
+		if (family_untraced(r, i))
 			fprintf(f,
 				"heaptap: the program has %s's allocator (%s): --allocator-family %s "
 				"traces it\n",
@@ -158,7 +164,7 @@ static void header(FILE *f, const struct report *r)
 		fprintf(f, "level      malloc: the program's own allocator (%zu functions named) not "
 			   "traced (--level malloc)\n", r->opts->own_untraced);
 	for (i = 0; (name = options__family(i, fn, sizeof(fn))); i++)
-		if ((r->allocator->families >> i & 1) && !(r->opts->families >> i & 1)) {
+		if (family_untraced(r, i)) {
 			fprintf(f, "%s%s", fam, name);
 			fam = ", ";
 		}

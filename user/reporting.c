@@ -6,7 +6,6 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/uio.h>
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -153,25 +152,13 @@ static bool alive(void *ctx, uint32_t tgid, struct syms **syms)
  * target's); out stays "" when it cannot be read. */
 static void read_name(uint32_t tgid, uint64_t at, char *out, size_t size)
 {
-	struct iovec local, remote;
-	uint64_t name_at;
 	char name[64];
-	ssize_t n;
-	bool cut;
-
-	local = (struct iovec){ &name_at, sizeof(name_at) };
-	remote = (struct iovec){ (void *)(uintptr_t)at, sizeof(name_at) };
-	if (process_vm_readv(tgid, &local, 1, &remote, 1, 0) != sizeof(name_at) || !name_at)
-		return;
-	local = (struct iovec){ name, sizeof(name) - 1 };
-	remote = (struct iovec){ (void *)(uintptr_t)name_at, sizeof(name) - 1 };
-	n = process_vm_readv(tgid, &local, 1, &remote, 1, 0);
-	if (n <= 0)
-		return;
-	name[n] = '\0';
+	size_t n = proc__read_string_at(tgid, at, name, sizeof(name));
 	/* As many bytes as asked and no end among them: the name is longer, and shown cut. */
-	cut = n == sizeof(name) - 1 && !memchr(name, '\0', n);
-	escape__into(name, cut ? n - 1 : 0, out, size);
+	bool cut = n == sizeof(name) - 1 && !memchr(name, '\0', n);
+
+	if (n)
+		escape__into(name, cut ? n - 1 : 0, out, size);
 }
 
 /* The type of a site's objects, where its stack has one (--pyobject-alloc), by the name

@@ -339,9 +339,9 @@ const struct stack *stacks__get(struct stacks *s, uint64_t id)
 		return st;
 	if ((id & HEAPTAP_SAMPLE_ID) || bpf_map_lookup_elem(s->map_fd, &id, &raw))
 		return NULL;
-	/* A Python object's, or one with Python frames, may go past the depth; the zero after
-	 * them ends it (store_stack). */
-	words = raw.tag || raw.python ? HEAPTAP_MAX_DEPTH + 1 : 1 + s->depth;
+	/* One with Python frames may go past the depth; the zero after them ends it
+	 * (store_stack). */
+	words = raw.python ? HEAPTAP_MAX_DEPTH + 1 : 1 + s->depth;
 	st = normalize(id, raw.image, raw.tag, (const uint64_t *)raw.ips, words);
 	if (!st || cache(s, st))
 		return NULL;

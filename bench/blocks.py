@@ -1,17 +1,23 @@
 #!/usr/bin/env python3
-"""What many live blocks cost heaptap: sudo python3 bench/blocks.py [MILLIONS ...]
+"""What many live blocks cost heaptap: sudo python3 bench/blocks.py [ROUNDS] [MILLIONS ...]
+                                        [--against PATH]
 
-For each count (default 1 and 4 million), bench/targets/blocks holds that many 64-byte
-blocks, allocated from one site after heaptap attached by PID (`--max-allocs` raised to
-fit): the BPF maps' memory per live block (heaptap.map_bytes of a report before and after,
-the maps' memlock; and which of the kernel's slab caches, from /proc/slabinfo, took the
-elements: the BPF allocator rounds an element up to a kmalloc size class), how long a report takes (SIGUSR1 to its record), and how long heaptap
-takes to stop (SIGINT to its exit: the final report and the detach), and of a report's time
-how long reading the blocks took, and how (heaptap.blocks_read_ms and blocks_read_by).
-The target's own RSS is printed for scale.
+For each count (default 1 and 4 million), in ROUNDS rounds (default 3), bench/targets/blocks
+holds that many 64-byte blocks, allocated from one site after heaptap attached by PID
+(`--max-allocs` a quarter more than the count): the memory of the BPF side's table of blocks
+(its map's memlock, as bpftool shows it) per live block, and of all heaptap's maps; how long
+a report takes (SIGUSR1 to its record), of which reading the blocks (heaptap.blocks_read_ms);
+how long heaptap takes to stop (SIGINT to its exit: the final report and the detach).
+Medians, with the rounds' range; heaptap's RSS (its own, the table it maps left out) and the
+target's for scale. --against PATH runs that build of heaptap too (an older one), the two
+in random order in each round; its records are not checked against this build's schema.
 """
+import json
 import os
+import random
 import signal
+import statistics
+import subprocess
 import sys
 import time
 
@@ -20,16 +26,22 @@ import lib  # noqa: E402
 from soak import vm_rss  # noqa: E402
 
 
-def slab():
-    """Objects of the kmalloc caches a map element can fall in (96 and 128 bytes, memcg
-    accounted or not), by name: where the BPF allocator put the elements."""
-    counts = {}
-    with open("/proc/slabinfo") as f:
-        for line in f:
-            name = line.split()[0]
-            if name in ("kmalloc-96", "kmalloc-128", "kmalloc-cg-96", "kmalloc-cg-128"):
-                counts[name] = int(line.split()[1])
-    return counts
+def table_bytes(pid):
+    """The memlock of the map named allocs that process pid holds (its file descriptors'
+    map ids, named by bpftool)."""
+    ids = set()
+    for fd in os.listdir(f"/proc/{pid}/fdinfo"):
+        try:
+            with open(f"/proc/{pid}/fdinfo/{fd}") as f:
+                ids.update(int(line.split()[1]) for line in f if line.startswith("map_id:"))
+        except OSError:
+            pass
+    maps = json.loads(subprocess.run(["bpftool", "-j", "map", "show"], capture_output=True,
+                                     text=True, check=True).stdout)
+    for m in maps:
+        if m.get("name") == "allocs" and m["id"] in ids:
+            return m["bytes_memlock"]
+    raise lib.Failure(f"no allocs map of PID {pid}")
 
 
 def report(ht):
@@ -44,45 +56,67 @@ def report(ht):
             return rec, time.monotonic() - t0
 
 
-def one(n):
+def one(n, build):
+    """One round at n blocks with heaptap build: its figures."""
+    lib.HEAPTAP = build
     target = lib.Proc([os.path.join(lib.BUILD, "bench", "blocks")])
     if not (target.read_line() or "").startswith("ready"):
         raise lib.Failure("blocks did not start")
     ht = lib.Heaptap(["-p", str(target.pid), "-i", "1h", "--max-allocs", str(n + n // 4)])
     try:
         ht.attached()
-        before, _ = report(ht)
-        slab0 = slab()
         target.send(f"hold {n}")
         if target.read_line(timeout=600) != f"done hold {n}":
             raise lib.Failure("blocks did not answer")
-        slab1 = slab()
-        grew = {k: slab1[k] - slab0.get(k, 0) for k in slab1}
-        cache = max(grew, key=grew.get)
         after, took = report(ht)
-        live = after["live_allocs"]
-        per_block = (after["heaptap"]["map_bytes"] - before["heaptap"]["map_bytes"]) / n
+        table = table_bytes(ht.pid)
         t0 = time.monotonic()
-        final, status = ht.finish()
+        _, status = ht.finish()
         stop = time.monotonic() - t0
     finally:
         if ht.popen.poll() is None:
             ht.end()
-    print(f"{n:>10,} blocks: live {live:,}; maps {per_block:.0f} bytes a block "
-          f"(slab: {grew[cache]:,} more objects of {cache}) "
-          f"({after['heaptap']['map_bytes'] / 2**20:.0f} MiB in all); report {took:.2f} s "
-          f"(the blocks read in {after['heaptap']['blocks_read_ms'] / 1e3:.2f} s by "
-          f"{after['heaptap']['blocks_read_by']}); "
-          f"stop {stop:.2f} s (status {status}); heaptap RSS "
-          f"{after['heaptap']['rss_bytes'] / 2**20:.0f} MiB; the target's RSS "
-          f"{vm_rss(target.pid) / 2**20:.0f} MiB", flush=True)
+    rss = vm_rss(target.pid)
     target.send("exit")
     target.wait()
+    if status != 0 or after["live_allocs"] < n:
+        raise lib.Failure(f"status {status}, {after['live_allocs']} live blocks")
+    return {"table": table / n, "maps": after["heaptap"]["map_bytes"] / n, "report": took,
+            "read": after["heaptap"]["blocks_read_ms"] / 1e3, "stop": stop,
+            "rss": after["heaptap"]["rss_bytes"], "target": rss, "live": after["live_allocs"]}
+
+
+def show(v, unit, scale=1.0):
+    return (f"{statistics.median(v) * scale:.2f}{unit} "
+            f"({min(v) * scale:.2f}-{max(v) * scale:.2f})")
 
 
 def main(argv):
-    for m in [float(a) for a in argv] or [1, 4]:
-        one(int(m * 1e6))
+    builds = {"this build": lib.HEAPTAP}
+    if "--against" in argv:
+        at = argv.index("--against")
+        builds[argv[at + 1]] = os.path.abspath(argv[at + 1])
+        del argv[at:at + 2]
+        # Another build's records may have fields this one's schema has not.
+        lib.validate_record = lambda rec: rec
+    rounds = int(argv[0]) if argv else 3
+    counts = [int(float(a) * 1e6) for a in argv[1:]] or [1000000, 4000000]
+    for n in counts:
+        runs = {name: [] for name in builds}
+        for _ in range(rounds):
+            order = list(builds)
+            random.shuffle(order)
+            for name in order:
+                runs[name].append(one(n, builds[name]))
+        for name, r in runs.items():
+            col = {k: [x[k] for x in r] for k in r[0]}
+            print(f"{name}: {n:,} blocks ({rounds} rounds): the table "
+                  f"{show(col['table'], ' bytes')} "
+                  f"a block, all maps {show(col['maps'], ' bytes')}; report "
+                  f"{show(col['report'], ' s')} (the blocks read in {show(col['read'], ' s')});"
+                  f" stop {show(col['stop'], ' s')}; heaptap RSS "
+                  f"{statistics.median(col['rss']) / 2**20:.0f} MiB; the target's RSS "
+                  f"{statistics.median(col['target']) / 2**20:.0f} MiB", flush=True)
 
 
 if __name__ == "__main__":

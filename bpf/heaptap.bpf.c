@@ -75,14 +75,20 @@ struct {
 /* Images made at exec, numbered on from the loader's (struct heaptap_target). */
 __u32 image_seq = HEAPTAP_EXEC_IMAGES;
 
-/* Outstanding blocks by process, image and address; max_entries is set from --max-allocs. */
+/* Outstanding blocks by process, image and address (heaptap.h: the blocks table); its size,
+ * table_buckets, and max_blocks are set from --max-allocs. */
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__uint(max_entries, 1);
-	__type(key, struct heaptap_block);
-	__type(value, struct heaptap_alloc);
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, 2);
+	__type(key, __u32);
+	__type(value, struct heaptap_bucket);
 } allocs SEC(".maps");
+
+const volatile __u32 table_buckets = 2;
+const volatile __u64 max_blocks = 1;
+/* Blocks in the table, and being put in it: at most max_blocks. */
+__u64 table_live = 0;
 
 /* Pools of the program's own allocator (--pool-alloc ...), by process, image and address;
  * max_entries is set by the loader (HEAPTAP_MAX_POOLS, or 1 when no pool is traced). */
@@ -139,9 +145,11 @@ struct {
 	__type(value, struct heaptap_site_total);
 } site_totals SEC(".maps");
 
-/* Threads that allocated, by TID: their names outlive them. */
+/* Threads that allocated, by TID: their names outlive them. Not preallocated: 6 MiB for
+ * HEAPTAP_MAX_THREADS, where most programs have a few. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__uint(max_entries, 1); /* set by the loader */
 	__type(key, __u32);
 	__type(value, struct heaptap_thread);
@@ -489,6 +497,192 @@ static __always_inline void account_free(struct call *c, const struct heaptap_al
 		__sync_fetch_and_sub(&counters.est_live_bytes, weight(size));
 }
 
+/*
+ * The table's functions (heaptap.h: the blocks table). Those that read a bucket are global,
+ * verified once each apart from their callers, who see the slot they give as any number:
+ * inlined, the eight outcomes of every bucket read, times each other's and their callers',
+ * were more paths than the verifier takes.
+ */
+
+static __always_inline struct heaptap_bucket *bucket(__u32 i)
+{
+	return bpf_map_lookup_elem(&allocs, &i);
+}
+
+/* The slot of addr and owner in bucket k, or -1. */
+__noinline int slot_in(__u32 k, __u64 addr, __u64 owner)
+{
+	struct heaptap_bucket *b = bucket(k);
+	int i;
+
+	if (!b)
+		return -1;
+#pragma unroll
+	for (i = 0; i < HEAPTAP_BUCKET_SLOTS; i++)
+		if (b->addr[i] == addr && b->owner[i] == owner)
+			return i;
+	return -1;
+}
+
+/* The free slots of bucket k. */
+__noinline int room_in(__u32 k)
+{
+	struct heaptap_bucket *b = bucket(k);
+	int i, n = 0;
+
+	if (!b)
+		return 0;
+#pragma unroll
+	for (i = 0; i < HEAPTAP_BUCKET_SLOTS; i++)
+		if (!b->addr[i])
+			n++;
+	return n;
+}
+
+/* A free slot of bucket k taken for addr, or -1. */
+__noinline int claim_in(__u32 k, __u64 addr)
+{
+	struct heaptap_bucket *b = bucket(k);
+	int i;
+
+	if (!b)
+		return -1;
+#pragma unroll
+	for (i = 0; i < HEAPTAP_BUCKET_SLOTS; i++)
+		if (!b->addr[i] && !__sync_val_compare_and_swap(&b->addr[i], 0, addr))
+			return i;
+	return -1;
+}
+
+/* A block's slot in the table. */
+struct slot {
+	__u32 bucket;
+	__u32 i;
+	__u32 spill_of; /* its key's second bucket + 1, when the slot is a spill bucket's; or 0 */
+	__u64 owner;
+	__u64 hash;
+};
+
+/* Where the table holds k (its two buckets, then the spill buckets of the second if it
+ * spilled); false if nowhere. */
+static __always_inline bool table_find(const struct heaptap_block *k, struct slot *s)
+{
+	__u32 n = table_buckets, second, j;
+	struct heaptap_bucket *b;
+	int i;
+
+	s->owner = heaptap_owner(k->tgid, k->image);
+	s->hash = heaptap_block_hash(k->addr, s->owner);
+	s->spill_of = 0;
+	s->bucket = heaptap_bucket_first(s->hash, n);
+	second = heaptap_bucket_second(s->hash, n);
+	i = slot_in(s->bucket, k->addr, s->owner);
+	if (i < 0) {
+		s->bucket = second;
+		i = slot_in(second, k->addr, s->owner);
+	}
+	b = i < 0 ? bucket(second) : NULL;
+	if (b && b->spilled) {
+		s->spill_of = second + 1;
+		for (j = 1; j <= HEAPTAP_SPILL && i < 0; j++) {
+			s->bucket = heaptap_bucket_spill(second, j, n);
+			i = slot_in(s->bucket, k->addr, s->owner);
+		}
+	}
+	s->i = i & (HEAPTAP_BUCKET_SLOTS - 1);
+	return i >= 0;
+}
+
+/* The time of k's record (heaptap_alloc_time), or 0 if it has none. */
+__noinline __u64 table_time(const struct heaptap_block *k)
+{
+	struct heaptap_bucket *b;
+	struct slot s;
+
+	if (!k || !table_find(k, &s))
+		return 0;
+	b = bucket(s.bucket);
+	return b ? heaptap_alloc_time(&b->rec[s.i]) : 0;
+}
+
+/* k's record out of the table, into *rec; false if there is none (or a concurrent taker, a
+ * double free in the target, took it first). */
+__noinline bool table_take(const struct heaptap_block *k, struct heaptap_alloc *rec)
+{
+	struct heaptap_bucket *b, *spilled;
+	struct slot s;
+
+	if (!k || !rec || !table_find(k, &s))
+		return false;
+	b = bucket(s.bucket);
+	if (!b || __sync_val_compare_and_swap(&b->owner[s.i], s.owner, 0) != s.owner)
+		return false;
+	*rec = b->rec[s.i];
+	__sync_fetch_and_and(&b->addr[s.i], 0);
+	spilled = s.spill_of ? bucket(s.spill_of - 1) : NULL;
+	if (spilled)
+		__sync_fetch_and_sub(&spilled->spilled, 1);
+	__sync_fetch_and_sub(&table_live, 1);
+	return true;
+}
+
+/* rec as k's: -EEXIST if k has one, -E2BIG if the table holds max_blocks or has no room for
+ * it. */
+__noinline long table_put(const struct heaptap_block *k, const struct heaptap_alloc *rec)
+{
+	__u32 n = table_buckets, first, second, other, j;
+	struct heaptap_bucket *b, *spill;
+	struct slot s;
+	int i;
+
+	if (!k || !rec)
+		return -E2BIG;
+	if (table_find(k, &s))
+		return -EEXIST;
+	first = heaptap_bucket_first(s.hash, n);
+	second = heaptap_bucket_second(s.hash, n);
+	spill = bucket(second);
+	if (!spill)
+		return -E2BIG;
+	if (__sync_fetch_and_add(&table_live, 1) >= max_blocks) {
+		__sync_fetch_and_sub(&table_live, 1);
+		return -E2BIG;
+	}
+	/* Where fewer are, the first on a tie. */
+	s.bucket = first;
+	other = second;
+	if (room_in(second) > room_in(first)) {
+		s.bucket = second;
+		other = first;
+	}
+	i = claim_in(s.bucket, k->addr);
+	if (i < 0) {
+		s.bucket = other;
+		i = claim_in(other, k->addr);
+	}
+	if (i < 0) {
+		/* Counted first: a look-up of a block that spilled passes by no spill bucket. */
+		__sync_fetch_and_add(&spill->spilled, 1);
+		for (j = 1; j <= HEAPTAP_SPILL && i < 0; j++) {
+			s.bucket = heaptap_bucket_spill(second, j, n);
+			i = claim_in(s.bucket, k->addr);
+		}
+		if (i < 0) {
+			__sync_fetch_and_sub(&spill->spilled, 1);
+			__sync_fetch_and_sub(&table_live, 1);
+			return -E2BIG;
+		}
+	}
+	b = bucket(s.bucket);
+	if (!b)
+		return -E2BIG;
+	i &= HEAPTAP_BUCKET_SLOTS - 1;
+	b->rec[i] = *rec;
+	/* After the record's stores: the slot matches its key from now on. */
+	__sync_fetch_and_or(&b->owner[i], s.owner);
+	return 0;
+}
+
 /* The allocs key of the block at ptr in the thread's process and image. */
 static __always_inline struct heaptap_block block_key(const struct call *c, __u64 ptr)
 {
@@ -636,15 +830,11 @@ static __always_inline enum taken take_record(struct call *c, __u64 ptr, struct 
 					      __u64 *pool)
 {
 	struct heaptap_block key = block_key(c, ptr);
-	struct heaptap_alloc *found = bpf_map_lookup_elem(&allocs, &key);
 
 	if (pool)
 		*pool = 0;
-	if (!found)
-		return TAKEN_NONE;
-	*rec = *found;
 	/* A concurrent free of the same block (a double free in the target) loses here. */
-	if (bpf_map_delete_elem(&allocs, &key))
+	if (!table_take(&key, rec))
 		return TAKEN_NONE;
 	if (pools_on && !leave_pool(c, &key, rec, pool))
 		return TAKEN_DEAD;
@@ -780,10 +970,10 @@ static __always_inline __u64 record_block(struct call *c, __u64 ptr, __u64 size)
 
 	heaptap_alloc_set(&rec, size, tid, time_ns, c->fn, c->stack_id);
 	/* Inserted first: a record already there (a free heaptap missed) is the rare case. */
-	err = bpf_map_update_elem(&allocs, &key, &rec, BPF_NOEXIST);
+	err = table_put(&key, &rec);
 	if (err == -EEXIST) {
 		forget_reused(c, ptr);
-		err = bpf_map_update_elem(&allocs, &key, &rec, BPF_NOEXIST);
+		err = table_put(&key, &rec);
 	}
 	if (err) {
 		__sync_fetch_and_add(&counters.dropped_allocs, 1);
@@ -1346,14 +1536,14 @@ static __always_inline bool sampled(struct call *c, __u64 size)
 static __always_inline void untracked_free(struct call *c, __u64 ptr, bool unseen)
 {
 	struct heaptap_block key = { .tgid = c->parent, .image = c->image, .addr = ptr };
-	struct heaptap_alloc *rec;
+	__u64 born;
 
 	if (sample_interval) {
 		__sync_fetch_and_add(&counters.untracked_frees, 1);
 		return;
 	}
-	rec = c->parent ? bpf_map_lookup_elem(&allocs, &key) : NULL;
-	if (rec && heaptap_alloc_time(rec) < c->forked_ns) {
+	born = c->parent ? table_time(&key) : 0;
+	if (born && born < c->forked_ns) {
 		__sync_fetch_and_add(&counters.inherited_frees, 1);
 		PROC_ADD(c, inherited_frees, 1);
 		return;
@@ -1684,7 +1874,7 @@ static __always_inline struct call *do_free(struct pt_regs *ctx)
 	 * its record is back.)
 	 */
 	key = block_key(c, ptr);
-	if (ptr == c->free_ptr && sp <= c->free_sp && !bpf_map_lookup_elem(&allocs, &key))
+	if (ptr == c->free_ptr && sp <= c->free_sp && !table_time(&key))
 		return NULL;
 	c->free_sp = sp;
 	c->free_ptr = ptr;
@@ -1896,7 +2086,7 @@ static __always_inline void finish(struct call *c, __u64 ptr)
 		struct heaptap_block old = block_key(c, c->ptr);
 
 		count_end(c, true, false, false);
-		if (c->has_old && bpf_map_update_elem(&allocs, &old, &c->old, BPF_NOEXIST)) {
+		if (c->has_old && table_put(&old, &c->old)) {
 			/* Untracked from now on, as when record_block finds the map full. */
 			__sync_fetch_and_add(&counters.dropped_allocs, 1);
 			account_free(c, &c->old);
@@ -2049,18 +2239,17 @@ int BPF_KRETPROBE(pool_free_all_return)
 static long reap_block(struct bpf_map *map, const void *k, void *v, void *ctx)
 {
 	const struct heaptap_block *key = k;
+	struct heaptap_block kc;
 	struct heaptap_pool_block pb = *(struct heaptap_pool_block *)v, *now;
 	struct heaptap_pool_key pk = { .tgid = key->tgid, .image = key->image, .pool = pb.pool };
 	struct heaptap_pool *p = bpf_map_lookup_elem(&pools, &pk);
-	struct heaptap_alloc *found, rec;
+	struct heaptap_alloc rec;
 
 	if (p && p->gen == pb.gen)
 		return 0;
-	found = bpf_map_lookup_elem(&allocs, key);
-	if (!found || heaptap_alloc_time(found) != pb.time_ns)
-		return 0;
-	rec = *found;
-	if (bpf_map_delete_elem(&allocs, key))
+	/* On the stack: the table's functions take no map's key. */
+	kc = *key;
+	if (table_time(&kc) != pb.time_ns || !table_take(&kc, &rec))
 		return 0;
 	account_block_freed(&rec);
 	/* Unless a block made at the address since has joined a pool meanwhile. */
@@ -2078,130 +2267,6 @@ int reap_pools(void *ctx)
 	pool_reap_pending = 0;
 	bpf_for_each_map_elem(&pool_blocks, reap_block, NULL, 0);
 	return 0;
-}
-
-/*
- * The blocks, for a report: the loader runs read_blocks (BPF_PROG_TEST_RUN) on one thread
- * and reads block_ring on another. The walk goes bucket by bucket under RCU, taking no
- * lock, and sends the entries HEAPTAP_SCAN_CHUNK at a time; the map's batched look-up,
- * which locks each bucket and copies each entry twice, took three times as long at 4
- * million blocks (bench/blocks.py). Unlike a look-up, the walk does not start a bucket
- * again when the element it stands on is freed and reused meanwhile (the map's elements
- * are reused at once): under churn it may see a block twice or miss one.
- */
-struct {
-	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, HEAPTAP_SCAN_RING);
-} block_ring SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct heaptap_scan_chunk);
-} scan_chunk SEC(".maps");
-
-struct scan {
-	struct heaptap_scan_chunk *chunk;
-	__u64 need;	/* bytes of ring a chunk waits for */
-	__u64 cons;	/* the loader's position in the ring, last seen */
-	__u64 give_up;	/* when the wait ends, unless the loader reads meanwhile */
-	__u64 end;	/* when the walk ends in any case */
-	__u32 room;	/* (not bools: a callback returns 0 or 1, which a byte's load is not
-			 * known to be) */
-	__u32 stalled;
-};
-
-/* Whether the wait for room is over (bpf_loop callback): room made, or none for too long. */
-static long scan_room(__u64 i, void *ctx)
-{
-	struct scan *s = ctx;
-	__u64 now, cons;
-
-	/* The kernel keeps one byte free: a record of need bytes fits in more than need. */
-	if (bpf_ringbuf_query(&block_ring, BPF_RB_RING_SIZE) -
-	    bpf_ringbuf_query(&block_ring, BPF_RB_AVAIL_DATA) > s->need) {
-		s->room = 1;
-		return 1;
-	}
-	now = bpf_ktime_get_ns();
-	cons = bpf_ringbuf_query(&block_ring, BPF_RB_CONS_POS);
-	if (cons != s->cons) {
-		s->cons = cons;
-		s->give_up = now + HEAPTAP_SCAN_STALL_NS;
-	}
-	s->stalled = now > s->give_up;
-	return s->stalled ? 1 : 0;
-}
-
-/* Up to 2^16 polls at a time: a bpf_loop may not run long enough. */
-static long scan_room_a_while(__u64 i, void *ctx)
-{
-	struct scan *s = ctx;
-
-	bpf_loop(1 << 16, scan_room, s, 0);
-	return s->room || s->stalled ? 1 : 0;
-}
-
-/* The chunk's entries into the ring, once there is room; false (and the walk stalled) if
- * the loader read nothing for too long, the walk ran too long, or the ring refused them. */
-static __always_inline bool send_chunk(struct scan *s, __u64 flags)
-{
-	struct heaptap_scan_chunk *ch = s->chunk;
-	__u64 n = ch->n, bytes;
-
-	ch->n = 0;
-	if (!n)
-		return true;
-	if (bpf_ktime_get_ns() > s->end) {
-		s->stalled = 1;
-		return false;
-	}
-	bytes = (n < HEAPTAP_SCAN_CHUNK ? n : HEAPTAP_SCAN_CHUNK) * sizeof(ch->v[0]);
-	if (!bpf_ringbuf_output(&block_ring, ch->v, bytes, flags))
-		return true;
-	s->need = bytes + 8;
-	s->room = 0;
-	s->cons = bpf_ringbuf_query(&block_ring, BPF_RB_CONS_POS);
-	s->give_up = bpf_ktime_get_ns() + HEAPTAP_SCAN_STALL_NS;
-	bpf_loop(1 << 16, scan_room_a_while, s, 0);
-	if (s->room && !bpf_ringbuf_output(&block_ring, ch->v, bytes, flags))
-		return true;
-	s->stalled = 1;
-	return false;
-}
-
-/* read_blocks' callback: one entry into the chunk, and the chunk out once full. */
-static long scan_block(struct bpf_map *map, const void *k, void *v, void *ctx)
-{
-	struct scan *s = ctx;
-	struct heaptap_scan_chunk *ch = s->chunk;
-	__u64 n = ch->n;
-
-	if (n >= HEAPTAP_SCAN_CHUNK)
-		n = 0;
-	ch->v[n].key = *(const struct heaptap_block *)k;
-	ch->v[n].rec = *(const struct heaptap_alloc *)v;
-	ch->n = n + 1;
-	if (n + 1 < HEAPTAP_SCAN_CHUNK || send_chunk(s, 0))
-		return 0;
-	return 1;
-}
-
-SEC("syscall")
-int read_blocks(void *ctx)
-{
-	__u32 zero = 0;
-	struct scan s = { .chunk = bpf_map_lookup_elem(&scan_chunk, &zero) };
-
-	if (!s.chunk)
-		return HEAPTAP_SCAN_STALLED;
-	s.chunk->n = 0;
-	s.end = bpf_ktime_get_ns() + HEAPTAP_SCAN_MAX_NS;
-	if (bpf_for_each_map_elem(&allocs, scan_block, &s, 0) < 0 || s.stalled ||
-	    !send_chunk(&s, BPF_RB_FORCE_WAKEUP))
-		return HEAPTAP_SCAN_STALLED;
-	return HEAPTAP_SCAN_DONE;
 }
 
 SEC("uretprobe")

@@ -323,10 +323,8 @@ struct heaptap_sample {
 };
 
 /*
- * One outstanding block, keyed by process, image and address in the allocs map. 24 bytes:
- * with the kernel's 48-byte element header, the 16-byte key and the BPF allocator's 8, an
- * element is 96 bytes, a size class of its own (a 32-byte record made it 104, rounded up to
- * 128). Read and written with the functions below.
+ * One outstanding block's record, in the blocks table (below) beside its address and owner.
+ * Read and written with the functions below.
  */
 struct heaptap_alloc {
 	__u64 size_tid; /* bytes requested (HEAPTAP_ALLOC_SIZE_BITS), the allocating thread above */
@@ -377,32 +375,79 @@ static inline void heaptap_alloc_set(struct heaptap_alloc *a, __u64 size, __u32 
 }
 
 /*
- * The blocks as the loader reads them for a report: the allocs map's entries, walked by the
- * read_blocks program and sent through the block_ring ring, up to HEAPTAP_SCAN_CHUNK in a
- * record (its length says how many).
+ * The outstanding blocks: a table of heaptap's own, an mmapable array of buckets that the
+ * BPF side and the loader both read and change in place (the kernel's hash map takes 96
+ * bytes an element, 48 of them its own header; a bucket's slot takes 41, and the loader reads
+ * the table as memory, with no system call). A block's key, its process and image and its
+ * address, has two buckets, one in each half of the table (two-choice hashing: a block goes
+ * where fewer are); one that finds both full goes to the first of the HEAPTAP_SPILL buckets
+ * after its second with room, which counts it in spilled, so that a look-up passes by the
+ * spill buckets of a bucket that never spilled. Holes are left as they come: a look-up reads
+ * both buckets whole.
+ *
+ * A slot is taken by setting its address (compare-and-swap from 0), then its record, then
+ * its owner (an atomic or, after the record's stores); it is given up by clearing its owner
+ * (compare-and-swap from the owner: one of two concurrent takers wins), reading its record,
+ * then clearing its address. A slot matches a key on both words, so one half written or
+ * half cleared matches nothing. The number of blocks is kept within --max-allocs by the
+ * table_live count (the BPF side's .bss); the table has HEAPTAP_TABLE_SLACK more slots.
  */
-struct heaptap_scanned {
-	struct heaptap_block key;
-	struct heaptap_alloc rec;
+#define HEAPTAP_BUCKET_SLOTS 8
+#define HEAPTAP_SPILL 8
+
+struct heaptap_bucket {
+	__u64 addr[HEAPTAP_BUCKET_SLOTS];  /* 0: a free slot */
+	__u64 owner[HEAPTAP_BUCKET_SLOTS]; /* heaptap_owner(); 0 while taken or given up */
+	struct heaptap_alloc rec[HEAPTAP_BUCKET_SLOTS];
+	__u64 spilled; /* blocks of this bucket's second choice kept in the buckets after it */
 };
 
-#define HEAPTAP_SCAN_CHUNK 1024
-#define HEAPTAP_SCAN_RING (1 << 20)
+/* Slots per block of --max-allocs, in fifths (1.2: a table full to --max-allocs is 5/6
+ * full); the buckets for n blocks. */
+#define HEAPTAP_TABLE_SLACK 6
+static inline __u64 heaptap_table_buckets(__u64 max_blocks)
+{
+	__u64 slots = max_blocks * HEAPTAP_TABLE_SLACK / 5 + 2 * HEAPTAP_BUCKET_SLOTS;
 
-struct heaptap_scan_chunk {
-	struct heaptap_scanned v[HEAPTAP_SCAN_CHUNK];
-	__u64 n;
-};
+	return (slots + HEAPTAP_BUCKET_SLOTS - 1) / HEAPTAP_BUCKET_SLOTS;
+}
 
-/* read_blocks' result (its return value): every block sent, or not (none sent for
- * HEAPTAP_SCAN_STALL_NS while the ring was full, or the walk still going after
- * HEAPTAP_SCAN_MAX_NS: the loader then reads the map by its batched look-up). */
-#define HEAPTAP_SCAN_DONE 0
-#define HEAPTAP_SCAN_STALLED 1
-#define HEAPTAP_SCAN_STALL_NS (1000 * 1000000ULL)
-#define HEAPTAP_SCAN_MAX_NS (5000 * 1000000ULL)
-/* The most blocks the loader walks (about 1.5 s of its CPU held in the kernel here). */
-#define HEAPTAP_SCAN_MAX_BLOCKS (8 << 20)
+/* The owner word of a block of process tgid (never 0) in its image. */
+static inline __u64 heaptap_owner(__u32 tgid, __u32 image)
+{
+	return (__u64)tgid << 32 | image;
+}
+
+/* The key's hash (splitmix64's finalizer of its two words). */
+static inline __u64 heaptap_block_hash(__u64 addr, __u64 owner)
+{
+	__u64 x = addr ^ owner * 0x9e3779b97f4a7c15ULL;
+
+	x = (x ^ x >> 30) * 0xbf58476d1ce4e5b9ULL;
+	x = (x ^ x >> 27) * 0x94d049bb133111ebULL;
+	return x ^ x >> 31;
+}
+
+/* The key's first bucket, in the first half of a table of n buckets (n at least 2), and its
+ * second, in the other half. */
+static inline __u32 heaptap_bucket_first(__u64 hash, __u32 n)
+{
+	return (__u32)((hash & 0xffffffff) % (n / 2));
+}
+
+static inline __u32 heaptap_bucket_second(__u64 hash, __u32 n)
+{
+	return n / 2 + (__u32)((hash >> 32) % (n - n / 2));
+}
+
+/* The j-th spill bucket (1 to HEAPTAP_SPILL) of second choice b. */
+static inline __u32 heaptap_bucket_spill(__u32 b, __u32 j, __u32 n)
+{
+	return (b + j) % n;
+}
+
+/* The most blocks the table takes (its array: under 4 GiB). */
+#define HEAPTAP_MAX_BLOCKS (64 << 20)
 
 /*
  * A user stack as captured at an allocator's entry. ips[0] is the word at the stack

@@ -71,7 +71,7 @@ def test_bad_input_is_refused_and_harms_nothing():
     refused(["-p", pid, "--", "true"], 2,
             "heaptap: give either -p PID or a COMMAND, not both (see heaptap --help)")
     refused(["--max-allocs", "0", "-p", pid], 2,
-            "heaptap: invalid --max-allocs '0': expected a number from 1 to 268435456 "
+            "heaptap: invalid --max-allocs '0': expected a number from 1 to 67108864 "
             "(see heaptap --help)")
     refused(["--alert-live", "17179869185g", "-p", pid], 2,         # (2^34 + 1) << 30 wraps
             "heaptap: invalid --alert-live '17179869185g': expected bytes, like 100m or 1g "

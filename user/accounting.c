@@ -1,11 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 #include <errno.h>
 #include <pthread.h>
-#include <sched.h>
-#include <signal.h>
-#include <sys/epoll.h>
-#include <sys/prctl.h>
-#include <sys/eventfd.h>
+#include <sys/mman.h>
 #include <stddef.h>
 #include <fcntl.h>
 #include <math.h>
@@ -26,8 +22,6 @@
 #include "stacks.h"
 #include "proc.h"
 #include "sampling.h"
-
-#define BATCH 4096
 
 const uint64_t accounting__age_limits_s[AGE_BUCKETS - 1] = { 1, 10, 60, 600, 3600, 86400 };
 
@@ -314,232 +308,148 @@ static int read_block(struct block_read *b, const struct heaptap_block *key,
 	return err;
 }
 
-/* Hash maps are read bucket by bucket, so blocks freed meanwhile are simply not seen. */
-static int read_batched(int fd, struct block_read *b)
-{
-	struct heaptap_alloc *values = calloc(BATCH, sizeof(*values));
-	struct heaptap_block *keys = calloc(BATCH, sizeof(*keys)), cursor = {}, next = {};
-	bool first = true, done = false;
-	int err = values && keys ? 0 : -ENOMEM;
-
-	while (!err && !done) {
-		__u32 count = BATCH, i;
-
-		if (bpf_map_lookup_batch(fd, first ? NULL : &cursor, &next, keys, values, &count,
-					 NULL)) {
-			if (errno != ENOENT) {
-				err = -errno;
-				break;
-			}
-			done = true;
-		}
-		first = false;
-		cursor = next;
-		for (i = 0; i < count && !err; i++)
-			err = read_block(b, &keys[i], &values[i]);
-	}
-	free(values);
-	free(keys);
-	return err;
-}
-
 /*
- * The walk: the read_blocks program walks the map on a thread of its own, and the thread
- * that reads the blocks reads its ring meanwhile. One walk at a time.
+ * The blocks table (heaptap.h), mapped: read as memory, and changed in place where the
+ * loader drops blocks. Mapped once per skeleton; released with accounting__release.
  */
 static struct {
 	pthread_mutex_t lock;
 	struct heaptap_bpf *skel;
-	struct ring_buffer *ring;
-	bool refused; /* the kernel would not run read_blocks: no walk again */
-	int done_fd; /* an eventfd the walk's thread signals when it ends */
-	int epoll_fd; /* the ring's and done_fd */
-	struct block_read *read; /* the read in progress */
-} walker = { .lock = PTHREAD_MUTEX_INITIALIZER, .done_fd = -1, .epoll_fd = -1 };
+	struct heaptap_bucket *b;
+	uint32_t n;
+	size_t len;
+} table = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
-struct walk_run {
-	int prog;
-	int err;
-	__u32 result;
-};
-
-static int on_walked(void *ctx, void *data, size_t len)
+/* skel's table, or NULL (errno set). */
+static struct heaptap_bucket *table_of(struct heaptap_bpf *skel, uint32_t *n)
 {
-	const struct heaptap_scanned *v = data;
-	struct block_read *b = walker.read;
-	size_t i, n = len / sizeof(*v);
+	size_t page = sysconf(_SC_PAGESIZE);
+	void *p;
 
-	/* After an error the ring is still emptied: the program waits for room otherwise. */
-	for (i = 0; b && i < n && !b->err; i++)
-		b->err = read_block(b, &v[i].key, &v[i].rec);
-	return 0;
-}
-
-static void *run_walk(void *arg)
-{
-	struct walk_run *r = arg;
-	LIBBPF_OPTS(bpf_test_run_opts, opts);
-
-	prctl(PR_SET_NAME, "heaptap-walk");
-	r->err = bpf_prog_test_run_opts(r->prog, &opts) ? -errno : 0;
-	r->result = opts.retval;
-	eventfd_write(walker.done_fd, 1);
-	return NULL;
-}
-
-/*
- * Whether the blocks are many enough for the walk to be quicker, and few enough for its CPU
- * to be held for so long: it visits every bucket of the map (a million take 3 ms here),
- * where the batched look-up passes empty ones by, and saves about 0.3 s a million blocks
- * (bench/blocks.py). Their number as the counters have it.
- */
-static bool worth_a_walk(struct heaptap_bpf *skel)
-{
-	uint64_t allocs = __atomic_load_n(&skel->bss->counters.allocs, __ATOMIC_RELAXED),
-		 frees = __atomic_load_n(&skel->bss->counters.frees, __ATOMIC_RELAXED);
-
-	return allocs > frees && allocs - frees >= bpf_map__max_entries(skel->maps.allocs) / 32 &&
-	       allocs - frees <= HEAPTAP_SCAN_MAX_BLOCKS;
-}
-
-static void close_walker(void)
-{
-	ring_buffer__free(walker.ring);
-	if (walker.done_fd >= 0)
-		close(walker.done_fd);
-	if (walker.epoll_fd >= 0)
-		close(walker.epoll_fd);
-	walker.ring = NULL;
-	walker.done_fd = walker.epoll_fd = -1;
-	walker.skel = NULL;
-	walker.refused = false;
-}
-
-/* The ring of skel's read_blocks, and what tells its end: -ENOTSUP if it cannot be read. */
-static int open_walker(struct heaptap_bpf *skel)
-{
-	struct epoll_event ring = { .events = EPOLLIN }, done = { .events = EPOLLIN };
-
-	close_walker();
-	walker.ring = ring_buffer__new(bpf_map__fd(skel->maps.block_ring), on_walked, NULL,
-					NULL);
-	walker.done_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	walker.epoll_fd = epoll_create1(EPOLL_CLOEXEC);
-	ring.data.fd = walker.ring ? ring_buffer__epoll_fd(walker.ring) : -1;
-	done.data.fd = walker.done_fd;
-	if (!walker.ring || walker.done_fd < 0 || walker.epoll_fd < 0 ||
-	    epoll_ctl(walker.epoll_fd, EPOLL_CTL_ADD, ring.data.fd, &ring) ||
-	    epoll_ctl(walker.epoll_fd, EPOLL_CTL_ADD, walker.done_fd, &done)) {
-		close_walker();
-		return -ENOTSUP;
-	}
-	walker.skel = skel;
-	return 0;
-}
-
-/*
- * The blocks by the walk: -ENOTSUP when it is not to be (one CPU, few blocks or too many,
- * no ring, no thread), -EAGAIN when it did not finish (this thread stalled: the walk gave
- * up waiting for room in the ring), and then nothing read is to be kept.
- */
-static int read_walked(struct heaptap_bpf *skel, struct block_read *b)
-{
-	struct walk_run run = { .prog = bpf_program__fd(skel->progs.read_blocks) };
-	cpu_set_t mine, walks, reads;
-	bool ended = false;
-	sigset_t all, old;
-	pthread_attr_t attr;
-	pthread_t thread;
-	int err, cpu;
-
-	/* CPUs enough: the walk waits for room in the ring holding its CPU, so it needs another
-	 * for the reader, and one more where the program's threads may wait for room in the
-	 * samples ring too, holding theirs (sample_waiters_max). */
-	if (run.prog < 0 || !worth_a_walk(skel) || sched_getaffinity(0, sizeof(mine), &mine) ||
-	    CPU_COUNT(&mine) <= (skel->rodata->sample_waiters_max ? 2 : 1))
-		return -ENOTSUP;
-	/* The walk on the last CPU this thread may use, this thread on the others meanwhile:
-	 * woken by the walk, it could otherwise be queued on the walk's CPU, behind a program
-	 * that does not yield it (bench/blocks.py: 1 report in 5 took 1.2 to 1.3 s at 4 million
-	 * blocks, not one apart). */
-	for (cpu = CPU_SETSIZE - 1; cpu > 0 && !CPU_ISSET(cpu, &mine); cpu--)
-		;
-	CPU_ZERO(&walks);
-	CPU_SET(cpu, &walks);
-	reads = mine;
-	CPU_CLR(cpu, &reads);
-	pthread_mutex_lock(&walker.lock);
-	if (walker.skel != skel)
-		err = open_walker(skel);
-	else
-		err = walker.ring && !walker.refused ? 0 : -ENOTSUP;
-	if (!err) {
-		/* Leftovers of an earlier read, if any, are not this read's. */
-		ring_buffer__consume(walker.ring);
-		walker.read = b;
-		err = pthread_attr_init(&attr) ? -ENOTSUP : 0;
-	}
-	if (!err) {
-		sigfillset(&all);
-		pthread_sigmask(SIG_SETMASK, &all, &old);
-		if (pthread_attr_setaffinity_np(&attr, sizeof(walks), &walks) ||
-		    pthread_create(&thread, &attr, run_walk, &run))
-			err = -ENOTSUP;
-		pthread_sigmask(SIG_SETMASK, &old, NULL);
-		pthread_attr_destroy(&attr);
-	}
-	if (!err)
-		sched_setaffinity(0, sizeof(reads), &reads);
-	if (!err) {
-		while (!ended) {
-			struct epoll_event ev[2];
-			int i, n = epoll_wait(walker.epoll_fd, ev, 2, 1000);
-
-			for (i = 0; i < n; i++) {
-				if (ev[i].data.fd == walker.done_fd)
-					ended = true;
-				else
-					ring_buffer__consume(walker.ring);
-			}
-		}
-		pthread_join(thread, NULL);
-		sched_setaffinity(0, sizeof(mine), &mine);
-		eventfd_read(walker.done_fd, &(eventfd_t){ 0 });
-		ring_buffer__consume(walker.ring);
-		walker.refused = run.err;
-		if (run.err || run.result != HEAPTAP_SCAN_DONE)
-			err = -EAGAIN;
+	pthread_mutex_lock(&table.lock);
+	if (table.skel != skel) {
+		if (table.b)
+			munmap(table.b, table.len);
+		table.b = NULL;
+		table.skel = skel;
+		table.n = skel->rodata->table_buckets;
+		table.len = ((size_t)table.n * sizeof(*table.b) + page - 1) / page * page;
+		p = mmap(NULL, table.len, PROT_READ | PROT_WRITE, MAP_SHARED,
+			 bpf_map__fd(skel->maps.allocs), 0);
+		if (p == MAP_FAILED)
+			table.skel = NULL;
 		else
-			err = b->err;
+			table.b = p;
 	}
-	walker.read = NULL;
-	pthread_mutex_unlock(&walker.lock);
-	return err;
+	*n = table.n;
+	p = table.b;
+	pthread_mutex_unlock(&table.lock);
+	return p;
 }
 
 void accounting__release(void)
 {
-	pthread_mutex_lock(&walker.lock);
-	close_walker();
-	pthread_mutex_unlock(&walker.lock);
+	pthread_mutex_lock(&table.lock);
+	if (table.b)
+		munmap(table.b, table.len);
+	table.b = NULL;
+	table.skel = NULL;
+	pthread_mutex_unlock(&table.lock);
 }
 
-/* Every block of the allocs map into s (blocks: listed, of process only if not 0): by the
- * walk where it may be, else by batched look-ups. -EAGAIN: the walk did not finish, and s
- * and rd hold part of a read, to be thrown away. */
+uint64_t accounting__mapped_bytes(void)
+{
+	uint64_t len;
+
+	pthread_mutex_lock(&table.lock);
+	len = table.b ? table.len : 0;
+	pthread_mutex_unlock(&table.lock);
+	return len;
+}
+
+/* The slot of key in b, or -1. */
+static int in_bucket(const struct heaptap_bucket *b, uint64_t addr, uint64_t owner)
+{
+	for (int i = 0; i < HEAPTAP_BUCKET_SLOTS; i++)
+		if (__atomic_load_n(&b->addr[i], __ATOMIC_RELAXED) == addr &&
+		    __atomic_load_n(&b->owner[i], __ATOMIC_ACQUIRE) == owner)
+			return i;
+	return -1;
+}
+
+/* key's record out of the table of n buckets t, as the BPF side's table_take does; false if
+ * it has none (a thread of the program took it meanwhile). */
+static bool take(struct heaptap_bpf *skel, struct heaptap_bucket *t, uint32_t n,
+		 const struct heaptap_block *key)
+{
+	__u64 owner = heaptap_owner(key->tgid, key->image),
+	      hash = heaptap_block_hash(key->addr, owner), expect = owner;
+	uint32_t second = heaptap_bucket_second(hash, n), j, spill_of = 0;
+	struct heaptap_bucket *b = &t[heaptap_bucket_first(hash, n)];
+	int i = in_bucket(b, key->addr, owner);
+
+	if (i < 0) {
+		b = &t[second];
+		i = in_bucket(b, key->addr, owner);
+	}
+	if (i < 0 && __atomic_load_n(&t[second].spilled, __ATOMIC_RELAXED)) {
+		spill_of = second + 1;
+		for (j = 1; j <= HEAPTAP_SPILL && i < 0; j++) {
+			b = &t[heaptap_bucket_spill(second, j, n)];
+			i = in_bucket(b, key->addr, owner);
+		}
+	}
+	if (i < 0 || !__atomic_compare_exchange_n(&b->owner[i], &expect, 0, false,
+						  __ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
+		return false;
+	__atomic_store_n(&b->addr[i], 0, __ATOMIC_SEQ_CST);
+	if (spill_of)
+		__atomic_fetch_sub(&t[spill_of - 1].spilled, 1, __ATOMIC_RELAXED);
+	__atomic_fetch_sub(&skel->bss->table_live, 1, __ATOMIC_RELAXED);
+	return true;
+}
+
+/* Every block of the table, as it stands while the program runs on: a slot taken or given
+ * up meanwhile (its owner or address changed while its record was read) is passed by. */
+static int read_table(const struct heaptap_bucket *t, uint32_t n, struct block_read *b)
+{
+	struct heaptap_block key;
+	struct heaptap_alloc rec;
+	uint64_t owner;
+	int err = 0;
+
+	for (uint32_t k = 0; k < n && !err; k++)
+		for (int i = 0; i < HEAPTAP_BUCKET_SLOTS && !err; i++) {
+			owner = __atomic_load_n(&t[k].owner[i], __ATOMIC_ACQUIRE);
+			if (!owner)
+				continue;
+			key.addr = __atomic_load_n(&t[k].addr[i], __ATOMIC_RELAXED);
+			rec.size_tid = __atomic_load_n(&t[k].rec[i].size_tid, __ATOMIC_RELAXED);
+			rec.time_fn = __atomic_load_n(&t[k].rec[i].time_fn, __ATOMIC_RELAXED);
+			rec.stack_id = __atomic_load_n(&t[k].rec[i].stack_id, __ATOMIC_RELAXED);
+			__atomic_thread_fence(__ATOMIC_ACQUIRE);
+			if (__atomic_load_n(&t[k].owner[i], __ATOMIC_RELAXED) != owner ||
+			    __atomic_load_n(&t[k].addr[i], __ATOMIC_RELAXED) != key.addr)
+				continue;
+			key.tgid = owner >> 32;
+			key.image = (uint32_t)owner;
+			err = read_block(b, &key, &rec);
+		}
+	return err;
+}
+
+/* Every block of the table into s (blocks: listed, of process only if not 0). */
 static int read_sites(struct heaptap_bpf *skel, struct stacks *stacks, struct reader *rd,
-		      bool blocks, uint32_t only, bool walk, struct snapshot *s)
+		      bool blocks, uint32_t only, struct snapshot *s)
 {
 	struct block_read b = { .rd = rd, .stacks = stacks, .s = s, .blocks = blocks,
 				.only = only };
 	uint64_t start = clock__now_ns();
-	int err = walk ? read_walked(skel, &b) : -ENOTSUP;
+	uint32_t n;
+	struct heaptap_bucket *t = table_of(skel, &n);
+	int err = t ? read_table(t, n, &b) : -errno;
 
-	s->read_by = READ_WALK;
-	if (err == -ENOTSUP) {
-		s->read_by = READ_BATCHED;
-		err = read_batched(bpf_map__fd(skel->maps.allocs), &b);
-	}
+	s->blocks_read = true;
 	s->read_ns = clock__now_ns() - start;
 	idmap__free(&b.index);
 	idmap__free(&b.tids);
@@ -586,14 +496,16 @@ static void file_tallies(struct reader *rd, struct snapshot *s)
  * side's live bytes (its peak follows what is live), told per process. */
 static void drop_blocks(struct heaptap_bpf *skel, struct reader *rd, struct snapshot *s)
 {
-	int fd = bpf_map__fd(skel->maps.allocs), pools = bpf_map__fd(skel->maps.pool_blocks);
+	int pools = bpf_map__fd(skel->maps.pool_blocks);
+	uint32_t n;
+	struct heaptap_bucket *table = table_of(skel, &n);
 	size_t i;
 
-	for (i = 0; i < rd->ndrop; i++) {
+	for (i = 0; table && i < rd->ndrop; i++) {
 		const struct dropping *d = &rd->drop[i];
 		struct tally *t;
 
-		if (bpf_map_delete_elem(fd, &d->key))
+		if (!take(skel, table, n, &d->key))
 			continue;
 		/* A pool's block: its pool goes with the process or image. */
 		if (skel->rodata->pools_on)
@@ -820,9 +732,8 @@ void accounting__reap_pools(struct heaptap_bpf *skel)
 		bpf_prog_test_run_opts(fd, &run);
 }
 
-/* A snapshot, its blocks read by the walk or by batched look-ups. */
-static int snapshot(struct heaptap_bpf *skel, struct stacks *stacks,
-		    const struct snapshot_opts *opts, bool walk, struct snapshot *out)
+int accounting__snapshot(struct heaptap_bpf *skel, struct stacks *stacks,
+			 const struct snapshot_opts *opts, struct snapshot *out)
 {
 	struct reader rd = { .o = opts };
 	uint64_t peak_epoch;
@@ -841,7 +752,7 @@ static int snapshot(struct heaptap_bpf *skel, struct stacks *stacks,
 	if (!err)
 		err = read_procs(bpf_map__fd(skel->maps.proc_counters), out);
 	if (!err)
-		err = read_sites(skel, stacks, &rd, false, 0, walk, out);
+		err = read_sites(skel, stacks, &rd, false, 0, out);
 	if (!err)
 		err = read_totals(bpf_map__fd(skel->maps.site_totals), stacks, peak_epoch, out);
 	if (!err) {
@@ -865,22 +776,6 @@ static int snapshot(struct heaptap_bpf *skel, struct stacks *stacks,
 	return 0;
 }
 
-int accounting__snapshot(struct heaptap_bpf *skel, struct stacks *stacks,
-			 const struct snapshot_opts *opts, struct snapshot *out)
-{
-	uint64_t start = clock__now_ns(), lost;
-	int err = snapshot(skel, stacks, opts, true, out);
-
-	if (err != -EAGAIN)
-		return err;
-	/* The walk's time is the read's too. */
-	lost = clock__now_ns() - start;
-	err = snapshot(skel, stacks, opts, false, out);
-	if (!err)
-		out->read_ns += lost;
-	return err;
-}
-
 int accounting__blocks(struct heaptap_bpf *skel, struct stacks *stacks, uint32_t tgid,
 		       struct live_block **out, size_t *n)
 {
@@ -889,8 +784,7 @@ int accounting__blocks(struct heaptap_bpf *skel, struct stacks *stacks, uint32_t
 	int err;
 
 	accounting__reap_pools(skel);
-	/* By batched look-ups: a walk under churn (other processes') may miss a block. */
-	err = read_sites(skel, stacks, &rd, true, tgid, false, &all);
+	err = read_sites(skel, stacks, &rd, true, tgid, &all);
 	reader__free(&rd);
 	*out = err ? NULL : all.blocks;
 	*n = err ? 0 : all.nblocks;

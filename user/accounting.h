@@ -104,10 +104,6 @@ struct snapshot_opts {
 	struct heaptap_size_class *dropped_classes;
 };
 
-/* How a snapshot's blocks were read: not at all (--watch), by the read_blocks program's
- * walk of the map, or by batched look-ups. */
-enum block_read_by { READ_NONE, READ_WALK, READ_BATCHED };
-
 /* A live block, for a leak check. */
 struct live_block {
 	uint64_t addr;
@@ -152,7 +148,7 @@ struct snapshot {
 	size_t nsites;
 	uint64_t young;		   /* blocks hidden by --min-age */
 	uint64_t read_ns;	   /* how long reading the blocks took */
-	enum block_read_by read_by; /* how they were read */
+	bool blocks_read;	   /* whether they were (not by --watch) */
 	struct site_total *totals; /* by canonical stack id, in no order */
 	size_t ntotals;
 	struct thread_live *threads; /* by live bytes, most first */
@@ -180,9 +176,13 @@ int accounting__snapshot(struct heaptap_bpf *skel, struct stacks *stacks,
 int accounting__blocks(struct heaptap_bpf *skel, struct stacks *stacks, uint32_t tgid,
 		       struct live_block **out, size_t *n);
 
-/* What reading the blocks keeps from one read to the next (the ring read_blocks sends them
- * through), let go before the skeleton is destroyed. */
+/* What reading the blocks keeps from one read to the next (the table of blocks, mapped),
+ * let go before the skeleton is destroyed. */
 void accounting__release(void);
+
+/* The bytes of the table of blocks mapped into heaptap (resident, as the kernel's pages are
+ * from the mapping on: in heaptap's RSS, though they are the map's). */
+uint64_t accounting__mapped_bytes(void);
 
 
 /* --watch: the sites are the stacks that first wrote new pages, a page a block: live and

@@ -720,8 +720,8 @@ static int parse_tracing(struct options *opts, int c)
 		opts->pool_named = opts->pool_name_given = true;
 		return 0;
 	case OPT_MAX_ALLOCS:
-		if (parse_uint(optarg, 1, 1 << 28, &v))
-			return bad("--max-allocs", optarg, "a number from 1 to 268435456");
+		if (parse_uint(optarg, 1, HEAPTAP_MAX_BLOCKS, &v))
+			return bad("--max-allocs", optarg, "a number from 1 to 67108864");
 		opts->max_allocs = v;
 		return 0;
 	case OPT_MAX_STACKS:

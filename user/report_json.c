@@ -838,12 +838,7 @@ json_object *report__json_object(const struct report *r)
 	put(self, "backlog_max_bytes", u64(r->backlog.backlog_max_bytes));
 	put(self, "backlog_max_ms", num(r->backlog.backlog_max_ns / 1e6));
 	put(self, "backlog_lost", u64(r->backlog.lost));
-	put(self, "blocks_read_ms", r->snap->read_by ? num(r->snap->read_ns / 1e6) : NULL);
-	put(self, "blocks_read_by",
-	    r->snap->read_by ? json_object_new_string(r->snap->read_by == READ_WALK
-							      ? "walk"
-							      : "batched lookup")
-			     : NULL);
+	put(self, "blocks_read_ms", r->snap->blocks_read ? num(r->snap->read_ns / 1e6) : NULL);
 	put(o, "heaptap", self);
 	put(o, "inexact", inexact(c));
 	put(o, "processes", processes(r));

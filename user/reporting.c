@@ -283,7 +283,9 @@ int session__report(struct session *s, const char *type, const struct leak_check
 	r.number = ++s->reports;
 	r.leak = leak;
 	r.rss = session__rss(s);
+	/* heaptap's own: not the table of blocks it maps (the BPF maps' memory, below). */
 	r.self_rss = proc__rss(0);
+	r.self_rss -= r.self_rss < accounting__mapped_bytes() ? r.self_rss : accounting__mapped_bytes();
 	r.self_maps = accounting__map_bytes(s->skel);
 	r.reports_dropped = publish__dropped(s->publisher);
 	drain__stats(s->rings, &r.backlog);

@@ -448,7 +448,9 @@ static void configure(struct session *s)
 	bpf_map__set_max_entries(skel->maps.samples, s->stack_mode == HEAPTAP_STACK_FP ? 4096 : ring);
 	bpf_map__set_max_entries(skel->maps.unwind_rules,
 				 s->stack_mode == HEAPTAP_STACK_FP ? 1 : HEAPTAP_MAX_RULES);
-	bpf_map__set_max_entries(skel->maps.allocs, s->opts.max_allocs);
+	skel->rodata->max_blocks = s->opts.max_allocs;
+	skel->rodata->table_buckets = heaptap_table_buckets(s->opts.max_allocs);
+	bpf_map__set_max_entries(skel->maps.allocs, skel->rodata->table_buckets);
 	bpf_map__set_max_entries(skel->maps.stacks, s->opts.max_stacks);
 	s->tracer->configure(s);
 }

@@ -243,8 +243,8 @@ static void numbers(void)
 	} ranges[] = {
 		{ "-p", "1", "2147483647", "0", "2147483648", "a process ID, or several separated by commas" },
 		{ "--top", "0", "100000", "-1", "100001", "a number of sites from 0 to 100000" },
-		{ "--max-allocs", "1", "268435456", "0", "268435457",
-		  "a number from 1 to 268435456" },
+		{ "--max-allocs", "1", "67108864", "0", "67108865",
+		  "a number from 1 to 67108864" },
 		{ "--max-stacks", "1", "16777216", "0", "16777217", "a number from 1 to 16777216" },
 		{ "--stack-depth", "1", "127", "0", "128", "a number from 1 to 127" },
 		{ "--stack-bytes", "64", "65536", "56", "65544",

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Does --live keep its budget, as the target measures it? Side by side in one run:
-sudo python3 bench/live_budget.py [SECONDS] [ROUNDS]     (defaults 60 and 3)
+sudo python3 bench/live_budget.py [SECONDS] [ROUNDS] [TARGET,...] (defaults 60, 3, all)
 
 Two targets, for SECONDS each: redis-server under redis-benchmark (SET with random keys: the
 key set grows), from a fresh start each time, and bench/targets/allocbench's tight malloc+free
@@ -10,12 +10,21 @@ round runs the six in an order drawn at random. Per variant: the throughput agai
 untraced run of the same round (median, min-max over the rounds), against the floor the issue
 sets (1 - budget - 0.02), heaptap's own estimate of its slowdown, and for redis when the growing
 key set's site was first on top of the growth ranking.
+
+Throughput here moves by 5-10% between one minute and the next, more than the budgets, so a
+third target, "paired", measures the tight loop against itself at the same time: two
+allocbench processes run at once, each pinned to a CPU of its own, one traced and one not, for
+SECONDS; then again with the roles swapped. Each run's ratio is the traced one's pairs a
+second over the untraced one's; the two processes' own difference in speed (up to 10%: their
+layouts in memory) cancels in the geometric mean of the two runs, which is the variant's
+figure for the round (its untraced row is 1 by construction).
 """
 import os
 import random
 import statistics
 import sys
 import tempfile
+import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -87,25 +96,69 @@ def tight(seconds, args, target):
     return rate, final, None
 
 
+def busy(loop, seconds, out):
+    """loop's tight pairs per second for seconds, into out[0]."""
+    start = time.monotonic()
+    pairs = 0
+    while time.monotonic() - start < seconds:
+        loop.do(f"tight {TIGHT_CHUNK}", timeout=600)
+        pairs += TIGHT_CHUNK
+    out.append(pairs / (time.monotonic() - start))
+
+
+def paired(seconds, args, loops):
+    """The tight loop traced against itself untraced, at once: loops[0] traced with args
+    (on the first CPU), loops[1] not (on the second), then the roles swapped: the geometric
+    mean of the two ratios, the first run's final record."""
+    if args is None:
+        return 1.0, None, None
+    cpus = sorted(os.sched_getaffinity(0))[:2]
+    ratios, first = [], None
+    for traced_loop, other in (loops, loops[::-1]):
+        os.sched_setaffinity(traced_loop.target_pid, {cpus[0]})
+        os.sched_setaffinity(other.target_pid, {cpus[-1]})
+        ht = traced(traced_loop.target_pid, args)
+        rates = [[], []]
+        threads = [threading.Thread(target=busy, args=(loop, seconds, rates[i]))
+                   for i, loop in enumerate((traced_loop, other))]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        final = finish(ht)
+        first = first or final
+        ratios.append(rates[0][0] / rates[1][0])
+    return (ratios[0] * ratios[1]) ** 0.5, first, None
+
+
 def main(argv):
     seconds = float(argv[0]) if argv else 60
     rounds = int(argv[1]) if len(argv) > 1 else 3
+    targets = argv[2].split(",") if len(argv) > 2 else ["redis", "tight", "paired"]
     if os.geteuid() != 0:
         print("the benchmark attaches BPF programs: run it as root")
         return 1
     results = {}  # (target, variant) -> [(ratio, estimate, found)]
     with tempfile.TemporaryDirectory(prefix="heaptap-budget-") as workdir:
         for r in range(rounds):
-            order = [(t, v) for t in ("redis", "tight") for v in VARIANTS]
+            order = [(t, v) for t in targets for v in VARIANTS]
             random.shuffle(order)
             rates = {}
             loop = lib.Target(ALLOCBENCH)
+            pair = [lib.Target(ALLOCBENCH), lib.Target(ALLOCBENCH)] if "paired" in targets \
+                else []
             for t, v in order:
-                run = redis(seconds, VARIANTS[v], workdir) if t == "redis" else \
-                    tight(seconds, VARIANTS[v], loop)
+                if t == "redis":
+                    run = redis(seconds, VARIANTS[v], workdir)
+                elif t == "tight":
+                    run = tight(seconds, VARIANTS[v], loop)
+                else:
+                    run = paired(seconds, VARIANTS[v], pair)
                 rates[(t, v)] = run
-                print(f"round {r + 1}: {t} {v}: {run[0]:.0f}/s", flush=True)
-            loop.end()
+                print(f"round {r + 1}: {t} {v}: {run[0]:.3f}" if t == "paired" else
+                      f"round {r + 1}: {t} {v}: {run[0]:.0f}/s", flush=True)
+            for p in [loop] + pair:
+                p.end()
             for (t, v), (rate, final, found) in rates.items():
                 est = final["live"]["slowdown"] if final and "live" in final else None
                 results.setdefault((t, v), []).append((rate / rates[(t, "untraced")][0], est,

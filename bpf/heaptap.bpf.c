@@ -606,24 +606,41 @@ __noinline __u64 table_time(const struct heaptap_block *k)
 }
 
 /* k's record out of the table, into *rec; false if there is none (or a concurrent taker, a
- * double free in the target, took it first). */
+ * double free in the target, took it first). The owner is the process's, not the block's:
+ * a slot found, then given up and taken by another block of the process before the
+ * compare-and-swap, is put back, and k looked for again. Its time is cleared before its
+ * address: a reader that saw the slot's owner and address before and after its record
+ * knows by the time that it read one block's. */
 __noinline bool table_take(const struct heaptap_block *k, struct heaptap_alloc *rec)
 {
 	struct heaptap_bucket *b, *spilled;
 	struct slot s;
+	int attempt;
 
-	if (!k || !rec || !table_find(k, &s))
+	if (!k || !rec)
 		return false;
-	b = bucket(s.bucket);
-	if (!b || __sync_val_compare_and_swap(&b->owner[s.i], s.owner, 0) != s.owner)
-		return false;
-	*rec = b->rec[s.i];
-	__sync_fetch_and_and(&b->addr[s.i], 0);
-	spilled = s.spill_of ? bucket(s.spill_of - 1) : NULL;
-	if (spilled)
-		__sync_fetch_and_sub(&spilled->spilled, 1);
-	__sync_fetch_and_sub(&table_live, 1);
-	return true;
+	for (attempt = 0; attempt < 2; attempt++) {
+		if (!table_find(k, &s))
+			return false;
+		b = bucket(s.bucket);
+		if (!b)
+			return false;
+		if (__sync_val_compare_and_swap(&b->owner[s.i], s.owner, 0) != s.owner)
+			continue;
+		if (b->addr[s.i] != k->addr) {
+			__sync_fetch_and_or(&b->owner[s.i], s.owner);
+			continue;
+		}
+		*rec = b->rec[s.i];
+		b->rec[s.i].time_fn = 0;
+		__sync_fetch_and_and(&b->addr[s.i], 0);
+		spilled = s.spill_of ? bucket(s.spill_of - 1) : NULL;
+		if (spilled)
+			__sync_fetch_and_sub(&spilled->spilled, 1);
+		__sync_fetch_and_sub(&table_live, 1);
+		return true;
+	}
+	return false;
 }
 
 /* rec as k's: -EEXIST if k has one, -E2BIG if the table holds max_blocks or has no room for
@@ -661,11 +678,14 @@ __noinline long table_put(const struct heaptap_block *k, const struct heaptap_al
 		i = claim_in(other, k->addr);
 	}
 	if (i < 0) {
-		/* Counted first: a look-up of a block that spilled passes by no spill bucket. */
+		/* Counted first: a look-up of a block that spilled passes by no spill bucket.
+		 * Never into its own two (a small table's spill buckets wrap round to them),
+		 * where a look-up finds it with no spill to count down. */
 		__sync_fetch_and_add(&spill->spilled, 1);
 		for (j = 1; j <= HEAPTAP_SPILL && i < 0; j++) {
 			s.bucket = heaptap_bucket_spill(second, j, n);
-			i = claim_in(s.bucket, k->addr);
+			if (s.bucket != first && s.bucket != second)
+				i = claim_in(s.bucket, k->addr);
 		}
 		if (i < 0) {
 			__sync_fetch_and_sub(&spill->spilled, 1);
@@ -674,8 +694,13 @@ __noinline long table_put(const struct heaptap_block *k, const struct heaptap_al
 		}
 	}
 	b = bucket(s.bucket);
-	if (!b)
+	if (!b) {
+		/* Not to be: claim_in read the same bucket. */
+		if (s.bucket != first && s.bucket != second)
+			__sync_fetch_and_sub(&spill->spilled, 1);
+		__sync_fetch_and_sub(&table_live, 1);
 		return -E2BIG;
+	}
 	i &= HEAPTAP_BUCKET_SLOTS - 1;
 	b->rec[i] = *rec;
 	/* After the record's stores: the slot matches its key from now on. */

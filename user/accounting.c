@@ -206,7 +206,7 @@ struct dropping {
 	enum block_owner why;
 };
 
-/* What one read of the allocs map gathers besides the sites. */
+/* What one read of the table of blocks gathers besides the sites. */
 struct reader {
 	const struct snapshot_opts *o;
 	struct idmap tallies;	  /* (site << 32 | tgid) -> index + 1 in v */
@@ -249,7 +249,7 @@ static int tally_block(struct reader *rd, size_t site, uint32_t tgid, uint64_t s
 }
 
 /* A block to drop (an image left by exec, a process gone): kept, to be counted once it is
- * out of the map (drop_blocks: a read may be made twice, and a walk may see it twice). */
+ * out of the table (drop_blocks: what the program or another read took is not counted). */
 static int drop_block(struct reader *rd, const struct heaptap_block *key, enum block_owner why,
 		      uint64_t size)
 {
@@ -259,7 +259,7 @@ static int drop_block(struct reader *rd, const struct heaptap_block *key, enum b
 	return 0;
 }
 
-/* One read of the allocs map: where each block goes in the snapshot. */
+/* One read of the table of blocks: where each block goes in the snapshot. */
 struct block_read {
 	struct reader *rd;
 	struct stacks *stacks;
@@ -336,10 +336,14 @@ static struct heaptap_bucket *table_of(struct heaptap_bpf *skel, uint32_t *n)
 		table.len = ((size_t)table.n * sizeof(*table.b) + page - 1) / page * page;
 		p = mmap(NULL, table.len, PROT_READ | PROT_WRITE, MAP_SHARED,
 			 bpf_map__fd(skel->maps.allocs), 0);
-		if (p == MAP_FAILED)
+		if (p == MAP_FAILED) {
 			table.skel = NULL;
-		else
+		} else {
 			table.b = p;
+			/* Not into heaptap's children (the alarm's command, the leak check's
+			 * helpers): its pages' entries are copied at a fork otherwise. */
+			madvise(p, table.len, MADV_DONTFORK);
+		}
 	}
 	*n = table.n;
 	p = table.b;
@@ -402,6 +406,13 @@ static bool take(struct heaptap_bpf *skel, struct heaptap_bucket *t, uint32_t n,
 	if (i < 0 || !__atomic_compare_exchange_n(&b->owner[i], &expect, 0, false,
 						  __ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
 		return false;
+	/* Another block of the process since (the owner is the process's): put back. The
+	 * program does not free blocks of a process gone or an image left, so no retry. */
+	if (__atomic_load_n(&b->addr[i], __ATOMIC_RELAXED) != key->addr) {
+		__atomic_fetch_or(&b->owner[i], owner, __ATOMIC_SEQ_CST);
+		return false;
+	}
+	__atomic_store_n(&b->rec[i].time_fn, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&b->addr[i], 0, __ATOMIC_SEQ_CST);
 	if (spill_of)
 		__atomic_fetch_sub(&t[spill_of - 1].spilled, 1, __ATOMIC_RELAXED);
@@ -410,7 +421,8 @@ static bool take(struct heaptap_bpf *skel, struct heaptap_bucket *t, uint32_t n,
 }
 
 /* Every block of the table, as it stands while the program runs on: a slot taken or given
- * up meanwhile (its owner or address changed while its record was read) is passed by. */
+ * up meanwhile (its owner, address or time changed while its record was read: a taker
+ * clears the time before the address) is passed by. */
 static int read_table(const struct heaptap_bucket *t, uint32_t n, struct block_read *b)
 {
 	struct heaptap_block key;
@@ -423,13 +435,15 @@ static int read_table(const struct heaptap_bucket *t, uint32_t n, struct block_r
 			owner = __atomic_load_n(&t[k].owner[i], __ATOMIC_ACQUIRE);
 			if (!owner)
 				continue;
+			rec.time_fn = __atomic_load_n(&t[k].rec[i].time_fn, __ATOMIC_ACQUIRE);
 			key.addr = __atomic_load_n(&t[k].addr[i], __ATOMIC_RELAXED);
 			rec.size_tid = __atomic_load_n(&t[k].rec[i].size_tid, __ATOMIC_RELAXED);
-			rec.time_fn = __atomic_load_n(&t[k].rec[i].time_fn, __ATOMIC_RELAXED);
 			rec.stack_id = __atomic_load_n(&t[k].rec[i].stack_id, __ATOMIC_RELAXED);
 			__atomic_thread_fence(__ATOMIC_ACQUIRE);
-			if (__atomic_load_n(&t[k].owner[i], __ATOMIC_RELAXED) != owner ||
-			    __atomic_load_n(&t[k].addr[i], __ATOMIC_RELAXED) != key.addr)
+			if (!rec.time_fn ||
+			    __atomic_load_n(&t[k].owner[i], __ATOMIC_RELAXED) != owner ||
+			    __atomic_load_n(&t[k].addr[i], __ATOMIC_RELAXED) != key.addr ||
+			    __atomic_load_n(&t[k].rec[i].time_fn, __ATOMIC_RELAXED) != rec.time_fn)
 				continue;
 			key.tgid = owner >> 32;
 			key.image = (uint32_t)owner;

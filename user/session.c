@@ -448,8 +448,9 @@ static void configure(struct session *s)
 	bpf_map__set_max_entries(skel->maps.samples, s->stack_mode == HEAPTAP_STACK_FP ? 4096 : ring);
 	bpf_map__set_max_entries(skel->maps.unwind_rules,
 				 s->stack_mode == HEAPTAP_STACK_FP ? 1 : HEAPTAP_MAX_RULES);
-	skel->rodata->max_blocks = s->opts.max_allocs;
-	skel->rodata->table_buckets = heaptap_table_buckets(s->opts.max_allocs);
+	/* --watch keeps no blocks: the smallest table. */
+	skel->rodata->max_blocks = s->mode == MODE_WATCH ? 1 : s->opts.max_allocs;
+	skel->rodata->table_buckets = heaptap_table_buckets(skel->rodata->max_blocks);
 	bpf_map__set_max_entries(skel->maps.allocs, skel->rodata->table_buckets);
 	bpf_map__set_max_entries(skel->maps.stacks, s->opts.max_stacks);
 	s->tracer->configure(s);

@@ -14,10 +14,11 @@ key set's site was first on top of the growth ranking.
 Throughput here moves by 5-10% between one minute and the next, more than the budgets, so a
 third target, "paired", measures the tight loop against itself at the same time: two
 allocbench processes run at once, each pinned to a CPU of its own, one traced and one not, for
-SECONDS; then again with the roles swapped. Each run's ratio is the traced one's pairs a
-second over the untraced one's; the two processes' own difference in speed (up to 10%: their
-layouts in memory) cancels in the geometric mean of the two runs, which is the variant's
-figure for the round (its untraced row is 1 by construction).
+SECONDS; then again with the roles swapped, each process on its CPU still. Each run's ratio is
+the traced one's pairs a second over the untraced one's; the two processes' own difference in
+speed (up to 10%: their layouts in memory) and their CPUs' cancel in the geometric mean of the
+two runs, which is the variant's figure for the round (its untraced row is 1 by
+construction).
 """
 import os
 import random
@@ -107,16 +108,16 @@ def busy(loop, seconds, out):
 
 
 def paired(seconds, args, loops):
-    """The tight loop traced against itself untraced, at once: loops[0] traced with args
-    (on the first CPU), loops[1] not (on the second), then the roles swapped: the geometric
+    """The tight loop traced against itself untraced, at once: loops[0] (on the first CPU)
+    traced with args, loops[1] (on the second) not, then the roles swapped: the geometric
     mean of the two ratios, the first run's final record."""
     if args is None:
         return 1.0, None, None
     cpus = sorted(os.sched_getaffinity(0))[:2]
+    for loop, cpu in zip(loops, cpus):
+        os.sched_setaffinity(loop.target_pid, {cpu})
     ratios, first = [], None
     for traced_loop, other in (loops, loops[::-1]):
-        os.sched_setaffinity(traced_loop.target_pid, {cpus[0]})
-        os.sched_setaffinity(other.target_pid, {cpus[-1]})
         ht = traced(traced_loop.target_pid, args)
         rates = [[], []]
         threads = [threading.Thread(target=busy, args=(loop, seconds, rates[i]))

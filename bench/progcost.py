@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Where heaptap's time per allocation goes, program by program, as the kernel counts it:
-sudo python3 bench/progcost.py [PAIRS] [ROUNDS]      (defaults 200000 and 3)
+sudo python3 bench/progcost.py [PAIRS] [ROUNDS] [--against PATH] (defaults 200000 and 3)
 
 bench/targets/allocbench's tight malloc(64)+free loop (one path, -O2, no frame pointers),
 traced in full mode with each variant below, in rounds whose order is drawn at random. For
@@ -10,7 +10,9 @@ run) each of heaptap's programs' runs and ns per run. What is left of a pair's t
 kernel's: the traps and the return trampoline.
 
 Variants: dwarf stacks (the default on this target), frame-pointer stacks, sampled (--sample
-64k: most calls skip the stack), --stack-depth 1 (a stack of the caller alone).
+64k: most calls skip the stack), --stack-depth 1 (a stack of the caller alone). --against PATH
+adds each variant again with that build of heaptap (an older one), in the same random order;
+its records are not checked against this build's schema.
 """
 import json
 import os
@@ -61,23 +63,33 @@ def ns_per_pair(target, pairs):
 
 
 def main(argv):
+    builds = {"": lib.HEAPTAP}
+    if "--against" in argv:
+        at = argv.index("--against")
+        builds[f" ({argv[at + 1]})"] = os.path.abspath(argv[at + 1])
+        del argv[at:at + 2]
+        # Another build's records may have fields this one's schema has not.
+        lib.validate_record = lambda rec: rec
+    variants = {v + b: (args, path) for b, path in builds.items()
+                for v, args in VARIANTS.items()}
     pairs = int(argv[0]) if argv else 200000
     rounds = int(argv[1]) if len(argv) > 1 else 3
     with open("/proc/sys/kernel/bpf_stats_enabled") as f:
         was = f.read().strip()
     with open("/proc/sys/kernel/bpf_stats_enabled", "w") as f:
         f.write("1")
-    results = {v: [] for v in ["untraced"] + list(VARIANTS)}
+    results = {v: [] for v in ["untraced"] + list(variants)}
     target = lib.Target(ALLOCBENCH)
     try:
         for _ in range(rounds):
-            order = ["untraced"] + list(VARIANTS)
+            order = ["untraced"] + list(variants)
             random.shuffle(order)
             for v in order:
                 if v == "untraced":
                     results[v].append((ns_per_pair(target, pairs), {}))
                     continue
-                ht = lib.Heaptap(["-p", str(target.target_pid), "-i", "1h"] + VARIANTS[v])
+                lib.HEAPTAP = variants[v][1]
+                ht = lib.Heaptap(["-p", str(target.target_pid), "-i", "1h"] + variants[v][0])
                 ht.attached()
                 before = programs(ht.pid)
                 ns = ns_per_pair(target, pairs)
@@ -93,7 +105,7 @@ def main(argv):
     base = statistics.median(r[0] for r in results["untraced"])
     print(f"{rounds} rounds of {pairs} malloc(64)+free pairs, variants in random order; "
           f"medians. Untraced: {base:.0f} ns per pair")
-    for v in VARIANTS:
+    for v in variants:
         ns = statistics.median(r[0] for r in results[v])
         print(f"\n{v}: {ns:.0f} ns per pair ({min(r[0] for r in results[v]):.0f}-"
               f"{max(r[0] for r in results[v]):.0f}), {ns / base:.0f}x untraced")

@@ -41,7 +41,7 @@ struct heaptap_target {
  * for the program (its allocator, its probes), rather than making a new one. */
 #define HEAPTAP_TARGET_LAUNCHED 1
 
-/* An outstanding block's key in the allocs map. */
+/* An outstanding block's key (the allocs table keeps process and image as one owner word). */
 struct heaptap_block {
 	__u32 tgid;
 	__u32 image;

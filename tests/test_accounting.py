@@ -257,6 +257,36 @@ def held_blocks(rec):
 
 
 @test
+def test_a_full_table_under_eight_threads_loses_no_free():
+    """threads' eight threads churn through a table made for 40 blocks (--max-allocs 40, 8
+    buckets: spills wrap round the table), each holding up to 50 at once: blocks are dropped
+    as they come, at random. Whatever was dropped, every tracked block's free finds its
+    record: the blocks left live are the leaked ones (1,000 to 1,007 bytes), and every
+    dropped block was either freed as an unknown free or is one of the leaks not tracked."""
+    target = Target("threads")
+    ht = Heaptap(["-p", str(target.target_pid), "-i", "1h", "--max-allocs", "40"])
+    ht.attached()
+    target.do("go")
+    final, status = ht.finish()
+    target.end()
+    check("heaptap exit status", status, 0)
+    inexact = final["inexact"]
+    check_true("blocks dropped", inexact["dropped_allocs"] > 0, inexact)
+    check("allocation calls", final["alloc_calls"], 8 * 2010)
+    check("free calls", final["free_calls"], 8 * 2000)
+    check_true("live blocks, leaks only", final["live_allocs"] <= 80, final["live_allocs"])
+    check("dropped blocks: freed unknown, or leaks not tracked", inexact["dropped_allocs"],
+          inexact["unknown_frees"] + 80 - final["live_allocs"])
+    check("live blocks of the sites", sum(s["live"] for s in final["sites"]),
+          final["live_allocs"])
+    check_true("the sites' blocks all leaks",
+               all(1000 <= s["min_size"] and s["max_size"] <= 1007 for s in final["sites"]),
+               [(s["min_size"], s["max_size"]) for s in final["sites"]])
+    check("other inexact figures", {k: v for k, v in inexact.items()
+                                    if k not in ("dropped_allocs", "unknown_frees", "total") and v}, {})
+
+
+@test
 def test_the_table_holds_max_allocs_exactly():
     """bench/targets/blocks holds n 64-byte blocks (and the array of their pointers) under
     --max-allocs n + 1: the table full to its limit (5/6 of its slots: blocks spill past

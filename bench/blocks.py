@@ -10,7 +10,7 @@ a report takes (SIGUSR1 to its record), of which reading the blocks (heaptap.blo
 how long heaptap takes to stop (SIGINT to its exit: the final report and the detach).
 Medians, with the rounds' range; heaptap's RSS (its own, the table it maps left out) and the
 target's for scale. --against PATH runs that build of heaptap too (an older one), the two
-in random order in each round; its records are not checked against this build's schema.
+in random order in each round; no record of such a run is checked against the schema.
 """
 import json
 import os

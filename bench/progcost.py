@@ -12,7 +12,7 @@ kernel's: the traps and the return trampoline.
 Variants: dwarf stacks (the default on this target), frame-pointer stacks, sampled (--sample
 64k: most calls skip the stack), --stack-depth 1 (a stack of the caller alone). --against PATH
 adds each variant again with that build of heaptap (an older one), in the same random order;
-its records are not checked against this build's schema.
+no record of such a run is checked against the schema.
 """
 import json
 import os

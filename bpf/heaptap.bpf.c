@@ -509,7 +509,12 @@ static __always_inline struct heaptap_bucket *bucket(__u32 i)
 	return bpf_map_lookup_elem(&allocs, &i);
 }
 
-/* The slot of addr and owner in bucket k, or -1. */
+/* A word of a slot, read once, where it is read (other CPUs change it meanwhile). */
+#define SLOT_WORD(w) (*(volatile __u64 *)&(w))
+
+/* The slot of addr and owner in bucket k, or -1. The address is read again after the
+ * owner: a slot given up and taken again between the two reads (another process's block
+ * at the address, then another of this process at another) matches neither. */
 __noinline int slot_in(__u32 k, __u64 addr, __u64 owner)
 {
 	struct heaptap_bucket *b = bucket(k);
@@ -519,7 +524,8 @@ __noinline int slot_in(__u32 k, __u64 addr, __u64 owner)
 		return -1;
 #pragma unroll
 	for (i = 0; i < HEAPTAP_BUCKET_SLOTS; i++)
-		if (b->addr[i] == addr && b->owner[i] == owner)
+		if (SLOT_WORD(b->addr[i]) == addr && SLOT_WORD(b->owner[i]) == owner &&
+		    SLOT_WORD(b->addr[i]) == addr)
 			return i;
 	return -1;
 }
@@ -606,12 +612,13 @@ __noinline __u64 table_time(const struct heaptap_block *k)
 }
 
 /* k's record out of the table, into *rec; false if there is none (or a concurrent taker, a
- * double free in the target, took it first). The owner is the process's, not the block's:
- * a slot found, then given up and taken by another block of the process before the
- * compare-and-swap, is put back, and k looked for again. Its time is cleared before its
- * address: a reader that saw the slot's owner and address before and after its record
- * knows by the time that it read one block's. */
-__noinline bool table_take(const struct heaptap_block *k, struct heaptap_alloc *rec)
+ * double free in the target, took it first), or if born is not 0 and the record's time is
+ * not born (another block at the address since). The owner is the process's, not the
+ * block's: a slot found, then given up and taken by another block of the process before
+ * the compare-and-swap, is put back, and k looked for again. Its time is cleared before its
+ * address: a reader that saw the slot's owner, address and time before and after its record
+ * knows it read one block's (table_put writes the time last). */
+__noinline bool table_take(const struct heaptap_block *k, struct heaptap_alloc *rec, __u64 born)
 {
 	struct heaptap_bucket *b, *spilled;
 	struct slot s;
@@ -627,9 +634,13 @@ __noinline bool table_take(const struct heaptap_block *k, struct heaptap_alloc *
 			return false;
 		if (__sync_val_compare_and_swap(&b->owner[s.i], s.owner, 0) != s.owner)
 			continue;
-		if (b->addr[s.i] != k->addr) {
+		if (SLOT_WORD(b->addr[s.i]) != k->addr) {
 			__sync_fetch_and_or(&b->owner[s.i], s.owner);
 			continue;
+		}
+		if (born && heaptap_alloc_time(&b->rec[s.i]) != born) {
+			__sync_fetch_and_or(&b->owner[s.i], s.owner);
+			return false;
 		}
 		*rec = b->rec[s.i];
 		b->rec[s.i].time_fn = 0;
@@ -702,8 +713,13 @@ __noinline long table_put(const struct heaptap_block *k, const struct heaptap_al
 		return -E2BIG;
 	}
 	i &= HEAPTAP_BUCKET_SLOTS - 1;
-	b->rec[i] = *rec;
-	/* After the record's stores: the slot matches its key from now on. */
+	b->rec[i].size_tid = rec->size_tid;
+	b->rec[i].stack_id = rec->stack_id;
+	/* The time last (a reader takes the record for one block's when the time it read
+	 * before the rest is still there after: table_take), the owner after it: the slot
+	 * matches its key from now on. */
+	barrier();
+	SLOT_WORD(b->rec[i].time_fn) = rec->time_fn;
 	__sync_fetch_and_or(&b->owner[i], s.owner);
 	return 0;
 }
@@ -859,7 +875,7 @@ static __always_inline enum taken take_record(struct call *c, __u64 ptr, struct 
 	if (pool)
 		*pool = 0;
 	/* A concurrent free of the same block (a double free in the target) loses here. */
-	if (!table_take(&key, rec))
+	if (!table_take(&key, rec, 0))
 		return TAKEN_NONE;
 	if (pools_on && !leave_pool(c, &key, rec, pool))
 		return TAKEN_DEAD;
@@ -976,12 +992,15 @@ static __always_inline void add_to_site(__u64 stack_id, __u32 fn, __u64 size, bo
 static __always_inline bool note_thread(__u32 tid)
 {
 	struct heaptap_thread th = {};
+	long err;
 
 	if (bpf_map_lookup_elem(&threads, &tid))
 		return true;
 	bpf_get_current_comm(th.comm, sizeof(th.comm));
 	th.first_ns = bpf_ktime_get_ns();
-	return bpf_map_update_elem(&threads, &tid, &th, BPF_NOEXIST) != -E2BIG;
+	/* Not -E2BIG (full), nor -ENOMEM (the map is not preallocated): tried again. */
+	err = bpf_map_update_elem(&threads, &tid, &th, BPF_NOEXIST);
+	return !err || err == -EEXIST;
 }
 
 /* The record's time, or 0 when the block is not recorded (the map is full). */
@@ -2256,10 +2275,8 @@ int BPF_KRETPROBE(pool_free_all_return)
  * reap_pools' callback: a block whose pool was reset or destroyed leaves every map. The
  * program's threads go on meanwhile, and a thread that takes the record first settles it
  * (leave_pool: the entry here tells it the block is dead), so the entry goes only with the
- * record this program took itself; a block made at the address since (another time) stays.
- * (A thread that takes the dead record and makes a new one at the address between this
- * program's look-up and its delete would lose the new one's record: the delete cannot say
- * which it took. Its free is then an unknown free, counted.)
+ * record this program took itself; a block made at the address since (another time) stays:
+ * the take checks the record's time once the slot is its own.
  */
 static long reap_block(struct bpf_map *map, const void *k, void *v, void *ctx)
 {
@@ -2274,7 +2291,7 @@ static long reap_block(struct bpf_map *map, const void *k, void *v, void *ctx)
 		return 0;
 	/* On the stack: the table's functions take no map's key. */
 	kc = *key;
-	if (table_time(&kc) != pb.time_ns || !table_take(&kc, &rec))
+	if (!table_take(&kc, &rec, pb.time_ns))
 		return 0;
 	account_block_freed(&rec);
 	/* Unless a block made at the address since has joined a pool meanwhile. */

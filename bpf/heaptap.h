@@ -381,16 +381,18 @@ static inline void heaptap_alloc_set(struct heaptap_alloc *a, __u64 size, __u32 
  * the table as memory, with no system call). A block's key, its process and image and its
  * address, has two buckets, one in each half of the table (two-choice hashing: a block goes
  * where fewer are); one that finds both full goes to the first of the HEAPTAP_SPILL buckets
- * after its second with room, which counts it in spilled, so that a look-up passes by the
- * spill buckets of a bucket that never spilled. Holes are left as they come: a look-up reads
- * both buckets whole.
+ * after its second with room (other than its own two), which counts it in spilled, so that
+ * a look-up passes by the spill buckets of a bucket that never spilled. Holes are left as
+ * they come: a look-up reads both buckets whole.
  *
- * A slot is taken by setting its address (compare-and-swap from 0), then its record, then
- * its owner (an atomic or, after the record's stores); it is given up by clearing its owner
- * (compare-and-swap from the owner: one of two concurrent takers wins), reading its record,
- * then clearing its address. A slot matches a key on both words, so one half written or
+ * A slot is taken by setting its address (compare-and-swap from 0), then its record (its
+ * time last), then its owner (an atomic or, after the record's stores); it is given up by
+ * clearing its owner (compare-and-swap from the owner: one of two concurrent takers wins;
+ * the address checked again, the owner being the process's), reading its record, clearing
+ * its time, then its address. A slot matches a key on both words, so one half written or
  * half cleared matches nothing. The number of blocks is kept within --max-allocs by the
- * table_live count (the BPF side's .bss); the table has HEAPTAP_TABLE_SLACK more slots.
+ * table_live count (the BPF side's .bss); the table has HEAPTAP_TABLE_SLACK fifths of a
+ * slot a block (and two buckets) more.
  */
 #define HEAPTAP_BUCKET_SLOTS 8
 #define HEAPTAP_SPILL 8

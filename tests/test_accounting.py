@@ -208,8 +208,8 @@ def test_launch_of_a_missing_command():
 
 
 def blocks_read():
-    """threads' run traced with --max-allocs 1024, so that its 80 blocks left fill a small
-    table: its final record."""
+    """threads' run traced with --max-allocs 1024 (a table of 1,248 slots; the eight threads
+    hold up to 400 blocks at once): its final record."""
     target = Target("threads")
     ht = Heaptap(["-p", str(target.target_pid), "-i", "1h", "--max-allocs", "1024"])
     ht.attached()
@@ -259,10 +259,12 @@ def held_blocks(rec):
 @test
 def test_a_full_table_under_eight_threads_loses_no_free():
     """threads' eight threads churn through a table made for 40 blocks (--max-allocs 40, 8
-    buckets: spills wrap round the table), each holding up to 50 at once: blocks are dropped
-    as they come, at random. Whatever was dropped, every tracked block's free finds its
-    record: the blocks left live are the leaked ones (1,000 to 1,007 bytes), and every
-    dropped block was either freed as an unknown free or is one of the leaks not tracked."""
+    buckets), each holding up to 50 at once: blocks are dropped as they come, at random, at
+    the limit, while others are put and taken on both CPUs. Whatever was dropped, every
+    tracked block's free finds its record: the blocks left live are the leaked ones (1,000
+    to 1,007 bytes), and every dropped block was either freed as an unknown free or is one of
+    the leaks not tracked. (A table this small does not spill: the spills are
+    test_the_table_holds_max_allocs_exactly's.)"""
     target = Target("threads")
     ht = Heaptap(["-p", str(target.target_pid), "-i", "1h", "--max-allocs", "40"])
     ht.attached()

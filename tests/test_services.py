@@ -62,14 +62,6 @@ def test_follow_counts_children_and_exec_per_process():
     follow_family([])
 
 
-@test
-def test_follow_counts_the_same_in_a_small_table():
-    """The same in a table of blocks made for 256 (--max-allocs 256: the family's fill it),
-    the children's and the exec's blocks dropped from it: each counted once it is out of
-    it."""
-    follow_family(["--max-allocs", "256"])
-
-
 def follow_family(extra):
     """test_follow_counts_children_and_exec_per_process, heaptap given extra options: the
     report after the exec."""

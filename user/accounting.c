@@ -371,12 +371,13 @@ uint64_t accounting__mapped_bytes(void)
 	return len;
 }
 
-/* The slot of key in b, or -1. */
+/* The slot of key in b, or -1 (the address read again after the owner, as slot_in does). */
 static int in_bucket(const struct heaptap_bucket *b, uint64_t addr, uint64_t owner)
 {
 	for (int i = 0; i < HEAPTAP_BUCKET_SLOTS; i++)
 		if (__atomic_load_n(&b->addr[i], __ATOMIC_RELAXED) == addr &&
-		    __atomic_load_n(&b->owner[i], __ATOMIC_ACQUIRE) == owner)
+		    __atomic_load_n(&b->owner[i], __ATOMIC_ACQUIRE) == owner &&
+		    __atomic_load_n(&b->addr[i], __ATOMIC_RELAXED) == addr)
 			return i;
 	return -1;
 }

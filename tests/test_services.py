@@ -59,12 +59,11 @@ def test_follow_counts_children_and_exec_per_process():
     the exec without a gap (the same C library: its probes stay). Every figure is the
     program's, per process; the children's site is one, in 8 processes. A process outside
     the set never traps; the children's code is the file's again after detach."""
-    follow_family([])
+    follow_family()
 
 
-def follow_family(extra):
-    """test_follow_counts_children_and_exec_per_process, heaptap given extra options: the
-    report after the exec."""
+def follow_family():
+    """test_follow_counts_children_and_exec_per_process's run: the report after the exec."""
     family = Target("family", args=[LAUNCH])
     host = Target("family")   # the same program, outside the set
     with socket.socket() as s:
@@ -72,8 +71,7 @@ def follow_family(extra):
         port = s.getsockname()[1]
     profile = os.path.join(tempfile.mkdtemp(prefix="heaptap-services-"), "heap.pb.gz")
     ht = Heaptap(["-p", str(family.target_pid), "--follow", "-i", "200ms", "--listen",
-                  f"127.0.0.1:{port}", "--pprof", profile, "--folded", profile + ".folded"] +
-                 extra)
+                  f"127.0.0.1:{port}", "--pprof", profile, "--folded", profile + ".folded"])
     attached = ht.attached()
     family.do("alloc 3 100")
     kids = [int(x) for x in family.do(f"fork {CHILDREN}").split()]

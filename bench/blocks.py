@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """What many live blocks cost heaptap: sudo python3 bench/blocks.py [ROUNDS] [MILLIONS ...]
-                                        [--against PATH]
+                                        [--against PATH] [--fit]
 
 For each count (default 1 and 4 million), in ROUNDS rounds (default 3), bench/targets/blocks
 holds that many 64-byte blocks, allocated from one site after heaptap attached by PID
-(`--max-allocs` a quarter more than the count): the memory of the BPF side's table of blocks
+(`--max-allocs` a quarter more than the count; with --fit, the power of two at or above it,
+as the default 1,048,576 is for a million): the memory of the BPF side's table of blocks
 (its map's memlock, as bpftool shows it) per live block, and of all heaptap's maps; how long
 a report takes (SIGUSR1 to its record), of which reading the blocks (heaptap.blocks_read_ms);
 how long heaptap takes to stop (SIGINT to its exit: the final report and the detach).
@@ -12,34 +13,23 @@ Medians, with the rounds' range; heaptap's RSS (its own, the table it maps left 
 target's for scale. --against PATH runs that build of heaptap too (an older one), the two
 in random order in each round; no record of such a run is checked against the schema.
 """
-import json
 import os
 import random
 import signal
 import statistics
-import subprocess
 import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
 import lib  # noqa: E402
+from progcost import maps_held  # noqa: E402
 from soak import vm_rss  # noqa: E402
 
 
 def table_bytes(pid):
-    """The memlock of the map named allocs that process pid holds (its file descriptors'
-    map ids, named by bpftool)."""
-    ids = set()
-    for fd in os.listdir(f"/proc/{pid}/fdinfo"):
-        try:
-            with open(f"/proc/{pid}/fdinfo/{fd}") as f:
-                ids.update(int(line.split()[1]) for line in f if line.startswith("map_id:"))
-        except OSError:
-            pass
-    maps = json.loads(subprocess.run(["bpftool", "-j", "map", "show"], capture_output=True,
-                                     text=True, check=True).stdout)
-    for m in maps:
-        if m.get("name") == "allocs" and m["id"] in ids:
+    """The memlock of the map named allocs that process pid holds."""
+    for m in maps_held(pid):
+        if m.get("name") == "allocs":
             return m["bytes_memlock"]
     raise lib.Failure(f"no allocs map of PID {pid}")
 
@@ -56,13 +46,15 @@ def report(ht):
             return rec, time.monotonic() - t0
 
 
-def one(n, build):
-    """One round at n blocks with heaptap build: its figures."""
+def one(n, build, fit):
+    """One round at n blocks with heaptap build (its table fitted to n with fit): its
+    figures."""
     lib.HEAPTAP = build
     target = lib.Proc([os.path.join(lib.BUILD, "bench", "blocks")])
     if not (target.read_line() or "").startswith("ready"):
         raise lib.Failure("blocks did not start")
-    ht = lib.Heaptap(["-p", str(target.pid), "-i", "1h", "--max-allocs", str(n + n // 4)])
+    limit = 1 << (n - 1).bit_length() if fit else n + n // 4
+    ht = lib.Heaptap(["-p", str(target.pid), "-i", "1h", "--max-allocs", str(limit)])
     try:
         ht.attached()
         target.send(f"hold {n}")
@@ -99,6 +91,9 @@ def main(argv):
         del argv[at:at + 2]
         # Another build's records may have fields this one's schema has not.
         lib.validate_record = lambda rec: rec
+    fit = "--fit" in argv
+    if fit:
+        argv.remove("--fit")
     rounds = int(argv[0]) if argv else 3
     counts = [int(float(a) * 1e6) for a in argv[1:]] or [1000000, 4000000]
     for n in counts:
@@ -107,7 +102,7 @@ def main(argv):
             order = list(builds)
             random.shuffle(order)
             for name in order:
-                runs[name].append(one(n, builds[name]))
+                runs[name].append(one(n, builds[name], fit))
         for name, r in runs.items():
             col = {k: [x[k] for x in r] for k in r[0]}
             print(f"{name}: {n:,} blocks ({rounds} rounds): the table "

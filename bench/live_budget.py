@@ -11,14 +11,16 @@ untraced run of the same round (median, min-max over the rounds), against the fl
 sets (1 - budget - 0.02), heaptap's own estimate of its slowdown, and for redis when the growing
 key set's site was first on top of the growth ranking.
 
-Throughput here moves by 5-10% between one minute and the next, more than the budgets, so a
-third target, "paired", measures the tight loop against itself at the same time: two
-allocbench processes run at once, each pinned to a CPU of its own, one traced and one not, for
-SECONDS; then again with the roles swapped, each process on its CPU still. Each run's ratio is
-the traced one's pairs a second over the untraced one's; the two processes' own difference in
-speed (up to 10%: their layouts in memory) and their CPUs' cancel in the geometric mean of the
-two runs, which is the variant's figure for the round (its untraced row is 1 by
-construction).
+Throughput here moves by 5-10% between one minute and the next, more than the budgets, and
+each CPU's speed drifts on its own, so a third target, "paired", measures the tight loop
+against itself on one CPU: two allocbench processes pinned to the same CPU, which the scheduler
+shares between them in equal CPU time (the traps and heaptap's programs run in the traced
+one's time), one traced and one not, for SECONDS; then again with the roles swapped. heaptap
+and this script keep to another CPU. Each run's ratio is the traced one's pairs over the
+untraced one's: what the traced process got done with the same CPU time, at the same moments
+of the same CPU. The two processes' own difference in speed (up to 10%: their layouts in
+memory) cancels in the geometric mean of the two runs, which is the variant's figure for the
+round (its untraced row is 1 by construction).
 """
 import os
 import random
@@ -108,27 +110,34 @@ def busy(loop, seconds, out):
 
 
 def paired(seconds, args, loops):
-    """The tight loop traced against itself untraced, at once: loops[0] (on the first CPU)
-    traced with args, loops[1] (on the second) not, then the roles swapped: the geometric
-    mean of the two ratios, the first run's final record."""
+    """The tight loop traced against itself untraced, at once and on one CPU: loops[0] traced
+    with args, loops[1] not, then the roles swapped: the geometric mean of the two ratios, the
+    first run's final record."""
     if args is None:
         return 1.0, None, None
-    cpus = sorted(os.sched_getaffinity(0))[:2]
-    for loop, cpu in zip(loops, cpus):
-        os.sched_setaffinity(loop.target_pid, {cpu})
+    cpus = sorted(os.sched_getaffinity(0))
+    if len(cpus) < 2:
+        raise lib.Failure("the paired runs need two CPUs: one for the loops, one for heaptap")
+    for loop in loops:
+        os.sched_setaffinity(loop.target_pid, {cpus[0]})
+    # This thread's CPUs are those of the threads it starts and of heaptap it runs.
+    os.sched_setaffinity(0, set(cpus[1:]))
     ratios, first = [], None
-    for traced_loop, other in (loops, loops[::-1]):
-        ht = traced(traced_loop.target_pid, args)
-        rates = [[], []]
-        threads = [threading.Thread(target=busy, args=(loop, seconds, rates[i]))
-                   for i, loop in enumerate((traced_loop, other))]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-        final = finish(ht)
-        first = first or final
-        ratios.append(rates[0][0] / rates[1][0])
+    try:
+        for traced_loop, other in (loops, loops[::-1]):
+            ht = traced(traced_loop.target_pid, args)
+            rates = [[], []]
+            threads = [threading.Thread(target=busy, args=(loop, seconds, rates[i]))
+                       for i, loop in enumerate((traced_loop, other))]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            final = finish(ht)
+            first = first or final
+            ratios.append(rates[0][0] / rates[1][0])
+    finally:
+        os.sched_setaffinity(0, set(cpus))
     return (ratios[0] * ratios[1]) ** 0.5, first, None
 
 

@@ -14,6 +14,7 @@ Variants: dwarf stacks (the default on this target), frame-pointer stacks, sampl
 adds each variant again with that build of heaptap (an older one), in the same random order;
 no record of such a run is checked against the schema.
 """
+import contextlib
 import json
 import os
 import random
@@ -48,6 +49,35 @@ def program_ids(pid):
     return ids
 
 
+@contextlib.contextmanager
+def bpf_stats():
+    """The kernel's run-time statistics of BPF programs, on while in the block."""
+    with open("/proc/sys/kernel/bpf_stats_enabled") as f:
+        was = f.read().strip()
+    with open("/proc/sys/kernel/bpf_stats_enabled", "w") as f:
+        f.write("1")
+    try:
+        yield
+    finally:
+        with open("/proc/sys/kernel/bpf_stats_enabled", "w") as f:
+            f.write(was)
+
+
+def maps_held(pid):
+    """The BPF maps process pid holds open (its file descriptors' map ids), as bpftool shows
+    them."""
+    ids = set()
+    for fd in os.listdir(f"/proc/{pid}/fdinfo"):
+        try:
+            with open(f"/proc/{pid}/fdinfo/{fd}") as f:
+                ids.update(int(line.split()[1]) for line in f if line.startswith("map_id:"))
+        except OSError:
+            pass
+    maps = json.loads(subprocess.run(["bpftool", "-j", "map", "show"], capture_output=True,
+                                     text=True, check=True).stdout)
+    return [m for m in maps if m["id"] in ids]
+
+
 def programs(ht_pid):
     """heaptap's uprobe programs, by name: (runs, run time ns)."""
     ids = program_ids(ht_pid)
@@ -74,34 +104,30 @@ def main(argv):
                 for v, args in VARIANTS.items()}
     pairs = int(argv[0]) if argv else 200000
     rounds = int(argv[1]) if len(argv) > 1 else 3
-    with open("/proc/sys/kernel/bpf_stats_enabled") as f:
-        was = f.read().strip()
-    with open("/proc/sys/kernel/bpf_stats_enabled", "w") as f:
-        f.write("1")
     results = {v: [] for v in ["untraced"] + list(variants)}
-    target = lib.Target(ALLOCBENCH)
-    try:
-        for _ in range(rounds):
-            order = ["untraced"] + list(variants)
-            random.shuffle(order)
-            for v in order:
-                if v == "untraced":
-                    results[v].append((ns_per_pair(target, pairs), {}))
-                    continue
-                lib.HEAPTAP = variants[v][1]
-                ht = lib.Heaptap(["-p", str(target.target_pid), "-i", "1h"] + variants[v][0])
-                ht.attached()
-                before = programs(ht.pid)
-                ns = ns_per_pair(target, pairs)
-                after = programs(ht.pid)
-                ht.finish()
-                results[v].append((ns, {k: (after[k][0] - before.get(k, (0, 0))[0],
-                                            after[k][1] - before.get(k, (0, 0))[1])
-                                        for k in after}))
-    finally:
-        target.end()
-        with open("/proc/sys/kernel/bpf_stats_enabled", "w") as f:
-            f.write(was)
+    with bpf_stats():
+        target = lib.Target(ALLOCBENCH)
+        try:
+            for _ in range(rounds):
+                order = ["untraced"] + list(variants)
+                random.shuffle(order)
+                for v in order:
+                    if v == "untraced":
+                        results[v].append((ns_per_pair(target, pairs), {}))
+                        continue
+                    lib.HEAPTAP = variants[v][1]
+                    ht = lib.Heaptap(["-p", str(target.target_pid), "-i", "1h"]
+                                     + variants[v][0])
+                    ht.attached()
+                    before = programs(ht.pid)
+                    ns = ns_per_pair(target, pairs)
+                    after = programs(ht.pid)
+                    ht.finish()
+                    results[v].append((ns, {k: (after[k][0] - before.get(k, (0, 0))[0],
+                                                after[k][1] - before.get(k, (0, 0))[1])
+                                            for k in after}))
+        finally:
+            target.end()
     base = statistics.median(r[0] for r in results["untraced"])
     print(f"{rounds} rounds of {pairs} malloc(64)+free pairs, variants in random order; "
           f"medians. Untraced: {base:.0f} ns per pair")

@@ -5,6 +5,9 @@
  *   "run RATE SECONDS PATHS": malloc+free pairs at RATE per second for SECONDS, cycling
  *       through PATHS distinct paths 12 calls deep; answers the rate achieved.
  *   "tight N": N pairs as fast as it can, one path; answers ns per pair.
+ *   "mallocs N": N mallocs of 64 bytes as fast as it can, one path, held; answers ns per
+ *       malloc.
+ *   "release": frees the blocks "mallocs" holds.
  */
 #include <stdlib.h>
 #include <time.h>
@@ -14,6 +17,10 @@
 #define DEPTH 12
 
 static void *volatile sink;
+
+#define HELD_MAX 1000000
+static void *held[HELD_MAX];
+static long nheld;
 
 static unsigned long long now_ns(void)
 {
@@ -38,6 +45,11 @@ static __attribute__((noinline)) void step(unsigned int path, int level)
 		descend_b(path, level + 1);
 	else
 		descend_a(path, level + 1);
+}
+
+static __attribute__((noinline)) void *hold(void)
+{
+	return malloc(64);
 }
 
 static __attribute__((noinline)) void descend_a(unsigned int path, int level)
@@ -77,6 +89,16 @@ int main(void)
 			for (long i = 0; i < n; i++)
 				step(0, DEPTH);
 			say("done %s ns_per_pair=%.0f", cmd, (now_ns() - start) / (double)n);
+		} else if (sscanf(cmd, "mallocs %ld", &n) == 1 && n > 0 && n <= HELD_MAX - nheld) {
+			start = now_ns();
+			for (long i = 0; i < n; i++)
+				held[nheld + i] = hold();
+			nheld += n;
+			say("done %s ns_per_malloc=%.0f", cmd, (now_ns() - start) / (double)n);
+		} else if (!strcmp(cmd, "release")) {
+			while (nheld)
+				free(held[--nheld]);
+			say("done %s", cmd);
 		} else if (!strcmp(cmd, "exit")) {
 			break;
 		} else {

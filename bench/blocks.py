@@ -4,8 +4,8 @@
 
 For each count (default 1 and 4 million), in ROUNDS rounds (default 3), bench/targets/blocks
 holds that many 64-byte blocks, allocated from one site after heaptap attached by PID
-(`--max-allocs` a quarter more than the count; with --fit, the power of two at or above it,
-as the default 1,048,576 is for a million): the memory of the BPF side's table of blocks
+(`--max-allocs` a quarter more than the count; with --fit, the power of two at or above the
+count, as the default 1,048,576 is for a million): the memory of the BPF side's table of blocks
 (its map's memlock, as bpftool shows it) per live block, and of all heaptap's maps; how long
 a report takes (SIGUSR1 to its record), of which reading the blocks (heaptap.blocks_read_ms);
 how long heaptap takes to stop (SIGINT to its exit: the final report and the detach).
@@ -46,6 +46,11 @@ def report(ht):
             return rec, time.monotonic() - t0
 
 
+def max_allocs(n, fit):
+    """heaptap's --max-allocs for n blocks."""
+    return 1 << (n - 1).bit_length() if fit else n + n // 4
+
+
 def one(n, build, fit):
     """One round at n blocks with heaptap build (its table fitted to n with fit): its
     figures."""
@@ -53,8 +58,8 @@ def one(n, build, fit):
     target = lib.Proc([os.path.join(lib.BUILD, "bench", "blocks")])
     if not (target.read_line() or "").startswith("ready"):
         raise lib.Failure("blocks did not start")
-    limit = 1 << (n - 1).bit_length() if fit else n + n // 4
-    ht = lib.Heaptap(["-p", str(target.pid), "-i", "1h", "--max-allocs", str(limit)])
+    ht = lib.Heaptap(["-p", str(target.pid), "-i", "1h", "--max-allocs",
+                      str(max_allocs(n, fit))])
     try:
         ht.attached()
         target.send(f"hold {n}")
@@ -105,8 +110,8 @@ def main(argv):
                 runs[name].append(one(n, builds[name], fit))
         for name, r in runs.items():
             col = {k: [x[k] for x in r] for k in r[0]}
-            print(f"{name}: {n:,} blocks ({rounds} rounds): the table "
-                  f"{show(col['table'], ' bytes')} "
+            print(f"{name}: {n:,} blocks, --max-allocs {max_allocs(n, fit)} ({rounds} rounds): "
+                  f"the table {show(col['table'], ' bytes')} "
                   f"a block, all maps {show(col['maps'], ' bytes')}; report "
                   f"{show(col['report'], ' s')} (the blocks read in {show(col['read'], ' s')});"
                   f" stop {show(col['stop'], ' s')}; heaptap RSS "

@@ -13,14 +13,14 @@ key set's site was first on top of the growth ranking.
 
 Throughput here moves by 5-10% between one minute and the next, more than the budgets, and
 each CPU's speed drifts on its own, so a third target, "paired", measures the tight loop
-against itself on one CPU: two allocbench processes pinned to the same CPU, which the scheduler
-shares between them in equal CPU time (the traps and heaptap's programs run in the traced
-one's time), one traced and one not, for SECONDS; then again with the roles swapped. heaptap
-and this script keep to another CPU. Each run's ratio is the traced one's pairs over the
-untraced one's: what the traced process got done with the same CPU time, at the same moments
-of the same CPU. The two processes' own difference in speed (up to 10%: their layouts in
-memory) cancels in the geometric mean of the two runs, which is the variant's figure for the
-round (its untraced row is 1 by construction).
+against itself on one CPU: two allocbench processes pinned to the same CPU, which they take
+turns on over the same interval (the traps and heaptap's programs run in the traced one's CPU
+time), one traced and one not, for SECONDS; then again with the roles swapped. heaptap and
+this script keep to the other CPUs. Each run's ratio is the traced one's pairs per second of
+its CPU time (/proc/PID/schedstat) over the untraced one's; the runs print each one's share
+of the CPU, which the scheduler keeps equal. The two processes' own difference in speed (up
+to 10%: their layouts in memory) cancels in the geometric mean of the two runs, which is the
+variant's figure for the round (its untraced row is 1 by construction).
 """
 import os
 import random
@@ -99,14 +99,25 @@ def tight(seconds, args, target):
     return rate, final, None
 
 
+def cpu_time(pid):
+    """Seconds process pid (one thread) has run on a CPU."""
+    with open(f"/proc/{pid}/schedstat") as f:
+        return int(f.read().split()[0]) / 1e9
+
+
 def busy(loop, seconds, out):
-    """loop's tight pairs per second for seconds, into out[0]."""
-    start = time.monotonic()
-    pairs = 0
-    while time.monotonic() - start < seconds:
-        loop.do(f"tight {TIGHT_CHUNK}", timeout=600)
-        pairs += TIGHT_CHUNK
-    out.append(pairs / (time.monotonic() - start))
+    """loop's tight pairs for seconds: into out, (pairs per second of its CPU time, its share
+    of the CPU), or the exception that stopped it."""
+    try:
+        start, cpu = time.monotonic(), cpu_time(loop.target_pid)
+        pairs = 0
+        while time.monotonic() - start < seconds:
+            loop.do(f"tight {TIGHT_CHUNK}", timeout=600)
+            pairs += TIGHT_CHUNK
+        cpu = cpu_time(loop.target_pid) - cpu
+        out.append((pairs / cpu, cpu / (time.monotonic() - start)))
+    except Exception as e:  # noqa: BLE001 -- raised again by the caller
+        out.append(e)
 
 
 def paired(seconds, args, loops):
@@ -122,7 +133,7 @@ def paired(seconds, args, loops):
         os.sched_setaffinity(loop.target_pid, {cpus[0]})
     # This thread's CPUs are those of the threads it starts and of heaptap it runs.
     os.sched_setaffinity(0, set(cpus[1:]))
-    ratios, first = [], None
+    ratios, first, ht = [], None, None
     try:
         for traced_loop, other in (loops, loops[::-1]):
             ht = traced(traced_loop.target_pid, args)
@@ -133,10 +144,17 @@ def paired(seconds, args, loops):
                 t.start()
             for t in threads:
                 t.join()
-            final = finish(ht)
+            final, ht = finish(ht), None
             first = first or final
-            ratios.append(rates[0][0] / rates[1][0])
+            for r in rates:
+                if isinstance(r[0], Exception):
+                    raise r[0]
+            print(f"  CPU shares: traced {rates[0][0][1]:.3f}, untraced {rates[1][0][1]:.3f}",
+                  flush=True)
+            ratios.append(rates[0][0][0] / rates[1][0][0])
     finally:
+        if ht:
+            ht.end()
         os.sched_setaffinity(0, set(cpus))
     return (ratios[0] * ratios[1]) ** 0.5, first, None
 

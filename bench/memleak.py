@@ -16,11 +16,16 @@ per-allocation records and frame-pointer stacks); heaptap with DWARF stacks (the
 this target) and with frame-pointer stacks (`--stack fp`, memleak's kind). Both tools put
 malloc's probes at its entry, so per malloc they pay the same traps.
 
+memleak reports every second (heaptap once an hour): its walk of its map runs on another CPU
+than the loop's. The loop's malloc is called from main (a stack of a few frames): a deeper
+stack costs both tools' walks more.
+
 memleak compiles its programs with the running kernel's headers. Where the kernel has no
-headers package (a kernel not from the distribution), this takes the newest
-linux-headers-*-common and its architecture's package installed (`apt-get install
-bpfcc-tools linux-headers-amd64`) and hands their merged copy to bcc (BCC_KERNEL_SOURCE):
-memleak's uprobe programs read the registers (struct pt_regs), whose layout is the same.
+headers package (a kernel not from the distribution, as 6.18 is here) and BCC_KERNEL_SOURCE
+is not set, this takes the newest linux-headers-*-common installed with its architecture's
+package (`apt-get install bpfcc-tools linux-headers-amd64`: Debian 12's are 6.1's) and hands
+their merged copy to bcc: memleak's uprobe programs read the registers (struct pt_regs),
+whose layout is the same in both.
 """
 import glob
 import os
@@ -42,14 +47,22 @@ from progcost import bpf_stats, maps_held, programs  # noqa: E402
 ALLOCBENCH = os.path.join(lib.BUILD, "bench", "allocbench")
 PROBECOST = os.path.join(lib.BUILD, "bench", "probecost")
 LOOPS = 3
+HELD_MAX = 1000000	# allocbench's
+
+
+def version_key(path):
+    """Sorts 6.1.0-9 before 6.1.0-28."""
+    return [int(x) if x.isdigit() else x for x in re.split(r"(\d+)", path)]
 
 
 def kernel_headers(tmp):
     """The BCC_KERNEL_SOURCE memleak needs here (made in tmp), or None when the kernel has
-    its own."""
-    if os.path.exists(f"/lib/modules/{platform.release()}/build/include"):
+    its own or the user gave one."""
+    if "BCC_KERNEL_SOURCE" in os.environ or \
+            os.path.exists(f"/lib/modules/{platform.release()}/build/include"):
         return None
-    for common in sorted(glob.glob("/usr/src/linux-headers-*-common"), reverse=True):
+    for common in sorted(glob.glob("/usr/src/linux-headers-*-common"), key=version_key,
+                         reverse=True):
         arch = glob.glob(common[:-len("common")] + "amd64")
         if not arch:
             continue
@@ -64,7 +77,11 @@ def kernel_headers(tmp):
 
 
 def answer(target, command, key):
-    return float(re.search(key + r"=([\d.]+)", target.do(command, timeout=900)).group(1))
+    said = target.do(command, timeout=900)
+    found = re.search(key + r"=([\d.]+)", said or "")
+    if not found:
+        raise lib.Failure(f"allocbench answered {command!r} with {said!r}")
+    return float(found.group(1))
 
 
 def mallocs(target, tracer, calls):
@@ -74,7 +91,7 @@ def mallocs(target, tracer, calls):
         before = programs(tracer.pid) if tracer else {}
         ns.append(answer(target, f"mallocs {calls}", "ns_per_malloc"))
         after = programs(tracer.pid) if tracer else {}
-        target.do("release")
+        target.do("release", timeout=900)
         spent.append(sum(t - before.get(name, (0, 0))[1] for name, (_, t) in after.items())
                      / calls)
     return statistics.median(ns), statistics.median(spent)
@@ -100,18 +117,15 @@ class Empty:
 
 
 class Memleak:
-    env = None  # memleak's environment, set once
+    env = None  # memleak's environment: main sets it
 
     def __init__(self, target, tmp):
-        if Memleak.env is None:
-            headers = kernel_headers(tmp)
-            Memleak.env = dict(os.environ, **({"BCC_KERNEL_SOURCE": headers} if headers
-                                             else {}))
         self.out = os.path.join(tmp, "memleak.out")
         with open(self.out, "w") as out:
             self.proc = subprocess.Popen(["memleak-bpfcc", "-p", str(target.target_pid), "1"],
                                          stdout=out, stderr=subprocess.STDOUT,
-                                         stdin=subprocess.DEVNULL, env=Memleak.env)
+                                         stdin=subprocess.DEVNULL, env=Memleak.env,
+                                         preexec_fn=lib.as_from_a_terminal())
         self.pid = self.proc.pid
         deadline = time.monotonic() + 120
         # Its first report comes an interval after its probes are in.
@@ -178,10 +192,16 @@ def main(argv):
         return 1
     rounds = int(argv[0]) if argv else 3
     calls = int(argv[1]) if len(argv) > 1 else 50000
+    if not 0 < calls <= HELD_MAX:
+        print(f"CALLS: 1 to {HELD_MAX}")
+        return 1
     results = {v: [] for v in VARIANTS}
     target = lib.Target(ALLOCBENCH)
     try:
         with bpf_stats(), tempfile.TemporaryDirectory(prefix="heaptap-bench-") as tmp:
+            headers = kernel_headers(tmp)
+            Memleak.env = dict(os.environ, **({"BCC_KERNEL_SOURCE": headers} if headers
+                                             else {}))
             for r in range(rounds):
                 for v in random.sample(list(VARIANTS), len(VARIANTS)):
                     results[v].append(one(v, target, tmp, calls))
@@ -189,7 +209,7 @@ def main(argv):
                     print(f"round {r + 1}: {v}: {m:.0f} ns a malloc, {p:.0f} a pair, "
                           f"programs {b:.0f} a malloc", flush=True)
     finally:
-        target.end()
+        lib.end_started()
 
     def show(values):
         return f"{statistics.median(values):.0f} ({min(values):.0f}-{max(values):.0f})"
@@ -203,11 +223,13 @@ def main(argv):
     for v, rows in results.items():
         malloc = [r[0] for r in rows]
         bpf = [r[2] for r in rows]
+        if VARIANTS[v] is None:
+            print(f"{v:34} {show(malloc):>20} {'':9} {show([r[1] for r in rows]):>20}")
+            continue
+        to_memleak = statistics.median(bpf) / memleak_bpf if memleak_bpf else float("nan")
         print(f"{v:34} {show(malloc):>20} {statistics.median(malloc) / memleak:9.2f} "
-              f"{show([r[1] for r in rows]):>20} {show(bpf):>20} "
-              f"{statistics.median(bpf) / memleak_bpf:9.2f} "
+              f"{show([r[1] for r in rows]):>20} {show(bpf):>20} {to_memleak:9.2f} "
               f"{statistics.median(r[3] for r in rows) / 2**20:9.1f}")
-    lib.end_started()
     return 0
 
 

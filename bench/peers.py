@@ -82,7 +82,8 @@ def heaptrack_by_pid(tmp):
         untraced = tight(target)
         ht = subprocess.Popen(["heaptrack", "-o", os.path.join(tmp, "pid"), "-p",
                                str(target.target_pid)], stdout=subprocess.PIPE,
-                              stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, text=True)
+                              stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, text=True,
+                              preexec_fn=lib.as_from_a_terminal())
         said = ""
         deadline = time.monotonic() + 120
         # heaptrack says when its library is in (gdb injects it).

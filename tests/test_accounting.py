@@ -289,6 +289,56 @@ def test_a_full_table_under_eight_threads_loses_no_free():
 
 
 @test
+def test_reports_read_the_table_while_eight_threads_change_it():
+    """churn's eight threads hold 5,000 blocks each (600 + t bytes), all at once, in a table
+    made for 200 more (as full as it goes: blocks spill past their two buckets, from both
+    CPUs at once; a dozen did, read once from the map with bpftool); then they churn blocks of 1 to 512 bytes for 4 seconds (8 live a thread)
+    while heaptap reports every 100 ms. Every report, read while slots are taken and given
+    up around the held ones, has the held blocks exactly and no block of a size never
+    allocated, nothing dropped; the final report is exact."""
+    n = 5000
+    held_bytes = n * sum(600 + t for t in range(8))
+    target = Target("churn")
+    ht = Heaptap(["-p", str(target.target_pid), "-i", "100ms", "--max-allocs",
+                  str(8 * n + 200)])
+    try:
+        ht.attached()
+        start = time.monotonic()
+        target.do(f"hold {n}")
+        # Reports from half a second after the blocks were all held (elapsed_s counts from a
+        # moment before the attach record came).
+        since = time.monotonic() - start + 0.5
+        target.send("churn 4")
+        deadline = time.monotonic() + 4
+        while time.monotonic() < deadline:
+            check_true("a report", ht.record(timeout=10) is not None)
+        check("churn", target.read_line(timeout=60), "done churn 4")
+    finally:
+        final, status = ht.finish()
+    reports = [r for r in ht.records if r["type"] == "interval" and r["elapsed_s"] >= since]
+    check("heaptap exit status", status, 0)
+    check_true("reports while the threads churned", len(reports) >= 10, len(reports))
+
+    def figures(rec):
+        held = [s for s in rec["sites"] if "hold_block" in functions(s)]
+        return {"held": (sum(s["live"] for s in held), sum(s["live_bytes"] for s in held)),
+                "sizes": sorted({(s["min_size"], s["max_size"]) for s in rec["sites"]
+                                 if not (1 <= s["min_size"] <= s["max_size"] <= 512 or
+                                         600 <= s["min_size"] <= s["max_size"] <= 607)}),
+                "dropped": rec["inexact"]["dropped_allocs"],
+                "at most 8 churned a thread": rec["live_allocs"] <= 8 * n + 8 * 8}
+
+    expected = {"held": (8 * n, held_bytes), "sizes": [], "dropped": 0,
+                "at most 8 churned a thread": True}
+    for i, rec in enumerate(reports):
+        check(f"report {i + 1} of {len(reports)}", figures(rec), expected)
+    check("final report", figures(final), expected)
+    check("final live blocks", final["live_allocs"], 8 * n)
+    check("frees of blocks not tracked", final["inexact"]["unknown_frees"], 0)
+    target.end()
+
+
+@test
 def test_the_table_holds_max_allocs_exactly():
     """bench/targets/blocks holds n 64-byte blocks (and the array of their pointers) under
     --max-allocs n + 1: the table full to its limit (5/6 of its slots: blocks spill past

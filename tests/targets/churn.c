@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * Eight threads that hold blocks while they churn others. The threads exist (and have warmed
- * their allocator state) before heaptap attaches.
+ * their allocator state) before "ready".
  *   "hold N": each thread t allocates N blocks of 600 + t bytes, all threads at once, and
  *       keeps them (once).
- *   "churn SECONDS": for SECONDS each thread allocates blocks of 1 to 512 bytes, keeping its
- *       last 8 and freeing the one before; then frees those 8.
+ *   "churn SECONDS": for SECONDS each thread allocates blocks of 1 to 256 bytes from one
+ *       site and of 257 to 512 from another, keeping its last 8 and freeing the one before;
+ *       then frees those 8.
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -23,7 +24,7 @@ static pthread_barrier_t start, finish;
 static int job;
 static long hold_n;
 static double churn_s;
-static void *held[THREADS][MAX_HOLD];
+static void *volatile held[THREADS][MAX_HOLD];
 
 static double now(void)
 {
@@ -37,6 +38,17 @@ static double now(void)
 static __attribute__((noinline)) void *hold_block(size_t size)
 {
 	return malloc(size);
+}
+
+/* The churned blocks' two sites, each with sizes of its own. */
+static __attribute__((noinline)) void *churn_small(size_t size)
+{
+	return malloc(1 + size % 256);
+}
+
+static __attribute__((noinline)) void *churn_large(size_t size)
+{
+	return malloc(257 + size % 256);
 }
 
 static void churn(long t)
@@ -53,7 +65,7 @@ static void churn(long t)
 			x ^= x << 17;
 			if (ring[i % RING])
 				free(ring[i % RING]);
-			ring[i % RING] = malloc(1 + x % 512);
+			ring[i % RING] = x >> 32 & 1 ? churn_large(x) : churn_small(x);
 		}
 	}
 	for (int k = 0; k < RING; k++)
@@ -63,8 +75,10 @@ static void churn(long t)
 static void *worker(void *arg)
 {
 	long t = (long)arg;
+	void *volatile warm = malloc(1);
 
-	free(malloc(1)); /* the thread's allocator state, made before attach */
+	free(warm); /* the thread's allocator state, made before "ready" */
+	pthread_barrier_wait(&finish);
 	for (;;) {
 		pthread_barrier_wait(&start);
 		if (job == HOLD)
@@ -95,6 +109,7 @@ int main(void)
 	pthread_barrier_init(&finish, NULL, THREADS + 1);
 	for (long t = 0; t < THREADS; t++)
 		pthread_create(&th[t], NULL, worker, (void *)t);
+	pthread_barrier_wait(&finish);
 	ready();
 	while (next_command(cmd, sizeof(cmd))) {
 		if (sscanf(cmd, "hold %ld", &n) == 1 && n > 0 && n <= MAX_HOLD && !holding) {

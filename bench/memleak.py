@@ -42,10 +42,10 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
 import lib  # noqa: E402
+from overhead import empty_probes, end_probes, plan  # noqa: E402
 from progcost import bpf_stats, maps_held, programs  # noqa: E402
 
 ALLOCBENCH = os.path.join(lib.BUILD, "bench", "allocbench")
-PROBECOST = os.path.join(lib.BUILD, "bench", "probecost")
 LOOPS = 3
 HELD_MAX = 1000000	# allocbench's
 
@@ -101,19 +101,13 @@ class Empty:
     """Empty programs at memleak's sites: malloc's entry and return, free's entry."""
 
     def __init__(self, target, tmp):
-        ht = lib.Heaptap(["-p", str(target.target_pid), "-i", "1h"])
-        probes = {p["function"]: p for p in ht.attached()["probes"]}
-        ht.finish()
-        sites = [f"{probes['malloc']['path']}:{probes['malloc']['entry_offset']}:ret",
-                 f"{probes['free']['path']}:{probes['free']['entry_offset']}"]
-        self.proc = lib.Proc([PROBECOST, str(target.target_pid)] + sites)
-        if self.proc.read_line() != "attached":
-            raise lib.Failure(f"probecost: {self.proc.stderr_text()}")
+        probes = {p["function"]: p for p in plan(target)["probes"]}
+        self.proc = empty_probes(target, [(probes[f]["path"], probes[f]["entry_offset"], ret)
+                                          for f, ret in (("malloc", True), ("free", False))])
         self.pid = self.proc.pid
 
     def end(self):
-        self.proc.popen.stdin.close()
-        self.proc.wait()
+        end_probes(self.proc)
 
 
 class Memleak:

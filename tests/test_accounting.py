@@ -207,16 +207,22 @@ def test_launch_of_a_missing_command():
         raise Failure("a report for a command that never ran")
 
 
-def blocks_read():
-    """threads' run traced with --max-allocs 1024 (a table of 1,248 slots; the eight threads
-    hold up to 400 blocks at once): its final record."""
+def threads_traced(max_allocs):
+    """threads' run traced with --max-allocs max_allocs: its final record."""
     target = Target("threads")
-    ht = Heaptap(["-p", str(target.target_pid), "-i", "1h", "--max-allocs", "1024"])
+    ht = Heaptap(["-p", str(target.target_pid), "-i", "1h", "--max-allocs", str(max_allocs)])
     ht.attached()
     target.do("go")
     final, status = ht.finish()
     target.end()
     check("heaptap exit status", status, 0)
+    return final
+
+
+def blocks_read():
+    """threads' run traced with --max-allocs 1024 (a table of 1,248 slots; the eight threads
+    hold up to 400 blocks at once): its final record."""
+    final = threads_traced(1024)
     check_exact(final)
     return final
 
@@ -265,13 +271,7 @@ def test_a_full_table_under_eight_threads_loses_no_free():
     to 1,007 bytes), and every dropped block was either freed as an unknown free or is one of
     the leaks not tracked. (A table this small does not spill: the spills are
     test_the_table_holds_max_allocs_exactly's.)"""
-    target = Target("threads")
-    ht = Heaptap(["-p", str(target.target_pid), "-i", "1h", "--max-allocs", "40"])
-    ht.attached()
-    target.do("go")
-    final, status = ht.finish()
-    target.end()
-    check("heaptap exit status", status, 0)
+    final = threads_traced(40)
     inexact = final["inexact"]
     check_true("blocks dropped", inexact["dropped_allocs"] > 0, inexact)
     check("allocation calls", final["alloc_calls"], 8 * 2010)

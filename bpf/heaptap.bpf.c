@@ -65,7 +65,7 @@ struct {
 } proc_counters SEC(".maps");
 
 /* Forks, execs and matches, for the loader to trace the processes they make: room for a
- * notice (32 bytes with its header) of every process the targets map can hold, so that a
+ * notice (40 bytes with its header) of every process the targets map can hold, so that a
  * loader busy with a report loses none while there is room to trace them. */
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -2526,7 +2526,8 @@ int BPF_PROG(page_fault, unsigned long address, struct pt_regs *regs, unsigned l
 }
 
 /* A fork, exec or match, for the loader to act on. */
-static __always_inline void tell_loader(__u32 kind, __u32 tgid, __u32 parent, __u32 image)
+static __always_inline void tell_loader(__u32 kind, __u32 tgid, __u32 parent, __u32 image,
+					__u64 start_ns)
 {
 	struct heaptap_proc_event *e = bpf_ringbuf_reserve(&procs, sizeof(*e), 0);
 
@@ -2539,6 +2540,7 @@ static __always_inline void tell_loader(__u32 kind, __u32 tgid, __u32 parent, __
 	e->parent = parent;
 	e->image = image;
 	e->time_ns = bpf_ktime_get_ns();
+	e->start_ns = start_ns;
 	bpf_ringbuf_submit(e, BPF_RB_FORCE_WAKEUP);
 }
 
@@ -2554,20 +2556,81 @@ static __always_inline bool add_target(__u32 tgid, const struct heaptap_target *
 }
 
 /*
+ * When each thread of a traced process entered its latest clone, fork or vfork, by thread ID
+ * (taken out at the fork's end; one left by a failed call is overwritten by the thread's
+ * next): on_fork tells the loader, which knows from it whether the child inherited every
+ * probe of its parent (probes.h). Full, a fork goes untold (0) and the loader attaches the
+ * child's probes itself.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, __u64);
+} fork_starts SEC(".maps");
+
+/* The syscalls' tracepoints, attached with --follow only: every fork on the machine comes
+ * here, and leaves at once unless a traced process makes it. */
+static __always_inline int note_fork_start(void)
+{
+	__u64 id = bpf_get_current_pid_tgid(), now = bpf_ktime_get_ns();
+	__u32 tgid = id >> 32, tid = (__u32)id;
+
+	if (bpf_map_lookup_elem(&targets, &tgid))
+		bpf_map_update_elem(&fork_starts, &tid, &now, BPF_ANY);
+	return 0;
+}
+
+SEC("tp/syscalls/sys_enter_clone")
+int fork_start_clone(void *ctx)
+{
+	return note_fork_start();
+}
+
+SEC("tp/syscalls/sys_enter_clone3")
+int fork_start_clone3(void *ctx)
+{
+	return note_fork_start();
+}
+
+SEC("tp/syscalls/sys_enter_fork")
+int fork_start_fork(void *ctx)
+{
+	return note_fork_start();
+}
+
+SEC("tp/syscalls/sys_enter_vfork")
+int fork_start_vfork(void *ctx)
+{
+	return note_fork_start();
+}
+
+/*
  * --follow: a traced process made a new one (not a thread). The child is in the set at once,
  * in its parent's image (same code, same addresses), with its parent's blocks older than now
- * its own too; the loader attaches its probes. It runs meanwhile (see on_exec: why it is not
- * held): what it allocates before its probes are in is not seen (the loader counts it in
- * counters.late_procs, or untraced_procs if it ended first).
+ * its own too. Its probes are its parent's, inherited by the kernel as it copied the parent
+ * (probes.h), so it is traced from its first instruction; the loader attaches probes of its
+ * own only where the fork began before its parent's were all in (start_ns), and what the child
+ * allocates until then is not seen (counted in counters.late_procs, or untraced_procs if it
+ * ended first).
  */
 SEC("tp_btf/sched_process_fork")
 int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 {
 	__u32 ptgid = BPF_CORE_READ(parent, tgid), ctgid = BPF_CORE_READ(child, tgid);
+	__u32 tid = BPF_CORE_READ(parent, pid);
 	struct heaptap_target *p, t = {};
 	struct code_range *range;
+	__u64 *start, start_ns = 0;
 
-	if (!follow_forks || ptgid == ctgid)
+	if (!follow_forks)
+		return 0;
+	start = bpf_map_lookup_elem(&fork_starts, &tid);
+	if (start) {
+		start_ns = *start;
+		bpf_map_delete_elem(&fork_starts, &tid);
+	}
+	if (ptgid == ctgid)
 		return 0;
 	p = bpf_map_lookup_elem(&targets, &ptgid);
 	if (!p)
@@ -2584,7 +2647,7 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 	range = bpf_map_lookup_elem(&alloc_ranges, &ptgid);
 	if (range)
 		bpf_map_update_elem(&alloc_ranges, &ctgid, range, BPF_ANY);
-	tell_loader(HEAPTAP_PROC_FORK, ctgid, ptgid, t.image);
+	tell_loader(HEAPTAP_PROC_FORK, ctgid, ptgid, t.image, start_ns);
 	return 0;
 }
 
@@ -2654,12 +2717,12 @@ int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm 
 			__builtin_memset(c->rules, 0, sizeof(c->rules));
 			__builtin_memset(c->known, 0, sizeof(c->known));
 		}
-		tell_loader(HEAPTAP_PROC_EXEC, tgid, 0, image);
+		tell_loader(HEAPTAP_PROC_EXEC, tgid, 0, image, 0);
 		return 0;
 	}
 	fresh.image = image;
 	if (add_target(tgid, &fresh))
-		tell_loader(HEAPTAP_PROC_MATCH, tgid, 0, image);
+		tell_loader(HEAPTAP_PROC_MATCH, tgid, 0, image, 0);
 	else
 		__sync_fetch_and_add(&counters.lost_procs, 1);
 	return 0;

@@ -82,6 +82,10 @@ struct heaptap_proc_event {
 	__u32 parent;
 	__u32 image;
 	__u64 time_ns;
+	/* A fork's: when the forking thread entered its clone, fork or vfork system call, before
+	 * the kernel copied its perf events to the child (0: unknown). A child inherits every
+	 * probe its parent had in by then (--follow's inherited probes, see probes.h). */
+	__u64 start_ns;
 };
 
 /* Images the BPF side made at exec are numbered from here; the loader's are below. */

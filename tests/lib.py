@@ -5,6 +5,7 @@ fail. Reads have timeouts, so a broken handshake fails a test instead of hanging
 """
 import json
 import os
+import re
 import select
 import signal
 import subprocess
@@ -382,13 +383,33 @@ def multi_links(holders=None):
     return found
 
 
+def uprobe_events():
+    """The uprobe events heaptaps made in the tracing filesystem (for probes a process's
+    children inherit, --follow), by the heaptap whose group holds them: with pid its PID.
+    heaptap takes its group out when it ends, and a killed one's is the next one's to."""
+    found = []
+    try:
+        with open("/sys/kernel/tracing/uprobe_events") as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return found
+    for line in lines:
+        m = re.match(r"([pr]):heaptap_(\d+)/(\S+) (\S+):(0x[0-9a-f]+)", line)
+        if m:
+            found.append({"pid": int(m.group(2)), "fd_type": "uprobe_event",
+                          "tracepoint": m.group(3), "filename": m.group(4),
+                          "offset": int(m.group(5), 16)})
+    return found
+
+
 def perf_uprobes():
-    """Every uprobe bpftool lists (perf-event links), and every uprobe_multi link."""
+    """Every uprobe bpftool lists (perf-event links), every uprobe_multi link, and every
+    uprobe event of heaptap's in the tracing filesystem."""
     out = subprocess.run(["bpftool", "-j", "perf", "list"], capture_output=True, text=True)
     if out.returncode != 0:
         raise Failure(f"bpftool perf list failed: {out.stderr.strip()}")
     return [e for e in json.loads(out.stdout or "[]")
-            if e.get("fd_type") in ("uprobe", "uretprobe")] + multi_links()
+            if e.get("fd_type") in ("uprobe", "uretprobe")] + multi_links() + uprobe_events()
 
 
 def uprobes_of(pid):

@@ -19,6 +19,7 @@
 
 #include "attacher.h"
 #include "log.h"
+#include "tracefs.h"
 
 /*
  * Putting a probe in writes a breakpoint into the target's code. When the kernel cannot
@@ -44,6 +45,8 @@ struct request {
 	int pid;
 	bool multi;
 	bool retprobe;
+	int tracepoint;
+	bool inherit;
 	size_t n;
 	char path[PATH_MAX];
 	uint64_t v[]; /* n offsets, then n cookies */
@@ -52,6 +55,8 @@ struct request {
 #define AREA (1UL << 20)
 #define MAX_PROBES ((AREA - sizeof(struct request)) / (2 * sizeof(uint64_t)))
 #define MAX_PROGRAMS 128
+/* A request's prog when it links none (a tracepoint's member) */
+#define NO_PROGRAM MAX_PROGRAMS
 
 static struct {
 	pthread_mutex_t lock;
@@ -159,9 +164,39 @@ static int perf_link(const struct link_spec *l, int *event)
 	return fd;
 }
 
+/* A perf event on a uprobe event of the tracing filesystem, inherited with l->inherit, and
+ * the program's link to it, if l has a program: else the event is the link. */
+static int tracepoint_link(const struct link_spec *l, int *event)
+{
+	struct perf_event_attr attr = {
+		.size = sizeof(attr),
+		.type = PERF_TYPE_TRACEPOINT,
+		.config = l->tracepoint,
+		.inherit = l->inherit,
+	};
+	LIBBPF_OPTS(bpf_link_create_opts, opts, .perf_event.bpf_cookie = l->cookies[0]);
+	int pfd, fd;
+
+	pfd = syscall(__NR_perf_event_open, &attr, l->pid, -1, -1, PERF_FLAG_FD_CLOEXEC);
+	if (pfd < 0)
+		return -errno;
+	if (l->prog_fd < 0)
+		return pfd;
+	fd = bpf_link_create(l->prog_fd, pfd, BPF_PERF_EVENT, &opts);
+	if (fd < 0) {
+		fd = -errno;
+		close(pfd);
+		return fd;
+	}
+	*event = pfd;
+	return fd;
+}
+
 static int make_link(const struct link_spec *l, int *event)
 {
 	*event = -1;
+	if (l->tracepoint)
+		return tracepoint_link(l, event);
 	return l->multi ? multi_link(l) : perf_link(l, event);
 }
 
@@ -275,10 +310,23 @@ void attacher__own_process(const char *name, const int *keep, size_t nkeep)
 
 /* The attacher: nothing of heaptap's but its socket and standard output (held until its
  * last link is closed, as the closer does), then the programs lent; no allocation. */
+/* The attacher's end, at heaptap's: the uprobe events heaptap made for probes children
+ * inherit (tracefs.h) are taken out, should heaptap have been killed before it could (those
+ * still in use are the next heaptap's to take out). */
+static void __attribute__((noreturn)) end_with(pid_t heaptap)
+{
+	char group[32];
+
+	tracefs__group_of(heaptap, group, sizeof(group));
+	tracefs__remove_group(group, 200);
+	_exit(0);
+}
+
 static void __attribute__((noreturn)) attacher_main(int sock)
 {
 	int progs[MAX_PROGRAMS];
 	size_t nprogs = 0;
+	pid_t heaptap = getppid();
 
 	attacher__own_process("heaptap-attach",
 			      (int[]){ sock < STDOUT_FILENO ? sock : STDOUT_FILENO,
@@ -294,16 +342,18 @@ static void __attribute__((noreturn)) attacher_main(int sock)
 		err = recv_fds(sock, &c, 1, nprogs ? NULL : progs, nprogs ? 0 : MAX_PROGRAMS, &n);
 		/* heaptap's end (or its stop): nothing more to make. */
 		if (err == -EPIPE || (err && err != -EIO) || hung_up(sock))
-			_exit(0);
+			end_with(heaptap);
 		if (!err && c == REQ_PROGRAMS && !nprogs) {
 			nprogs = n;
 			n = 0;
 			err = send_fds(sock, &(int){ 0 }, sizeof(int), NULL, 0);
-		} else if (!err && c == REQ_LINK && q->prog < nprogs) {
-			l = (struct link_spec){ .prog_fd = progs[q->prog], .pid = q->pid,
-						.path = q->path, .offsets = q->v,
+		} else if (!err && c == REQ_LINK &&
+			   (q->prog < nprogs || (q->prog == NO_PROGRAM && q->tracepoint))) {
+			l = (struct link_spec){ .prog_fd = q->prog < nprogs ? progs[q->prog] : -1,
+						.pid = q->pid, .path = q->path, .offsets = q->v,
 						.cookies = q->v + q->n, .n = q->n, .multi = q->multi,
-						.retprobe = q->retprobe };
+						.retprobe = q->retprobe, .tracepoint = q->tracepoint,
+						.inherit = q->inherit };
 			fd = make_link(&l, &event);
 			err = fd < 0 ? send_fds(sock, &fd, sizeof(fd), NULL, 0)
 				     : send_fds(sock, &(int){ 0 }, sizeof(int),
@@ -322,7 +372,7 @@ static void __attribute__((noreturn)) attacher_main(int sock)
 		if (event >= 0)
 			close(event);
 		if (err)
-			_exit(0);
+			end_with(heaptap);
 	}
 }
 
@@ -427,13 +477,16 @@ int attacher__link(const struct link_spec *l, int *event)
 	pthread_mutex_lock(&attacher.lock);
 	for (i = 0; i < attacher.nprogs && attacher.progs[i] != l->prog_fd; i++)
 		;
+	if (l->prog_fd < 0 && l->tracepoint)
+		i = NO_PROGRAM;
 	if (attacher.pid <= 0 || i == attacher.nprogs || l->n > MAX_PROBES ||
 	    strlen(l->path) >= sizeof(q->path)) {
 		pthread_mutex_unlock(&attacher.lock);
 		return make_link(l, event);
 	}
 	*q = (struct request){ .prog = i, .pid = l->pid, .multi = l->multi,
-			       .retprobe = l->retprobe, .n = l->n };
+			       .retprobe = l->retprobe, .n = l->n, .tracepoint = l->tracepoint,
+			       .inherit = l->inherit };
 	strcpy(q->path, l->path);
 	memcpy(q->v, l->offsets, l->n * sizeof(*l->offsets));
 	memcpy(q->v + l->n, l->cookies, l->n * sizeof(*l->cookies));

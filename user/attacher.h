@@ -14,7 +14,7 @@
 
 /* One link: prog on the offsets of path in process pid, a cookie each. */
 struct link_spec {
-	int prog_fd;
+	int prog_fd; /* -1: none (a tracepoint's member only, see below) */
 	int pid;
 	const char *path;
 	const uint64_t *offsets;
@@ -22,6 +22,11 @@ struct link_spec {
 	size_t n;      /* more than 1: multi only */
 	bool multi;    /* a uprobe_multi link (kernels from 6.6); else a perf event's link */
 	bool retprobe; /* on the functions' returns */
+	/* A uprobe event of the tracing filesystem (tracefs.h) by its id, rather than path and
+	 * offset: a perf event on it for pid, inherited by the children pid forks from now on
+	 * with inherit; without a program, that event is the link (probes.h: members). */
+	int tracepoint;
+	bool inherit;
 };
 
 /*

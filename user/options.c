@@ -81,9 +81,10 @@ static const char usage_tail[] =
 	"                         (default 16384, at most 65536)\n"
 	"      --probe-at WHERE   planned (default: each probe on the cheapest instruction every\n"
 	"                         call runs) or entry (on the functions' first instructions)\n"
-	"      --probe-links MODE auto (default: multi where the kernel has it), multi (one\n"
-	"                         uprobe_multi link for many probes: quick to attach and\n"
-	"                         detach, kernel 6.6 on) or single (a perf event each)\n"
+	"      --probe-links MODE auto (default: inherit with --follow, else multi where the\n"
+	"                         kernel has it), multi (one uprobe_multi link for many probes:\n"
+	"                         quick to attach and detach, kernel 6.6 on), single (a perf\n"
+	"                         event each) or inherit (probes a child has from its fork)\n"
 	"      --live             for a production server: trace in windows, sampled, within an\n"
 	"                         overhead budget (see --max-overhead)\n"
 	"      --watch            no allocator probes at all: new pages of memory, by the stack\n"
@@ -251,7 +252,7 @@ static const char *const sort_names[] = {
 };
 
 /* As enum probe_links_mode (probes.h) numbers them. */
-static const char *const links_names[] = { "auto", "single", "multi" };
+static const char *const links_names[] = { "auto", "single", "multi", "inherit" };
 
 static const char *const stack_names[] = {
 	[STACK_AUTO] = "auto",
@@ -753,7 +754,7 @@ static int parse_tracing(struct options *opts, int c)
 	case OPT_PROBE_LINKS:
 		i = pick(optarg, links_names, sizeof(links_names) / sizeof(links_names[0]));
 		if (i < 0)
-			return bad("--probe-links", optarg, "auto, multi or single");
+			return bad("--probe-links", optarg, "auto, multi, single or inherit");
 		opts->probe_links = i;
 		return 0;
 	case OPT_LIVE: opts->live = true; return 0;

@@ -18,6 +18,7 @@
 #include "heaptap.h"
 #include "heaptap.skel.h"
 #include "fixups.h"
+#include "inherit.h"
 #include "insn.h"
 #include "log.h"
 #include "probes.h"
@@ -459,6 +460,16 @@ static int link_to(struct bpf_program *prog, int pid, const char *path, const ui
 			      event);
 }
 
+/* pid made a member of the call of prog at pr (its return with returns): the member's fd. */
+static int member_of(struct bpf_program *prog, int pid, const struct probe *pr, uint64_t cookie,
+		     bool returns)
+{
+	const char *path = pr->file->open_path;
+	int call = inherit__call(bpf_program__fd(prog), path, pr->offset, returns, cookie, pid);
+
+	return call < 0 ? call : inherit__member(call, pid, path);
+}
+
 void probes__lend_programs(struct heaptap_bpf *skel)
 {
 	struct bpf_program *prog;
@@ -475,10 +486,19 @@ void probes__lend_programs(struct heaptap_bpf *skel)
 		     "breakpoint)", strerror(-err));
 }
 
-enum probe_links_mode probes__choose_links(struct heaptap_bpf *skel, enum probe_links_mode want)
+enum probe_links_mode probes__choose_links(struct heaptap_bpf *skel, enum probe_links_mode want,
+					   bool follow)
 {
 	struct bpf_program *prog;
+	int err;
 
+	if (want == LINKS_AUTO && follow)
+		want = LINKS_INHERIT;
+	if (want == LINKS_INHERIT && (err = inherit__open())) {
+		elog("no probes that children inherit (the tracing filesystem: %s): a child is "
+		     "traced once its own probes are in, its first calls unseen", strerror(-err));
+		want = LINKS_AUTO;
+	}
 	if (want == LINKS_AUTO)
 		want = insn__kernel_version() >= INSN_KERNEL(6, 6) ? LINKS_MULTI : LINKS_SINGLE;
 	links_mode = want;
@@ -680,8 +700,11 @@ int probes__attach(const struct probes *p, struct probe_links *l, struct heaptap
 			link = &l->v[2 * (2 * i + returns)];
 			if (*link >= 0)
 				continue;
-			*link = link_to(prog, pid, pr->file->open_path, &pr->offset, &cookie, 1,
-					returns, link + 1);
+			if (links_mode == LINKS_INHERIT)
+				*link = member_of(prog, pid, pr, cookie, returns);
+			else
+				*link = link_to(prog, pid, pr->file->open_path, &pr->offset,
+						&cookie, 1, returns, link + 1);
 			if (*link < 0) {
 				int err = *link;
 
@@ -893,6 +916,24 @@ static void detach_sets(struct probe_links **sets, size_t nsets, bool wait)
 			detach_in_parallel(links + i, n[k]);
 	}
 	free(links);
+}
+
+void probes__close_all(const int *fds, size_t n)
+{
+	size_t phases[PHASES] = { n };
+	pid_t closer;
+	int go = -1;
+
+	closer = start_closer(fds, phases, n, &go);
+	if (closer > 0) {
+		for (size_t i = 0; i < n; i++)
+			close(fds[i]);
+		close(go);
+		while (waitpid(closer, NULL, 0) < 0 && errno == EINTR)
+			;
+	} else {
+		detach_in_parallel(fds, n);
+	}
 }
 
 void probes__detach(struct probe_links **sets, size_t nsets)

@@ -63,16 +63,18 @@ struct probe_links {
 	size_t nmulti;
 };
 
-/* How probes are attached: a link each (a perf event), or one link for many (uprobe_multi,
- * kernels from 6.6 on: attached in one system call, taken out after one grace period). */
-enum probe_links_mode { LINKS_AUTO, LINKS_SINGLE, LINKS_MULTI };
+/* How probes are attached: a link each (a perf event), one link for many (uprobe_multi,
+ * kernels from 6.6 on: attached in one system call, taken out after one grace period), or
+ * probes children inherit (inherit.h: a process a member of calls shared by all). */
+enum probe_links_mode { LINKS_AUTO, LINKS_SINGLE, LINKS_MULTI, LINKS_INHERIT };
 
 /*
- * Before load: the mode, LINKS_AUTO choosing multi where the kernel has it. Programs loaded for
- * one mode cannot be attached in the other, so the whole session keeps it. Returns the mode
- * chosen.
+ * Before load: the mode, LINKS_AUTO choosing inherit when children are followed (follow), else
+ * multi where the kernel has it. Programs loaded for one mode cannot be attached in the other,
+ * so the whole session keeps it. Returns the mode chosen.
  */
-enum probe_links_mode probes__choose_links(struct heaptap_bpf *skel, enum probe_links_mode want);
+enum probe_links_mode probes__choose_links(struct heaptap_bpf *skel, enum probe_links_mode want,
+					   bool follow);
 
 /* After load: the programs' fds lent to the attacher (attacher.h), which makes the links. */
 void probes__lend_programs(struct heaptap_bpf *skel);
@@ -139,6 +141,10 @@ void probes__reap(bool wait);
 void probes__links_free(struct probe_links *l);
 /* Frees a plan. */
 void probes__free(struct probes *p);
+
+/* Closes fds (links, events) by a closer (see probes.c: never in a task a SIGKILL may reach)
+ * in parallel, and waits for it. */
+void probes__close_all(const int *fds, size_t n);
 
 const char *probes__kind_name(int kind);
 

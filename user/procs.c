@@ -80,6 +80,15 @@ size_t procs__alive(const struct procs *ps)
 	return n;
 }
 
+static void free_process(struct process *p)
+{
+	probes__links_free(&p->links);
+	probes__links_free(&p->kept);
+	free(p->roots);
+	free(p->exe);
+	free(p);
+}
+
 void procs__fold_exited(struct procs *ps, uint64_t before_ns)
 {
 	size_t exited = 0, i, k;
@@ -110,13 +119,65 @@ void procs__fold_exited(struct procs *ps, uint64_t before_ns)
 		f->end.inherited_frees += p->end.inherited_frees;
 		f->live += p->end_live;
 		f->live_bytes += p->end_live_bytes;
-		probes__links_free(&p->links);
 		target__close(&p->t);
-		free(p->exe);
-		free(p);
+		free_process(p);
 	}
 	if (ps->n)
 		ps->n = k;
+}
+
+bool procs__inherit(struct process *p, struct process *parent, uint64_t start_ns)
+{
+	bool own = parent->members_ns && start_ns > parent->members_ns;
+	size_t n = parent->nroots + own, i;
+
+	p->roots = calloc(n + 1, sizeof(*p->roots));
+	if (!p->roots)
+		return false;
+	memcpy(p->roots, parent->roots, parent->nroots * sizeof(*p->roots));
+	if (own)
+		p->roots[parent->nroots] = parent;
+	p->nroots = n;
+	for (i = 0; i < n; i++)
+		p->roots[i]->heirs++;
+	p->covered = own || parent->covered;
+	return p->covered;
+}
+
+void procs__disinherit(struct process *p)
+{
+	size_t i;
+
+	/* The list stays, for the children whose forks are yet to be heard of. */
+	for (i = 0; i < p->nroots; i++)
+		if (p->roots[i]->heirs)
+			p->roots[i]->heirs--;
+	p->covered = false;
+}
+
+void procs__inherit_exec(struct process *p)
+{
+	procs__disinherit(p);
+	free(p->roots);
+	p->roots = NULL;
+	p->nroots = 0;
+	p->members_ns = 0;
+}
+
+void procs__inherit_reset(struct procs *ps)
+{
+	size_t i;
+
+	for (i = 0; i < ps->n; i++) {
+		struct process *p = ps->v[i];
+
+		free(p->roots);
+		p->roots = NULL;
+		p->nroots = 0;
+		p->heirs = 0;
+		p->members_ns = 0;
+		p->covered = false;
+	}
 }
 
 void procs__leave_image(struct process *p)
@@ -140,11 +201,8 @@ void procs__free(struct procs *ps)
 {
 	size_t i;
 
-	for (i = 0; i < ps->n; i++) {
-		probes__links_free(&ps->v[i]->links);
-		free(ps->v[i]->exe);
-		free(ps->v[i]);
-	}
+	for (i = 0; i < ps->n; i++)
+		free_process(ps->v[i]);
 	for (i = 0; i < ps->nimages; i++)
 		image__free(ps->images[i]);
 	free(ps->v);

@@ -56,6 +56,16 @@ struct process {
 	uint64_t dropped_at_exec_bytes;
 	bool attached;	  /* its probes are in */
 	bool range_known; /* the BPF side knows where its allocator's code is */
+	/* --follow's inherited probes (inherit.h): when its own were all in (a child whose fork
+	 * began later inherited them all; 0: it has none), whose it inherited at its fork (all
+	 * of a set of them: covered), and how many live processes inherited its own. Probes
+	 * others inherited stay in until those have exited: kept holds its earlier image's. */
+	uint64_t members_ns;
+	bool covered;
+	struct process **roots;
+	size_t nroots;
+	unsigned int heirs;
+	struct probe_links kept;
 };
 
 /* Processes that exited long enough ago to be folded into one line: a service that goes
@@ -95,6 +105,18 @@ size_t procs__alive(const struct procs *ps);
 void procs__fold_exited(struct procs *ps, uint64_t before_ns);
 /* The process leaves its image (it exited, or exec'd); an image no process is in stays. */
 void procs__leave_image(struct process *p);
+
+/* p, forked by parent, inherited the probes parent inherited, and parent's own if they were
+ * all in before the fork began (start_ns); the processes they are of keep them in while p
+ * lives. Whether p was covered: traced from its first instruction. */
+bool procs__inherit(struct process *p, struct process *parent, uint64_t start_ns);
+/* p has exited: it keeps no probe in any more. */
+void procs__disinherit(struct process *p);
+/* p exec'd a program whose probes are others: what it had and inherited is not its new
+ * image's (its children from now on inherit nothing of it). */
+void procs__inherit_exec(struct process *p);
+/* Every probe is out: nothing is inherited any more. */
+void procs__inherit_reset(struct procs *ps);
 void procs__free(struct procs *ps);
 
 /*

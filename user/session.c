@@ -671,12 +671,44 @@ void session__detach_all(struct session *s)
 {
 	freeze(s);
 	s->tracer->detach(s, NULL);
+	procs__inherit_reset(&s->procs);
 	s->attached = false;
+}
+
+/* When forks begin: without it, every child is taken for one that inherited no probe. */
+static void watch_fork_starts(struct session *s)
+{
+	struct bpf_program *progs[] = { s->skel->progs.fork_start_clone,
+					s->skel->progs.fork_start_clone3,
+					s->skel->progs.fork_start_fork,
+					s->skel->progs.fork_start_vfork };
+	size_t i;
+
+	for (i = 0; i < sizeof(progs) / sizeof(progs[0]); i++)
+		if (!(s->fork_start_links[i] = bpf_program__attach(progs[i])))
+			vlog("no tracepoint %s (%s): a child forked that way is traced once its "
+			     "own probes are in", bpf_program__section_name(progs[i]),
+			     strerror(errno));
+}
+
+static void unwatch_processes(struct session *s)
+{
+	size_t i;
+
+	bpf_link__destroy(s->fork_link);
+	bpf_link__destroy(s->exec_link);
+	s->fork_link = s->exec_link = NULL;
+	for (i = 0; i < sizeof(s->fork_start_links) / sizeof(s->fork_start_links[0]); i++) {
+		bpf_link__destroy(s->fork_start_links[i]);
+		s->fork_start_links[i] = NULL;
+	}
 }
 
 /* Forks, execs and --comm/--exe's matches are seen from the start. */
 static int watch_processes(struct session *s)
 {
+	if (s->links_mode == LINKS_INHERIT)
+		watch_fork_starts(s);
 	if (s->opts.follow && !(s->fork_link = bpf_program__attach(s->skel->progs.on_fork)))
 		goto fail;
 	if (!(s->exec_link = bpf_program__attach(s->skel->progs.on_exec)))
@@ -852,6 +884,30 @@ static struct process *take_in(struct session *s, const struct heaptap_proc_even
 	return p;
 }
 
+/* A child that inherited its parent's probes and ended before heaptap heard of it: traced
+ * all the same, in its parent's image; its figures are taken as it exits. */
+static struct process *take_in_gone(struct session *s, const struct heaptap_proc_event *e,
+				    const struct process *parent)
+{
+	struct target t = { .pid = e->tgid, .release_fd = -1, .pidfd = -1, .exit_code = -1,
+			    .exited = true };
+	struct image *im = procs__image(&s->procs, e->image);
+	struct process *p;
+
+	if (!im || proc__state(e->tgid) == PROC_RUNNING)
+		return NULL;
+	memcpy(t.comm, parent->t.comm, sizeof(t.comm));
+	p = procs__add(&s->procs, &t, e->parent);
+	if (!p)
+		return NULL;
+	p->exe = strdup(parent->exe ?: "?");
+	p->since_ns = e->time_ns;
+	p->image = im;
+	p->image_id = im->id;
+	im->processes++;
+	return p;
+}
+
 /* The file an allocator is (device and inode): one libc has several paths. */
 static bool file_of(const struct allocator *a, struct stat *st)
 {
@@ -885,9 +941,17 @@ static void exec_image(struct session *s, struct process *p, uint32_t id, uint64
 	if (!s->attached || (had && !own && file_of(p->image->allocator, &after) &&
 			     before.st_dev == after.st_dev && before.st_ino == after.st_ino))
 		return;
-	/* Another allocator: traced once its probes are in. */
+	/* Another allocator: traced once its probes are in. Those its children inherited stay
+	 * in while they live (inherit.h). */
 	__atomic_fetch_add(&s->skel->bss->counters.late_procs, 1, __ATOMIC_RELAXED);
-	s->tracer->detach(s, p);
+	procs__inherit_exec(p);
+	if (p->heirs && !p->kept.count) {
+		p->kept = p->links;
+		p->links = (struct probe_links){};
+		p->attached = false;
+	} else {
+		s->tracer->detach(s, p);
+	}
 	p->started_ns = exec_ns;
 	p->ever_attached = false;
 	if (!s->tracer->attach(s, p, -1, true))
@@ -926,11 +990,43 @@ void session__process_event(struct session *s, const struct heaptap_proc_event *
 			exec_image(s, p, e->image, e->time_ns);
 	} else if (!p || p->exited_ns) {
 		uint64_t heard = clock__now_ns();
+		/* A child of a process whose probes it inherited (inherit.h) */
+		struct process *parent = s->attached && s->links_mode == LINKS_INHERIT &&
+						 e->kind == HEAPTAP_PROC_FORK
+					 ? procs__find(&s->procs, e->parent)
+					 : NULL;
+		bool gone = false;
 
 		p = take_in(s, e);
+		if (!p && parent && (parent->covered || parent->members_ns))
+			gone = (p = take_in_gone(s, e, parent)) != NULL;
 		/* One that ended before it could be taken in was never traced. */
 		if (!p) {
 			forget_untraced(s, e->tgid);
+			return;
+		}
+		/* Its parent's program until it execs (which would be told after). */
+		if (parent && parent->exe && p->exe && !strcmp(p->exe, "?")) {
+			free(p->exe);
+			p->exe = strdup(parent->exe);
+		}
+		if (parent && procs__inherit(p, parent, e->start_ns)) {
+			/* Traced from its fork: nothing to attach. */
+			p->attached = true;
+			p->ever_attached = true;
+			vlog("PID %d (%s) traced too, forked by %d: its probes inherited%s", p->t.pid,
+			     p->t.comm, e->parent, gone ? ", it has exited" : "");
+			if (gone)
+				session__process_exited(s, p);
+			else
+				loop__watch_exit(s, p);
+			return;
+		}
+		if (gone) {
+			/* It inherited some of its parent's probes at most: not traced. */
+			session__process_exited(s, p);
+			__atomic_fetch_add(&s->skel->bss->counters.untraced_procs, 1,
+					   __ATOMIC_RELAXED);
 			return;
 		}
 		/* Traced from after its start: counted once it is in (a counter that only
@@ -982,6 +1078,7 @@ static void sweep_targets(struct session *s)
 void session__detach_exited(struct session *s)
 {
 	uint64_t now = clock__now_ns();
+	bool flushed = false;
 
 	/* Their releases, ended as they finish. */
 	probes__reap(false);
@@ -989,11 +1086,22 @@ void session__detach_exited(struct session *s)
 		sweep_targets(s);
 		s->swept_ns = now;
 	}
-	for (size_t i = 0; i < s->procs.n; i++)
-		if (s->procs.v[i]->exited_ns && s->procs.v[i]->attached) {
-			s->tracer->detach(s, s->procs.v[i]);
-			return;
+	for (size_t i = 0; i < s->procs.n; i++) {
+		struct process *p = s->procs.v[i];
+
+		if (!p->exited_ns || !p->attached || p->heirs)
+			continue;
+		/* Its probes may be its children's: every fork it made before it exited is heard
+		 * of first (told before the exit, maybe not served yet). */
+		if (p->members_ns && !flushed) {
+			drain__flush(s->rings);
+			flushed = true;
+			if (p->heirs)
+				continue;
 		}
+		s->tracer->detach(s, p);
+		return;
+	}
 }
 
 void session__process_exited(struct session *s, struct process *p)
@@ -1003,6 +1111,7 @@ void session__process_exited(struct session *s, struct process *p)
 	if (p->exited_ns)
 		return;
 	p->exited_ns = clock__now_ns();
+	procs__disinherit(p);
 	bpf_map_lookup_elem(bpf_map__fd(s->skel->maps.proc_counters), &key, &p->end);
 	/* Its figures are kept here; the first process's stay in the map with its blocks. */
 	if (p != s->procs.v[0])
@@ -1183,9 +1292,7 @@ int session__finish(struct session *s, int err)
 	/* Detach first, so the targets run untraced again at once; then the final report. */
 	stage_ns = clock__now_ns();
 	session__detach_all(s);
-	bpf_link__destroy(s->fork_link);
-	bpf_link__destroy(s->exec_link);
-	s->fork_link = s->exec_link = NULL;
+	unwatch_processes(s);
 	vlog("detached from %zu processes in %.0f ms", s->procs.n,
 	     (clock__now_ns() - stage_ns) / 1e6);
 	/* The report serves every record sent so far first. */
@@ -1226,8 +1333,7 @@ int session__close(struct session *s, int err)
 	publish__stop(s->publisher);
 	if (s->tracer)
 		s->tracer->free(s);
-	bpf_link__destroy(s->fork_link);
-	bpf_link__destroy(s->exec_link);
+	unwatch_processes(s);
 	drain__free(s->rings);
 	accounting__release();
 	heaptap_bpf__destroy(s->skel);

@@ -70,6 +70,8 @@ struct session {
 	uint32_t attaches;	/* attaches so far: the BPF side's `tracing` while traced */
 	struct bpf_link *watch; /* the fault tracer's program */
 	struct bpf_link *fork_link, *exec_link; /* forks (--follow), execs and matches */
+	/* --follow: when each fork began (a child inherits every probe in by then) */
+	struct bpf_link *fork_start_links[4];
 	int epfd;		/* the loop's, once it runs: processes' exits are watched there */
 	uint64_t dropped_blocks; /* blocks dropped at exec or exit so far, and their bytes */
 	uint64_t dropped_bytes;

@@ -8,10 +8,12 @@
 
 #include "allocator.h"
 #include "attacher.h"
+#include "clock.h"
 #include "elfsyms.h"
 #include "fixups.h"
 #include "heaptap.h"
 #include "heaptap.skel.h"
+#include "inherit.h"
 #include "log.h"
 #include "probes.h"
 #include "proc.h"
@@ -41,7 +43,7 @@ static void configure(struct session *s)
 	/* The machine's way (no process: whether the process lets heaptap write it is each
 	 * plan's to say). */
 	probes__choose_programs(fixups__mode(0, &why), s->skel);
-	s->links_mode = probes__choose_links(s->skel, s->opts.probe_links);
+	s->links_mode = probes__choose_links(s->skel, s->opts.probe_links, s->opts.follow);
 }
 
 /* A failure says why: most often the process exited meanwhile. */
@@ -72,6 +74,9 @@ static int attach(struct session *s, struct process *p, int stop_fd, bool late)
 	err = probes__attach(plan, &p->links, s->skel, p->t.pid, &opts);
 	if (!err) {
 		p->attached = true;
+		/* Its children forked from now on inherit them all (inherit.h). */
+		if (s->links_mode == LINKS_INHERIT)
+			p->members_ns = clock__now_ns();
 		return 0;
 	}
 	if (err == -EINTR) {
@@ -112,7 +117,7 @@ static int snapshot(struct session *s, struct snapshot *out)
  * with them those of every process that has exited. */
 static void detach(struct session *s, struct process *one)
 {
-	struct probe_links **sets = calloc(s->procs.n + 1, sizeof(*sets));
+	struct probe_links **sets = calloc(2 * s->procs.n + 1, sizeof(*sets));
 	/* Only processes that have exited: nothing waits for their release. */
 	bool gone = one && one->exited_ns;
 	size_t i, n = 0;
@@ -122,10 +127,12 @@ static void detach(struct session *s, struct process *one)
 
 		if (one && p != one && !(p->exited_ns && p->attached))
 			continue;
-		if (sets)
+		if (sets) {
 			sets[n++] = &p->links;
-		else
-			probes__detach((struct probe_links *[]){ &p->links }, 1);
+			sets[n++] = &p->kept;
+		} else {
+			probes__detach((struct probe_links *[]){ &p->links, &p->kept }, 2);
+		}
 		p->attached = false;
 	}
 	if (sets && gone)
@@ -141,6 +148,8 @@ static void detach(struct session *s, struct process *one)
 static void free_tracer(struct session *s)
 {
 	detach(s, NULL);
+	if (s->links_mode == LINKS_INHERIT)
+		inherit__end();
 	attacher__stop();
 	fixups__stop(s->fixups);
 	s->fixups = NULL;

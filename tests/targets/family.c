@@ -12,6 +12,9 @@
  * "end" lets every child end and reaps them, answering how many forked ones exited 0.
  * "flash N" forks N children one after another, each ending at once (reaped before the next):
  * processes too short-lived to trace, by the thousand.
+ * "burst N" forks N children in a burst, each allocating BURST_BLOCKS blocks of BURST_SIZE
+ * bytes (in burst_work) as soon as it runs, kept, and exiting; reaps them all and answers
+ * how many exited 0.
  */
 #include <stdlib.h>
 #include <sys/wait.h>
@@ -40,6 +43,36 @@ static NOINLINE void child_work(int i)
 		kept[nkept++] = malloc(1000);
 	scratch = malloc(7);
 	free(scratch);
+}
+
+#define BURST_BLOCKS 10
+#define BURST_SIZE 48
+
+static NOINLINE void burst_work(void)
+{
+	for (int k = 0; k < BURST_BLOCKS && nkept < MAX_KEPT; k++)
+		kept[nkept++] = malloc(BURST_SIZE);
+}
+
+static void burst(long n)
+{
+	int ok = 0, status;
+	long forked = 0;
+
+	for (; forked < n; forked++) {
+		pid_t pid = fork();
+
+		if (pid < 0)
+			break;
+		if (!pid) {
+			burst_work();
+			_exit(0);
+		}
+	}
+	for (long k = 0; k < forked; k++)
+		if (wait(&status) > 0 && WIFEXITED(status) && !WEXITSTATUS(status))
+			ok++;
+	say("done burst %ld %d", n, ok);
 }
 
 static NOINLINE void before_exec(void)
@@ -166,6 +199,8 @@ int main(int argc, char **argv)
 					_exit(4);
 			}
 			say("done %s", cmd);
+		} else if (sscanf(cmd, "burst %ld", &n) == 1) {
+			burst(n);
 		} else if (!strcmp(cmd, "end")) {
 			end_children();
 		} else {

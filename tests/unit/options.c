@@ -311,7 +311,10 @@ static void choices(void)
 	static const struct {
 		const char *arg;
 		enum probe_links_mode mode;
-	} links[] = { { "auto", LINKS_AUTO }, { "multi", LINKS_MULTI }, { "single", LINKS_SINGLE } };
+	} links[] = { { "auto", LINKS_AUTO },
+		      { "multi", LINKS_MULTI },
+		      { "single", LINKS_SINGLE },
+		      { "inherit", LINKS_INHERIT } };
 	static const struct {
 		const char *arg;
 		unsigned int bits;
@@ -342,7 +345,7 @@ static void choices(void)
 		CHECK_I64(p->opts.probe_links, links[i].mode, "--probe-links %s", links[i].arg);
 		parsed__free(p);
 	}
-	invalid("--probe-links", "perf", "--probe-links", "auto, multi or single");
+	invalid("--probe-links", "perf", "--probe-links", "auto, multi, single or inherit");
 	for (i = 0; i < sizeof(stacks) / sizeof(stacks[0]); i++) {
 		p = good(ARGS("--stack", stacks[i].arg, "-p", "1"), stacks[i].arg);
 		CHECK_U64(p->opts.stack, stacks[i].stack, "--stack %s", stacks[i].arg);

@@ -271,6 +271,36 @@ def test_a_burst_of_children_each_counted_from_its_first_allocation():
     check("heaptap exit status", status, 0)
 
 
+MIX = 21
+
+
+@test
+def test_children_that_exit_while_their_siblings_allocate_are_each_counted():
+    """family.c forks 21 children 20 ms apart under --follow: every third makes 2,000
+    malloc/free pairs over about 0.3 s, the others 300 at once, so that children exit while
+    their siblings allocate. Each child's calls are counted exactly: none stops being traced
+    when a sibling exits (before, one did whenever the kernel had swapped the two siblings'
+    inherited perf events at a context switch: the exiting one took the other's with it)."""
+    family = Target("family")
+    ht = Heaptap(["-p", str(family.target_pid), "--follow", "-i", "200ms"])
+    ht.attached()
+    check("the children exited well", family.do(f"mix {MIX}", timeout=120), str(MIX))
+    # The reports queued while they ran are read first: the one that counts has them all
+    # exited.
+    rec = wait_record(ht, lambda r: len([p for p in r["processes"] if
+                                         p["parent"] == family.target_pid and
+                                         not p["alive"]]) == MIX,
+                      "every child has exited")
+    kids = sorted((p for p in rec["processes"] if p["parent"] == family.target_pid),
+                  key=lambda p: p["pid"])
+    check("each child's malloc and free calls, in the order forked",
+          [(p["alloc_calls"], p["free_calls"]) for p in kids],
+          [(2000, 2000) if k % 3 == 0 else (300, 300) for k in range(MIX)])
+    check("none late", rec["inexact"]["late_procs"], 0)
+    final, status = ht.finish()
+    check("heaptap exit status", status, 0)
+
+
 @test
 def test_workers_gone_beyond_the_latest_100_are_summed():
     """120 children of family.c, traced, exit: the latest 100 stay listed with their end

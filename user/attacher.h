@@ -27,6 +27,9 @@ struct link_spec {
 	 * with inherit; without a program, that event is the link (probes.h: members). */
 	int tracepoint;
 	bool inherit;
+	/* A member (no program) whose event is scheduled with its task, and keeps the task's
+	 * events its own (attacher.c); the other members are opened disabled. */
+	bool anchor;
 };
 
 /*

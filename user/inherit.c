@@ -127,7 +127,7 @@ int inherit__call(int prog_fd, const char *path, uint64_t offset, bool retprobe,
 	return err ?: (int)i;
 }
 
-int inherit__member(int call, int pid, const char *path)
+int inherit__member(int call, int pid, const char *path, bool anchor)
 {
 	uint64_t none = 0;
 	int event, fd;
@@ -141,7 +141,8 @@ int inherit__member(int call, int pid, const char *path)
 						 .cookies = &none,
 						 .n = 1,
 						 .tracepoint = calls.v[call].id,
-						 .inherit = true },
+						 .inherit = true,
+						 .anchor = anchor },
 			    &event);
 	if (fd >= 0 && event >= 0)
 		close(event);

@@ -32,8 +32,9 @@ int inherit__call(int prog_fd, const char *path, uint64_t offset, bool retprobe,
 		  int pid);
 
 /* Process pid made a member of call (its children from now on too): the perf event's fd,
- * closed to take pid (and the children that inherited it) out; or negative errno. */
-int inherit__member(int call, int pid, const char *path);
+ * closed to take pid (and the children that inherited it) out; or negative errno. One member
+ * of each process, its anchor, keeps the process's perf events its own (attacher.c). */
+int inherit__member(int call, int pid, const char *path, bool anchor);
 
 /* Every call's link and event closed, by a process of heaptap's own (probes.h's closer),
  * and heaptap's group taken out of the tracing filesystem. Members are out by then. */

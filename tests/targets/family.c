@@ -12,12 +12,16 @@
  * "end" lets every child end and reaps them, answering how many forked ones exited 0.
  * "flash N" forks N children one after another, each ending at once (reaped before the next):
  * processes too short-lived to trace, by the thousand.
+ * "mix N" forks N children 20 ms apart, each making malloc/free pairs (in mix_work) and
+ * exiting: every third MIX_LONG of them, a pair every 100 us, the others MIX_SHORT at once,
+ * so that siblings exit while others allocate; reaps them and answers how many exited 0.
  * "burst N" forks N children in a burst, each allocating BURST_BLOCKS blocks of BURST_SIZE
  * bytes (in burst_work) as soon as it runs, kept, and exiting; reaps them all and answers
  * how many exited 0.
  */
 #include <stdlib.h>
 #include <sys/wait.h>
+#include <time.h>
 
 #include "proto.h"
 
@@ -73,6 +77,45 @@ static void burst(long n)
 		if (wait(&status) > 0 && WIFEXITED(status) && !WEXITSTATUS(status))
 			ok++;
 	say("done burst %ld %d", n, ok);
+}
+
+#define MIX_LONG 2000
+#define MIX_SHORT 300
+
+static NOINLINE void mix_work(int pairs, long pause_ns)
+{
+	struct timespec pause = { .tv_nsec = pause_ns };
+	void *volatile p;
+
+	for (int k = 0; k < pairs; k++) {
+		p = malloc(64);
+		free(p);
+		if (pause_ns)
+			nanosleep(&pause, NULL);
+	}
+}
+
+static void mix(long n)
+{
+	struct timespec gap = { .tv_nsec = 20 * 1000000L };
+	int ok = 0, status;
+	long forked = 0;
+
+	for (; forked < n; forked++) {
+		pid_t pid = fork();
+
+		if (pid < 0)
+			break;
+		if (!pid) {
+			mix_work(forked % 3 ? MIX_SHORT : MIX_LONG, forked % 3 ? 0 : 100000);
+			_exit(0);
+		}
+		nanosleep(&gap, NULL);
+	}
+	for (long k = 0; k < forked; k++)
+		if (wait(&status) > 0 && WIFEXITED(status) && !WEXITSTATUS(status))
+			ok++;
+	say("done mix %ld %d", n, ok);
 }
 
 static NOINLINE void before_exec(void)
@@ -199,6 +242,8 @@ int main(int argc, char **argv)
 					_exit(4);
 			}
 			say("done %s", cmd);
+		} else if (sscanf(cmd, "mix %ld", &n) == 1) {
+			mix(n);
 		} else if (sscanf(cmd, "burst %ld", &n) == 1) {
 			burst(n);
 		} else if (!strcmp(cmd, "end")) {

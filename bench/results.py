@@ -100,12 +100,14 @@ def machine():
 
 
 def commit():
-    """The commit the tree is at, and whether it has changes not committed."""
+    """The commit the tree is at, and whether it has changes not committed (RESULTS.md's
+    own, which the benches make, aside)."""
     git = ["git", "-c", f"safe.directory={ROOT}", "-C", ROOT]
     try:
         head = subprocess.run(git + ["rev-parse", "--short", "HEAD"], capture_output=True,
                               text=True, timeout=30)
-        dirty = subprocess.run(git + ["status", "--porcelain", "--untracked-files=no"],
+        dirty = subprocess.run(git + ["status", "--porcelain", "--untracked-files=no", "--",
+                                      ".", ":!bench/RESULTS.md"],
                                capture_output=True, text=True, timeout=30)
     except (OSError, subprocess.TimeoutExpired):
         return "commit unknown"

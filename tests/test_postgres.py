@@ -261,7 +261,7 @@ def test_pgbench_backends_through_the_postmaster():
                         .split("/")[0])
             check("transactions with a connection each", done, 40)
             # Each lives a few milliseconds, about as long as putting its probes in takes:
-            # some end untraced, each counted as late or untraced (README, Services).
+            # some end untraced, each counted as late or untraced (doc/services.md).
             late = final["inexact"]["late_procs"] + final["inexact"]["untraced_procs"]
             check_true(f"every short-lived backend seen forked, counted late or untraced "
                        f"({late}, {done} transactions)", late >= done, final["inexact"])

@@ -18,6 +18,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
 import lib  # noqa: E402
+import results as results_md  # noqa: E402
 
 MODES = ("multi", "single")
 TARGETS = ("sizes", "newdelete_jemalloc")
@@ -61,20 +62,22 @@ def main():
     finally:
         for t in targets.values():
             t.end()
-    print(f"{rounds} rounds, variants in random order; medians (min-max), ms")
-    print(f"{'target':<20} {'links':<7} {'probes':>6} {'attach':>18} {'detach':>20} "
-          f"{'SIGINT to exit':>20}")
-    for t in TARGETS:
-        for m in MODES:
-            rows = results[(t, m)]
-            cols = []
-            for k in (1, 2, 3):
-                v = [r[k] for r in rows]
-                cols.append(f"{statistics.median(v):8.1f} ({min(v):.1f}-{max(v):.1f})")
-            print(f"{t:<20} {m:<7} {rows[0][0]:>6} {cols[0]:>18} {cols[1]:>20} {cols[2]:>20}")
-        single = statistics.median(r[2] for r in results[(t, "single")])
-        multi = statistics.median(r[2] for r in results[(t, "multi")])
-        print(f"{t:<20} detach, single / multi: {single / multi:.1f}x")
+    with results_md.section("attach"):
+        print(f"{rounds} rounds, variants in random order; medians (min-max), ms")
+        print(f"{'target':<20} {'links':<7} {'probes':>6} {'attach':>18} {'detach':>20} "
+              f"{'SIGINT to exit':>20}")
+        for t in TARGETS:
+            for m in MODES:
+                rows = results[(t, m)]
+                cols = []
+                for k in (1, 2, 3):
+                    v = [r[k] for r in rows]
+                    cols.append(f"{statistics.median(v):8.1f} ({min(v):.1f}-{max(v):.1f})")
+                print(f"{t:<20} {m:<7} {rows[0][0]:>6} {cols[0]:>18} {cols[1]:>20} "
+                      f"{cols[2]:>20}")
+            single = statistics.median(r[2] for r in results[(t, "single")])
+            multi = statistics.median(r[2] for r in results[(t, "multi")])
+            print(f"{t:<20} detach, single / multi: {single / multi:.1f}x")
 
 
 if __name__ == "__main__":

@@ -22,6 +22,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
 import lib  # noqa: E402
+import results as results_md  # noqa: E402
 from progcost import maps_held  # noqa: E402
 from soak import vm_rss  # noqa: E402
 
@@ -101,22 +102,24 @@ def main(argv):
         argv.remove("--fit")
     rounds = int(argv[0]) if argv else 3
     counts = [int(float(a) * 1e6) for a in argv[1:]] or [1000000, 4000000]
-    for n in counts:
-        runs = {name: [] for name in builds}
-        for _ in range(rounds):
-            order = list(builds)
-            random.shuffle(order)
-            for name in order:
-                runs[name].append(one(n, builds[name], fit))
-        for name, r in runs.items():
-            col = {k: [x[k] for x in r] for k in r[0]}
-            print(f"{name}: {n:,} blocks, --max-allocs {max_allocs(n, fit)} ({rounds} rounds): "
-                  f"the table {show(col['table'], ' bytes')} "
-                  f"a block, all maps {show(col['maps'], ' bytes')}; report "
-                  f"{show(col['report'], ' s')} (the blocks read in {show(col['read'], ' s')});"
-                  f" stop {show(col['stop'], ' s')}; heaptap RSS "
-                  f"{statistics.median(col['rss']) / 2**20:.0f} MiB; the target's RSS "
-                  f"{statistics.median(col['target']) / 2**20:.0f} MiB", flush=True)
+    variant = ", ".join(w for w, on in (("against", len(builds) > 1), ("fit", fit)) if on)
+    with results_md.section("blocks", variant):
+        for n in counts:
+            runs = {name: [] for name in builds}
+            for _ in range(rounds):
+                order = list(builds)
+                random.shuffle(order)
+                for name in order:
+                    runs[name].append(one(n, builds[name], fit))
+            for name, r in runs.items():
+                col = {k: [x[k] for x in r] for k in r[0]}
+                print(f"{name}: {n:,} blocks, --max-allocs {max_allocs(n, fit)} ({rounds} "
+                      f"rounds): the table {show(col['table'], ' bytes')} "
+                      f"a block, all maps {show(col['maps'], ' bytes')}; report "
+                      f"{show(col['report'], ' s')} (the blocks read in "
+                      f"{show(col['read'], ' s')}); stop {show(col['stop'], ' s')}; heaptap RSS "
+                      f"{statistics.median(col['rss']) / 2**20:.0f} MiB; the target's RSS "
+                      f"{statistics.median(col['target']) / 2**20:.0f} MiB", flush=True)
 
 
 if __name__ == "__main__":

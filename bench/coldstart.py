@@ -22,6 +22,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
 import lib  # noqa: E402
+import results as results_md  # noqa: E402
 
 GDB = ["gdb", "-q", "-nx", "-batch", "-ex", "file /usr/bin/gdb", "-ex", "info types foo"]
 
@@ -65,21 +66,22 @@ def main(argv):
         for b in order:
             results[b].append(run(b, warm))
             print(f"round {r + 1}: {b}: {results[b][-1]}", flush=True)
-    cache = "a warm" if warm else "a cold"
-    print(f"\ngdb launched on {cache} page cache, {rounds} rounds (median, min-max):")
-    for b in binaries:
-        line = []
-        for key in ("allocs", "sent", "lost", "waits", "wait_max_s", "elapsed_s", "wall_s"):
-            v = [x[key] for x in results[b]]
-            line.append(f"{key} {statistics.median(v):g} ({min(v):g}-{max(v):g})")
-        lossy = sum(1 for x in results[b] if x["lost"])
-        print(f"  {b}: " + ", ".join(line) + f"; runs that lost copies {lossy} of {rounds}")
-    if len(binaries) == 2:
-        ratio = {k: statistics.median(x[k] for x in results[binaries[1]]) /
-                 statistics.median(x[k] for x in results[binaries[0]])
-                 for k in ("elapsed_s", "wall_s")}
-        print(f"  second over first, medians: elapsed {ratio['elapsed_s']:.3f}, "
-              f"wall {ratio['wall_s']:.3f}")
+    with results_md.section("coldstart", "warm" if warm else None):
+        cache = "a warm" if warm else "a cold"
+        print(f"\ngdb launched on {cache} page cache, {rounds} rounds (median, min-max):")
+        for b in binaries:
+            line = []
+            for key in ("allocs", "sent", "lost", "waits", "wait_max_s", "elapsed_s", "wall_s"):
+                v = [x[key] for x in results[b]]
+                line.append(f"{key} {statistics.median(v):g} ({min(v):g}-{max(v):g})")
+            lossy = sum(1 for x in results[b] if x["lost"])
+            print(f"  {b}: " + ", ".join(line) + f"; runs that lost copies {lossy} of {rounds}")
+        if len(binaries) == 2:
+            ratio = {k: statistics.median(x[k] for x in results[binaries[1]]) /
+                     statistics.median(x[k] for x in results[binaries[0]])
+                     for k in ("elapsed_s", "wall_s")}
+            print(f"  second over first, medians: elapsed {ratio['elapsed_s']:.3f}, "
+                  f"wall {ratio['wall_s']:.3f}")
     return 0
 
 

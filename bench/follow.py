@@ -13,6 +13,7 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
 import lib  # noqa: E402
+import results as results_md  # noqa: E402
 
 FORKBENCH = os.path.join(lib.BUILD, "bench", "forkbench")
 LIFETIMES_MS = (5, 20, 100)
@@ -38,22 +39,23 @@ def one_round(ms, children):
 def main():
     rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 3
     children = int(sys.argv[2]) if len(sys.argv) > 2 else 10
-    print(f"{children} children a round, one after another, {rounds} rounds; share of each "
-          "child's calls seen, over the children taken in")
-    print("| lifetime | taken in | ended first | calls seen, median | min-max |")
-    print("| --- | --- | --- | --- | --- |")
-    for ms in LIFETIMES_MS:
-        taken = untraced = 0
-        shares = []
-        for _ in range(rounds):
-            t, u, s = one_round(ms, children)
-            taken += t
-            untraced += u
-            shares += s
-        median = statistics.median(shares) if shares else 0
-        low, high = (min(shares), max(shares)) if shares else (0, 0)
-        print(f"| {ms} ms | {taken} of {rounds * children} | {untraced} | {median:.0%} | "
-              f"{low:.0%}-{high:.0%} |")
+    with results_md.section("follow"):
+        print(f"{children} children a round, one after another, {rounds} rounds; share of each "
+              "child's calls seen, over the children taken in")
+        print("| lifetime | taken in | ended first | calls seen, median | min-max |")
+        print("| --- | --- | --- | --- | --- |")
+        for ms in LIFETIMES_MS:
+            taken = untraced = 0
+            shares = []
+            for _ in range(rounds):
+                t, u, s = one_round(ms, children)
+                taken += t
+                untraced += u
+                shares += s
+            median = statistics.median(shares) if shares else 0
+            low, high = (min(shares), max(shares)) if shares else (0, 0)
+            print(f"| {ms} ms | {taken} of {rounds * children} | {untraced} | {median:.0%} | "
+                  f"{low:.0%}-{high:.0%} |")
 
 
 if __name__ == "__main__":

@@ -19,6 +19,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
 import lib  # noqa: E402
+import results as results_md  # noqa: E402
 
 
 LEAKSERVER = os.path.join(lib.BUILD, "bench", "leakserver")
@@ -143,21 +144,23 @@ def main(argv):
                       port, "ping_inline", 0, ["remember_session"]))
         rows = [run_case(*case, seconds, mode) for case in cases
                 for mode in (None, "--live", "--watch")]
-    print(f"\n{seconds:.0f} s under redis-benchmark (chunks of {CHUNK} requests), each run on a "
-          f"fresh server:")
-    print(f"{'':36} {'mode':9} {'requests/s':>10} {'x untraced':>10} {'leak on top after':>18} "
-          f"{'CPU':>6} {'memory':>10} {'est. slowdown':>13}")
-    for r in rows:
-        base = [x for x in rows if x["name"] == r["name"] and x["mode"] == "untraced"][0]
-        line = f"{r['name']:36} {r['mode']:9} {r['rate']:10.0f} {r['rate'] / base['rate']:10.3f}"
-        if r["mode"] != "untraced":
-            found = f"{r['found']:.0f} s" if r["found"] is not None else "not found"
-            slow = f"{r['slowdown'] * 100:12.1f}%" if r["slowdown"] is not None else ""
-            line += (f" {found:>18} {r['cpu'] * 100:5.1f}% {r['memory'] / 2**20:6.1f} MiB "
-                     f"{slow}")
-        print(line)
-        if r["mode"] != "untraced":
-            print(f"{'':46} top growing: {' <- '.join(str(f) for f in r['top'][:6])}")
+    with results_md.section("live"):
+        print(f"\n{seconds:.0f} s under redis-benchmark (chunks of {CHUNK} requests), each run "
+              f"on a fresh server:")
+        print(f"{'':36} {'mode':9} {'requests/s':>10} {'x untraced':>10} "
+              f"{'leak on top after':>18} {'CPU':>6} {'memory':>10} {'est. slowdown':>13}")
+        for r in rows:
+            base = [x for x in rows if x["name"] == r["name"] and x["mode"] == "untraced"][0]
+            line = (f"{r['name']:36} {r['mode']:9} {r['rate']:10.0f} "
+                    f"{r['rate'] / base['rate']:10.3f}")
+            if r["mode"] != "untraced":
+                found = f"{r['found']:.0f} s" if r["found"] is not None else "not found"
+                slow = f"{r['slowdown'] * 100:12.1f}%" if r["slowdown"] is not None else ""
+                line += (f" {found:>18} {r['cpu'] * 100:5.1f}% {r['memory'] / 2**20:6.1f} MiB "
+                         f"{slow}")
+            print(line)
+            if r["mode"] != "untraced":
+                print(f"{'':46} top growing: {' <- '.join(str(f) for f in r['top'][:6])}")
     lib.end_started()
     return 0
 

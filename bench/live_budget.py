@@ -33,6 +33,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
 import lib  # noqa: E402
+import results as results_md  # noqa: E402
 from live import drain, free_port, leak_on_top, load, start_server  # noqa: E402
 
 ALLOCBENCH = os.path.join(lib.BUILD, "bench", "allocbench")
@@ -191,22 +192,24 @@ def main(argv):
                 est = final["live"]["slowdown"] if final and "live" in final else None
                 results.setdefault((t, v), []).append((rate / rates[(t, "untraced")][0], est,
                                                         found))
-    print(f"\n{rounds} rounds of {seconds:.0f} s each, variants in random order; throughput "
-          f"against the same round's untraced run: median (min-max)")
-    print(f"{'target':8} {'variant':10} {'x untraced':>22} {'floor':>6} {'held':>5} "
-          f"{'heaptap says':>14} {'growth on top after':>20}")
-    for (t, v), rows in sorted(results.items()):
-        if v == "untraced":
-            continue
-        ratios = [x[0] for x in rows]
-        floor = 1 - BUDGETS[v] - 0.02
-        held = sum(x >= floor for x in ratios)
-        ests = [x[1] for x in rows if x[1] is not None]
-        found = [x[2] for x in rows]
-        print(f"{t:8} {v:10} {statistics.median(ratios):8.3f} ({min(ratios):.3f}-"
-              f"{max(ratios):.3f}) {floor:6.2f} {held:>2}/{len(rows)} "
-              f"{statistics.median(ests) * 100 if ests else 0:13.1f}% "
-              f"{', '.join('-' if f is None else f'{f:.0f} s' for f in found) if t == 'redis' else '':>20}")
+    with results_md.section("live_budget", argv[2] if len(argv) > 2 else None):
+        print(f"\n{rounds} rounds of {seconds:.0f} s each, variants in random order; throughput "
+              f"against the same round's untraced run: median (min-max)")
+        print(f"{'target':8} {'variant':10} {'x untraced':>22} {'floor':>6} {'held':>5} "
+              f"{'heaptap says':>14} {'growth on top after':>20}")
+        for (t, v), rows in sorted(results.items()):
+            if v == "untraced":
+                continue
+            ratios = [x[0] for x in rows]
+            floor = 1 - BUDGETS[v] - 0.02
+            held = sum(x >= floor for x in ratios)
+            ests = [x[1] for x in rows if x[1] is not None]
+            found = [x[2] for x in rows]
+            on_top = ", ".join("-" if f is None else f"{f:.0f} s" for f in found) \
+                if t == "redis" else ""
+            print(f"{t:8} {v:10} {statistics.median(ratios):8.3f} ({min(ratios):.3f}-"
+                  f"{max(ratios):.3f}) {floor:6.2f} {held:>2}/{len(rows)} "
+                  f"{statistics.median(ests) * 100 if ests else 0:13.1f}% {on_top:>20}")
     lib.end_started()
     return 0
 

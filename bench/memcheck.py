@@ -14,6 +14,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
 import lib  # noqa: E402
+import results as results_md  # noqa: E402
 import test_memcheck as tm  # noqa: E402
 
 PROGRAMS = [
@@ -56,19 +57,20 @@ def main():
         print("the benchmark attaches BPF programs: run it as root")
         return 1
     make_inputs()
-    # What heaptap costs whatever the program: attaching and detaching, on /bin/true.
-    _, _, fixed = tm.heaptap(["/bin/true"])
-    print(f"heaptap on /bin/true (attach, exit check, detach): {fixed:.2f} s")
-    print(f"{'program':26} {'untraced s':>10} {'heaptap s':>9} {'memcheck s':>10} "
-          f"{'heaptap x':>9} {'memcheck x':>10}  summaries")
-    for name, cmd in PROGRAMS:
-        base = untraced(cmd)
-        final, status, ht_s = tm.heaptap(cmd)
-        expected, _, vg_s = tm.memcheck(cmd)
-        got = tm.categories(final["leak_check"]) if final["leak_check"] else None
-        print(f"{name:26} {base:10.2f} {ht_s:9.2f} {vg_s:10.2f} {ht_s / base:9.1f} "
-              f"{vg_s / base:10.1f}  {'equal' if got == expected else f'differ: {got} {expected}'}",
-              flush=True)
+    with results_md.section("memcheck"):
+        # What heaptap costs whatever the program: attaching and detaching, on /bin/true.
+        _, _, fixed = tm.heaptap(["/bin/true"])
+        print(f"heaptap on /bin/true (attach, exit check, detach): {fixed:.2f} s")
+        print(f"{'program':26} {'untraced s':>10} {'heaptap s':>9} {'memcheck s':>10} "
+              f"{'heaptap x':>9} {'memcheck x':>10}  summaries")
+        for name, cmd in PROGRAMS:
+            base = untraced(cmd)
+            final, status, ht_s = tm.heaptap(cmd)
+            expected, _, vg_s = tm.memcheck(cmd)
+            got = tm.categories(final["leak_check"]) if final["leak_check"] else None
+            same = "equal" if got == expected else f"differ: {got} {expected}"
+            print(f"{name:26} {base:10.2f} {ht_s:9.2f} {vg_s:10.2f} {ht_s / base:9.1f} "
+                  f"{vg_s / base:10.1f}  {same}", flush=True)
     lib.end_started()
     return 0
 

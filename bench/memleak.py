@@ -42,6 +42,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
 import lib  # noqa: E402
+import results as results_md  # noqa: E402
 from overhead import empty_probes, end_probes, plan  # noqa: E402
 from progcost import bpf_stats, maps_held, programs  # noqa: E402
 
@@ -208,22 +209,23 @@ def main(argv):
     def show(values):
         return f"{statistics.median(values):.0f} ({min(values):.0f}-{max(values):.0f})"
 
-    memleak = statistics.median(r[0] for r in results["memleak (bcc)"])
-    memleak_bpf = statistics.median(r[2] for r in results["memleak (bcc)"])
-    print(f"\n{rounds} rounds, variants in random order; medians (ranges) of the rounds, each "
-          f"round's figure the median of {LOOPS} loops of {calls:,} calls:")
-    print(f"{'':34} {'ns a malloc':>20} {'x memleak':>9} {'ns a pair':>20} "
-          f"{'programs a malloc':>20} {'x memleak':>9} {'maps MiB':>9}")
-    for v, rows in results.items():
-        malloc = [r[0] for r in rows]
-        bpf = [r[2] for r in rows]
-        if VARIANTS[v] is None:
-            print(f"{v:34} {show(malloc):>20} {'':9} {show([r[1] for r in rows]):>20}")
-            continue
-        to_memleak = statistics.median(bpf) / memleak_bpf if memleak_bpf else float("nan")
-        print(f"{v:34} {show(malloc):>20} {statistics.median(malloc) / memleak:9.2f} "
-              f"{show([r[1] for r in rows]):>20} {show(bpf):>20} {to_memleak:9.2f} "
-              f"{statistics.median(r[3] for r in rows) / 2**20:9.1f}")
+    with results_md.section("memleak"):
+        memleak = statistics.median(r[0] for r in results["memleak (bcc)"])
+        memleak_bpf = statistics.median(r[2] for r in results["memleak (bcc)"])
+        print(f"\n{rounds} rounds, variants in random order; medians (ranges) of the rounds, each "
+              f"round's figure the median of {LOOPS} loops of {calls:,} calls:")
+        print(f"{'':34} {'ns a malloc':>20} {'x memleak':>9} {'ns a pair':>20} "
+              f"{'programs a malloc':>20} {'x memleak':>9} {'maps MiB':>9}")
+        for v, rows in results.items():
+            malloc = [r[0] for r in rows]
+            bpf = [r[2] for r in rows]
+            if VARIANTS[v] is None:
+                print(f"{v:34} {show(malloc):>20} {'':9} {show([r[1] for r in rows]):>20}")
+                continue
+            to_memleak = statistics.median(bpf) / memleak_bpf if memleak_bpf else float("nan")
+            print(f"{v:34} {show(malloc):>20} {statistics.median(malloc) / memleak:9.2f} "
+                  f"{show([r[1] for r in rows]):>20} {show(bpf):>20} {to_memleak:9.2f} "
+                  f"{statistics.median(r[3] for r in rows) / 2**20:9.1f}")
     return 0
 
 

@@ -19,6 +19,7 @@ import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
 import lib  # noqa: E402
+import results as results_md  # noqa: E402
 from live import drain  # noqa: E402
 from soak import vm_rss  # noqa: E402
 
@@ -66,37 +67,40 @@ def main(argv):
     start = time.monotonic()
     samples = []
     next_read = 0
-    print(f"paths: {sites} sites; heaptap -i 1s with --folded --pprof --html --listen, "
-          f"for {minutes:.0f} min")
-    print(f"{'min':>5} {'heaptap RSS':>12} {'sites':>6} {'reports':>8} {'scrapes':>8}")
-    reports = 0
-    last = None
-    while time.monotonic() - start < minutes * 60:
-        target.do(f"churn {sites} 1")
-        for rec in drain(ht):
-            if rec["type"] == "interval":
-                reports += 1
-                last = rec
-        now = time.monotonic() - start
-        if now >= next_read:
-            rss = vm_rss(ht.pid)
-            samples.append((now / 60, rss))
-            print(f"{now / 60:5.1f} {rss / 2**20:9.1f} MiB {last and last['sites_total']:>6} "
-                  f"{reports:8d} {counts[0]:8d}", flush=True)
-            next_read += 30
-    stop.set()
-    scraper.join()
-    final, status = ht.finish()
-    lib.end_started()
-    shutil.rmtree(d)
-    steady = [rss for m, rss in samples if m >= 2]
-    if not steady:
-        print("too short to judge: run it for more than 2 minutes")
-        return 1
-    spread = (max(steady) - min(steady)) / min(steady)
-    print(f"final: exit {status}, {reports} reports, {counts[0]} scrapes ({counts[1]} failed), "
-          f"{final['sites_total']} sites; heaptap RSS from minute 2: "
-          f"{min(steady) / 2**20:.1f} to {max(steady) / 2**20:.1f} MiB ({spread * 100:.1f}%)")
+    with results_md.section("outputs_soak") as run:
+        print(f"paths: {sites} sites; heaptap -i 1s with --folded --pprof --html --listen, "
+              f"for {minutes:.0f} min")
+        print(f"{'min':>5} {'heaptap RSS':>12} {'sites':>6} {'reports':>8} {'scrapes':>8}")
+        reports = 0
+        last = None
+        while time.monotonic() - start < minutes * 60:
+            target.do(f"churn {sites} 1")
+            for rec in drain(ht):
+                if rec["type"] == "interval":
+                    reports += 1
+                    last = rec
+            now = time.monotonic() - start
+            if now >= next_read:
+                rss = vm_rss(ht.pid)
+                samples.append((now / 60, rss))
+                print(f"{now / 60:5.1f} {rss / 2**20:9.1f} MiB "
+                      f"{last and last['sites_total']:>6} {reports:8d} {counts[0]:8d}",
+                      flush=True)
+                next_read += 30
+        stop.set()
+        scraper.join()
+        final, status = ht.finish()
+        lib.end_started()
+        shutil.rmtree(d)
+        steady = [rss for m, rss in samples if m >= 2]
+        if not steady:
+            print("too short to judge: run it for more than 2 minutes")
+            run.discard()
+            return 1
+        spread = (max(steady) - min(steady)) / min(steady)
+        print(f"final: exit {status}, {reports} reports, {counts[0]} scrapes "
+              f"({counts[1]} failed), {final['sites_total']} sites; heaptap RSS from minute 2: "
+              f"{min(steady) / 2**20:.1f} to {max(steady) / 2**20:.1f} MiB ({spread * 100:.1f}%)")
     return 0 if status == 0 and spread <= 0.05 else 1
 
 

@@ -25,6 +25,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
 import lib  # noqa: E402
+import results as results_md  # noqa: E402
 import live  # noqa: E402
 from live import Waited, free_port  # noqa: E402
 
@@ -153,27 +154,28 @@ def main(argv):
     if os.geteuid() != 0:
         print("the benchmark attaches BPF programs: run it as root")
         return 1
-    modes = list(MODES)
-    loop = alloc_loop(modes)
-    base = loop[0][1]
-    entries = loop[1][1]
-    print(f"\nmalloc(64)+free pairs in a tight loop (allocbench, glibc), median of {REPEAT} x "
-          f"{PAIRS}:")
-    print(f"{'':40} {'ns/pair':>9} {'x untraced':>11} {'x empty@entry':>14}")
-    for label, ns in loop:
-        print(f"{label:40} {ns:9.0f} {ns / base:11.1f} {ns / entries:14.2f}")
-    rows = redis(modes)
-    print(f"\nredis-server (jemalloc) under redis-benchmark -t set, 50 clients, random keys "
-          f"(untraced: median of {REPEAT} x {REDIS_REQUESTS_UNTRACED}; watch: "
-          f"{REDIS_REQUESTS_UNTRACED}; full: {REDIS_REQUESTS_TRACED}; heaptap's CPU over the run, "
-          f"its start included):")
-    print(f"{'':40} {'requests/s':>11} {'x untraced':>11} {'heaptap CPU':>12} "
-          f"{'heaptap memory':>15}")
-    for label, rps, cpu, memory in rows:
-        extra = f"{cpu * 100:11.1f}% {memory / 2**20:12.1f} MiB" if cpu is not None else ""
-        print(f"{label:40} {rps:11.0f} {rps / rows[0][1]:11.3f} {extra}")
-    lib.end_started()
-    return live.main(argv)
+    with results_md.section("overhead"):
+        modes = list(MODES)
+        loop = alloc_loop(modes)
+        base = loop[0][1]
+        entries = loop[1][1]
+        print(f"\nmalloc(64)+free pairs in a tight loop (allocbench, glibc), median of "
+              f"{REPEAT} x {PAIRS}:")
+        print(f"{'':40} {'ns/pair':>9} {'x untraced':>11} {'x empty@entry':>14}")
+        for label, ns in loop:
+            print(f"{label:40} {ns:9.0f} {ns / base:11.1f} {ns / entries:14.2f}")
+        rows = redis(modes)
+        print(f"\nredis-server (jemalloc) under redis-benchmark -t set, 50 clients, random keys "
+              f"(untraced: median of {REPEAT} x {REDIS_REQUESTS_UNTRACED}; watch: "
+              f"{REDIS_REQUESTS_UNTRACED}; full: {REDIS_REQUESTS_TRACED}; heaptap's CPU over the "
+              f"run, its start included):")
+        print(f"{'':40} {'requests/s':>11} {'x untraced':>11} {'heaptap CPU':>12} "
+              f"{'heaptap memory':>15}")
+        for label, rps, cpu, memory in rows:
+            extra = f"{cpu * 100:11.1f}% {memory / 2**20:12.1f} MiB" if cpu is not None else ""
+            print(f"{label:40} {rps:11.0f} {rps / rows[0][1]:11.3f} {extra}")
+        lib.end_started()
+        return live.main(argv)
 
 
 if __name__ == "__main__":

@@ -19,6 +19,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
 import lib  # noqa: E402
+import results as results_md  # noqa: E402
 
 ALLOCBENCH = os.path.join(lib.BUILD, "bench", "allocbench")
 PAIRS = 20000
@@ -128,14 +129,15 @@ def main(argv):
                 results[name].append((untraced, traced))
                 print(f"round {r + 1}: {name}: untraced {untraced:.0f} ns/pair, traced "
                       f"{traced:.0f}", flush=True)
-    print(f"\nns per malloc+free pair, tight loop, {rounds} rounds (median, min-max):")
-    for name, rows in results.items():
-        traced = [t for _, t in rows]
-        ratio = [t / u for u, t in rows]
-        print(f"  {name:22} {statistics.median(traced):8.0f} ({min(traced):.0f}-"
-              f"{max(traced):.0f}), x untraced {statistics.median(ratio):.1f} "
-              f"({min(ratio):.1f}-{max(ratio):.1f}); untraced "
-              f"{statistics.median(u for u, _ in rows):.0f}")
+    with results_md.section("peers"):
+        print(f"\nns per malloc+free pair, tight loop, {rounds} rounds (median, min-max):")
+        for name, rows in results.items():
+            traced = [t for _, t in rows]
+            ratio = [t / u for u, t in rows]
+            print(f"  {name:22} {statistics.median(traced):8.0f} ({min(traced):.0f}-"
+                  f"{max(traced):.0f}), x untraced {statistics.median(ratio):.1f} "
+                  f"({min(ratio):.1f}-{max(ratio):.1f}); untraced "
+                  f"{statistics.median(u for u, _ in rows):.0f}")
     return 0
 
 

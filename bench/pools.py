@@ -15,6 +15,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
 from lib import Heaptap  # noqa: E402
+import results as results_md  # noqa: E402
 from test_nginx import nginx  # noqa: E402
 from test_postgres import Psql, cluster, some_queries  # noqa: E402
 
@@ -67,17 +68,18 @@ def say(what, res, unit):
 
 
 def main(n):
-    with nginx(1) as (_, workers, port):
-        requests(port)
-        say("nginx", rounds(workers[0], "nginx", lambda: requests(port), n),
-            lambda s: f"{REQUESTS / s:7.0f} req/s")
-    with cluster() as (d, _):
-        psql = Psql(d)
-        backend = int(psql.ask("select pg_backend_pid();"))
-        queries(psql)
-        say("postgres", rounds(backend, "postgres", lambda: queries(psql), n),
-            lambda s: f"{s * 1000 / QUERIES:7.1f} ms/query")
-        psql.close()
+    with results_md.section("pools"):
+        with nginx(1) as (_, workers, port):
+            requests(port)
+            say("nginx", rounds(workers[0], "nginx", lambda: requests(port), n),
+                lambda s: f"{REQUESTS / s:7.0f} req/s")
+        with cluster() as (d, _):
+            psql = Psql(d)
+            backend = int(psql.ask("select pg_backend_pid();"))
+            queries(psql)
+            say("postgres", rounds(backend, "postgres", lambda: queries(psql), n),
+                lambda s: f"{s * 1000 / QUERIES:7.1f} ms/query")
+            psql.close()
 
 
 if __name__ == "__main__":

@@ -25,6 +25,7 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
 import lib  # noqa: E402
+import results as results_md  # noqa: E402
 
 ALLOCBENCH = os.path.join(lib.BUILD, "bench", "allocbench")
 VARIANTS = {
@@ -128,27 +129,28 @@ def main(argv):
                                             for k in after}))
         finally:
             target.end()
-    base = statistics.median(r[0] for r in results["untraced"])
-    print(f"{rounds} rounds of {pairs} malloc(64)+free pairs, variants in random order; "
-          f"medians. Untraced: {base:.0f} ns per pair")
-    for v in variants:
-        ns = statistics.median(r[0] for r in results[v])
-        print(f"\n{v}: {ns:.0f} ns per pair ({min(r[0] for r in results[v]):.0f}-"
-              f"{max(r[0] for r in results[v]):.0f}), {ns / base:.0f}x untraced")
-        names = sorted({k for r in results[v] for k in r[1]})
-        in_programs = 0
-        for name in names:
-            runs = [r[1][name][0] for r in results[v] if name in r[1]]
-            per = [r[1][name][1] / r[1][name][0] for r in results[v]
-                   if name in r[1] and r[1][name][0]]
-            if not per:
-                continue
-            per_pair = statistics.median(runs) / pairs * statistics.median(per)
-            in_programs += per_pair
-            print(f"  {name:24} {statistics.median(runs) / pairs:5.2f} runs per pair, "
-                  f"{statistics.median(per):7.0f} ns per run, {per_pair:7.0f} ns per pair")
-        print(f"  {'in heaptap programs':24} {in_programs:7.0f} ns per pair; the rest, "
-              f"{ns - base - in_programs:.0f} ns, the kernel's traps and trampoline")
+    with results_md.section("progcost", "against" if len(builds) > 1 else None):
+        base = statistics.median(r[0] for r in results["untraced"])
+        print(f"{rounds} rounds of {pairs} malloc(64)+free pairs, variants in random order; "
+              f"medians. Untraced: {base:.0f} ns per pair")
+        for v in variants:
+            ns = statistics.median(r[0] for r in results[v])
+            print(f"\n{v}: {ns:.0f} ns per pair ({min(r[0] for r in results[v]):.0f}-"
+                  f"{max(r[0] for r in results[v]):.0f}), {ns / base:.0f}x untraced")
+            names = sorted({k for r in results[v] for k in r[1]})
+            in_programs = 0
+            for name in names:
+                runs = [r[1][name][0] for r in results[v] if name in r[1]]
+                per = [r[1][name][1] / r[1][name][0] for r in results[v]
+                       if name in r[1] and r[1][name][0]]
+                if not per:
+                    continue
+                per_pair = statistics.median(runs) / pairs * statistics.median(per)
+                in_programs += per_pair
+                print(f"  {name:24} {statistics.median(runs) / pairs:5.2f} runs per pair, "
+                      f"{statistics.median(per):7.0f} ns per run, {per_pair:7.0f} ns per pair")
+            print(f"  {'in heaptap programs':24} {in_programs:7.0f} ns per pair; the rest, "
+                  f"{ns - base - in_programs:.0f} ns, the kernel's traps and trampoline")
     lib.end_started()
     return 0
 

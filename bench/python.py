@@ -20,6 +20,7 @@ import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
 from lib import Heaptap, Target, end_started  # noqa: E402
+import results as results_md  # noqa: E402
 from test_python import SCRIPT  # noqa: E402
 
 OBJECTS = 100000
@@ -64,19 +65,21 @@ def main():
                     ht.finish()
     finally:
         end_started()
-    base = statistics.median(out["untraced"])
-    print(f"{OBJECTS} Python objects made and dropped, {n} rounds in random order "
-          "(median, min-max; the target's own timing)")
-    for variant, secs in out.items():
-        med = statistics.median(secs)
-        print(f"  {variant:9s} {med * 1e9 / OBJECTS:9.0f} ns/object ({min(secs) * 1e9 / OBJECTS:.0f}"
-              f"-{max(secs) * 1e9 / OBJECTS:.0f})  {med / base:6.2f}x untraced")
-    base = statistics.median(served["untraced"])
-    print(f"{REQUESTS} HTTP requests, a connection each (requests/s)")
-    for variant, rates in served.items():
-        med = statistics.median(rates)
-        print(f"  {variant:9s} {med:9.0f} req/s ({min(rates):.0f}-{max(rates):.0f})"
-              f"  {med / base:6.2f} of untraced")
+    with results_md.section("python"):
+        base = statistics.median(out["untraced"])
+        print(f"{OBJECTS} Python objects made and dropped, {n} rounds in random order "
+              "(median, min-max; the target's own timing)")
+        for variant, secs in out.items():
+            med = statistics.median(secs)
+            print(f"  {variant:9s} {med * 1e9 / OBJECTS:9.0f} ns/object "
+                  f"({min(secs) * 1e9 / OBJECTS:.0f}-{max(secs) * 1e9 / OBJECTS:.0f})  "
+                  f"{med / base:6.2f}x untraced")
+        base = statistics.median(served["untraced"])
+        print(f"{REQUESTS} HTTP requests, a connection each (requests/s)")
+        for variant, rates in served.items():
+            med = statistics.median(rates)
+            print(f"  {variant:9s} {med:9.0f} req/s ({min(rates):.0f}-{max(rates):.0f})"
+                  f"  {med / base:6.2f} of untraced")
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
 import lib  # noqa: E402
+import results as results_md  # noqa: E402
 
 
 def check(mib):
@@ -36,18 +37,19 @@ def main(argv):
     if os.geteuid() != 0:
         print("the benchmark attaches BPF programs: run it as root")
         return 1
-    print(f"{'heap MiB':>8} {'blocks':>9} {'scanned MiB':>11} {'scan ms':>8} {'MB/s':>7} "
-          f"{'paused ms':>9} {'lost':>8} {'reachable':>9} {'complete':>8}")
-    for mib in sizes:
-        rec = check(mib)
-        lc = rec["leak_check"]
-        cats = lc["categories"]
-        blocks = sum(c["blocks"] for c in cats.values())
-        lost = cats["definitely_lost"]["blocks"] + cats["indirectly_lost"]["blocks"]
-        print(f"{mib:8d} {blocks:9d} {lc['scanned_bytes'] / 2**20:11.1f} "
-              f"{lc['scan_s'] * 1e3:8.1f} {lc['scanned_bytes'] / 1e6 / lc['scan_s']:7.0f} "
-              f"{lc['paused_s'] * 1e3:9.1f} {lost:8d} "
-              f"{cats['still_reachable']['blocks']:9d} {str(lc['complete']):>8}")
+    with results_md.section("reach"):
+        print(f"{'heap MiB':>8} {'blocks':>9} {'scanned MiB':>11} {'scan ms':>8} {'MB/s':>7} "
+              f"{'paused ms':>9} {'lost':>8} {'reachable':>9} {'complete':>8}")
+        for mib in sizes:
+            rec = check(mib)
+            lc = rec["leak_check"]
+            cats = lc["categories"]
+            blocks = sum(c["blocks"] for c in cats.values())
+            lost = cats["definitely_lost"]["blocks"] + cats["indirectly_lost"]["blocks"]
+            print(f"{mib:8d} {blocks:9d} {lc['scanned_bytes'] / 2**20:11.1f} "
+                  f"{lc['scan_s'] * 1e3:8.1f} {lc['scanned_bytes'] / 1e6 / lc['scan_s']:7.0f} "
+                  f"{lc['paused_s'] * 1e3:9.1f} {lost:8d} "
+                  f"{cats['still_reachable']['blocks']:9d} {str(lc['complete']):>8}")
     return 0
 
 

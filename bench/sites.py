@@ -29,6 +29,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
 import lib  # noqa: E402
+import results as results_md  # noqa: E402
 
 ALLOCBENCH = os.path.join(lib.BUILD, "bench", "allocbench")
 PROBECOST = os.path.join(lib.BUILD, "bench", "probecost")
@@ -223,35 +224,36 @@ def main(argv):
         print("the benchmark attaches BPF programs: run it as root")
         return 1
     rounds = int(argv[0]) if argv else 5
-    print(f"malloc(64)+free pairs in a tight loop (allocbench), ns per pair, median of "
-          f"{rounds} rounds x {PAIRS} pairs, variants in random order each round:")
-    for name, preload in ALLOCATORS.items():
-        results, emulated, probed = alloc_loop(name, preload, rounds)
-        base = statistics.median(results["untraced"])
-        entry = statistics.median(results["heaptap --probe-at entry"])
-        print(f"\n{name} ({emulated} of {probed} planned sites emulated)")
-        print(f"  {'':34} {'ns/pair':>9} {'x untraced':>11} {'x heaptap@entry':>16}")
-        for v, ns in results.items():
-            m = statistics.median(ns)
-            print(f"  {v:34} {m:9.0f} {m / base:11.1f} {m / entry:16.2f}")
-    results = redis(rounds)
-    base = statistics.median(r for r, _ in results["untraced"])
-    print(f"\nredis-server (jemalloc), redis-benchmark -t set -r {REDIS_KEYSPACE} -n "
-          f"{REDIS_REQUESTS} ({REDIS_REQUESTS_SLOW} at the entries), 50 clients, a fresh "
-          f"server per run, median of {rounds} rounds in random order:")
-    print(f"  {'':34} {'SET/s':>9} {'x untraced':>11}   (each run)")
-    for v, runs in results.items():
-        m = statistics.median(r for r, _ in runs)
-        each = ", ".join(f"{r:.0f}" for r, _ in runs)
-        print(f"  {v:34} {m:9.0f} {m / base:11.3f}   ({each})")
-    runs = [d for _, d in results["heaptap, planned sites"]]
-    calls = {f: statistics.median(d["calls"].get(f, 0) for d in runs) for f in runs[0]["calls"]}
-    print("  heaptap at its planned sites, per SET: " +
-          ", ".join(f"{c:.2f} {f}" for f, c in sorted(calls.items(), key=lambda x: -x[1])))
-    ns = {p: statistics.median(d["programs"][p][1] / d["programs"][p][0] for d in runs
-                               if d["programs"].get(p, (0,))[0]) for p in PROGRAMS}
-    print("  its programs, ns a run (bpf_stats): " +
-          ", ".join(f"{p} {v:.0f}" for p, v in ns.items()))
+    with results_md.section("sites"):
+        print(f"malloc(64)+free pairs in a tight loop (allocbench), ns per pair, median of "
+              f"{rounds} rounds x {PAIRS} pairs, variants in random order each round:")
+        for name, preload in ALLOCATORS.items():
+            results, emulated, probed = alloc_loop(name, preload, rounds)
+            base = statistics.median(results["untraced"])
+            entry = statistics.median(results["heaptap --probe-at entry"])
+            print(f"\n{name} ({emulated} of {probed} planned sites emulated)")
+            print(f"  {'':34} {'ns/pair':>9} {'x untraced':>11} {'x heaptap@entry':>16}")
+            for v, ns in results.items():
+                m = statistics.median(ns)
+                print(f"  {v:34} {m:9.0f} {m / base:11.1f} {m / entry:16.2f}")
+        results = redis(rounds)
+        base = statistics.median(r for r, _ in results["untraced"])
+        print(f"\nredis-server (jemalloc), redis-benchmark -t set -r {REDIS_KEYSPACE} -n "
+              f"{REDIS_REQUESTS} ({REDIS_REQUESTS_SLOW} at the entries), 50 clients, a fresh "
+              f"server per run, median of {rounds} rounds in random order:")
+        print(f"  {'':34} {'SET/s':>9} {'x untraced':>11}   (each run)")
+        for v, runs in results.items():
+            m = statistics.median(r for r, _ in runs)
+            each = ", ".join(f"{r:.0f}" for r, _ in runs)
+            print(f"  {v:34} {m:9.0f} {m / base:11.3f}   ({each})")
+        runs = [d for _, d in results["heaptap, planned sites"]]
+        calls = {f: statistics.median(d["calls"].get(f, 0) for d in runs) for f in runs[0]["calls"]}
+        print("  heaptap at its planned sites, per SET: " +
+              ", ".join(f"{c:.2f} {f}" for f, c in sorted(calls.items(), key=lambda x: -x[1])))
+        ns = {p: statistics.median(d["programs"][p][1] / d["programs"][p][0] for d in runs
+                                   if d["programs"].get(p, (0,))[0]) for p in PROGRAMS}
+        print("  its programs, ns a run (bpf_stats): " +
+              ", ".join(f"{p} {v:.0f}" for p, v in ns.items()))
     lib.end_started()
     return 0
 

@@ -12,6 +12,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
 import lib  # noqa: E402
+import results as results_md  # noqa: E402
 from live import drain  # noqa: E402
 
 ROUNDS = 2000
@@ -39,25 +40,28 @@ def main(argv):
     ht.attached()
     start = time.monotonic()
     runs = mismatches = 0
-    print(f"storm: {threads} threads, {ROUNDS} rounds a run, untraced checksum {expected}; "
-          f"heaptap {mode} for {minutes:.0f} min")
-    print(f"{'min':>4} {'runs':>5} {'mismatch':>8} {'heaptap RSS':>12} {'BPF maps':>10} "
-          f"{'live blocks':>11} {'inexact':>8} {'lost':>6}")
-    while time.monotonic() - start < minutes * 60:
-        answer = target.do(f"work {ROUNDS}", timeout=3600)
-        runs += 1
-        mismatches += answer != expected
-        for rec in drain(ht):
-            if rec["type"] != "interval":
-                continue
-            print(f"{rec['elapsed_s'] / 60:4.0f} {runs:5d} {mismatches:8d} "
-                  f"{vm_rss(ht.pid) / 2**20:9.1f} MiB {rec['heaptap']['map_bytes'] / 2**20:6.1f} MiB "
-                  f"{rec['live_allocs']:11d} {rec['inexact']['total']:8d} "
-                  f"{rec['stacks']['lost_samples'] + rec['lost_events']:6d}", flush=True)
-    final, status = ht.finish()
-    print(f"final: exit {status}, {runs} runs, {mismatches} checksum mismatches, "
-          f"inexact {final['inexact']}, lost samples {final['stacks']['lost_samples']}, "
-          f"lost events {final['lost_events']}, heaptap maps {final['heaptap']['map_bytes'] / 2**20:.1f} MiB")
+    with results_md.section("soak", mode if mode != "full" else None):
+        print(f"storm: {threads} threads, {ROUNDS} rounds a run, untraced checksum {expected}; "
+              f"heaptap {mode} for {minutes:.0f} min")
+        print(f"{'min':>4} {'runs':>5} {'mismatch':>8} {'heaptap RSS':>12} {'BPF maps':>10} "
+              f"{'live blocks':>11} {'inexact':>8} {'lost':>6}")
+        while time.monotonic() - start < minutes * 60:
+            answer = target.do(f"work {ROUNDS}", timeout=3600)
+            runs += 1
+            mismatches += answer != expected
+            for rec in drain(ht):
+                if rec["type"] != "interval":
+                    continue
+                print(f"{rec['elapsed_s'] / 60:4.0f} {runs:5d} {mismatches:8d} "
+                      f"{vm_rss(ht.pid) / 2**20:9.1f} MiB "
+                      f"{rec['heaptap']['map_bytes'] / 2**20:6.1f} MiB "
+                      f"{rec['live_allocs']:11d} {rec['inexact']['total']:8d} "
+                      f"{rec['stacks']['lost_samples'] + rec['lost_events']:6d}", flush=True)
+        final, status = ht.finish()
+        print(f"final: exit {status}, {runs} runs, {mismatches} checksum mismatches, "
+              f"inexact {final['inexact']}, lost samples {final['stacks']['lost_samples']}, "
+              f"lost events {final['lost_events']}, heaptap maps "
+              f"{final['heaptap']['map_bytes'] / 2**20:.1f} MiB")
     lib.end_started()
     return 0 if not mismatches and status == 0 else 1
 

@@ -13,6 +13,7 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
 import lib  # noqa: E402
+import results as results_md  # noqa: E402
 
 ALLOCBENCH = os.path.join(lib.BUILD, "bench", "allocbench")
 TIGHT = 20000
@@ -46,22 +47,23 @@ def main(argv):
     if os.geteuid() != 0:
         print("the benchmark attaches BPF programs: run it as root")
         return 1
-    print(f"allocbench: {rate:.0f} malloc+free pairs/s for {seconds:.0f} s down {paths} paths "
-          f"12 calls deep (-O2, no frame pointers); tight loop: {TIGHT} pairs, one path")
-    print(f"{'mode':6} {'kept/s':>8} {'events':>8} {'copied':>8} {'bytes/copy':>10} "
-          f"{'bytes/event':>11} {'unwind us':>9} {'lost':>6} {'cut':>6} {'distinct':>8} "
-          f"{'ns/pair':>8} {'untraced':>8} {'ratio':>6}")
-    for mode in ("fp", "dwarf", "copy"):
-        untraced, achieved, tight, final = traced(mode, rate, seconds, paths)
-        st = final["stacks"]
-        events = final["alloc_calls"]
-        copied = st.get("unwound", 0)
-        per_copy = st.get("sample_bytes", 0) / copied if copied else 0
-        unwind = st.get("unwind_ns", 0) / copied / 1e3 if copied else 0
-        print(f"{mode:6} {achieved:8.0f} {events:8d} {copied:8d} {per_copy:10.0f} "
-              f"{st.get('sample_bytes', 0) / events if events else 0:11.1f} {unwind:9.1f} "
-              f"{st['lost_samples']:6d} {st['truncated']:6d} {st['distinct']:8d} "
-              f"{tight:8.0f} {untraced:8.0f} {tight / untraced:6.1f}")
+    with results_md.section("stacks"):
+        print(f"allocbench: {rate:.0f} malloc+free pairs/s for {seconds:.0f} s down {paths} paths "
+              f"12 calls deep (-O2, no frame pointers); tight loop: {TIGHT} pairs, one path")
+        print(f"{'mode':6} {'kept/s':>8} {'events':>8} {'copied':>8} {'bytes/copy':>10} "
+              f"{'bytes/event':>11} {'unwind us':>9} {'lost':>6} {'cut':>6} {'distinct':>8} "
+              f"{'ns/pair':>8} {'untraced':>8} {'ratio':>6}")
+        for mode in ("fp", "dwarf", "copy"):
+            untraced, achieved, tight, final = traced(mode, rate, seconds, paths)
+            st = final["stacks"]
+            events = final["alloc_calls"]
+            copied = st.get("unwound", 0)
+            per_copy = st.get("sample_bytes", 0) / copied if copied else 0
+            unwind = st.get("unwind_ns", 0) / copied / 1e3 if copied else 0
+            print(f"{mode:6} {achieved:8.0f} {events:8d} {copied:8d} {per_copy:10.0f} "
+                  f"{st.get('sample_bytes', 0) / events if events else 0:11.1f} {unwind:9.1f} "
+                  f"{st['lost_samples']:6d} {st['truncated']:6d} {st['distinct']:8d} "
+                  f"{tight:8.0f} {untraced:8.0f} {tight / untraced:6.1f}")
     return 0
 
 

@@ -12,6 +12,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
 import lib  # noqa: E402
+import results as results_md  # noqa: E402
 
 
 def per_page(args, pages):
@@ -39,12 +40,14 @@ def main(argv):
     if os.geteuid() != 0:
         print("the benchmark attaches BPF programs: run it as root")
         return 1
-    untraced = per_page(None, pages)
-    print(f"{'mode':22} {'us/page':>8} {'extra us':>8}")
-    print(f"{'untraced':22} {untraced:8.2f}")
-    for name, args in (("--watch", ["--watch"]), ("--watch --stack fp", ["--watch", "--stack", "fp"])):
-        us = per_page(args, pages)
-        print(f"{name:22} {us:8.2f} {us - untraced:8.2f}")
+    with results_md.section("watchcost"):
+        untraced = per_page(None, pages)
+        print(f"{'mode':22} {'us/page':>8} {'extra us':>8}")
+        print(f"{'untraced':22} {untraced:8.2f}")
+        for name, args in (("--watch", ["--watch"]),
+                           ("--watch --stack fp", ["--watch", "--stack", "fp"])):
+            us = per_page(args, pages)
+            print(f"{name:22} {us:8.2f} {us - untraced:8.2f}")
     return 0
 
 

@@ -146,8 +146,8 @@ def test_listen_answers_every_scrape_under_idle_and_slowloris_clients():
     url = f"http://127.0.0.1:{port}/metrics"
     prom, query = start_prometheus(d, port)
     target = Target("sizes")
-    # --watch: no uprobes, whose removal waits for kernel grace periods (README, Known
-    # limits), so the exit measured is heaptap's own. -o: stdout stays quiet while the test
+    # --watch: no uprobes, whose removal waits for kernel grace periods (doc/limits.md),
+    # so the exit measured is heaptap's own. -o: stdout stays quiet while the test
     # does other things than read it.
     ht = Heaptap(["-p", str(target.target_pid), "--watch", "-i", "200ms", "--listen", str(port),
                   "-o", os.path.join(d, "report.json")], preexec_fn=soft_nofile_1024)

@@ -261,7 +261,7 @@ def test_pgbench_backends_through_the_postmaster():
                         .split("/")[0])
             check("transactions with a connection each", done, 40)
             # Each lives a few milliseconds: it inherits the postmaster's probes as it is
-            # forked, and is traced whole (README, Services).
+            # forked, and is traced whole (doc/services.md).
             check("none late, none untraced, no fork notice lost",
                   tuple(final["inexact"][k] for k in ("late_procs", "untraced_procs",
                                                       "lost_procs")), (0, 0, 0))

@@ -1,6 +1,6 @@
 """The torture run, short: tests/torture.py with 60 cycles of attaching heaptap and ending it
 by SIGINT or SIGKILL at a random moment, each checked (the long run, 200 cycles, is in
-README.md). A random seed each time; a failure says how to replay it."""
+doc/testing.md). A random seed each time; a failure says how to replay it."""
 import os
 import subprocess
 import sys

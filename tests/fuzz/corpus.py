@@ -5,8 +5,9 @@ python3 tests/fuzz/corpus.py BUILD_DIR CORPUS_DIR.
 Each fuzzer gets a directory of its own under CORPUS_DIR. Everything here is what heaptap
 meets on a real machine: system libraries and the test targets (with their CFI and debug
 files), this very process's /proc maps, smaps and stack, real bytes and names, and the
-README's command lines. Files that are missing on this machine are skipped.
+command lines of the README and of doc/. Files that are missing on this machine are skipped.
 """
+import glob
 import mmap
 import os
 import re
@@ -18,6 +19,8 @@ import sys
 import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+# The README and the reference in doc/ (its options table has an example of every option).
+DOCS = [os.path.join(ROOT, "README.md")] + sorted(glob.glob(os.path.join(ROOT, "doc", "*.md")))
 LIBDIR = "/usr/lib/x86_64-linux-gnu"
 SYSTEM_ELF = ["libdl.so.2", "libz.so.1", "libjson-c.so.5", "libmimalloc.so.2",
               "libtcmalloc_minimal.so.4", "ld-linux-x86-64.so.2"]
@@ -173,24 +176,28 @@ def dump_seeds(build, out):
             continue
         for i, start in enumerate((0, len(data) // 3, 2 * len(data) // 3)):
             write(out, f"{os.path.basename(path)}-{i}", data[start:start + 256])
-    # The README's measured-figure lines carry non-ASCII characters (µ, ±, ×).
-    with open(os.path.join(ROOT, "README.md"), "rb") as f:
-        for i, line in enumerate(l for l in f if any(b >= 0x80 for b in l)):
-            if i < 8:
-                write(out, f"utf8-{i}", line)
+    # The docs' measured-figure lines carry non-ASCII characters (µ, ±, ×).
+    lines = []
+    for path in DOCS:
+        with open(path, "rb") as f:
+            lines += [line for line in f if any(b >= 0x80 for b in line)]
+    for i, line in enumerate(lines[:8]):
+        write(out, f"utf8-{i}", line)
 
 
 def options_seeds(out):
-    """Each heaptap command line of the README, its arguments NUL-separated as in
-    /proc/PID/cmdline; this process's own; a loader's, as bundled applications start."""
-    with open(os.path.join(ROOT, "README.md")) as f:
-        lines = [m.group(1) for m in re.finditer(r"`heaptap ([^`]*)`", f.read())]
+    """Each heaptap command line of the README and of doc/, its arguments NUL-separated as
+    in /proc/PID/cmdline; this process's own; a loader's, as bundled applications start."""
+    lines = []
+    for path in DOCS:
+        with open(path) as f:
+            lines += [m.group(1) for m in re.finditer(r"`heaptap ([^`]*)`", f.read())]
     for i, line in enumerate(lines):
         try:
             args = shlex.split(line)
         except ValueError:
             continue
-        write(out, f"readme-{i:02d}", b"\0".join(a.encode() for a in args))
+        write(out, f"docs-{i:03d}", b"\0".join(a.encode() for a in args))
     with open("/proc/self/cmdline", "rb") as f:
         write(out, "self-cmdline", f.read().rstrip(b"\0"))
     write(out, "loader", b"\0".join([b"--library-path", b"/opt/app/lib:/opt/app/lib64",

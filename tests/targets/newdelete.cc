@@ -7,7 +7,7 @@
  * exceptions without pause, between ordinary new and delete, then 150 ms of rest), until
  * "calm", which answers how many it threw and caught: while heaptap attaches and detaches,
  * an exception must never meet a return probe's trampoline. The rests let the kernel
- * finish removing return probes (see README, Known limits). "throw_forked": one huge new[]
+ * finish removing return probes (see doc/limits.md). "throw_forked": one huge new[]
  * whose new_handler forks (a child that exits at once) and throws from a frame 16 KiB below
  * operator new's.
  */

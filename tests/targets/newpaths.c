@@ -37,8 +37,8 @@ NOINLINE static void burst(void)
 	volatile char frame[12288];
 	size_t i;
 
-	/* Every page of it written: a page never touched cannot be copied by BPF (README,
-	 * Known limits). */
+	/* Every page of it written: a page never touched cannot be copied by BPF
+	 * (doc/limits.md). */
 	for (i = 0; i < sizeof(frame); i += 512)
 		frame[i] = 0;
 	for (i = 0; i < sizeof(paths) / sizeof(paths[0]); i++)

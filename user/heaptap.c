@@ -11,9 +11,9 @@
 #include <sys/signalfd.h>
 #include <unistd.h>
 
-#include "log.h"
-#include "options.h"
-#include "session.h"
+#include "base/log.h"
+#include "report/options.h"
+#include "session/session.h"
 
 /* The signals a session ends on (and SIGUSR1, a report now): read from a signalfd. */
 static void session_signals(sigset_t *set)

@@ -6,8 +6,8 @@
  */
 #include <errno.h>
 
-#include "accounting.h"
-#include "dump.h"
+#include "account/accounting.h"
+#include "account/dump.h"
 #include "unit.h"
 
 static const char block[] = "\x01\x02hello world\x00\x03"

@@ -8,9 +8,9 @@
 #include <errno.h>
 #include <getopt.h>
 
-#include "options.h"
-#include "probes.h"
-#include "reach.h"
+#include "account/reach.h"
+#include "probe/probes.h"
+#include "report/options.h"
 #include "unit.h"
 
 #define MAX_ARGS 16

@@ -1,0 +1,161 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* Attaching heaptap's programs to every allocator function the object defines, and back. */
+#ifndef HEAPTAP_PROBES_H
+#define HEAPTAP_PROBES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "probe/fixups.h"
+#include "target/allocator.h"
+#include "target/sites.h"
+
+struct heaptap_bpf;
+struct bpf_program;
+
+/* Not an allocator function: an entry of the C++ unwinder (see unwind_enter). */
+#define PROBE_UNWIND 0
+
+struct probe {
+	const char *name;		/* symbol, as the object exports it */
+	int kind;			/* enum heaptap_kind, or PROBE_UNWIND */
+	const struct target_file *file; /* the object it is in */
+	uint64_t start;			/* file offset of the function's entry */
+	uint64_t size;			/* its bytes, from its symbol (0: unknown) */
+	uint64_t offset;		/* where it is probed: the entry, or a cheaper site */
+	const char *skipped;		/* why it is not probed, or NULL */
+	bool emulated;			/* the kernel emulates the instruction probed */
+	struct site_fn site; /* the site's instruction, where arguments are read, and why there */
+	bool returns;	     /* its return is probed too */
+	bool dormant;	     /* --live: not called in the first window, left out */
+	const struct alloc_spec *own; /* a function of the program's own (--alloc ...): the
+				       * arguments it reads, by its spec; NULL: the family's */
+	/* --pyobject-alloc's: its entry's link-time address, and where its interpreter keeps
+	 * the current thread's state (python.h; 0: unknown, no Python frames) */
+	uint64_t entry_addr;
+	uint64_t thread_state;
+};
+
+/* Where an allocator's probes go: the plan, the same for every process that maps it. */
+struct probes {
+	struct probe *v; /* the family table's order, then unwinders; index = cookie */
+	size_t n;
+	enum fixup_mode fixup; /* how exceptions get out of operator new here */
+	bool unwinding;	       /* the unwinder is probed (with FIXUP_LOADER: serve fixups) */
+};
+
+/* A link of many probes (uprobe_multi): one program on functions of one file. */
+struct multi_link {
+	int fd;
+	int phase; /* when it comes out: the unwinder's last, returns first */
+};
+
+/* One process's probes: for the plan's probe i, v[4 * i] the fd of its entry's link and
+ * v[4 * i + 1] the link's perf event's, v[4 * i + 2] and v[4 * i + 3] its return's (-1:
+ * none); or, with uprobe_multi links, multi. */
+struct probe_links {
+	const struct probes *plan;
+	int *v;
+	size_t n;		/* the plan's probes */
+	size_t count;		/* probes attached */
+	struct multi_link *multi;
+	size_t nmulti;
+};
+
+/* How probes are attached: a link each (a perf event), one link for many (uprobe_multi,
+ * kernels from 6.6 on: attached in one system call, taken out after one grace period), or
+ * probes children inherit (inherit.h: a process a member of calls shared by all). */
+enum probe_links_mode { LINKS_AUTO, LINKS_SINGLE, LINKS_MULTI, LINKS_INHERIT };
+
+/*
+ * Before load: the mode, LINKS_AUTO choosing inherit when children are followed (follow), else
+ * multi where the kernel has it. Programs loaded for one mode cannot be attached in the other,
+ * so the whole session keeps it. Returns the mode chosen.
+ */
+enum probe_links_mode probes__choose_links(struct heaptap_bpf *skel, enum probe_links_mode want,
+					   bool follow);
+
+/* After load: the programs' fds lent to the attacher (attacher.h), which makes the links. */
+void probes__lend_programs(struct heaptap_bpf *skel);
+
+/* One probe outside a plan (heaptap's own calibration), in the session's mode. */
+struct probe_one {
+	int fd;	   /* its link; -1 for none */
+	int event; /* the link's perf event, if it has one; -1 for none */
+};
+
+/* prog on offset of path in pid, with cookie. 0 or -errno; probes__drop_one takes it out. */
+int probes__attach_one(struct bpf_program *prog, int pid, const char *path, uint64_t offset,
+		       bool retprobe, uint64_t cookie, struct probe_one *out);
+void probes__drop_one(struct probe_one *one);
+
+struct probes_plan_opts {
+	bool entries; /* every probe at its function's entry (--probe-at entry) */
+};
+
+/*
+ * Where to probe every function of the allocator family that a defines (sites.h), and why
+ * not where it will not, then the program's own functions a found (a->own); with an operator new that may throw, the C++ unwinder's entries too,
+ * unless fixup is FIXUP_NONE (for no_fixup_why), and then operator new is not probed. opts may
+ * be NULL.
+ */
+int probes__plan(const struct allocator *a, enum fixup_mode fixup, const char *no_fixup_why,
+		 const struct probes_plan_opts *opts, struct probes **out);
+
+/* --live, after the first window: functions not called in it (calls[i] counts probe i's)
+ * are left out of the next windows; so is the unwinder when no operator new was called.
+ * Fewer probes, quicker windows: attaching and detaching take time too. */
+void probes__retire_unused(struct probes *p, const uint64_t *calls);
+
+/* Before load: of the unwinder's programs, the one this machine's fixup mode uses (the same
+ * for every process: a C++ program may come later, by exec or --comm). */
+void probes__choose_programs(enum fixup_mode fixup, struct heaptap_bpf *skel);
+
+struct probes_attach_opts {
+	int stop_fd; /* readable: stop, detach what is in, return -EINTR; -1: none */
+	/* Added while others are traced, so not frozen: returns go in before entries */
+	bool late;
+	/* On failure, the probe that could not be attached, and whether it was its return */
+	const struct probe **failed;
+	bool *failed_return;
+};
+
+/* Attaches the plan p for process pid only, into l (zeroed the first time; what is in already
+ * stays); opts may be NULL. On failure returns negative errno, what was attached left in l
+ * for the caller to detach (the target may have exited: no need to wait then). */
+int probes__attach(const struct probes *p, struct probe_links *l, struct heaptap_bpf *skel,
+		   int pid, const struct probes_attach_opts *opts);
+
+/* Detaches every probe of the sets (NULL ones skipped), phase by phase (returns, entries,
+ * the unwinder's), in parallel: each detach waits for a grace period. Plans stay. */
+void probes__detach(struct probe_links **sets, size_t nsets);
+/* The same for processes that have exited, whose code has no breakpoint left to take out:
+ * their links are released by a process of heaptap's own, and nothing waits for it (the
+ * loop goes on serving the processes that fork meanwhile). probes__reap(true) waits for
+ * every such release. */
+void probes__detach_exited(struct probe_links **sets, size_t nsets);
+/* Ends the releases probes__detach_exited started that are done; with wait, every one. */
+void probes__reap(bool wait);
+/* Detaches what is still attached and frees the set's table (not the set itself). */
+void probes__links_free(struct probe_links *l);
+/* Frees a plan. */
+void probes__free(struct probes *p);
+
+/* Closes fds (links, events) by a closer (see probes.c: never in a task a SIGKILL may reach)
+ * in parallel, and waits for it. */
+void probes__close_all(const int *fds, size_t n);
+
+const char *probes__kind_name(int kind);
+
+/* The name of argument arg (0 to HEAPTAP_COOKIE_ARGS - 1) of a function of this kind, if
+ * its BPF program reads it; NULL if not. */
+const char *probes__arg_name(int kind, unsigned int arg);
+
+/* Where probe p's argument slot a is read: a register's name, or "ret[-N]" (into buf) for
+ * a pool read before the block returned; NULL for a slot its kind does not read. A realloc
+ * whose block is a pool's has slot HEAPTAP_COOKIE_ARGS, "pool". */
+const char *probes__arg_where(const struct probe *p, unsigned int a, char *buf, size_t size);
+const char *probes__slot_name(const struct probe *p, unsigned int a);
+
+#endif

@@ -8,7 +8,36 @@
 
 #include "base/alloc_spec.h"
 #include "base/log.h"
-#include "probe/probes.h"
+
+/*
+ * The arguments each kind's entry program reads, by position (rdi, rsi, rdx): a site past
+ * the entry must still have these in registers. memalign's and posix_memalign's alignment
+ * is not read.
+ */
+static const char *const kind_args[][HEAPTAP_COOKIE_ARGS] = {
+	[HEAPTAP_KIND_MALLOC] = { "size" },
+	[HEAPTAP_KIND_NEW] = { "size" },
+	[HEAPTAP_KIND_CALLOC] = { "count", "size" },
+	[HEAPTAP_KIND_REALLOC] = { "ptr", "size" },
+	[HEAPTAP_KIND_REALLOCARRAY] = { "ptr", "count", "size" },
+	[HEAPTAP_KIND_MEMALIGN] = { NULL, "size" },
+	[HEAPTAP_KIND_POSIX_MEMALIGN] = { "memptr", NULL, "size" },
+	[HEAPTAP_KIND_FREE] = { "ptr" },
+	[HEAPTAP_KIND_POOL_CREATE] = { NULL },
+	[HEAPTAP_KIND_POOL_ALLOC] = { "pool", "size" },
+	[HEAPTAP_KIND_POOL_RESET] = { "pool" },
+	[HEAPTAP_KIND_POOL_DESTROY] = { "pool" },
+	[HEAPTAP_KIND_FREE_CHAIN] = { "ptr", "next" },
+	[HEAPTAP_KIND_PYOBJECT] = { "type", "items" },
+};
+
+const char *alloc_spec__arg_name(int kind, unsigned int arg)
+{
+	if (kind <= 0 || kind >= (int)(sizeof(kind_args) / sizeof(kind_args[0])) ||
+	    arg >= HEAPTAP_COOKIE_ARGS)
+		return NULL;
+	return kind_args[kind][arg];
+}
 
 static const struct {
 	const char *option;
@@ -54,7 +83,7 @@ static void roles_of(int kind, char *out, size_t size)
 	unsigned int s;
 
 	out[0] = '\0';
-	for (s = 0; s < HEAPTAP_COOKIE_ARGS && (name = probes__arg_name(kind, s)); s++)
+	for (s = 0; s < HEAPTAP_COOKIE_ARGS && (name = alloc_spec__arg_name(kind, s)); s++)
 		used += snprintf(out + used, used < size ? size - used : 0, "%s%s=argN",
 				 s ? "," : "", name);
 }
@@ -133,7 +162,7 @@ static int parse_role(const char *option, const char *text, const char **p, bool
 		return parse_pool_ret(option, text, q, p, out);
 	}
 	for (slot = 0; slot < HEAPTAP_COOKIE_ARGS; slot++) {
-		name = probes__arg_name(out->kind, slot);
+		name = alloc_spec__arg_name(out->kind, slot);
 		if (name && n && !strcmp(name, role))
 			break;
 	}
@@ -224,7 +253,7 @@ int alloc_spec__parse(const char *option, const char *text, struct alloc_spec *o
 						 : "missing ')'");
 		}
 		p = skip_spaces(p + 1);
-		for (s = 0; s < HEAPTAP_COOKIE_ARGS && probes__arg_name(out->kind, s); s++)
+		for (s = 0; s < HEAPTAP_COOKIE_ARGS && alloc_spec__arg_name(out->kind, s); s++)
 			/* An object of no items (_PyObject_New's) is given none. */
 			if (!given[s] && !(out->kind == HEAPTAP_KIND_PYOBJECT && s == 1)) {
 				char roles[64];
@@ -254,7 +283,7 @@ int alloc_spec__parse(const char *option, const char *text, struct alloc_spec *o
 	out->no_items = out->kind == HEAPTAP_KIND_PYOBJECT && given[0] && !given[1];
 	/* Two slots read from one argument (the four kinds read two at most): the spec
 	 * contradicts itself. */
-	if (probes__arg_name(out->kind, 1) && given[1] && out->from[1] == out->from[0] &&
+	if (alloc_spec__arg_name(out->kind, 1) && given[1] && out->from[1] == out->from[0] &&
 	    !(out->kind == HEAPTAP_KIND_POOL_ALLOC && out->pool_ret))
 		return refuse(option, text, "two of its arguments are the same argN");
 	return 0;

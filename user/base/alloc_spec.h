@@ -46,7 +46,7 @@ struct alloc_spec {
 	char name[ALLOC_SPEC_NAME_MAX + 1];
 	const char *option; /* the option that named it: "--alloc", ... */
 	int kind;	    /* HEAPTAP_KIND_MALLOC, _CALLOC, _REALLOC, _FREE or _POOL_* */
-	/* The argument each of the kind's slots (malloc family order, probes__arg_name) is
+	/* The argument each of the kind's slots (malloc family order, alloc_spec__arg_name) is
 	 * read from; slots the kind does not read are unused */
 	uint8_t from[HEAPTAP_COOKIE_ARGS];
 	/* --pool-alloc's pool=ret[-N]: the pool is the word N bytes below the block returned
@@ -77,6 +77,10 @@ static inline int alloc_spec__is_pool(int kind)
 {
 	return kind >= HEAPTAP_KIND_POOL_CREATE && kind <= HEAPTAP_KIND_POOL_DESTROY;
 }
+
+/* The name of argument arg (0 to HEAPTAP_COOKIE_ARGS - 1) of a function of this kind, if
+ * its BPF program reads it; NULL if not. */
+const char *alloc_spec__arg_name(int kind, unsigned int arg);
 
 /* The register (enum heaptap_gpr) argument arg (below ALLOC_SPEC_ARGS) is passed in. */
 unsigned int alloc_spec__abi_reg(unsigned int arg);

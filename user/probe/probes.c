@@ -20,6 +20,7 @@
 #include "probe/fixups.h"
 #include "probe/inherit.h"
 #include "target/insn.h"
+#include "base/alloc_spec.h"
 #include "base/log.h"
 #include "probe/probes.h"
 #include "target/python.h"
@@ -98,43 +99,13 @@ const char *probes__kind_name(int kind)
 	return "?";
 }
 
-/*
- * The arguments each kind's entry program reads, by position (rdi, rsi, rdx): a site past
- * the entry must still have these in registers. memalign's and posix_memalign's alignment
- * is not read.
- */
-static const char *const kind_args[][HEAPTAP_COOKIE_ARGS] = {
-	[HEAPTAP_KIND_MALLOC] = { "size" },
-	[HEAPTAP_KIND_NEW] = { "size" },
-	[HEAPTAP_KIND_CALLOC] = { "count", "size" },
-	[HEAPTAP_KIND_REALLOC] = { "ptr", "size" },
-	[HEAPTAP_KIND_REALLOCARRAY] = { "ptr", "count", "size" },
-	[HEAPTAP_KIND_MEMALIGN] = { NULL, "size" },
-	[HEAPTAP_KIND_POSIX_MEMALIGN] = { "memptr", NULL, "size" },
-	[HEAPTAP_KIND_FREE] = { "ptr" },
-	[HEAPTAP_KIND_POOL_CREATE] = { NULL },
-	[HEAPTAP_KIND_POOL_ALLOC] = { "pool", "size" },
-	[HEAPTAP_KIND_POOL_RESET] = { "pool" },
-	[HEAPTAP_KIND_POOL_DESTROY] = { "pool" },
-	[HEAPTAP_KIND_FREE_CHAIN] = { "ptr", "next" },
-	[HEAPTAP_KIND_PYOBJECT] = { "type", "items" },
-};
-
-const char *probes__arg_name(int kind, unsigned int arg)
-{
-	if (kind <= 0 || kind >= (int)(sizeof(kind_args) / sizeof(kind_args[0])) ||
-	    arg >= HEAPTAP_COOKIE_ARGS)
-		return NULL;
-	return kind_args[kind][arg];
-}
-
 const char *probes__slot_name(const struct probe *p, unsigned int a)
 {
 	if (a == 1 && p->own && p->own->no_items)
 		return NULL;
 	if (a == HEAPTAP_COOKIE_ARGS)
 		return p->own && p->own->pool_ret && p->kind == HEAPTAP_KIND_REALLOC ? "pool" : NULL;
-	return probes__arg_name(p->kind, a);
+	return alloc_spec__arg_name(p->kind, a);
 }
 
 const char *probes__arg_where(const struct probe *p, unsigned int a, char *buf, size_t size)
@@ -259,7 +230,7 @@ static int plan_sites(struct probes *p, const struct target_file *file, bool ent
 		fn->size = pr->size;
 		for (a = 0; a < HEAPTAP_COOKIE_ARGS; a++)
 			/* (A pool read after the return is no argument.) */
-			if (probes__arg_name(pr->kind, a) &&
+			if (alloc_spec__arg_name(pr->kind, a) &&
 			    !(a == 0 && pr->kind == HEAPTAP_KIND_POOL_ALLOC && pr->own &&
 			      pr->own->pool_ret))
 				fn->args |= 1 << (pr->own ? pr->own->from[a] : a);

@@ -148,9 +148,6 @@ void probes__close_all(const int *fds, size_t n);
 
 const char *probes__kind_name(int kind);
 
-/* The name of argument arg (0 to HEAPTAP_COOKIE_ARGS - 1) of a function of this kind, if
- * its BPF program reads it; NULL if not. */
-const char *probes__arg_name(int kind, unsigned int arg);
 
 /* Where probe p's argument slot a is read: a register's name, or "ret[-N]" (into buf) for
  * a pool read before the block returned; NULL for a slot its kind does not read. A realloc

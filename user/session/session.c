@@ -259,7 +259,7 @@ static int find_targets(struct session *s)
 		while (s->opts.command[argc])
 			argc++;
 		err = allocator__find_for_program(s->program, argc, s->opts.command, &w, &a) ?:
-		      target__launch(&t, s->program, s->opts.command);
+		      target__launch(&t, s->program, s->opts.command, attacher__forget);
 		if (err) {
 			allocator__free(a);
 			return err;

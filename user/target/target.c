@@ -13,7 +13,6 @@
 
 #include "base/escape.h"
 #include "base/log.h"
-#include "probe/attacher.h"
 #include "target/proc.h"
 #include "target/target.h"
 
@@ -149,7 +148,8 @@ char *target__find_program(const char *name)
 	return found;
 }
 
-int target__launch(struct target *t, const char *program, char *const argv[])
+int target__launch(struct target *t, const char *program, char *const argv[],
+		   void (*in_child)(void))
 {
 	int fds[2], err;
 	pid_t pid;
@@ -174,7 +174,8 @@ int target__launch(struct target *t, const char *program, char *const argv[])
 
 		/* Nothing here may allocate: the probes may already be in this image. */
 		close(fds[1]);
-		attacher__forget();
+		if (in_child)
+			in_child();
 		sigemptyset(&none);
 		sigprocmask(SIG_SETMASK, &none, NULL);
 		signal(SIGPIPE, SIG_DFL);

@@ -29,8 +29,11 @@ int target__probe(struct target *t, int pid);
 /* The program file a command name runs, as execvp would find it; malloc'd, or NULL. */
 char *target__find_program(const char *name);
 
-/* Forks the command, held before exec until target__release(). */
-int target__launch(struct target *t, const char *program, char *const argv[]);
+/* Forks the command, held before exec until target__release(). in_child (NULL: none) runs in
+ * the child first, allocating nothing: it closes what of heaptap's the command must not keep
+ * (the attacher's socket). */
+int target__launch(struct target *t, const char *program, char *const argv[],
+		   void (*in_child)(void));
 int target__release(struct target *t);
 
 /* After the pidfd turned readable: collects a launched command's status. */

@@ -5,7 +5,6 @@
 #include <string.h>
 #include <sys/uio.h>
 
-#include "account/accounting.h"
 #include "account/dump.h"
 #include "target/syms.h"
 
@@ -130,26 +129,4 @@ void dump__hex(const struct dump *d, char *buf)
 		buf[2 * i + 1] = digits[d->bytes[i] & 15];
 	}
 	buf[2 * d->n] = '\0';
-}
-
-void dump__site(struct site *site, const struct dump_sources *from)
-{
-	unsigned int want = site->nexamples < DUMP_BLOCKS ? site->nexamples : DUMP_BLOCKS, k;
-	struct dump *d;
-
-	if (site->dumps || !want || !(site->dumps = calloc(want, sizeof(*site->dumps))))
-		return;
-	for (k = 0; k < want; k++) {
-		struct dump_opts opts = { .pid = site->examples[k].tgid, .max = from->max };
-
-		/* A block of a process gone: nothing to read. */
-		if (!from->alive(from->ctx, site->examples[k].tgid, &opts.syms))
-			continue;
-		d = &site->dumps[site->ndumps];
-		*d = (struct dump){ .addr = site->examples[k].addr,
-				    .size = site->examples[k].size,
-				    .time_ns = site->examples[k].time_ns };
-		if (!dump__read(d, &opts))
-			site->ndumps++;
-	}
 }

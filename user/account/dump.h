@@ -50,24 +50,6 @@ void dump__free(struct dump *d);
  * Negative errno when out of memory, d then freed. */
 int dump__parse(struct dump *d, struct syms *syms);
 
-struct site;
-
-/* Blocks dumped a site: its oldest. */
-#define DUMP_BLOCKS 3
-
-/* Where the blocks of a site are read from: the process that holds each. */
-struct dump_sources {
-	unsigned int max; /* bytes of a block at most (--dump-bytes) */
-	/* Whether process tgid still runs, and its symbols (for C++ classes; NULL: no class
-	 * looked for). */
-	bool (*alive)(void *ctx, uint32_t tgid, struct syms **syms);
-	void *ctx;
-};
-
-/* The first bytes of a site's oldest live blocks (at most DUMP_BLOCKS), read now from the
- * processes that hold them, into site->dumps; nothing if it has them already. */
-void dump__site(struct site *site, const struct dump_sources *from);
-
 /* 16 bytes a line: offset, hex, ASCII; each line prefixed with indent. */
 void dump__text(FILE *f, const struct dump *d, const char *indent);
 

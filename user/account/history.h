@@ -9,7 +9,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "account/accounting.h"
+#include "account/snapshot.h"
 
 /* Points kept per site. Past this, every other point is dropped: the whole session stays
  * covered, older parts more sparsely. */

@@ -30,4 +30,12 @@ static inline int array__reserve(void *array, size_t *cap, size_t n, size_t size
 	return 0;
 }
 
+/* qsort, for arrays that may be NULL when empty (an empty snapshot's are): qsort's must not. */
+static inline void array__sort(void *v, size_t n, size_t size,
+			       int (*cmp)(const void *, const void *))
+{
+	if (n > 1)
+		qsort(v, n, size, cmp);
+}
+
 #endif

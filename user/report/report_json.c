@@ -9,6 +9,7 @@
 
 #include <json-c/json.h>
 
+#include "account/dump.h"
 #include "base/clock.h"
 #include "report/report.h"
 
@@ -582,7 +583,7 @@ static json_object *ages(const struct report *r)
 	for (i = 0; i < AGE_BUCKETS; i++) {
 		json_object *e = json_object_new_object();
 
-		put(e, "max_age_s", i < AGE_BUCKETS - 1 ? u64(accounting__age_limits_s[i]) : NULL);
+		put(e, "max_age_s", i < AGE_BUCKETS - 1 ? u64(snapshot__age_limits_s[i]) : NULL);
 		put(e, "blocks", u64(r->snap->age_blocks[i]));
 		put(e, "bytes", u64(r->snap->age_bytes[i]));
 		json_object_array_add(a, e);

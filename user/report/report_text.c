@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "account/dump.h"
 #include "base/clock.h"
 #include "report/report.h"
 

@@ -10,6 +10,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include "account/block_table.h"
 #include "account/drain.h"
 #include "account/dump.h"
 #include "account/history.h"
@@ -217,7 +218,7 @@ static void read_dumps(struct session *s, struct report *r, struct snapshot *sna
 		return;
 	order = report__site_order(r, &growth, &n);
 	for (i = 0; i < n && i < DUMP_SITES && s->opts.dump_bytes; i++)
-		dump__site(&snap->sites[order[i]], &dump);
+		snapshot__dump_site(&snap->sites[order[i]], &dump);
 	/* Every site the report shows says its pool, and its objects' type. */
 	for (i = 0; i < n && i < s->opts.top; i++) {
 		if (s->pools)
@@ -227,7 +228,7 @@ static void read_dumps(struct session *s, struct report *r, struct snapshot *sna
 	nsus = report__suspects(r, &sus);
 	for (i = 0; i < nsus && i < DUMP_SITES; i++) {
 		if (s->opts.dump_bytes)
-			dump__site(&snap->sites[sus[i].site], &dump);
+			snapshot__dump_site(&snap->sites[sus[i].site], &dump);
 		if (s->pools)
 			read_pool(s, &snap->sites[sus[i].site]);
 		read_object_type(s, &snap->sites[sus[i].site]);
@@ -285,7 +286,7 @@ int session__report(struct session *s, const char *type, const struct leak_check
 	r.rss = session__rss(s);
 	/* heaptap's own: not the table of blocks it maps (the BPF maps' memory, below). */
 	r.self_rss = proc__rss(0);
-	r.self_rss -= r.self_rss < accounting__mapped_bytes() ? r.self_rss : accounting__mapped_bytes();
+	r.self_rss -= r.self_rss < block_table__mapped_bytes() ? r.self_rss : block_table__mapped_bytes();
 	r.self_maps = accounting__map_bytes(s->skel);
 	r.reports_dropped = publish__dropped(s->publisher);
 	drain__stats(s->rings, &r.backlog);

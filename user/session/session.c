@@ -16,6 +16,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include "account/block_table.h"
 #include "account/drain.h"
 #include "account/history.h"
 #include "base/clock.h"
@@ -1335,7 +1336,7 @@ int session__close(struct session *s, int err)
 		s->tracer->free(s);
 	unwatch_processes(s);
 	drain__free(s->rings);
-	accounting__release();
+	block_table__release();
 	heaptap_bpf__destroy(s->skel);
 	if (s->stats_fd >= 0)
 		close(s->stats_fd);

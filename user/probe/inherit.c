@@ -9,8 +9,8 @@
 
 #include "base/log.h"
 #include "probe/attacher.h"
+#include "probe/closer.h"
 #include "probe/inherit.h"
-#include "probe/probes.h"
 #include "probe/tracefs.h"
 
 /* What makes two probes one call: the same program at the same place of the same file,
@@ -166,7 +166,7 @@ void inherit__end(void)
 		}
 	}
 	if (n)
-		probes__close_all(fds, n);
+		closer__close_all(fds, n);
 	free(fds);
 	free(calls.v);
 	calls.v = NULL;

@@ -35,8 +35,8 @@ int inherit__call(int prog_fd, const char *path, uint64_t offset, bool retprobe,
  * closed to take pid (and the children that inherited it) out; or negative errno. */
 int inherit__member(int call, int pid, const char *path);
 
-/* Every call's link and event closed, by a process of heaptap's own (probes.h's closer),
- * and heaptap's group taken out of the tracing filesystem. Members are out by then. */
+/* Every call's link and event closed, by a process of heaptap's own (closer.h), and
+ * heaptap's group taken out of the tracing filesystem. Members are out by then. */
 void inherit__end(void);
 
 #endif

@@ -9,7 +9,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "probe/probes.h"
+#include "probe/plan.h"
 
 struct heaptap_bpf;
 

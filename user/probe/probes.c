@@ -1,124 +1,23 @@
 // SPDX-License-Identifier: GPL-2.0
 #include <errno.h>
-#include <fcntl.h>
 #include <poll.h>
-#include <pthread.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <bpf/libbpf.h>
 
 #include <linux/types.h>
 
-#include "probe/attacher.h"
+#include "base/log.h"
 #include "heaptap.h"
 #include "heaptap.skel.h"
+#include "probe/attacher.h"
+#include "probe/closer.h"
 #include "probe/fixups.h"
 #include "probe/inherit.h"
-#include "target/insn.h"
-#include "base/alloc_spec.h"
-#include "base/log.h"
 #include "probe/probes.h"
-#include "target/python.h"
-
-/*
- * The allocator family. libstdc++'s operator new calls malloc, so with glibc only malloc
- * and friends are traced; allocators that export their own operator new (jemalloc,
- * tcmalloc) are traced there too, and calls one makes to the other are recognised as
- * nested (see the BPF side), so each request counts once, at the outermost function.
- */
-static const struct family_fn {
-	const char *name;
-	int kind;
-} family[] = {
-	{ "malloc", HEAPTAP_KIND_MALLOC },
-	{ "calloc", HEAPTAP_KIND_CALLOC },
-	{ "realloc", HEAPTAP_KIND_REALLOC },
-	{ "reallocarray", HEAPTAP_KIND_REALLOCARRAY },
-	{ "free", HEAPTAP_KIND_FREE },
-	{ "posix_memalign", HEAPTAP_KIND_POSIX_MEMALIGN },
-	{ "aligned_alloc", HEAPTAP_KIND_MEMALIGN },
-	{ "memalign", HEAPTAP_KIND_MEMALIGN },
-	{ "valloc", HEAPTAP_KIND_MALLOC },
-	{ "pvalloc", HEAPTAP_KIND_MALLOC },
-	/* operator new, new[]: plain, nothrow, aligned, aligned nothrow */
-	{ "_Znwm", HEAPTAP_KIND_NEW },
-	{ "_Znam", HEAPTAP_KIND_NEW },
-	{ "_ZnwmRKSt9nothrow_t", HEAPTAP_KIND_MALLOC },
-	{ "_ZnamRKSt9nothrow_t", HEAPTAP_KIND_MALLOC },
-	{ "_ZnwmSt11align_val_t", HEAPTAP_KIND_NEW },
-	{ "_ZnamSt11align_val_t", HEAPTAP_KIND_NEW },
-	{ "_ZnwmSt11align_val_tRKSt9nothrow_t", HEAPTAP_KIND_MALLOC },
-	{ "_ZnamSt11align_val_tRKSt9nothrow_t", HEAPTAP_KIND_MALLOC },
-	/* operator delete, delete[]: plain, sized, nothrow, aligned, sized aligned, ... */
-	{ "_ZdlPv", HEAPTAP_KIND_FREE },
-	{ "_ZdaPv", HEAPTAP_KIND_FREE },
-	{ "_ZdlPvm", HEAPTAP_KIND_FREE },
-	{ "_ZdaPvm", HEAPTAP_KIND_FREE },
-	{ "_ZdlPvRKSt9nothrow_t", HEAPTAP_KIND_FREE },
-	{ "_ZdaPvRKSt9nothrow_t", HEAPTAP_KIND_FREE },
-	{ "_ZdlPvSt11align_val_t", HEAPTAP_KIND_FREE },
-	{ "_ZdaPvSt11align_val_t", HEAPTAP_KIND_FREE },
-	{ "_ZdlPvmSt11align_val_t", HEAPTAP_KIND_FREE },
-	{ "_ZdaPvmSt11align_val_t", HEAPTAP_KIND_FREE },
-	{ "_ZdlPvSt11align_val_tRKSt9nothrow_t", HEAPTAP_KIND_FREE },
-	{ "_ZdaPvSt11align_val_tRKSt9nothrow_t", HEAPTAP_KIND_FREE },
-	/* jemalloc's non-standard API */
-	{ "mallocx", HEAPTAP_KIND_MALLOC },
-	{ "rallocx", HEAPTAP_KIND_REALLOC },
-	{ "dallocx", HEAPTAP_KIND_FREE },
-	{ "sdallocx", HEAPTAP_KIND_FREE },
-};
-
-_Static_assert(sizeof(family) / sizeof(family[0]) <= HEAPTAP_MAX_FUNCS,
-	       "attach cookies index fn_calls[HEAPTAP_MAX_FUNCS]");
-
-const char *probes__kind_name(int kind)
-{
-	switch (kind) {
-	case HEAPTAP_KIND_MALLOC: return "malloc";
-	case HEAPTAP_KIND_NEW: return "new";
-	case PROBE_UNWIND: return "unwind";
-	case HEAPTAP_KIND_CALLOC: return "calloc";
-	case HEAPTAP_KIND_REALLOC: return "realloc";
-	case HEAPTAP_KIND_REALLOCARRAY: return "reallocarray";
-	case HEAPTAP_KIND_MEMALIGN: return "memalign";
-	case HEAPTAP_KIND_POSIX_MEMALIGN: return "posix_memalign";
-	case HEAPTAP_KIND_FREE: return "free";
-	case HEAPTAP_KIND_POOL_CREATE: return "pool_create";
-	case HEAPTAP_KIND_POOL_ALLOC: return "pool_alloc";
-	case HEAPTAP_KIND_POOL_RESET: return "pool_reset";
-	case HEAPTAP_KIND_POOL_DESTROY: return "pool_destroy";
-	case HEAPTAP_KIND_FREE_CHAIN: return "free_chain";
-	case HEAPTAP_KIND_PYOBJECT: return "pyobject";
-	}
-	return "?";
-}
-
-const char *probes__slot_name(const struct probe *p, unsigned int a)
-{
-	if (a == 1 && p->own && p->own->no_items)
-		return NULL;
-	if (a == HEAPTAP_COOKIE_ARGS)
-		return p->own && p->own->pool_ret && p->kind == HEAPTAP_KIND_REALLOC ? "pool" : NULL;
-	return alloc_spec__arg_name(p->kind, a);
-}
-
-const char *probes__arg_where(const struct probe *p, unsigned int a, char *buf, size_t size)
-{
-	if (!probes__slot_name(p, a))
-		return NULL;
-	if (p->own && p->own->pool_ret && (a == HEAPTAP_COOKIE_ARGS || (a == 0 &&
-	    p->kind == HEAPTAP_KIND_POOL_ALLOC))) {
-		snprintf(buf, size, "ret[-%u]", 8 * p->own->pool_ret);
-		return buf;
-	}
-	return insn__gpr_name(p->site.regs[a]);
-}
+#include "target/insn.h"
 
 /* Each kind's entry program and, for functions that return a block, its return program. */
 static void programs_for(const struct probes *p, struct heaptap_bpf *skel, const struct probe *pr,
@@ -163,232 +62,6 @@ static void programs_for(const struct probes *p, struct heaptap_bpf *skel, const
 		*entry = pr->own ? skel->progs.own_free_enter : skel->progs.free_enter;
 		*ret = pr->own ? skel->progs.own_free_return : NULL;
 	}
-}
-
-/* Where the unwinder enters: an exception starting to unwind, or being rethrown. */
-static const char *const unwinder_fns[] = {
-	"_Unwind_RaiseException",
-	"_Unwind_Resume_or_Rethrow",
-	"_Unwind_ForcedUnwind",
-};
-
-static struct probe *add_probe(struct probes *p, const char *name, int kind,
-			       const struct target_file *file)
-{
-	struct probe *grown = realloc(p->v, (p->n + 1) * sizeof(*grown));
-
-	if (!grown)
-		return NULL;
-	p->v = grown;
-	grown[p->n] = (struct probe){ .name = name, .kind = kind, .file = file };
-	return &grown[p->n++];
-}
-
-/* Where pr's function starts in its file and how long it is, or why it cannot be probed. */
-static const char *locate(struct probe *pr, uint64_t *addr)
-{
-	/* An own function may be private to its object: whoever calls it, it is that one. */
-	const struct elf_sym *sym =
-		pr->own ? elf_syms__find(pr->file->elf, pr->name)
-			: elf_syms__binding(pr->file->elf, pr->name, pr->file->main_program);
-
-	if (!sym)
-		return "not defined by the allocator";
-	if (elf_syms__file_offset(pr->file->elf, sym->addr, &pr->start))
-		return "not in a loadable segment";
-	*addr = sym->addr;
-	pr->size = sym->size;
-	pr->offset = pr->start;
-	return NULL;
-}
-
-/*
- * The sites of the probes in file that are not skipped (sites.h): one pass over the file's
- * code for them all. Where its code cannot be read, every probe stays at its entry.
- */
-static int plan_sites(struct probes *p, const struct target_file *file, bool entries,
-		      unsigned int kernel)
-{
-	struct site_fn *fns = calloc(p->n ? p->n : 1, sizeof(*fns));
-	size_t *which = calloc(p->n ? p->n : 1, sizeof(*which));
-	size_t i, n = 0;
-	unsigned int a;
-	int err;
-
-	if (!fns || !which) {
-		free(fns);
-		free(which);
-		return -ENOMEM;
-	}
-	for (i = 0; i < p->n; i++) {
-		const struct probe *pr = &p->v[i];
-		struct site_fn *fn = &fns[n];
-
-		if (pr->skipped || pr->file != file)
-			continue;
-		fn->entry = pr->start;
-		fn->size = pr->size;
-		for (a = 0; a < HEAPTAP_COOKIE_ARGS; a++)
-			/* (A pool read after the return is no argument.) */
-			if (alloc_spec__arg_name(pr->kind, a) &&
-			    !(a == 0 && pr->kind == HEAPTAP_KIND_POOL_ALLOC && pr->own &&
-			      pr->own->pool_ret))
-				fn->args |= 1 << (pr->own ? pr->own->from[a] : a);
-		fn->null_exits = pr->kind == HEAPTAP_KIND_FREE && (!pr->own || !pr->own->from[0]);
-		/* The unwinder runs only when an exception is thrown: its entry costs nothing.
-		 * An own function reading an argument past the third stays at its entry, where
-		 * the ABI says where each is. */
-		fn->at_entry = entries || pr->kind == PROBE_UNWIND ||
-			       fn->args >= 1 << HEAPTAP_COOKIE_ARGS;
-		which[n++] = i;
-	}
-	err = n ? sites__plan(file->open_path, fns, n, kernel) : 0;
-	if (err)
-		vlog("cannot read the code of %s (%s): its probes stay at the functions' entries",
-		     file->name, strerror(-err));
-	for (i = 0; i < n; i++) {
-		struct probe *pr = &p->v[which[i]];
-
-		pr->site = fns[i];
-		pr->offset = fns[i].offset;
-		pr->emulated = fns[i].trap == INSN_EMULATED;
-		/* An own function's slots, each from the argument its spec names. */
-		for (a = 0; pr->own && a < HEAPTAP_COOKIE_ARGS; a++) {
-			unsigned int from = pr->own->from[a];
-
-			pr->site.regs[a] = fns[i].at_entry || from >= HEAPTAP_COOKIE_ARGS
-						   ? alloc_spec__abi_reg(from)
-						   : fns[i].regs[from];
-		}
-		if (!pr->site.why[0])
-			snprintf(pr->site.why, sizeof(pr->site.why), "%s",
-				 pr->kind == PROBE_UNWIND ? "the entry: the unwinder runs only for "
-							    "exceptions"
-							  : "the entry, as --probe-at entry asks");
-	}
-	free(fns);
-	free(which);
-	return 0;
-}
-
-/* The unwinder's entries in every object that has it; false if none could be planned. */
-static int plan_unwinders(const struct allocator *a, struct probes *p, bool *planned)
-{
-	size_t i, j;
-
-	*planned = false;
-	for (i = 0; i < a->nunwinders; i++) {
-		for (j = 0; j < sizeof(unwinder_fns) / sizeof(unwinder_fns[0]); j++) {
-			struct probe *pr =
-				add_probe(p, unwinder_fns[j], PROBE_UNWIND, &a->unwinders[i]);
-			uint64_t addr;
-
-			if (!pr)
-				return -ENOMEM;
-			pr->skipped = locate(pr, &addr);
-			*planned |= !pr->skipped;
-		}
-	}
-	return 0;
-}
-
-/* The program's own allocator functions (--alloc ...), after the family's. */
-static int plan_own(const struct allocator *a, struct probes *p)
-{
-	size_t i;
-
-	for (i = 0; i < a->nown; i++) {
-		const struct own_fn *fn = &a->own[i];
-		struct probe *pr =
-			add_probe(p, fn->spec->name, fn->spec->kind, allocator__own_file(a, fn));
-		uint64_t addr;
-
-		if (!pr)
-			return -ENOMEM;
-		pr->own = fn->spec;
-		pr->skipped = locate(pr, &addr);
-		/* A Python object, or a block CPython's allocator is asked for: with the Python
-		 * frames that asked (its frees read none). */
-		if (!pr->skipped && pr->kind != HEAPTAP_KIND_FREE &&
-		    (pr->kind == HEAPTAP_KIND_PYOBJECT || pr->own->python)) {
-			pr->entry_addr = addr;
-			pr->thread_state = python__thread_state(pr->file);
-		}
-		if (!pr->skipped && p->n > HEAPTAP_MAX_FUNCS)
-			pr->skipped = "beyond the functions heaptap can count";
-		/* Freeing functions too: they may call free themselves (pool.c's pool_put). */
-		pr->returns = !pr->skipped;
-	}
-	return 0;
-}
-
-int probes__plan(const struct allocator *a, enum fixup_mode fixup, const char *no_fixup_why,
-		 const struct probes_plan_opts *opts, struct probes **out)
-{
-	unsigned int kernel = insn__kernel_version();
-	const size_t nfamily = sizeof(family) / sizeof(family[0]);
-	struct probes *p = calloc(1, sizeof(*p));
-	uint64_t addrs[sizeof(family) / sizeof(family[0])] = {};
-	const char *no_new = NULL;
-	bool unwinders = false;
-	size_t i, j;
-	int err;
-
-	*out = NULL;
-	if (!p)
-		return -ENOMEM;
-	p->fixup = fixup;
-	/*
-	 * An exception cannot unwind through a return probe: where operator new may throw,
-	 * the unwinder is probed to put the return address back first (fixups.h). Where
-	 * that cannot be done, operator new is not probed at all.
-	 */
-	if (a->nunwinders && fixup != FIXUP_NONE) {
-		err = plan_unwinders(a, p, &unwinders);
-		if (err)
-			goto fail;
-		if (!unwinders)
-			no_new = "may throw, and the C++ unwinder could not be probed";
-	} else if (a->nunwinders) {
-		no_new = no_fixup_why;
-	} else if (a->unwinders_unknown) {
-		no_new = "may throw, and some object of the process could not be read to find the "
-			 "C++ unwinder";
-	}
-	for (i = 0; i < nfamily; i++) {
-		struct probe *pr = add_probe(p, family[i].name, family[i].kind, &a->file);
-
-		err = -ENOMEM;
-		if (!pr)
-			goto fail;
-		pr->skipped = locate(pr, &addrs[i]);
-		/* Aliases (glibc's memalign is aligned_alloc) share one probe. */
-		for (j = 0; !pr->skipped && j < i; j++)
-			if (addrs[j] == addrs[i])
-				pr->skipped = family[j].kind == pr->kind
-						      ? "same code as an earlier function"
-						      : "same code as a function of another kind";
-		if (!pr->skipped && pr->kind == HEAPTAP_KIND_NEW) {
-			pr->skipped = no_new;
-			p->unwinding |= unwinders && !no_new;
-		}
-		if (!pr->skipped)
-			pr->returns = pr->kind != HEAPTAP_KIND_FREE;
-	}
-	err = plan_own(a, p);
-	if (!err)
-		err = plan_sites(p, &a->file, opts && opts->entries, kernel);
-	for (i = 0; !err && i < a->nown_files; i++)
-		err = plan_sites(p, &a->own_files[i], opts && opts->entries, kernel);
-	for (i = 0; !err && i < a->nunwinders; i++)
-		err = plan_sites(p, &a->unwinders[i], true, kernel);
-	if (err)
-		goto fail;
-	*out = p;
-	return 0;
-fail:
-	probes__free(p);
-	return err;
 }
 
 static enum probe_links_mode links_mode = LINKS_SINGLE;
@@ -511,23 +184,7 @@ static bool interrupted(int fd)
  */
 enum phase { PHASE_UNWINDERS, PHASE_ENTRIES, PHASE_RETURNS, PHASES };
 
-void probes__retire_unused(struct probes *p, const uint64_t *calls)
-{
-	bool new_called = false;
-	size_t i;
-
-	for (i = 0; i < p->n && i < HEAPTAP_MAX_FUNCS; i++) {
-		struct probe *pr = &p->v[i];
-
-		if (pr->skipped || pr->kind == PROBE_UNWIND)
-			continue;
-		pr->dormant = !calls[i];
-		new_called |= pr->kind == HEAPTAP_KIND_NEW && calls[i];
-	}
-	for (i = 0; i < p->n; i++)
-		if (p->v[i].kind == PROBE_UNWIND)
-			p->v[i].dormant = !new_called;
-}
+_Static_assert(PHASES <= CLOSER_GROUPS, "the closer takes each phase's links out in turn");
 
 void probes__choose_programs(enum fixup_mode fixup, struct heaptap_bpf *skel)
 {
@@ -692,139 +349,6 @@ int probes__attach(const struct probes *p, struct probe_links *l, struct heaptap
 	return 0;
 }
 
-/*
- * Taking a breakpoint out rewrites the target's code through get_user_pages, which gives up at
- * once in a task with a fatal signal pending: the kernel then keeps the uprobe ("failed to
- * unregister, leaking uprobe" in its log) and leaves the breakpoint in the target's code for
- * good, where every call traps from then on. A SIGKILL reaching heaptap while one of its
- * threads takes a probe out would do that. So the last reference to each probe is dropped by a
- * process of heaptap's own, the closer: forked holding a copy of every link, it closes them
- * once heaptap has closed its own (which, not being the last, take nothing out), and a SIGKILL
- * to heaptap does not reach it. heaptap's own end, by SIGKILL or not, closes what it still
- * holds with no signal pending: that is safe. The closer keeps standard output open until
- * every probe is out, so that whoever reads heaptap's output to its end knows they are.
- */
-struct detach_job {
-	const int *fds; /* the links', closed */
-	size_t n;
-	size_t next;
-	pthread_mutex_t lock;
-};
-
-static void *detach_worker(void *arg)
-{
-	struct detach_job *job = arg;
-
-	for (;;) {
-		size_t i;
-
-		pthread_mutex_lock(&job->lock);
-		i = job->next < job->n ? job->next++ : job->n;
-		pthread_mutex_unlock(&job->lock);
-		if (i == job->n)
-			return NULL;
-		close(job->fds[i]);
-	}
-}
-
-/* Links' fds closed in parallel: each last close waits for a kernel grace period (~70 ms
- * here), and in parallel those waits overlap. What no thread could be started for is done
- * here. */
-static void detach_in_parallel(const int *fds, size_t n)
-{
-	struct detach_job job = { .fds = fds, .n = n, .lock = PTHREAD_MUTEX_INITIALIZER };
-	pthread_t threads[16];
-	size_t i, nthreads = 0;
-
-	while (nthreads < sizeof(threads) / sizeof(threads[0]) && nthreads < n &&
-	       !pthread_create(&threads[nthreads], NULL, detach_worker, &job))
-		nthreads++;
-	detach_worker(&job);
-	for (i = 0; i < nthreads; i++)
-		pthread_join(threads[i], NULL);
-}
-
-/* What the closer needs, made before the fork: it only closes and waits. */
-struct closer_plan {
-	int *fds;	  /* the links' fds, in the order they come out */
-	size_t n[PHASES]; /* how many of them each phase has, phases in that order */
-	int *keep;	  /* every fd the closer keeps, ascending */
-	size_t nkeep;
-};
-
-static int compare_fds(const void *a, const void *b)
-{
-	return *(const int *)a - *(const int *)b;
-}
-
-static void __attribute__((noreturn)) closer_main(const struct closer_plan *plan, int go)
-{
-	size_t i, k;
-	char c;
-
-	/* Nothing of heaptap's but the links, the pipe from heaptap and standard output. */
-	attacher__own_process("heaptap-detach", plan->keep, plan->nkeep);
-	/* heaptap's word, or its end: its own copies are closed. */
-	while (read(go, &c, 1) < 0 && errno == EINTR)
-		;
-	for (i = 0, k = 0; i < PHASES; k += plan->n[i++])
-		detach_in_parallel(plan->fds + k, plan->n[i]);
-	_exit(0);
-}
-
-/* The closer, holding every link; -1 if it could not be started. *go: its release. */
-static pid_t start_closer(const int *links, const size_t *n, size_t total, int *go)
-{
-	struct closer_plan plan = { .fds = calloc(total + 1, sizeof(int)),
-				    .keep = calloc(total + 3, sizeof(int)) };
-	int pipefd[2] = { -1, -1 };
-	pid_t pid = -1;
-	size_t i;
-
-	if (!plan.fds || !plan.keep || pipe2(pipefd, O_CLOEXEC))
-		goto out;
-	memcpy(plan.n, n, sizeof(plan.n));
-	for (i = 0; i < total; i++)
-		plan.fds[i] = plan.keep[plan.nkeep++] = links[i];
-	plan.keep[plan.nkeep++] = pipefd[0];
-	plan.keep[plan.nkeep++] = STDOUT_FILENO;
-	qsort(plan.keep, plan.nkeep, sizeof(int), compare_fds);
-	pid = fork();
-	if (pid == 0)
-		closer_main(&plan, pipefd[0]);
-out:
-	if (pipefd[0] >= 0)
-		close(pipefd[0]);
-	if (pid > 0)
-		*go = pipefd[1];
-	else if (pipefd[1] >= 0)
-		close(pipefd[1]);
-	free(plan.fds);
-	free(plan.keep);
-	return pid;
-}
-
-/* Closers of processes that have exited, not waited for (probes__detach_exited). */
-static pid_t closers[64];
-static size_t nclosers;
-
-void probes__reap(bool wait)
-{
-	size_t i = 0;
-
-	while (i < nclosers) {
-		pid_t r;
-
-		while ((r = waitpid(closers[i], NULL, wait ? 0 : WNOHANG)) < 0 && errno == EINTR)
-			;
-		if (r == 0) {
-			i++;
-			continue;
-		}
-		closers[i] = closers[--nclosers];
-	}
-}
-
 /* When link i of l (the entry of probe i / 2, or its return) comes out. */
 static int link_phase(const struct probe_links *l, size_t i)
 {
@@ -835,8 +359,7 @@ static int link_phase(const struct probe_links *l, size_t i)
 static void detach_sets(struct probe_links **sets, size_t nsets, bool wait)
 {
 	size_t i, k, total = 0, n[PHASES] = {}, all = 0;
-	int phase, go = -1, *links;
-	pid_t closer;
+	int phase, *links;
 
 	for (k = 0; k < nsets; k++)
 		all += sets[k] ? 4 * sets[k]->n + 1 + sets[k]->nmulti : 0;
@@ -870,41 +393,9 @@ static void detach_sets(struct probe_links **sets, size_t nsets, bool wait)
 			sets[k]->count = 0;
 			sets[k]->nmulti = 0;
 		}
-	closer = total ? start_closer(links, n, total, &go) : -1;
-	if (closer > 0) {
-		/* Not the last references: quick, and nothing comes out before the closer's turn. */
-		for (i = 0; i < total; i++)
-			close(links[i]);
-		close(go);
-		if (!wait && nclosers < sizeof(closers) / sizeof(closers[0]))
-			closers[nclosers++] = closer;
-		else
-			while (waitpid(closer, NULL, 0) < 0 && errno == EINTR)
-				;
-	} else if (links) {
-		/* No closer (no memory, no process): as before it, phase by phase, in parallel. */
-		for (k = 0, i = 0; k < PHASES; i += n[k++])
-			detach_in_parallel(links + i, n[k]);
-	}
+	if (links)
+		closer__close(links, n, PHASES, wait);
 	free(links);
-}
-
-void probes__close_all(const int *fds, size_t n)
-{
-	size_t phases[PHASES] = { n };
-	pid_t closer;
-	int go = -1;
-
-	closer = start_closer(fds, phases, n, &go);
-	if (closer > 0) {
-		for (size_t i = 0; i < n; i++)
-			close(fds[i]);
-		close(go);
-		while (waitpid(closer, NULL, 0) < 0 && errno == EINTR)
-			;
-	} else {
-		detach_in_parallel(fds, n);
-	}
 }
 
 void probes__detach(struct probe_links **sets, size_t nsets)
@@ -925,12 +416,4 @@ void probes__links_free(struct probe_links *l)
 	free(l->v);
 	free(l->multi);
 	*l = (struct probe_links){};
-}
-
-void probes__free(struct probes *p)
-{
-	if (!p)
-		return;
-	free(p->v);
-	free(p);
 }

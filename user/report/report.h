@@ -16,7 +16,7 @@
 #include "probe/overhead.h"
 #include "target/allocator.h"
 #include "report/options.h"
-#include "probe/probes.h"
+#include "probe/plan.h"
 #include "probe/procs.h"
 #include "target/stacks.h"
 #include "target/syms.h"

@@ -22,7 +22,7 @@
 #include "heaptap.h"
 #include "heaptap.skel.h"
 #include "probe/fixups.h"
-#include "probe/probes.h"
+#include "probe/plan.h"
 #include "session/session.h"
 #include "target/allocator.h"
 #include "target/proc.h"

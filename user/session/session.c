@@ -25,6 +25,7 @@
 #include "heaptap.h"
 #include "heaptap.skel.h"
 #include "probe/attacher.h"
+#include "probe/closer.h"
 #include "probe/probes.h"
 #include "probe/sampling.h"
 #include "report/publish.h"
@@ -1082,7 +1083,7 @@ void session__detach_exited(struct session *s)
 	bool flushed = false;
 
 	/* Their releases, ended as they finish. */
-	probes__reap(false);
+	closer__reap(false);
 	if (s->skel->bss->counters.lost_procs && now - s->swept_ns >= SWEEP_NS) {
 		sweep_targets(s);
 		s->swept_ns = now;

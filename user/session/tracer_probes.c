@@ -13,6 +13,7 @@
 #include "probe/attacher.h"
 #include "probe/fixups.h"
 #include "probe/inherit.h"
+#include "probe/closer.h"
 #include "probe/probes.h"
 #include "session/session.h"
 #include "target/allocator.h"
@@ -142,7 +143,7 @@ static void detach(struct session *s, struct process *one)
 	free(sets);
 	/* All out means every probe out, those of processes gone too. */
 	if (!one)
-		probes__reap(true);
+		closer__reap(true);
 }
 
 static void free_tracer(struct session *s)

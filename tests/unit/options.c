@@ -11,6 +11,7 @@
 #include "account/reach.h"
 #include "probe/probes.h"
 #include "report/options.h"
+#include "report/outputs.h"
 #include "unit.h"
 
 #define MAX_ARGS 16

@@ -9,115 +9,18 @@
 
 #include <linux/types.h>
 
-#include "heaptap.h"
+#include "account/reach.h"
 #include "base/listen.h"
 #include "base/log.h"
 #include "base/output.h"
+#include "heaptap.h"
 #include "report/options.h"
-#include "account/reach.h"
+#include "report/outputs.h"
+#include "report/usage.h"
+#include "target/families.h"
 
 /* --dump-bytes: at most a page of each block. */
 #define HEAPTAP_MAX_DUMP 4096
-
-/* --help, around the lines of the output files (outputs.c). */
-static const char usage_head[] =
-	"Usage: heaptap [options] -p PID[,PID...] [-p PID...] [--comm NAME] [--exe PATH]\n"
-	"       heaptap [options] -- COMMAND [ARGS...]\n"
-	"Trace every allocation of a running process (or of COMMAND from its first malloc) and\n"
-	"report size tables and unfreed allocations by stack.\n"
-	"\n"
-	"  -p, --pid PID          attach to the running process PID (several: -p 1,2 or -p 1 -p 2)\n"
-	"  -f, --follow           trace their descendants too: those running now, and every\n"
-	"                         process they fork from now on\n"
-	"      --comm NAME        trace every process named NAME: those running now and those\n"
-	"                         started later (with none running, waits for the first)\n"
-	"      --exe PATH         trace every process running the program PATH, now and later\n"
-	"                         (with none running, waits for the first)\n"
-	"  -i, --interval TIME    report every TIME (default 5s; units ms, s, m, h)\n"
-	"  -d, --duration TIME    stop after TIME (default: until Ctrl-C or the target exits)\n"
-	"      --top N            show the N sites with the most live bytes (default 10)\n"
-	"      --min-age TIME     hide allocations younger than TIME from the sites\n"
-	"      --sort KEY         size table order: size (default), live, calls, bytes\n"
-	"      --json             one JSON object per report instead of text\n";
-
-static const char usage_tail[] =
-	"      --file-mode MODE   mode of the files heaptap makes (octal; default 0600: reports\n"
-	"                         may hold the target's memory)\n"
-	"      --listen [ADDR:]PORT  serve Prometheus metrics at http://ADDR:PORT/metrics and\n"
-	"                         the heap profile at /debug/pprof/heap and /debug/pprof/allocs\n"
-	"                         (ADDR 127.0.0.1 when not given)\n"
-	"      --allocator PATH   trace the allocator in PATH instead of discovering it\n"
-	"      --alloc FN(size=argN)  FN, a function of the program's own, allocates: its\n"
-	"                         argument N is the size, it returns the block; likewise\n"
-	"                         --calloc FN(count=argN,size=argN), --realloc\n"
-	"                         FN(ptr=argN,size=argN), --free FN(ptr=argN); N from 0 to 5\n"
-	"                         (a name alone: the C function's order); repeatable\n"
-	"      --free-chain FN(ptr=argN,next=argN)  FN frees the block ptr and the chain of\n"
-	"                         blocks after it, each one's address the word next bytes\n"
-	"                         into the block before; repeatable\n"
-	"      --pyobject-alloc FN(type=argN,items=argN)  FN makes a CPython object of the\n"
-	"                         type (a PyTypeObject) with items items (argN+1: one more;\n"
-	"                         no items=: none), sized as CPython sizes it; its sites are\n"
-	"                         per type\n"
-	"      --pool-alloc FN(pool=argN,size=argN)  FN allocates from a pool whose blocks\n"
-	"                         all go at once, by --pool-reset FN(pool=argN) (the pool\n"
-	"                         lives on) or --pool-destroy FN(pool=argN); --pool-create FN\n"
-	"                         makes pools (what it allocates is theirs); pool=ret[-N]:\n"
-	"                         the word N bytes before the block returned; repeatable\n"
-	"      --pool-name-at N   a pool points to its name (a C string) N bytes into it\n"
-	"      --allocator-family NAME  the program's own allocator, by name: nginx (its\n"
-	"                         pools), apr (APR's pools), postgres (its memory\n"
-	"                         contexts; PostgreSQL 13 to 15), glib (GLib's slices) or\n"
-	"                         python (CPython's objects, by class)\n"
-	"      --level LEVEL      own (default: the program's own allocator, where named) or\n"
-	"                         malloc (what malloc sees: the functions named not traced)\n"
-	"      --max-allocs N     outstanding blocks tracked (default 1048576)\n"
-	"      --max-stacks N     distinct stacks stored (default 65536)\n"
-	"      --stack-depth N    frames per stack, 1-%d (default 64)\n"
-	"      --stack MODE       fp (frame pointers), dwarf (the objects' CFI), auto (fp where\n"
-	"                         every object keeps frame pointers, else dwarf: the default),\n"
-	"                         or copy (dwarf, but every stack copied: for measuring)\n"
-	"      --stack-bytes N    stack copied when a DWARF stack must be unwound by heaptap\n"
-	"                         (default 16384, at most 65536)\n"
-	"      --probe-at WHERE   planned (default: each probe on the cheapest instruction every\n"
-	"                         call runs) or entry (on the functions' first instructions)\n"
-	"      --probe-links MODE auto (default: inherit with --follow, else multi where the\n"
-	"                         kernel has it), multi (one uprobe_multi link for many probes:\n"
-	"                         quick to attach and detach, kernel 6.6 on), single (a perf\n"
-	"                         event each) or inherit (probes a child has from its fork)\n"
-	"      --live             for a production server: trace in windows, sampled, within an\n"
-	"                         overhead budget (see --max-overhead)\n"
-	"      --watch            no allocator probes at all: new pages of memory, by the stack\n"
-	"                         that first wrote them (the cheapest: heap growth only)\n"
-	"      --sample BYTES     track one block in about BYTES allocated (units k, m, g;\n"
-	"                         default: every block, or 512k with --live)\n"
-	"      --window TIME      --live: how long each tracing window lasts (default 2s)\n"
-	"      --max-overhead PCT --live: the slowdown heaptap may cause, in percent of the\n"
-	"                         target's time (default 5)\n"
-	"      --alert-live BYTES alarm when live bytes reach BYTES\n"
-	"      --alert-growth BYTES  alarm when live bytes grow BYTES an hour or faster\n"
-	"                         (over the latest 20 reports)\n"
-	"      --alert-rss BYTES  alarm when the target's RSS reaches BYTES\n"
-	"      --on-alert CMD     run CMD (sh -c) when an alarm fires, the figures in its\n"
-	"                         environment (HEAPTAP_ALERT, HEAPTAP_VALUE, ...)\n"
-	"      --exit-on-alert    end the session when an alarm fires (exit status 3)\n"
-	"      --dump-bytes N     show the first N bytes of a few live blocks of the top\n"
-	"                         sites (default 64, 0: none)\n"
-	"      --leak-check       at the end, and on SIGUSR1, scan the target for pointers to\n"
-	"                         its live blocks: lost, possibly lost or reachable\n"
-	"      --leak-check-max-pause TIME  the longest the target is stopped for one scan\n"
-	"                         (default 5s; the scan is then left incomplete)\n"
-	"      --leak-check-heuristics SET  interior pointers taken for pointers to a block's\n"
-	"                         start, as memcheck's: all (default), none, or a list of\n"
-	"                         stdstring, length64, newarray, multipleinheritance\n"
-	"      --leak-exit-code N exit N when the last leak check found bytes definitely or\n"
-	"                         indirectly lost; else a launched COMMAND's own status\n"
-	"  -v, --verbose          say what heaptap decides and does on stderr\n"
-	"  -h, --help             show this help\n"
-	"  -V, --version          show the version\n"
-	"\n"
-	"Exit status: 0 done, 1 failed (the reason is printed), 2 bad usage,\n"
-	"3 an alarm fired with --exit-on-alert; with --leak-exit-code, N or COMMAND's own.\n";
 
 enum {
 	OPT_TOP = 256,
@@ -223,53 +126,8 @@ static const struct option base_options[] = {
 	{},
 };
 
-static void usage(void)
-{
-	size_t i;
-
-	fputs(usage_head, stdout);
-	for (i = 0; i < noutputs; i++) {
-		const char *line = outputs[i].help, *nl;
-		int col;
-
-		if (outputs[i].short_option)
-			col = printf("  -%c, --%s FILE", outputs[i].short_option,
-				     outputs[i].option);
-		else
-			col = printf("      --%s FILE", outputs[i].option);
-		for (; (nl = strchr(line, '\n')); line = nl + 1, col = 0)
-			printf("%*s%.*s\n", col < 25 ? 25 - col : 1, "", (int)(nl - line), line);
-		printf("%*s%s\n", col < 25 ? 25 - col : 1, "", line);
-	}
-	printf(usage_tail, HEAPTAP_MAX_DEPTH);
-}
-
-static const char *const sort_names[] = {
-	[SORT_SIZE] = "size",
-	[SORT_LIVE] = "live",
-	[SORT_CALLS] = "calls",
-	[SORT_BYTES] = "bytes",
-};
-
 /* As enum probe_links_mode (probes.h) numbers them. */
 static const char *const links_names[] = { "auto", "single", "multi", "inherit" };
-
-static const char *const stack_names[] = {
-	[STACK_AUTO] = "auto",
-	[STACK_FP] = "fp",
-	[STACK_DWARF] = "dwarf",
-	[STACK_COPY] = "copy",
-};
-
-const char *options__sort_name(enum sort_key key)
-{
-	return sort_names[key];
-}
-
-const char *options__stack_name(enum stack_choice stack)
-{
-	return stack_names[stack];
-}
 
 /* The index of arg in names, or -1. */
 static int pick(const char *arg, const char *const *names, int n)
@@ -530,7 +388,7 @@ static int parse_session(struct options *opts, int c)
 		opts->min_age_ns = ms * 1000000;
 		return 0;
 	case OPT_SORT:
-		i = pick(optarg, sort_names, sizeof(sort_names) / sizeof(sort_names[0]));
+		i = options__sort_key(optarg);
 		if (i < 0)
 			return bad("--sort", optarg, "size, live, calls or bytes");
 		opts->sort = i;
@@ -571,114 +429,24 @@ static int add_own(struct options *opts, const char *option, const char *text)
 	return 0;
 }
 
-/* Allocators of programs' own that heaptap knows by name (--allocator-family). */
-static const struct family {
-	const char *name;
-	unsigned int pool_name_at; /* where a pool points to its name; 0: nowhere */
-	const char *const specs[16][2]; /* option, spec; to the first NULL */
-	bool python; /* CPython's functions (alloc_spec.h) */
-} families[] = {
-	{ "nginx", 0,
-	  { { "--pool-create", "ngx_create_pool" },
-	    { "--pool-alloc", "ngx_palloc(pool=arg0,size=arg1)" },
-	    { "--pool-alloc", "ngx_pnalloc(pool=arg0,size=arg1)" },
-	    { "--pool-alloc", "ngx_pcalloc(pool=arg0,size=arg1)" },
-	    { "--pool-alloc", "ngx_pmemalign(pool=arg0,size=arg1)" },
-	    { "--pool-reset", "ngx_reset_pool(pool=arg0)" },
-	    { "--pool-destroy", "ngx_destroy_pool(pool=arg0)" },
-	    /* Frees a pool's large block early (a small one it declines: counted freed). */
-	    { "--free", "ngx_pfree(ptr=arg1)" } } },
-	/* APR's pools (Apache httpd's, Subversion's): a child pool is destroyed by its own
-	 * apr_pool_destroy, called by its parent's clear or destroy. A pool's name is its tag
-	 * (apr_pool_tag), after 10 words of apr_pool_t (APR 1.4 to 1.7). */
-	{ "apr", 80,
-	  { { "--pool-create", "apr_pool_create_ex" },
-	    { "--pool-create", "apr_pool_create_unmanaged_ex" },
-	    { "--pool-alloc", "apr_palloc(pool=arg0,size=arg1)" },
-	    { "--pool-alloc", "apr_pcalloc(pool=arg0,size=arg1)" },
-	    { "--pool-reset", "apr_pool_clear(pool=arg0)" },
-	    { "--pool-destroy", "apr_pool_destroy(pool=arg0)" } } },
-	/* PostgreSQL's memory contexts: palloc takes the current one, which the chunk's header
-	 * names (the word before it, as GetMemoryChunkContext reads it, up to version 15; the
-	 * name's place and AllocSetContextCreateInternal are 13's to 15's). */
-	{ "postgres", 56, /* MemoryContextData's name, after 7 words */
-	  { { "--pool-create", "AllocSetContextCreateInternal" },
-	    { "--pool-alloc", "palloc(pool=ret[-8],size=arg0)" },
-	    { "--pool-alloc", "palloc0(pool=ret[-8],size=arg0)" },
-	    { "--pool-alloc", "palloc_extended(pool=ret[-8],size=arg0)" },
-	    { "--pool-alloc", "MemoryContextAlloc(pool=arg0,size=arg1)" },
-	    { "--pool-alloc", "MemoryContextAllocZero(pool=arg0,size=arg1)" },
-	    { "--pool-alloc", "MemoryContextAllocZeroAligned(pool=arg0,size=arg1)" },
-	    { "--pool-alloc", "MemoryContextAllocExtended(pool=arg0,size=arg1)" },
-	    { "--pool-alloc", "MemoryContextAllocHuge(pool=arg0,size=arg1)" },
-	    { "--realloc", "repalloc(ptr=arg0,size=arg1,pool=ret[-8])" },
-	    { "--realloc", "repalloc_huge(ptr=arg0,size=arg1,pool=ret[-8])" },
-	    { "--free", "pfree(ptr=arg0)" },
-	    { "--pool-reset", "MemoryContextReset(pool=arg0)" },
-	    { "--pool-reset", "MemoryContextResetOnly(pool=arg0)" },
-	    { "--pool-destroy", "MemoryContextDelete(pool=arg0)" } } },
-	/* CPython's objects: every instance of a class (and of the types made as classes are)
-	 * comes from PyType_GenericAlloc, one call, where its type is known; the interpreter
-	 * frees one by PyObject_GC_Del or PyObject_Free, which get the object. The object
-	 * allocator's own functions are traced where they are called: link-time optimisation
-	 * inlined them into most of the interpreter's callers (extension modules call them). */
-	{ "python", 0,
-	  { { "--pyobject-alloc", "PyType_GenericAlloc(type=arg0,items=arg1+1)" },
-	    /* Objects of C extensions' types that do not use tp_alloc. */
-	    { "--pyobject-alloc", "_PyObject_New(type=arg0)" },
-	    { "--pyobject-alloc", "_PyObject_NewVar(type=arg0,items=arg1)" },
-	    { "--pyobject-alloc", "_PyObject_GC_New(type=arg0)" },
-	    { "--pyobject-alloc", "_PyObject_GC_NewVar(type=arg0,items=arg1)" },
-	    { "--alloc", "PyObject_Malloc" },
-	    { "--calloc", "PyObject_Calloc" },
-	    { "--realloc", "PyObject_Realloc" },
-	    { "--free", "PyObject_Free" },
-	    { "--free", "PyObject_GC_Del" },
-	    { "--alloc", "PyMem_Malloc" },
-	    { "--calloc", "PyMem_Calloc" },
-	    { "--realloc", "PyMem_Realloc" },
-	    { "--free", "PyMem_Free" } },
-	  true },
-	/* GLib's slices (g_slice_new, g_slice_free, and GList's and GSList's nodes): blocks
-	 * of a size the caller gives again at the free. A large one comes from malloc inside
-	 * g_slice_alloc: counted once, as the slice. */
-	{ "glib", 0,
-	  { { "--alloc", "g_slice_alloc(size=arg0)" },
-	    { "--alloc", "g_slice_alloc0(size=arg0)" },
-	    { "--alloc", "g_slice_copy(size=arg0)" },
-	    { "--free", "g_slice_free1(ptr=arg1)" },
-	    { "--free-chain", "g_slice_free_chain_with_offset(ptr=arg1,next=arg2)" } } },
-};
-
-const char *options__family(size_t i, char *function, size_t size)
-{
-	const char *spec;
-
-	if (i >= sizeof(families) / sizeof(families[0]))
-		return NULL;
-	/* Its first spec's function: a program with the family has it. */
-	spec = families[i].specs[0][1];
-	snprintf(function, size, "%.*s", (int)strcspn(spec, "("), spec);
-	return families[i].name;
-}
-
 static int add_family(struct options *opts, const char *name)
 {
+	const struct family *f;
 	size_t i, k;
 	int err = 0;
 
-	for (i = 0; i < sizeof(families) / sizeof(families[0]); i++) {
-		if (strcmp(families[i].name, name))
+	for (i = 0; (f = families__get(i)); i++) {
+		if (strcmp(f->name, name))
 			continue;
 		opts->families |= 1U << i;
-		for (k = 0; !err && k < 16 && families[i].specs[k][0]; k++) {
-			err = add_own(opts, families[i].specs[k][0], families[i].specs[k][1]);
+		for (k = 0; !err && k < 16 && f->specs[k][0]; k++) {
+			err = add_own(opts, f->specs[k][0], f->specs[k][1]);
 			if (!err)
-				opts->own[opts->nown - 1].python = families[i].python;
+				opts->own[opts->nown - 1].python = f->python;
 		}
 		/* A family that knows no names leaves another's place as it was. */
-		if (!opts->pool_name_given && families[i].pool_name_at) {
-			opts->pool_name_at = families[i].pool_name_at;
+		if (!opts->pool_name_given && f->pool_name_at) {
+			opts->pool_name_at = f->pool_name_at;
 			opts->pool_named = true;
 		}
 		return err;
@@ -689,12 +457,10 @@ static int add_family(struct options *opts, const char *name)
 	return -EINVAL;
 }
 
-/* How the allocator is traced: what is tracked, stacks, probe sites, modes, sampling. */
-static int parse_tracing(struct options *opts, int c)
+/* Which allocator is traced, and the program's own allocator functions. */
+static int parse_allocator(struct options *opts, int c)
 {
 	unsigned long v;
-	char *end;
-	int i;
 
 	switch (c) {
 	case OPT_ALLOCATOR: opts->allocator = optarg; return 0;
@@ -720,6 +486,18 @@ static int parse_tracing(struct options *opts, int c)
 		opts->pool_name_at = v;
 		opts->pool_named = opts->pool_name_given = true;
 		return 0;
+	}
+	return OTHER_FAMILY;
+}
+
+/* How the allocator is traced: what is tracked, stacks, probe sites, modes, sampling. */
+static int parse_tracing(struct options *opts, int c)
+{
+	unsigned long v;
+	char *end;
+	int i;
+
+	switch (c) {
 	case OPT_MAX_ALLOCS:
 		if (parse_uint(optarg, 1, HEAPTAP_MAX_BLOCKS, &v))
 			return bad("--max-allocs", optarg, "a number from 1 to 67108864");
@@ -736,7 +514,7 @@ static int parse_tracing(struct options *opts, int c)
 		opts->stack_depth = v;
 		return 0;
 	case OPT_STACK:
-		i = pick(optarg, stack_names, sizeof(stack_names) / sizeof(stack_names[0]));
+		i = options__stack_choice(optarg);
 		if (i < 0)
 			return bad("--stack", optarg, "fp, dwarf, copy or auto");
 		opts->stack = i;
@@ -859,7 +637,8 @@ static int parse_leak_check(struct options *opts, int c)
 static int parse_option(struct options *opts, int c)
 {
 	static int (*const families[])(struct options *opts, int c) = {
-		parse_session, parse_tracing, parse_publishing, parse_alarms, parse_leak_check,
+		parse_session,	  parse_allocator, parse_tracing,
+		parse_publishing, parse_alarms,	   parse_leak_check,
 	};
 	int row = output_of(c), err;
 	size_t i;
@@ -982,7 +761,7 @@ int options__parse(struct options *opts, int argc, char **argv)
 	for (at = optind ? optind : 1;
 	     (c = getopt_long(argc, argv, tables.shorts, tables.longs, NULL)) != -1; at = optind) {
 		if (c == 'h') {
-			usage();
+			usage__print();
 			return 1;
 		}
 		if (c == 'V') {

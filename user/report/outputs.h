@@ -11,6 +11,8 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "base/settings.h"
+
 struct report;
 
 struct output {
@@ -20,9 +22,6 @@ struct output {
 	/* Writes one report; negative errno on failure (ferror(f) counts as one). */
 	int (*write)(FILE *f, const struct report *r);
 };
-
-/* Room reserved in struct options for the files; the table is checked against it. */
-#define OUTPUTS_MAX 16
 
 extern const struct output outputs[];
 extern const size_t noutputs;

@@ -11,7 +11,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "report/options.h"
+#include "base/settings.h"
 
 struct report;
 struct publisher;

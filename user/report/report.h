@@ -15,7 +15,7 @@
 #include "probe/duty.h"
 #include "probe/overhead.h"
 #include "target/allocator.h"
-#include "report/options.h"
+#include "base/settings.h"
 #include "probe/plan.h"
 #include "probe/procs.h"
 #include "target/stacks.h"

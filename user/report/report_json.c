@@ -12,6 +12,7 @@
 #include "account/dump.h"
 #include "base/clock.h"
 #include "report/report.h"
+#include "target/families.h"
 
 #define SCHEMA_VERSION 2
 
@@ -80,7 +81,7 @@ static json_object *families(const struct report *r)
 	const char *name;
 	size_t i;
 
-	for (i = 0; (name = options__family(i, fn, sizeof(fn))); i++)
+	for (i = 0; (name = families__name(i, fn, sizeof(fn))); i++)
 		if (r->allocator->families >> i & 1)
 			json_object_array_add(a, json_object_new_string(name));
 	return a;

@@ -9,6 +9,7 @@
 #include "account/dump.h"
 #include "base/clock.h"
 #include "report/report.h"
+#include "target/families.h"
 
 /* 1234567 -> "1,234,567" */
 static const char *count(char *buf, size_t size, uint64_t v)
@@ -67,7 +68,7 @@ static const char *clock_time(char *buf, size_t size, uint64_t mono_ns)
 	return buf;
 }
 
-/* Whether the program has family i (options__family) and the session does not trace it. */
+/* Whether the program has family i (families__name) and the session does not trace it. */
 static bool family_untraced(const struct report *r, size_t i)
 {
 	return (r->allocator->families >> i & 1) && !(r->opts->families >> i & 1);
@@ -90,7 +91,7 @@ void report__attached_text(FILE *f, const struct report *r)
 		r->links, r->allocator->file.name,
 		r->allocator->nown ? " and the program's own allocator" : "");
 	fprintf(f, "heaptap: allocator chosen: %s\n", r->allocator->reason);
-	for (i = 0; (name = options__family(i, fn, sizeof(fn))); i++)
+	for (i = 0; (name = families__name(i, fn, sizeof(fn))); i++)
 		if (family_untraced(r, i))
 			fprintf(f,
 				"heaptap: the program has %s's allocator (%s): --allocator-family %s "
@@ -164,7 +165,7 @@ static void header(FILE *f, const struct report *r)
 	if (r->opts->own_untraced)
 		fprintf(f, "level      malloc: the program's own allocator (%zu functions named) not "
 			   "traced (--level malloc)\n", r->opts->own_untraced);
-	for (i = 0; (name = options__family(i, fn, sizeof(fn))); i++)
+	for (i = 0; (name = families__name(i, fn, sizeof(fn))); i++)
 		if (family_untraced(r, i)) {
 			fprintf(f, "%s%s", fam, name);
 			fam = ", ";

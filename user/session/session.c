@@ -31,6 +31,7 @@
 #include "report/publish.h"
 #include "session/session.h"
 #include "target/allocator.h"
+#include "target/families.h"
 #include "target/proc.h"
 #include "target/stacks.h"
 #include "target/syms.h"
@@ -67,7 +68,7 @@ static bool same_layout(int a, int b, const struct allocator *alloc)
 	return same;
 }
 
-/* A function of each allocator family heaptap knows (options__family), made once. */
+/* A function of each allocator family heaptap knows (families__name), made once. */
 static const char *const *family_functions(size_t *n)
 {
 	static char names[32][ALLOC_SPEC_NAME_MAX + 1];
@@ -76,7 +77,7 @@ static const char *const *family_functions(size_t *n)
 	static bool made;
 
 	for (; !made && count < 32; count++) {
-		if (!options__family(count, names[count], sizeof(names[count])))
+		if (!families__name(count, names[count], sizeof(names[count])))
 			break;
 		v[count] = names[count];
 	}

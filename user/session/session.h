@@ -17,7 +17,7 @@
 #include "account/accounting.h"
 #include "account/alarm.h"
 #include "account/leak_check.h"
-#include "report/options.h"
+#include "base/settings.h"
 #include "probe/duty.h"
 #include "probe/overhead.h"
 #include "probe/procs.h"

@@ -13,7 +13,11 @@
 
 #include "base/log.h"
 #include "report/options.h"
-#include "session/session.h"
+#include "session/finish.h"
+#include "session/load.h"
+#include "session/loop.h"
+#include "session/open.h"
+#include "session/start.h"
 
 /* The signals a session ends on (and SIGUSR1, a report now): read from a signalfd. */
 static void session_signals(sigset_t *set)

@@ -10,6 +10,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include <linux/types.h>
+
 #include "heaptap.h"
 
 struct heaptap_bpf;

@@ -23,11 +23,14 @@
 #include "heaptap.skel.h"
 #include "probe/fixups.h"
 #include "probe/plan.h"
-#include "session/session.h"
+#include "session/loop.h"
+#include "session/processes.h"
+#include "session/reporting.h"
 #include "target/allocator.h"
 #include "target/proc.h"
 
-void session__begin_window(struct session *s, uint64_t *next)
+/* --live: a window begins; when it ends, in *next. */
+static void begin_window(struct session *s, uint64_t *next)
 {
 	s->window_cpu_ns = session__cpu_ns(s);
 	s->window_programs_ns = overhead__programs_ns(s->skel);
@@ -48,7 +51,7 @@ static int duty_turn(struct session *s, uint64_t *next)
 		err = session__attach_all(s, -1);
 		if (err)
 			return err;
-		session__begin_window(s, next);
+		begin_window(s, next);
 		return 0;
 	}
 	/* The target's time in probe hits: the traps, as calibrated, and heaptap's programs. */
@@ -58,7 +61,7 @@ static int duty_turn(struct session *s, uint64_t *next)
 				       (overhead__programs_ns(s->skel) - s->window_programs_ns),
 			       session__cpu_ns(s) - s->window_cpu_ns);
 	if (!pause) {
-		session__begin_window(s, next);
+		begin_window(s, next);
 		return 0;
 	}
 	if (s->duty.windows == 1)
@@ -133,12 +136,6 @@ static int add_fd(int epfd, int fd)
 	return epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev) ? -errno : 0;
 }
 
-void loop__watch_exit(struct session *s, struct process *p)
-{
-	if (s->epfd >= 0 && p->t.pidfd >= 0)
-		add_fd(s->epfd, p->t.pidfd);
-}
-
 /* Whether the session goes on with no process left: --comm and --exe wait for more. */
 static bool more_to_come(const struct session *s)
 {
@@ -199,7 +196,7 @@ int session__run(struct session *s, int sigfd)
 	if (s->opts.duration_ms)
 		end = s->attach_ns + s->opts.duration_ms * 1000000ULL;
 	if (s->mode == MODE_LIVE)
-		session__begin_window(s, &turn);
+		begin_window(s, &turn);
 	epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (epfd < 0 || add_fd(epfd, sigfd) || add_fd(epfd, drain__fd(s->rings)) ||
 	    (reach__hold_fd(s->hold) >= 0 && add_fd(epfd, reach__hold_fd(s->hold)))) {
@@ -212,7 +209,7 @@ int session__run(struct session *s, int sigfd)
 	s->epfd = epfd;
 	for (size_t i = 0; i < s->procs.n; i++)
 		if (!s->procs.v[i]->exited_ns)
-			loop__watch_exit(s, s->procs.v[i]);
+			session__watch_exit(s, s->procs.v[i]);
 	while (!err) {
 		struct epoll_event evs[4];
 		uint64_t now = clock__now_ns(), wake;

@@ -21,7 +21,7 @@
 #include "heaptap.skel.h"
 #include "report/publish.h"
 #include "report/report.h"
-#include "session/session.h"
+#include "session/reporting.h"
 #include "target/proc.h"
 #include "target/unwind.h"
 

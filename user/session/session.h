@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * One tracing session, stage by stage, as main() drives it: open (the target, its allocator,
- * the plan), load (the BPF object, sized from the options), start (outputs, probes in, the
- * launched command released), run (a report every interval until a signal, the duration or
- * the target's exit), finish (leak check, detach, final report), close.
+ * One tracing session: its state, and what its stages share. main() drives the stages, each
+ * a file of its own: open (the target, its allocator, the plan), load (the BPF object, sized
+ * from the options), start (outputs, probes in, the launched command released), run (loop.c:
+ * a report every interval until a signal, the duration or the target's exit), finish (leak
+ * check, detach, final report), close.
  *
- * What is traced is a tracer's business (struct tracer_ops): the allocator's probes (full and
- * --live modes) or the page-fault watcher (--watch). The rest of the session is the same.
+ * What is traced is a tracer's business (struct tracer_ops, one row each in tracers.c): the
+ * allocator's probes (full and --live modes) or the page-fault watcher (--watch). The rest of
+ * the session is the same.
  */
 #ifndef HEAPTAP_SESSION_H
 #define HEAPTAP_SESSION_H
@@ -52,9 +54,6 @@ struct tracer_ops {
 	/* Frees what the tracer holds. */
 	void (*free)(struct session *s);
 };
-
-extern const struct tracer_ops probe_tracer;
-extern const struct tracer_ops fault_tracer;
 
 struct session {
 	struct options opts;
@@ -121,48 +120,26 @@ struct session {
 	uint64_t window_calls[HEAPTAP_MAX_FUNCS]; /* fn_calls when the window began */
 };
 
-/* Stages, in order; each says why it failed. session__close is always called. */
-int session__open(struct session *s, const struct options *opts);
-int session__load(struct session *s);
-int session__start(struct session *s, int sigfd);
-int session__run(struct session *s, int sigfd);
-int session__finish(struct session *s, int err);
-/* Frees everything; returns the exit status for err. */
-int session__close(struct session *s, int err);
+/* The session's first process: what a single-process session's report is about, its image's
+ * allocator, plan, symbols and unwinder the session's. */
+void session__primary(struct session *s);
+/* Whether the session makes Python objects' stacks (--pyobject-alloc). */
+bool session__python_objects(const struct session *s);
 
-/* One report ("interval" or "final"), with the leak check made for it (or NULL): read,
- * judged (alarms), published. */
-int session__report(struct session *s, const char *type, const struct leak_check *leak);
-/* A leak check now, kept as the session's latest; negative errno (said) when not made. */
-int session__leak_check(struct session *s, enum leak_trigger trigger);
-
-/* The attached record or line: the first thing a script can wait for. */
-void session__announce(struct session *s);
-
-/* --live's duty cycle: a window begins, and its turns (loop.c). */
-void session__begin_window(struct session *s, uint64_t *next);
-
-/* A process made by a fork or an exec of a traced one, or one --comm or --exe names
- * (procs.c's events, from the BPF side): traced from now on. */
-void session__process_event(struct session *s, const struct heaptap_proc_event *e);
-/* A process exited: its figures kept, its probes out. */
-void session__process_exited(struct session *s, struct process *p);
-/* The probes of the processes that exited, out together. */
-void session__detach_exited(struct session *s);
-/* The image of a process, made (its allocator found, its probes planned, its symbols
- * opened) for one that has none; negative errno, said. */
-int session__image_for(struct session *s, struct process *p, uint32_t id);
 /* Attach every process not attached (accounting frozen meanwhile), or detach all. */
-/* A process's probes are in: the first time, how late it is traced is known. */
-void session__traced_now(struct process *p);
 int session__attach_all(struct session *s, int stop_fd);
 void session__detach_all(struct session *s);
+/* A process's probes are in: the first time, how late it is traced is known. */
+void session__traced_now(struct process *p);
+/* The loop watches p's exit (its pidfd), once it runs. */
+void session__watch_exit(struct session *s, struct process *p);
+
 /* The snapshot's rules of ownership (which blocks count, which are dropped). */
 void session__snapshot_opts(struct session *s, struct snapshot_opts *o);
-/* The loop watches p's exit (its pidfd), once it runs. */
-void loop__watch_exit(struct session *s, struct process *p);
 /* Every living process's figure of the target's CPU time and RSS, summed. */
 uint64_t session__cpu_ns(const struct session *s);
 uint64_t session__rss(const struct session *s);
+/* A leak check now, kept as the session's latest; negative errno (said) when not made. */
+int session__leak_check(struct session *s, enum leak_trigger trigger);
 
 #endif

@@ -15,7 +15,7 @@
 #include "probe/inherit.h"
 #include "probe/closer.h"
 #include "probe/probes.h"
-#include "session/session.h"
+#include "session/tracer_probes.h"
 #include "target/allocator.h"
 #include "target/elfsyms.h"
 #include "target/proc.h"

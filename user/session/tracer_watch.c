@@ -12,7 +12,7 @@
 #include "base/log.h"
 #include "heaptap.h"
 #include "heaptap.skel.h"
-#include "session/session.h"
+#include "session/tracer_watch.h"
 
 static int plan(struct session *s, struct image *im)
 {

@@ -6,6 +6,9 @@
 
 #include "account/accounting.h"
 #include "account/leak_check.h"
+#include "account/reach_classify.h"
+#include "account/reach_hold.h"
+#include "account/reach_pause.h"
 #include "base/array.h"
 #include "base/clock.h"
 #include "base/log.h"

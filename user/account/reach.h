@@ -23,6 +23,13 @@
  * glibc's free lists point 16 bytes before a free chunk, which can fall in the last bytes of
  * the block before it, possibly lost then rather than definitely.
  */
+/*
+ * The steps, each a module: the target paused (reach_pause.h) or held to its exit
+ * (reach_hold.h) by a tracer process of heaptap's own (reach_tracer.h); its maps read
+ * (reach_maps.h); its memory scanned (reach_scan.h, reach_read.h) from the roots
+ * (reach_roots.h), interior pointers judged by memcheck's heuristics (reach_heuristics.h);
+ * the categories (reach_categories.h); all run by reach__classify (reach_classify.h).
+ */
 #ifndef HEAPTAP_REACH_H
 #define HEAPTAP_REACH_H
 
@@ -121,70 +128,6 @@ struct reach_stats {
 	uint64_t heur_bytes[REACH_HEURISTICS];
 };
 
-struct reach_pause;
-
-/*
- * Stops every thread of pid: a tracer process of heaptap's own PTRACE_SEIZEs and
- * PTRACE_INTERRUPTs each task of /proc/PID/task, listing it again until no new thread appears
- * and /proc's thread count agrees (threads created meanwhile are stopped in turn; stopped ones
- * create none), so the caller can read heaptap's block map while nothing allocates. A thread
- * found group-stopped (SIGSTOP) is seized and stopped all the same. Blocked system calls
- * restart on resume, as under a debugger. Threads get stop_wait_ns to stop; one that has not
- * by then (an uninterruptible sleep: vfork, a hung NFS read) is late: it stays seized, so it
- * runs no code of the process's until resume, and makes the check incomplete. Negative errno,
- * reach__strerror() tells the user why: -EBUSY already traced (debugger, strace; checked
- * before anything is stopped), -EPERM not allowed, -ESRCH no such process, -ETIMEDOUT the
- * tracer did not answer in time (a request stuck in the kernel). Returns at most 5/4 of
- * stop_wait_ns after the tracer starts, error or not, and on error no thread is left stopped
- * or traced.
- */
-int reach__pause(int pid, uint64_t stop_wait_ns, struct reach_pause **out);
-
-/*
- * Holds pid to its exit, for a check there: a tracer process of heaptap's own seizes every
- * thread (PTRACE_SEIZE with PTRACE_O_TRACEEXIT and PTRACE_O_TRACECLONE: threads created later
- * are seized at birth) and stops none, but lets each stop go as if untraced (signals
- * delivered, a group stop kept under PTRACE_LISTEN); a thread's exit stop, when the process
- * exits, it holds, memory and all, and says so (reach__hold_fd turns readable). Checks then go
- * through it (reach__pause_held), the process having one tracer. Negative errno as
- * reach__pause: -EBUSY when already traced. Its end (reach__release, heaptap's own end or a
- * kill) lets every thread go, a held exit included.
- */
-struct reach_hold;
-int reach__hold(int pid, struct reach_hold **out);
-/* Readable when the holder has something to say (the exit), or has ended; -1 once ended. */
-int reach__hold_fd(const struct reach_hold *h);
-/* Reads what it said; whether the process is held at its exit now. */
-bool reach__hold_serve(struct reach_hold *h);
-/* Whether the process is held at its exit, and the exit's wait status (as waitpid's). */
-bool reach__hold_exiting(const struct reach_hold *h, int *status);
-/* As reach__pause, by the holder; -ESRCH once it has ended. */
-int reach__pause_held(struct reach_hold *h, uint64_t stop_wait_ns, struct reach_pause **out);
-/* Lets every thread go (an exit held goes on), ends the holder, frees h; accepts NULL. */
-void reach__release(struct reach_hold *h);
-
-/*
- * Classifies blocks[0..n) (any order; addresses distinct, else -EINVAL) by scanning the stopped
- * process: its root mappings are read once, in address order, the blocks in them with them.
- * Needs up to 60 bytes a block and 12 a pointer between blocks. budget_ns bounds the time spent
- * (0: no bound); checked after sorting the blocks and every MiB read. 0 on success, even when the
- * budget runs out, a thread was late or memory could not be read safely: then st->complete is
- * false, st->incomplete says why, blocks proven reachable by what was read are
- * REACH_REACHABLE and all others REACH_KINDS (unknown). On error (negative errno) every kind is
- * REACH_KINDS. st may be NULL.
- */
-int reach__classify(struct reach_pause *p, struct reach_block *blocks, size_t n,
-		    const struct reach_opts *opts, struct reach_stats *st);
-
-/*
- * Resumes every thread (PTRACE_DETACH, re-delivering any signal that arrived meanwhile; a
- * group-stopped thread goes back to its stop) and frees p; accepts NULL. Late threads are let
- * go by the tracer's exit, untraced, without waiting for them: each runs on when it wakes.
- * Waits for the tracer at most 200 ms, then kills it, which lets every thread go as well.
- * Fills st->pause_s when st is not NULL.
- */
-void reach__resume(struct reach_pause *p, struct reach_stats *st);
-
 /* "stack", "data", "heap", "anonymous". */
 const char *reach__root_name(enum reach_root_kind k);
 /* "stdstring", "length64", "newarray", "multipleinheritance", by bit number. */
@@ -194,7 +137,8 @@ const char *reach__heuristic_name(unsigned int i);
 const char *reach__kind_name(enum reach_kind k);
 /* "max_pause", "threads_not_stopped", "memory_not_read" for one reason bit. */
 const char *reach__reason_name(enum reach_reason r);
-/* What a negative errno from this module means to the user, and what to do about it. */
+/* What a negative errno from the leak check's steps (reach_*.h) means to the user, and what
+ * to do about it. */
 const char *reach__strerror(int err);
 
 #endif

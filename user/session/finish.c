@@ -11,6 +11,7 @@
 #include "account/drain.h"
 #include "account/history.h"
 #include "account/reach.h"
+#include "account/reach_hold.h"
 #include "base/clock.h"
 #include "base/log.h"
 #include "heaptap.skel.h"

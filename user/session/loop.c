@@ -17,6 +17,7 @@
 
 #include "account/accounting.h"
 #include "account/drain.h"
+#include "account/reach_hold.h"
 #include "base/clock.h"
 #include "base/log.h"
 #include "heaptap.h"

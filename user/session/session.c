@@ -7,6 +7,7 @@
 
 #include "account/leak_check.h"
 #include "account/reach.h"
+#include "account/reach_hold.h"
 #include "base/clock.h"
 #include "heaptap.h"
 #include "heaptap.skel.h"

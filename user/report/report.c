@@ -534,3 +534,8 @@ int report__site_shares(const struct report *r, const struct site *site,
 	}
 	return err || !bytes ? err : share(NULL, bytes, blocks, ctx);
 }
+
+bool report__family_untraced(const struct report *r, size_t i)
+{
+	return (r->allocator->families >> i & 1) && !(r->opts->families >> i & 1);
+}

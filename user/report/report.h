@@ -177,6 +177,10 @@ size_t *report__site_order(const struct report *r, double **growth, size_t *n);
 /* A site's estimated live bytes' 95% margin (0 when every block is tracked). */
 double report__margin(const struct site *site);
 
+/* Whether the program has allocator family i (families.h) and the session does not trace
+ * it. */
+bool report__family_untraced(const struct report *r, size_t i);
+
 /* "fp", "dwarf" or "copy". */
 const char *report__stack_mode(const struct report *r);
 

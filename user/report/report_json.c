@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0
-/* JSON lines: one object per record, schema version 1, documented in README.md. */
+/* JSON lines: one object per record (its head and version: json.c), documented in README.md. */
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
@@ -11,28 +11,10 @@
 
 #include "account/dump.h"
 #include "base/clock.h"
+#include "report/json.h"
 #include "report/report.h"
+#include "report/report_json_leak.h"
 #include "target/families.h"
-
-#define SCHEMA_VERSION 2
-
-static void put(json_object *o, const char *key, json_object *v)
-{
-	json_object_object_add(o, key, v);
-}
-
-static json_object *u64(uint64_t v)
-{
-	return json_object_new_uint64(v);
-}
-
-static json_object *hex(uint64_t v)
-{
-	char buf[24];
-
-	snprintf(buf, sizeof(buf), "0x%" PRIx64, v);
-	return json_object_new_string(buf);
-}
 
 /* {"address", "name"} of a thing of the target's (a pool, a type) that a site names, the name
  * null where it has none; null for none (address 0). */
@@ -46,132 +28,6 @@ static json_object *named(uint64_t address, const char *name)
 	put(o, "address", hex(address));
 	put(o, "name", name[0] ? json_object_new_string(name) : NULL);
 	return o;
-}
-
-/* ISO 8601, UTC, milliseconds. */
-static json_object *timestamp(uint64_t mono_ns)
-{
-	uint64_t wall = clock__wall_ns(mono_ns);
-	time_t t = wall / 1000000000ULL;
-	char buf[40], out[48];
-	struct tm tm;
-
-	gmtime_r(&t, &tm);
-	strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%S", &tm);
-	snprintf(out, sizeof(out), "%s.%03uZ", buf, (unsigned int)(wall / 1000000 % 1000));
-	return json_object_new_string(out);
-}
-
-/* A number, or null where it is not one (NAN, infinite). */
-static json_object *num(double v)
-{
-	return isfinite(v) ? json_object_new_double(v) : NULL;
-}
-
-static json_object *seconds(uint64_t ns)
-{
-	return json_object_new_double(ns / 1e9);
-}
-
-/* The allocator families the program has, by name. */
-static json_object *families(const struct report *r)
-{
-	json_object *a = json_object_new_array();
-	char fn[ALLOC_SPEC_NAME_MAX + 1];
-	const char *name;
-	size_t i;
-
-	for (i = 0; (name = families__name(i, fn, sizeof(fn))); i++)
-		if (r->allocator->families >> i & 1)
-			json_object_array_add(a, json_object_new_string(name));
-	return a;
-}
-
-static json_object *record(const struct report *r, const char *type, uint64_t mono_ns)
-{
-	json_object *o = json_object_new_object(), *alloc = json_object_new_object();
-
-	put(o, "type", json_object_new_string(type));
-	put(o, "version", json_object_new_int(SCHEMA_VERSION));
-	put(o, "time", timestamp(mono_ns));
-	put(o, "pid", json_object_new_int(r->pid));
-	put(o, "comm", json_object_new_string(r->comm));
-	put(alloc, "path", json_object_new_string(r->allocator->file.name));
-	put(alloc, "reason", json_object_new_string(r->allocator->reason));
-	put(alloc, "families", families(r));
-	put(o, "allocator", alloc);
-	return o;
-}
-
-static void emit(FILE *f, json_object *o)
-{
-	fprintf(f, "%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
-	fflush(f);
-	json_object_put(o);
-}
-
-void report__attached_json(FILE *f, const struct report *r)
-{
-	json_object *o = record(r, "attached", r->attach_ns);
-	json_object *probes = json_object_new_array(), *skipped = json_object_new_array();
-	json_object *settings = json_object_new_object();
-	size_t i;
-
-	for (i = 0; i < report__nprobes(r); i++) {
-		const struct probe *p = &r->probes->v[i];
-		json_object *e = json_object_new_object(), *args;
-		unsigned int a;
-		char where[16];
-
-		put(e, "function", json_object_new_string(p->name));
-		if (p->skipped) {
-			put(e, "reason", json_object_new_string(p->skipped));
-			json_object_array_add(skipped, e);
-			continue;
-		}
-		put(e, "kind", json_object_new_string(probes__kind_name(p->kind)));
-		if (p->own)
-			put(e, "own", json_object_new_string(p->own->option));
-		put(e, "path", json_object_new_string(p->file->name));
-		put(e, "offset", u64(p->offset));
-		put(e, "entry_offset", u64(p->start));
-		put(e, "return", json_object_new_boolean(p->returns));
-		put(e, "instruction",
-		    json_object_new_string(p->site.insn.len ? p->site.insn.text : "?"));
-		put(e, "emulated", json_object_new_boolean(p->site.trap == INSN_EMULATED));
-		args = json_object_new_object();
-		for (a = 0; a <= HEAPTAP_COOKIE_ARGS; a++) {
-			const char *at = probes__arg_where(p, a, where, sizeof(where));
-
-			if (at)
-				put(args, probes__slot_name(p, a), json_object_new_string(at));
-		}
-		put(e, "arguments", args);
-		put(e, "site_reason", json_object_new_string(p->site.why));
-		json_object_array_add(probes, e);
-	}
-	put(o, "probes", probes);
-	put(o, "skipped", skipped);
-	put(settings, "interval_s", seconds(r->opts->interval_ms * 1000000));
-	put(settings, "max_allocs", u64(r->opts->max_allocs));
-	put(settings, "max_stacks", u64(r->opts->max_stacks));
-	put(settings, "stack_depth", u64(r->opts->stack_depth));
-	put(settings, "stack_mode", json_object_new_string(report__stack_mode(r)));
-	put(settings, "stack_bytes", u64(r->opts->stack_bytes));
-	if (r->links_mode)
-		put(settings, "probe_links", json_object_new_string(r->links_mode == LINKS_MULTI
-									   ? "multi"
-									   : "single"));
-	if (r->probes && r->probes->unwinding)
-		put(settings, "exception_fixup",
-		    json_object_new_string(r->probes->fixup == FIXUP_BPF ? "bpf" : "loader"));
-	put(settings, "mode",
-	    json_object_new_string(r->opts->live    ? "live"
-				   : r->opts->watch ? "watch"
-						    : "full"));
-	put(settings, "level", json_object_new_string(r->opts->level_malloc ? "malloc" : "own"));
-	put(o, "settings", settings);
-	emit(f, o);
 }
 
 static json_object *inexact(const struct heaptap_counters *c)
@@ -276,41 +132,6 @@ static json_object *sizes(const struct report *r)
 	return a;
 }
 
-static json_object *frames(const struct report *r, const struct site *site)
-{
-	const struct stack *st = stacks__get(r->stacks, site->stack_id);
-	json_object *a;
-	size_t i, k;
-
-	if (!st)
-		return json_object_new_null();
-	a = json_object_new_array();
-	for (i = 0; i < st->n; i++) {
-		const struct sym_info *si = syms__find(report__syms(r, st), st->ips[i], i > 0);
-
-		for (k = 0; k < si->nframes; k++) {
-			const struct sym_frame *fr = &si->frames[k];
-			const char *name = i || k ? NULL : report__site_function(r, site);
-			json_object *e = json_object_new_object();
-
-			if (!name)
-				name = fr->function;
-			put(e, "address", hex(st->ips[i]));
-			put(e, "module", si->module ? json_object_new_string(si->module) : NULL);
-			put(e, "function", name ? json_object_new_string(name) : NULL);
-			put(e, "offset",
-			    !si->module || fr->inlined
-				    ? NULL
-				    : u64(fr->function ? fr->offset : si->module_offset));
-			put(e, "file", fr->file ? json_object_new_string(fr->file) : NULL);
-			put(e, "line", fr->line ? json_object_new_int(fr->line) : NULL);
-			put(e, "inlined", json_object_new_boolean(fr->inlined));
-			json_object_array_add(a, e);
-		}
-	}
-	return a;
-}
-
 static json_object *trend(const struct trend *t)
 {
 	json_object *o = json_object_new_object();
@@ -323,21 +144,6 @@ static json_object *trend(const struct trend *t)
 	put(o, "steadiness", num(t->steadiness));
 	put(o, "confidence", num(t->confidence));
 	put(o, "swing", num(t->swing));
-	return o;
-}
-
-static json_object *counts(const uint64_t *blocks, const uint64_t *bytes)
-{
-	json_object *o = json_object_new_object();
-	int k;
-
-	for (k = 0; k < REACH_KINDS; k++) {
-		json_object *c = json_object_new_object();
-
-		put(c, "blocks", u64(blocks[k]));
-		put(c, "bytes", u64(bytes[k]));
-		put(o, reach__kind_name(k), c);
-	}
 	return o;
 }
 
@@ -418,7 +224,7 @@ static json_object *sites(const struct report *r)
 			    ? json_object_new_string(report__fn_name(r, site->fn))
 			    : NULL);
 		put(e, "stack_id", hex(site->stack_id));
-		put(e, "stack", frames(r, site));
+		put(e, "stack", json__frames(r, site));
 		put(e, "processes", site_processes(site));
 		put(e, "processes_total", u64(site->nprocs));
 		put(e, "pool", named(site->pool, site->pool_name));
@@ -427,7 +233,7 @@ static json_object *sites(const struct report *r)
 		    r->history && history__trend(r->history, site->stack_id, &t) ? trend(&t) : NULL);
 		put(e, "blocks", dumps(r, site));
 		lc = r->leak ? leak_check__site(r->leak, site->stack_id) : NULL;
-		put(e, "leak_check", lc ? counts(lc->blocks, lc->bytes) : NULL);
+		put(e, "leak_check", lc ? json__counts(lc->blocks, lc->bytes) : NULL);
 		json_object_array_add(a, e);
 	}
 	free(order);
@@ -520,7 +326,7 @@ static json_object *suspects(const struct report *r)
 			    ? json_object_new_string(report__fn_name(r, site->fn))
 			    : NULL);
 		put(e, "stack_id", hex(site->stack_id));
-		put(e, "stack", frames(r, site));
+		put(e, "stack", json__frames(r, site));
 		put(e, "blocks", dumps(r, site));
 		json_object_array_add(a, e);
 	}
@@ -605,127 +411,11 @@ static json_object *peak_sites(const struct report *r)
 		put(e, "live_bytes", u64(v[i]->peak_live_bytes));
 		put(e, "live", u64(v[i]->peak_live));
 		put(e, "stack_id", hex(v[i]->stack_id));
-		put(e, "stack", frames(r, &site));
+		put(e, "stack", json__frames(r, &site));
 		json_object_array_add(a, e);
 	}
 	free(v);
 	return a;
-}
-
-/* The heuristics used, and the blocks each made reachable. */
-static json_object *heuristics(const struct report *r, const struct reach_stats *st)
-{
-	json_object *o = json_object_new_object(), *on = json_object_new_array(),
-		    *by = json_object_new_object();
-
-	for (unsigned int h = 0; h < REACH_HEURISTICS; h++) {
-		json_object *c = json_object_new_object();
-
-		if (r->opts->leak_heuristics & (1U << h))
-			json_object_array_add(on, json_object_new_string(reach__heuristic_name(h)));
-		put(c, "blocks", u64(st->heur_blocks[h]));
-		put(c, "bytes", u64(st->heur_bytes[h]));
-		put(by, reach__heuristic_name(h), c);
-	}
-	put(o, "enabled", on);
-	put(o, "reachable", by);
-	return o;
-}
-
-/* Root mappings scanned by kind: stacks, data, heap, anonymous. */
-static json_object *roots(const struct reach_stats *st)
-{
-	json_object *a = json_object_new_array();
-
-	for (unsigned int k = 0; k < REACH_ROOT_KINDS; k++) {
-		json_object *e = json_object_new_object();
-
-		put(e, "kind", json_object_new_string(reach__root_name(k)));
-		put(e, "regions", u64(st->root_regions[k]));
-		put(e, "bytes", u64(st->root_bytes[k]));
-		json_object_array_add(a, e);
-	}
-	return a;
-}
-
-/* The allocator's heap regions found, and whether they were scanned as roots, and why. */
-static json_object *heap(const struct report *r, const struct reach_stats *st)
-{
-	json_object *o = json_object_new_object(), *a = json_object_new_array();
-
-	for (unsigned int i = 0; i < st->nheaps; i++) {
-		json_object *e = json_object_new_object();
-
-		put(e, "start", hex(st->heaps[i].start));
-		put(e, "end", hex(st->heaps[i].end));
-		put(e, "kind", json_object_new_string(st->heaps[i].arena ? "arena" : "brk"));
-		json_object_array_add(a, e);
-	}
-	put(o, "regions", a);
-	put(o, "roots", json_object_new_boolean(st->heap_roots));
-	put(o, "why",
-	    json_object_new_string(!st->nheaps	     ? "none_found"
-				   : !st->heap_roots ? "every_block_known"
-				   : r->opts->npids  ? "blocks_before_attach"
-						     : "blocks_not_all_known"));
-	return o;
-}
-
-/* memcheck's loss records: a stack's blocks of one category, the largest first. */
-static json_object *loss_records(const struct report *r, const struct leak_check *lc)
-{
-	json_object *a = json_object_new_array();
-
-	for (size_t i = 0; i < lc->nrecords; i++) {
-		const struct leak_record *rec = &lc->records[i];
-		const struct site site = { .stack_id = rec->stack_id,
-					   .fn = report__stack_fn(r, rec->stack_id) };
-		json_object *e = json_object_new_object();
-
-		put(e, "kind", json_object_new_string(reach__kind_name(rec->kind)));
-		put(e, "blocks", u64(rec->blocks));
-		put(e, "bytes", u64(rec->bytes));
-		put(e, "indirect_blocks", u64(rec->led_blocks));
-		put(e, "indirect_bytes", u64(rec->led_bytes));
-		put(e, "stack_id", hex(rec->stack_id));
-		put(e, "stack", frames(r, &site));
-		json_object_array_add(a, e);
-	}
-	return a;
-}
-
-static json_object *leak_check(const struct report *r)
-{
-	const struct leak_check *lc = r->leak;
-	json_object *o, *reasons;
-
-	if (!lc)
-		return NULL;
-	o = json_object_new_object();
-	put(o, "time", timestamp(lc->time_ns));
-	put(o, "paused_s", num(lc->stats.pause_s));
-	put(o, "scan_s", num(lc->stats.scan_s));
-	put(o, "scanned_bytes", u64(lc->stats.scanned_bytes));
-	put(o, "unreadable_bytes", u64(lc->stats.unreadable_bytes));
-	put(o, "regions", u64(lc->stats.regions));
-	put(o, "threads", u64(lc->stats.threads));
-	put(o, "threads_not_stopped", u64(lc->stats.late_threads));
-	put(o, "skipped_regions", u64(lc->stats.skipped_regions));
-	put(o, "complete", json_object_new_boolean(lc->stats.complete));
-	reasons = json_object_new_array();
-	for (int i = 0; i < REACH_REASONS; i++)
-		if (lc->stats.incomplete & (1U << i))
-			json_object_array_add(reasons,
-					      json_object_new_string(reach__reason_name(1U << i)));
-	put(o, "incomplete_reasons", reasons);
-	put(o, "unsettled_blocks", u64(lc->total.blocks[REACH_KINDS]));
-	put(o, "categories", counts(lc->total.blocks, lc->total.bytes));
-	put(o, "trigger", json_object_new_string(leak_check__trigger_name(lc->trigger)));
-	put(o, "heuristics", heuristics(r, &lc->stats));
-	put(o, "roots", roots(&lc->stats));
-	put(o, "heap", heap(r, &lc->stats));
-	put(o, "loss_records", loss_records(r, lc));
-	return o;
 }
 
 static json_object *alert(const struct alarm_event *ev)
@@ -736,7 +426,7 @@ static json_object *alert(const struct alarm_event *ev)
 	put(o, "option", json_object_new_string(alarms__option(ev->kind)));
 	put(o, "value", num(ev->value));
 	put(o, "threshold", u64(ev->threshold));
-	put(o, "time", timestamp(ev->time_ns));
+	put(o, "time", json__timestamp(ev->time_ns));
 	return o;
 }
 
@@ -752,7 +442,7 @@ static json_object *alerts(const struct report *r)
 
 void report__alert_json(FILE *f, const struct report *r, const struct alarm_event *ev)
 {
-	json_object *o = record(r, "alert", ev->time_ns), *a = alert(ev);
+	json_object *o = json__record(r, "alert", ev->time_ns), *a = alert(ev);
 
 	json_object_object_foreach(a, key, val)
 	{
@@ -763,29 +453,16 @@ void report__alert_json(FILE *f, const struct report *r, const struct alarm_even
 	put(o, "rss_bytes", u64(r->rss));
 	put(o, "growth_bytes_per_hour", num(r->growth * 3600));
 	put(o, "elapsed_s", seconds(r->snap->time_ns - r->attach_ns));
-	emit(f, o);
+	json__emit(f, o);
 }
 
-json_object *report__json_object(const struct report *r)
+/* Calls and what they did: the counters since attach. */
+static void put_calls(json_object *o, const struct report *r)
 {
 	const struct heaptap_counters *c = &r->snap->counters;
-	const struct heaptap_counters *p = r->prev ? &r->prev->counters : NULL;
-	json_object *o = record(r, r->type, r->snap->time_ns), *self = json_object_new_object();
-
-	double live, live_blocks;
-	uint64_t peak_ns = report__peak_ns(r);
 	struct totals t;
 
 	report__totals(r, &t);
-	live = report__live(r, &live_blocks);
-	put(o, "elapsed_s", seconds(r->snap->time_ns - r->attach_ns));
-	put(o, "live_bytes", u64(llround(live)));
-	put(o, "live_allocs", u64(llround(live_blocks)));
-	put(o, "live_bytes_margin", u64(llround(report__live_margin(r))));
-	put(o, "peak_bytes", u64(llround(report__peak(r))));
-	put(o, "peak_time", peak_ns ? timestamp(peak_ns) : NULL);
-	put(o, "peak_elapsed_s",
-	    peak_ns ? seconds(peak_ns > r->attach_ns ? peak_ns - r->attach_ns : 0) : NULL);
 	put(o, "alloc_calls", u64(c->alloc_calls));
 	put(o, "free_calls", u64(c->free_calls));
 	put(o, "allocs", u64(t.allocs));
@@ -809,6 +486,14 @@ json_object *report__json_object(const struct report *r)
 		put(pools, "malloc_untracked", u64(c->pool_malloc_untracked));
 		put(o, "pools", pools);
 	}
+}
+
+/* How the session traces: stacks, the mode (--live's duty cycle), sampling, rates. */
+static void put_mode(json_object *o, const struct report *r)
+{
+	const struct heaptap_counters *c = &r->snap->counters;
+	const struct heaptap_counters *p = r->prev ? &r->prev->counters : NULL;
+
 	put(o, "untracked_frees", u64(c->untracked_frees));
 	put(o, "stacks", stacks(r));
 	put(o, "mode",
@@ -833,7 +518,13 @@ json_object *report__json_object(const struct report *r)
 	    num(report__rate(r, c->alloc_calls, p ? p->alloc_calls : 0)));
 	put(o, "free_rate",
 	    num(report__rate(r, c->free_calls, p ? p->free_calls : 0)));
-	put(o, "rss_bytes", u64(r->rss));
+}
+
+/* What heaptap itself takes, and how far behind its readers were. */
+static json_object *self_figures(const struct report *r)
+{
+	json_object *self = json_object_new_object();
+
 	put(self, "rss_bytes", u64(r->self_rss));
 	put(self, "map_bytes", u64(r->self_maps));
 	put(self, "reports_dropped", u64(r->reports_dropped));
@@ -841,7 +532,29 @@ json_object *report__json_object(const struct report *r)
 	put(self, "backlog_max_ms", num(r->backlog.backlog_max_ns / 1e6));
 	put(self, "backlog_lost", u64(r->backlog.lost));
 	put(self, "blocks_read_ms", r->snap->blocks_read ? num(r->snap->read_ns / 1e6) : NULL);
-	put(o, "heaptap", self);
+	return self;
+}
+
+json_object *report__json_object(const struct report *r)
+{
+	const struct heaptap_counters *c = &r->snap->counters;
+	json_object *o = json__record(r, r->type, r->snap->time_ns);
+	double live, live_blocks;
+	uint64_t peak_ns = report__peak_ns(r);
+
+	live = report__live(r, &live_blocks);
+	put(o, "elapsed_s", seconds(r->snap->time_ns - r->attach_ns));
+	put(o, "live_bytes", u64(llround(live)));
+	put(o, "live_allocs", u64(llround(live_blocks)));
+	put(o, "live_bytes_margin", u64(llround(report__live_margin(r))));
+	put(o, "peak_bytes", u64(llround(report__peak(r))));
+	put(o, "peak_time", peak_ns ? json__timestamp(peak_ns) : NULL);
+	put(o, "peak_elapsed_s",
+	    peak_ns ? seconds(peak_ns > r->attach_ns ? peak_ns - r->attach_ns : 0) : NULL);
+	put_calls(o, r);
+	put_mode(o, r);
+	put(o, "rss_bytes", u64(r->rss));
+	put(o, "heaptap", self_figures(r));
 	put(o, "inexact", inexact(c));
 	put(o, "processes", processes(r));
 	put(o, "processes_folded", processes_folded(r));
@@ -859,7 +572,7 @@ json_object *report__json_object(const struct report *r)
 	put(o, "threads", threads(r));
 	put(o, "ages", ages(r));
 	put(o, "peak_sites", peak_sites(r));
-	put(o, "leak_check", leak_check(r));
+	put(o, "leak_check", report__json_leak_check(r));
 	put(o, "leak_check_note", r->leak_note ? json_object_new_string(r->leak_note) : NULL);
 	put(o, "alerts", alerts(r));
 	if (r->target_exited) {
@@ -874,6 +587,6 @@ json_object *report__json_object(const struct report *r)
 
 int report__json(FILE *f, const struct report *r)
 {
-	emit(f, report__json_object(r));
+	json__emit(f, report__json_object(r));
 	return ferror(f) ? -EIO : 0;
 }

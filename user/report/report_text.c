@@ -9,144 +9,16 @@
 #include "account/dump.h"
 #include "base/clock.h"
 #include "report/report.h"
+#include "report/report_text_leak.h"
+#include "report/text.h"
 #include "target/families.h"
 
-/* 1234567 -> "1,234,567" */
-static const char *count(char *buf, size_t size, uint64_t v)
+/* The report's first lines: when, whose, and which allocator's functions are traced. */
+static void title(FILE *f, const struct report *r)
 {
-	char digits[32];
-	size_t n, i, o = 0;
-
-	n = snprintf(digits, sizeof(digits), "%" PRIu64, v);
-	for (i = 0; i < n && o + 2 < size; i++) {
-		if (i && (n - i) % 3 == 0)
-			buf[o++] = ',';
-		buf[o++] = digits[i];
-	}
-	buf[o] = '\0';
-	return buf;
-}
-
-static const char *bytes(char *buf, size_t size, uint64_t v)
-{
-	static const char *const units[] = { "KiB", "MiB", "GiB", "TiB" };
-	double x = v;
-	int u = -1;
-
-	if (v < 1024) {
-		snprintf(buf, size, "%" PRIu64 " B", v);
-		return buf;
-	}
-	while (x >= 1024 && u < 3) {
-		x /= 1024;
-		u++;
-	}
-	snprintf(buf, size, "%.1f %s", x, units[u]);
-	return buf;
-}
-
-static const char *duration(char *buf, size_t size, uint64_t ns)
-{
-	uint64_t s = ns / 1000000000ULL;
-
-	if (s < 60)
-		snprintf(buf, size, "%.1fs", ns / 1e9);
-	else if (s < 3600)
-		snprintf(buf, size, "%" PRIu64 "m%02" PRIu64 "s", s / 60, s % 60);
-	else
-		snprintf(buf, size, "%" PRIu64 "h%02" PRIu64 "m", s / 3600, s / 60 % 60);
-	return buf;
-}
-
-static const char *clock_time(char *buf, size_t size, uint64_t mono_ns)
-{
-	time_t t = clock__wall_ns(mono_ns) / 1000000000ULL;
-	struct tm tm;
-
-	localtime_r(&t, &tm);
-	strftime(buf, size, "%H:%M:%S", &tm);
-	return buf;
-}
-
-/* Whether the program has family i (families__name) and the session does not trace it. */
-static bool family_untraced(const struct report *r, size_t i)
-{
-	return (r->allocator->families >> i & 1) && !(r->opts->families >> i & 1);
-}
-
-void report__attached_text(FILE *f, const struct report *r)
-{
+	const char *own = "own        ", *fam = "families   ", *name;
 	char fn[ALLOC_SPEC_NAME_MAX + 1];
-	const char *name;
-	size_t i, skipped = 0;
-
-	if (r->opts->watch) {
-		fprintf(f,
-			"heaptap: watching PID %d (%s): new pages of anonymous memory, by the "
-			"stack that writes each first\n",
-			r->pid, r->comm);
-		return;
-	}
-	fprintf(f, "heaptap: attached to PID %d (%s): %zu probes on %s%s\n", r->pid, r->comm,
-		r->links, r->allocator->file.name,
-		r->allocator->nown ? " and the program's own allocator" : "");
-	fprintf(f, "heaptap: allocator chosen: %s\n", r->allocator->reason);
-	for (i = 0; (name = families__name(i, fn, sizeof(fn))); i++)
-		if (family_untraced(r, i))
-			fprintf(f,
-				"heaptap: the program has %s's allocator (%s): --allocator-family %s "
-				"traces it\n",
-				name, fn, name);
-	for (i = 0; i < report__nprobes(r); i++) {
-		const struct probe *p = &r->probes->v[i];
-
-		skipped += p->skipped != NULL;
-		if (p->own && !p->skipped)
-			fprintf(f, "heaptap: the program's own allocator: %s (%s) in %s\n", p->name,
-				p->own->option, p->file->name);
-	}
-	if (!r->opts->verbose) {
-		if (skipped)
-			fprintf(f,
-				"heaptap: %zu functions of the family not probed (-v lists them)\n",
-				skipped);
-		return;
-	}
-	for (i = 0; i < report__nprobes(r); i++) {
-		const struct probe *p = &r->probes->v[i];
-
-		unsigned int a;
-		char where[16];
-
-		if (p->skipped) {
-			fprintf(f, "heaptap:   %-40s not probed: %s\n", p->name, p->skipped);
-			continue;
-		}
-		fprintf(f, "heaptap:   %-40s %s at 0x%" PRIx64 " (entry+0x%" PRIx64 ": %s, %s) in %s%s",
-			p->name, probes__kind_name(p->kind), p->offset, p->offset - p->start,
-			p->site.insn.len ? p->site.insn.text : "?", insn__trap_name(p->site.trap),
-			p->file->name, p->returns ? ", and its return" : "");
-		for (a = 0; a <= HEAPTAP_COOKIE_ARGS; a++) {
-			const char *at = probes__arg_where(p, a, where, sizeof(where));
-
-			if (at)
-				fprintf(f, "; %s in %s", probes__slot_name(p, a), at);
-		}
-		fprintf(f, "\n");
-		/* Why a probe costs a single step: where the planner had to stop. */
-		if (p->site.trap != INSN_EMULATED)
-			fprintf(f, "heaptap:   %-40s   %s\n", "", p->site.why);
-	}
-}
-
-static void header(FILE *f, const struct report *r)
-{
-	const struct heaptap_counters *c = &r->snap->counters;
-	char a[32], b[32], d[32], e[32], t[32];
-	uint64_t inexact = report__inexact(c), peak_ns = report__peak_ns(r);
-	const char *sep = ": ", *own = "own        ", *fam = "families   ", *name;
-	char fn[ALLOC_SPEC_NAME_MAX + 1];
-	double live, blocks;
+	char d[32], t[32];
 	size_t i;
 
 	fprintf(f, "\n=== heaptap %s report  %s  PID %d (%s)  %s since attach%s\n", r->type,
@@ -166,12 +38,22 @@ static void header(FILE *f, const struct report *r)
 		fprintf(f, "level      malloc: the program's own allocator (%zu functions named) not "
 			   "traced (--level malloc)\n", r->opts->own_untraced);
 	for (i = 0; (name = families__name(i, fn, sizeof(fn))); i++)
-		if (family_untraced(r, i)) {
+		if (report__family_untraced(r, i)) {
 			fprintf(f, "%s%s", fam, name);
 			fam = ", ";
 		}
 	if (*fam == ',')
 		fprintf(f, " (the program has them, not traced: --allocator-family NAME)\n");
+}
+
+/* What is live, the peak, the calls since attach. */
+static void figures(FILE *f, const struct report *r)
+{
+	const struct heaptap_counters *c = &r->snap->counters;
+	char a[32], b[32], d[32], e[32], t[32];
+	uint64_t peak_ns = report__peak_ns(r);
+	double live, blocks;
+
 	live = report__live(r, &blocks);
 	fprintf(f, "live       %s%s in %s blocks", r->opts->sample_bytes ? "~" : "",
 		bytes(a, sizeof(a), llround(live)), count(b, sizeof(b), llround(blocks)));
@@ -206,6 +88,14 @@ static void header(FILE *f, const struct report *r)
 			"attach%s\n", bytes(a, sizeof(a), c->pool_malloc_bytes),
 			count(b, sizeof(b), c->pool_malloc_live),
 			c->pool_malloc_untracked ? " (some untracked: the map of them was full)" : "");
+}
+
+/* How the session traces: --live's windows, --watch, sampling. */
+static void modes(FILE *f, const struct report *r)
+{
+	const struct heaptap_counters *c = &r->snap->counters;
+	char a[32], b[32];
+
 	if (r->duty)
 		fprintf(f,
 			"live       %s windows, traced %.0f%% of the time; slowdown ~%.1f%% "
@@ -224,6 +114,17 @@ static void header(FILE *f, const struct report *r)
 			"are estimates; %s frees of blocks not sampled\n",
 			bytes(a, sizeof(a), r->opts->sample_bytes),
 			count(b, sizeof(b), c->untracked_frees));
+}
+
+/* Stacks, what heaptap and the target take, and what is not exact. */
+static void costs(FILE *f, const struct report *r)
+{
+	const struct heaptap_counters *c = &r->snap->counters;
+	char a[32], b[32], d[32], e[32];
+	uint64_t inexact = report__inexact(c);
+	const char *sep = ": ";
+	size_t i;
+
 	fprintf(f, "stacks     %s, %s distinct", report__stack_mode(r),
 		count(a, sizeof(a), c->new_stacks));
 	if (r->unwind && r->unwind->samples)
@@ -252,6 +153,14 @@ static void header(FILE *f, const struct report *r)
 		sep = ", ";
 	}
 	fprintf(f, "\n");
+}
+
+static void header(FILE *f, const struct report *r)
+{
+	title(f, r);
+	figures(f, r);
+	modes(f, r);
+	costs(f, r);
 }
 
 static void size_table(FILE *f, const struct report *r)
@@ -306,53 +215,6 @@ static void site_sizes(FILE *f, const struct site *s)
 		fprintf(f, "%s%" PRIu64, i ? "," : "", s->sizes[i]);
 }
 
-static void stack(FILE *f, const struct report *r, const struct site *site)
-{
-	const struct stack *st = stacks__get(r->stacks, site->stack_id);
-	uint64_t id = site->stack_id;
-	size_t i, k;
-
-	if (!st) {
-		fprintf(f, "      (stack not stored%s)\n",
-			id ? ": stacks map full, raise --max-stacks" : "");
-		return;
-	}
-	for (i = 0; i < st->n; i++) {
-		const struct sym_info *si = syms__find(report__syms(r, st), st->ips[i], i > 0);
-
-		for (k = 0; k < si->nframes; k++) {
-			const struct sym_frame *fr = &si->frames[k];
-			const char *name = i || k ? fr->function : report__site_function(r, site);
-			char fn[512], where[256] = "";
-
-			if (!name)
-				name = fr->function;
-			if (fr->function && fr->inlined)
-				snprintf(fn, sizeof(fn), "%s [inlined]", fr->function);
-			else if (name && (st->ips[i] & HEAPTAP_PY_FRAME))
-				snprintf(fn, sizeof(fn), "%s", name);
-			else if (name)
-				snprintf(fn, sizeof(fn), "%s+0x%" PRIx64, name, fr->offset);
-			else
-				snprintf(fn, sizeof(fn), "0x%" PRIx64,
-					 si->module ? si->module_offset : st->ips[i]);
-			if (fr->file)
-				snprintf(where, sizeof(where), "%s:%d", fr->file, fr->line);
-			fprintf(f, "      %-44s %-32s %s\n", fn, where,
-				k + 1 < si->nframes ? ""
-				: si->module	    ? si->module
-						    : "[unknown]");
-		}
-	}
-}
-
-static const char *const leak_kind_text[REACH_KINDS] = {
-	[REACH_DEFINITE] = "definitely lost",
-	[REACH_INDIRECT] = "indirectly lost",
-	[REACH_POSSIBLE] = "possibly lost",
-	[REACH_REACHABLE] = "still reachable",
-};
-
 /* A site's blocks by leak category, after a leak check. */
 static void leak_counts(FILE *f, const struct report *r, const struct site *site)
 {
@@ -368,7 +230,7 @@ static void leak_counts(FILE *f, const struct report *r, const struct site *site
 		if (!lc->blocks[k])
 			continue;
 		fprintf(f, "%s%s in %" PRIu64 " blocks %s", sep, bytes(a, sizeof(a), lc->bytes[k]),
-			lc->blocks[k], leak_kind_text[k]);
+			lc->blocks[k], text__leak_kind(k));
 		sep = ", ";
 	}
 	fprintf(f, "\n");
@@ -401,7 +263,6 @@ static void dumps(FILE *f, const struct site *site)
 			fprintf(f, "        string: \"%s\"\n", d->strings[k]);
 	}
 }
-
 
 /* A site whose blocks are in several processes (a forked service's): how many in each. */
 static void site_processes(FILE *f, const struct site *site)
@@ -446,7 +307,7 @@ static void sites(FILE *f, const struct report *r)
 				fprintf(f, ", %s %s/h", growth[i] >= 0 ? "growing" : "shrinking",
 					bytes(a, sizeof(a), fabs(growth[i]) * 3600));
 			fprintf(f, "\n");
-			stack(f, r, site);
+			text__stack(f, r, site);
 			continue;
 		}
 		if (r->opts->sample_bytes)
@@ -474,7 +335,7 @@ static void sites(FILE *f, const struct report *r)
 		if (site->object_type)
 			fprintf(f, "    objects of type %s\n",
 				site->object_type_name[0] ? site->object_type_name : "?");
-		stack(f, r, site);
+		text__stack(f, r, site);
 		leak_counts(f, r, site);
 		dumps(f, site);
 	}
@@ -511,7 +372,7 @@ static void suspects(FILE *f, const struct report *r)
 			bytes(d, sizeof(d),
 			      r->opts->sample_bytes ? (uint64_t)site->est_bytes : site->live_bytes),
 			count(e, sizeof(e), site->live), duration(g, sizeof(g), t->span_s * 1e9));
-		stack(f, r, site);
+		text__stack(f, r, site);
 	}
 	free(v);
 }
@@ -641,167 +502,9 @@ static void at_peak(FILE *f, const struct report *r)
 		fprintf(f, "#%zu  %s in %s blocks\n", i + 1,
 			bytes(a, sizeof(a), v[i]->peak_live_bytes),
 			count(b, sizeof(b), v[i]->peak_live));
-		stack(f, r, &site);
+		text__stack(f, r, &site);
 	}
 	free(v);
-}
-
-/* Why a leak check left blocks unsettled, in words. */
-static void incomplete_reasons(FILE *f, const struct reach_stats *st)
-{
-	const char *sep = " (incomplete: ";
-
-	if (st->complete)
-		return;
-	if (st->incomplete & REACH_OUT_OF_TIME) {
-		fprintf(f, "%sstopped at --leak-check-max-pause", sep);
-		sep = "; ";
-	}
-	if (st->incomplete & REACH_THREADS_LATE) {
-		fprintf(f, "%s%u %s not stop in time (uninterruptible sleep, vfork?)", sep,
-			st->late_threads, st->late_threads == 1 ? "thread did" : "threads did");
-		sep = "; ";
-	}
-	if (st->incomplete & REACH_MEMORY_SKIPPED)
-		fprintf(f, "%smemory that could hold pointers not read", sep);
-	fprintf(f, ")");
-}
-
-/* memcheck's summary lines: "   definitely lost: 1,048 bytes in 11 blocks". */
-static void summary_line(FILE *f, const char *what, uint64_t bytes, uint64_t blocks)
-{
-	char a[32], b[32];
-
-	fprintf(f, "%18s: %s bytes in %s blocks\n", what, count(a, sizeof(a), bytes),
-		count(b, sizeof(b), blocks));
-}
-
-/* Where the roots were, and whether the allocator's heap was among them, and why. */
-static void roots(FILE *f, const struct report *r, const struct reach_stats *st)
-{
-	uint64_t heap = 0, arenas = 0;
-	const char *sep = "";
-	char a[32];
-	unsigned int i;
-
-	fprintf(f, "  roots            ");
-	for (i = 0; i < REACH_ROOT_KINDS; i++) {
-		if (!st->root_regions[i])
-			continue;
-		fprintf(f, "%s%u %s (%s)", sep, st->root_regions[i], reach__root_name(i),
-			bytes(a, sizeof(a), st->root_bytes[i]));
-		sep = ", ";
-	}
-	fprintf(f, "%s%s registers of %u thread%s\n", sep, *sep ? "and the" : "the", st->threads,
-		st->threads == 1 ? "" : "s");
-	if (!st->nheaps)
-		return;
-	for (i = 0; i < st->nheaps; i++) {
-		heap += st->heaps[i].end - st->heaps[i].start;
-		arenas += st->heaps[i].arena;
-	}
-	fprintf(f, "  allocator heap   %s", st->nheaps > arenas ? "[heap]" : "");
-	if (arenas)
-		fprintf(f, "%s%" PRIu64 " arena%s", st->nheaps > arenas ? " and " : "", arenas,
-			arenas == 1 ? "" : "s");
-	fprintf(f, " (%s): ", bytes(a, sizeof(a), heap));
-	if (st->heap_roots)
-		fprintf(f, "scanned as roots: %s\n",
-			r->opts->npids ? "blocks allocated before attach are unknown"
-				     : "not every block in it is known (sampled, a full map, or an "
-				       "allocator whose heap heaptap cannot tell)");
-	else
-		fprintf(f, "not roots: every block in it is known (traced from the command's "
-			   "start)\n");
-}
-
-static const char *const leak_trigger_text[] = {
-	[LEAK_AT_SIGNAL] = "on SIGUSR1",
-	[LEAK_AT_END] = "before detaching",
-	[LEAK_AT_EXIT] = "at the target's exit",
-};
-
-/* The loss records, largest first: the lost ones all, the reachable ones up to --top. */
-static void loss_records(FILE *f, const struct report *r, const struct leak_check *lc)
-{
-	size_t i, shown = 0, reachable = 0;
-	char a[32], b[32], c[32];
-
-	for (i = 0; i < lc->nrecords; i++) {
-		const struct leak_record *rec = &lc->records[i];
-		const struct site site = { .stack_id = rec->stack_id,
-					   .fn = report__stack_fn(r, rec->stack_id) };
-
-		if (rec->kind == REACH_REACHABLE && reachable++ >= r->opts->top)
-			continue;
-		shown++;
-		fprintf(f, "\nLOSS RECORD %zu of %zu  ", i + 1, lc->nrecords);
-		if (rec->led_bytes)
-			fprintf(f, "%s (%s direct, %s indirect)",
-				count(a, sizeof(a), rec->bytes + rec->led_bytes),
-				count(b, sizeof(b), rec->bytes), count(c, sizeof(c), rec->led_bytes));
-		else
-			fprintf(f, "%s", count(a, sizeof(a), rec->bytes));
-		fprintf(f, " bytes in %s blocks are %s\n", count(b, sizeof(b), rec->blocks),
-			leak_kind_text[rec->kind]);
-		stack(f, r, &site);
-	}
-	if (shown < lc->nrecords)
-		fprintf(f,
-			"\n(%zu more loss records of still reachable blocks: --top shows more, "
-			"--json has them all)\n",
-			lc->nrecords - shown);
-}
-
-/* memcheck's LEAK SUMMARY, how the check went, and the loss records. */
-static void leak_check(FILE *f, const struct report *r)
-{
-	const struct leak_check *lc = r->leak;
-	const struct reach_stats *st;
-	char a[32], t[32];
-	int k;
-
-	if (!lc) {
-		if (r->leak_note)
-			fprintf(f, "\nLEAK SUMMARY  none: %s\n", r->leak_note);
-		return;
-	}
-	st = &lc->stats;
-	fprintf(f, "\nLEAK SUMMARY  %s", leak_trigger_text[lc->trigger]);
-	if (lc->trigger == LEAK_AT_SIGNAL && !strcmp(r->type, "final"))
-		fprintf(f, " at %s (the latest check)", clock_time(t, sizeof(t), lc->time_ns));
-	fprintf(f, ": target stopped %.1f ms, %s scanned in %.1f ms", st->pause_s * 1e3,
-		bytes(a, sizeof(a), st->scanned_bytes), st->scan_s * 1e3);
-	incomplete_reasons(f, st);
-	fprintf(f, "\n");
-	for (k = 0; k < REACH_KINDS; k++) {
-		summary_line(f, leak_kind_text[k], lc->total.bytes[k], lc->total.blocks[k]);
-		if (k != REACH_REACHABLE)
-			continue;
-		for (unsigned int h = 0, said = 0; h < REACH_HEURISTICS; h++) {
-			if (!st->heur_blocks[h])
-				continue;
-			if (!said++)
-				fprintf(f, "%22sof which reachable via heuristic:\n", "");
-			fprintf(f, "%24s%-19s: %s bytes in %" PRIu64 " blocks\n", "",
-				reach__heuristic_name(h), count(a, sizeof(a), st->heur_bytes[h]),
-				st->heur_blocks[h]);
-		}
-	}
-	if (lc->total.blocks[REACH_KINDS])
-		summary_line(f, "not settled", lc->total.bytes[REACH_KINDS],
-			     lc->total.blocks[REACH_KINDS]);
-	if (r->leak_note)
-		fprintf(f, "  note             %s\n", r->leak_note);
-	roots(f, r, st);
-	if (st->skipped_regions)
-		fprintf(f,
-			"  not read         %u %s (userfaultfd or device memory: a read could "
-			"wait), "
-			"%s unreadable\n",
-			st->skipped_regions, st->skipped_regions == 1 ? "mapping" : "mappings",
-			bytes(a, sizeof(a), st->unreadable_bytes));
-	loss_records(f, r, lc);
 }
 
 static void alerts(FILE *f, const struct report *r)
@@ -828,7 +531,7 @@ int report__text(FILE *f, const struct report *r)
 	processes(f, r);
 	ages(f, r);
 	at_peak(f, r);
-	leak_check(f, r);
+	report__text_leak_check(f, r);
 	if (r->target_exited && r->exit_code >= 0)
 		fprintf(f, "\ntarget exited with status %d\n", r->exit_code);
 	else if (r->target_exited && r->exit_signal)

@@ -732,7 +732,7 @@ def test_html_report_keeps_target_strings_as_text():
             "stacks": [{"frames": ["main", HOSTILE, "malloc"], "bytes": 55776, "blocks": 581}],
             "timeline": [{"t": t, "live": 4000 * t, "peak": 4000 * t, "rss": 1 << 20}
                          for t in range(1, 13)]}
-    with open(os.path.join(ROOT, "user", "report.html")) as f:
+    with open(os.path.join(ROOT, "user", "report", "report.html")) as f:
         template = f.read()
     with open(path, "w") as f:
         f.write(template.replace("@HEAPTAP_DATA@", json.dumps(data).replace("<", "\\u003c")))

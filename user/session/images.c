@@ -17,6 +17,8 @@
 #include "probe/procs.h"
 #include "session/images.h"
 #include "target/allocator.h"
+#include "target/allocator_process.h"
+#include "target/allocator_program.h"
 #include "target/families.h"
 #include "target/proc.h"
 #include "target/syms.h"

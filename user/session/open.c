@@ -19,6 +19,7 @@
 #include "session/open.h"
 #include "session/tracers.h"
 #include "target/allocator.h"
+#include "target/allocator_program.h"
 #include "target/target.h"
 
 static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list args)

@@ -1,114 +1,16 @@
 // SPDX-License-Identifier: GPL-2.0
 #include <errno.h>
-#include <fcntl.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include "base/array.h"
 #include "base/escape.h"
 #include "base/log.h"
 #include "target/allocator.h"
-#include "target/loader.h"
+#include "target/objects.h"
 #include "target/proc.h"
-
-/* A loaded (or, for a command, loadable) object, its ELF read on first use. */
-struct object {
-	char *path;
-	char *open_path;
-	dev_t dev;
-	ino_t ino;
-	struct elf_syms *elf;
-	int elf_err;
-	bool tried;
-	bool main_program; /* the executable: objects.v[0] */
-};
-
-struct objects {
-	struct object *v;
-	size_t n;
-	size_t cap;
-};
-
-static int objects__add(struct objects *objs, const char *path, char *open_path, dev_t dev, ino_t ino)
-{
-	if (array__reserve(&objs->v, &objs->cap, objs->n, sizeof(*objs->v))) {
-		free(open_path);
-		return -ENOMEM;
-	}
-	objs->v[objs->n] = (struct object){
-		.path = strdup(path), .open_path = open_path, .dev = dev, .ino = ino
-	};
-	if (!objs->v[objs->n].path) {
-		free(open_path);
-		return -ENOMEM;
-	}
-	objs->n++;
-	return 0;
-}
-
-static void objects__free(struct objects *objs)
-{
-	size_t i;
-
-	for (i = 0; i < objs->n; i++) {
-		free(objs->v[i].path);
-		free(objs->v[i].open_path);
-		elf_syms__free(objs->v[i].elf);
-	}
-	free(objs->v);
-	*objs = (struct objects){};
-}
-
-static struct elf_syms *object_elf(struct object *o)
-{
-	if (!o->tried) {
-		o->tried = true;
-		o->elf_err = o->open_path ? elf_syms__open(o->open_path, !o->main_program, &o->elf)
-					  : -ENOENT;
-	}
-	return o->elf;
-}
-
-static bool defines(struct object *o, const char *name)
-{
-	struct elf_syms *elf = object_elf(o);
-
-	return elf && elf_syms__binding(elf, name, o->main_program);
-}
-
-static const char *base_name(const char *path)
-{
-	const char *slash = strrchr(path, '/');
-
-	return slash ? slash + 1 : path;
-}
-
-/* The object a DT_NEEDED or LD_PRELOAD entry names: a path, a file name or a soname. */
-static struct object *objects__match(struct objects *objs, const char *name)
-{
-	size_t i;
-
-	for (i = 0; i < objs->n; i++)
-		if (!strcmp(objs->v[i].path, name))
-			return &objs->v[i];
-	for (i = 0; i < objs->n; i++) {
-		struct elf_syms *elf;
-		const char *soname;
-
-		if (!strcmp(base_name(objs->v[i].path), base_name(name)))
-			return &objs->v[i];
-		elf = object_elf(&objs->v[i]);
-		soname = elf ? elf_syms__soname(elf) : NULL;
-		if (soname && !strcmp(soname, base_name(name)))
-			return &objs->v[i];
-	}
-	return NULL;
-}
 
 static int take(struct object *o, const char *reason, struct allocator **out)
 {
@@ -162,7 +64,7 @@ static int find_unwinders(struct objects *objs, struct allocator *a)
 	for (i = 0; i < objs->n; i++) {
 		struct object *o = &objs->v[i];
 
-		if (!defines(o, "_Unwind_RaiseException")) {
+		if (!object__defines(o, "_Unwind_RaiseException")) {
 			a->unwinders_unknown |= !o->elf;
 			continue;
 		}
@@ -198,7 +100,7 @@ static bool frame_pointers(struct objects *objs, const struct allocator *a)
 		if (!o->path || !strcmp(o->path, a->file.path) ||
 		    (interp && !strcmp(base_name(o->path), base_name(interp))))
 			continue;
-		elf = object_elf(o);
+		elf = object__elf(o);
 		if (elf && !elf_syms__frame_pointers(elf))
 			return false;
 	}
@@ -238,7 +140,7 @@ static struct object *first_preloaded(struct objects *objs, char *list, const ch
 	for (tok = strtok_r(list, ": \t\n", &save); tok; tok = strtok_r(NULL, ": \t\n", &save)) {
 		struct object *o = objects__match(objs, tok);
 
-		if (o && defines(o, "malloc")) {
+		if (o && object__defines(o, "malloc")) {
 			*entry = tok;
 			return o;
 		}
@@ -257,7 +159,7 @@ static struct object *first_needed(struct objects *objs, struct object *exe)
 		return NULL;
 	queue[tail++] = exe;
 	while (head < tail && !found) {
-		struct elf_syms *elf = object_elf(queue[head++]);
+		struct elf_syms *elf = object__elf(queue[head++]);
 
 		for (i = 0; elf && i < elf_syms__needed_count(elf); i++) {
 			struct object *o = objects__match(objs, elf_syms__needed(elf, i));
@@ -269,7 +171,7 @@ static struct object *first_needed(struct objects *objs, struct object *exe)
 			if (j < tail)
 				continue;
 			queue[tail++] = o;
-			if (defines(o, "malloc")) {
+			if (object__defines(o, "malloc")) {
 				found = o;
 				break;
 			}
@@ -288,9 +190,9 @@ static int choose(struct objects *objs, const char *preload_env, const char *pre
 	char *reason, *list;
 	int err;
 
-	if (!object_elf(exe))
+	if (!object__elf(exe))
 		return exe->elf_err;
-	if (defines(exe, "malloc"))
+	if (object__defines(exe, "malloc"))
 		return take(
 			exe,
 			elf_syms__interp(exe->elf)
@@ -321,7 +223,7 @@ static int choose(struct objects *objs, const char *preload_env, const char *pre
 
 static int take_override(struct object *o, const char *given, struct allocator **out)
 {
-	if (!defines(o, "malloc")) {
+	if (!object__defines(o, "malloc")) {
 		elog("--allocator %s: %s", given,
 		     o->elf ? "defines no malloc that callers bind to" : strerror(-o->elf_err));
 		return -ENOENT;
@@ -356,7 +258,7 @@ const struct target_file *allocator__own_file(const struct allocator *a, const s
 /* Whether o has a function called name, exported or not: read in full if need be. */
 static bool has_function(struct object *o, const char *name, bool full)
 {
-	struct elf_syms *elf = object_elf(o), *all = NULL;
+	struct elf_syms *elf = object__elf(o), *all = NULL;
 
 	if (elf && elf_syms__find(elf, name))
 		return true;
@@ -455,17 +357,8 @@ static int find_own(struct objects *objs, const struct allocator_want *want, con
 	return 0;
 }
 
-/* What both searches learned of the process, for decide(). */
-struct search {
-	int pid;		  /* 0 for a command not started yet */
-	const char *where;	  /* the process, as messages name it */
-	const struct allocator_want *want;
-	const char *preload_env;  /* LD_PRELOAD, and the loader's --preload after it */
-	const char *preload_file; /* the process's /etc/ld.so.preload */
-};
-
-/* The common end of both searches: objs->v[0] is the executable. */
-static int decide(struct objects *objs, const struct search *how, struct allocator **out)
+int allocator__decide(struct objects *objs, const struct allocator_search *how,
+		      struct allocator **out)
 {
 	const char *override = how->want->override;
 	struct allocator found = {};
@@ -522,367 +415,6 @@ static int decide(struct objects *objs, const struct search *how, struct allocat
 		}
 	}
 	return with_unwinders(err, *out, &found);
-}
-
-/* The arguments of process pid (its /proc cmdline): malloc'd vector and text, or -errno. */
-static int read_argv(int pid, char ***argv, int *argc, char **text)
-{
-	char path[64], *p;
-	size_t len, n = 0;
-	int err;
-
-	snprintf(path, sizeof(path), "/proc/%d/cmdline", pid);
-	err = proc__read_file(path, text, &len);
-	if (err)
-		return err;
-	for (p = *text; p < *text + len; p += strlen(p) + 1)
-		n++;
-	*argv = calloc(n + 1, sizeof(**argv));
-	if (!*argv) {
-		free(*text);
-		return -ENOMEM;
-	}
-	n = 0;
-	for (p = *text; p < *text + len; p += strlen(p) + 1)
-		(*argv)[n++] = p;
-	*argc = n;
-	return 0;
-}
-
-/*
- * When the process's executable is the dynamic loader (`ld.so [OPTIONS] PROGRAM`), the
- * program it runs goes first in objs, as the executable would; *preload gets the loader's
- * --preload list (malloc'd) or NULL.
- */
-static int program_of_loader(int pid, struct objects *objs, char **preload)
-{
-	char **argv = NULL, *text = NULL, *path = NULL;
-	struct loader_run run;
-	struct stat st;
-	int argc, err;
-	size_t i;
-
-	*preload = NULL;
-	/* Read as the executable it is (a static one has no .dynsym worth the name). */
-	objs->v[0].main_program = true;
-	if (!loader__is(object_elf(&objs->v[0])))
-		return 0;
-	err = read_argv(pid, &argv, &argc, &text);
-	if (!err && loader__parse(argc, argv, &run))
-		err = -ENOENT;
-	if (err) {
-		elog("PID %d runs the dynamic loader %s, and its command line names no program",
-		     pid, log__value(objs->v[0].path));
-		goto out;
-	}
-	/* The program as the loader opened it: from the process's root, or its directory. */
-	if (asprintf(&path, argv[run.program][0] == '/' ? "/proc/%d/root%s" : "/proc/%d/cwd/%s",
-		     pid, argv[run.program]) < 0) {
-		path = NULL;
-		err = -ENOMEM;
-		goto out;
-	}
-	err = stat(path, &st) ? -errno : -ENOENT;
-	for (i = 1; err == -ENOENT && !stat(path, &st) && i < objs->n; i++) {
-		struct object o = objs->v[i];
-
-		if (o.dev != st.st_dev || o.ino != st.st_ino)
-			continue;
-		memmove(&objs->v[1], &objs->v[0], i * sizeof(o));
-		objs->v[0] = o;
-		err = 0;
-	}
-	if (err)
-		elog("PID %d runs the dynamic loader, and the program it names (%s) is not mapped",
-		     pid, log__value(argv[run.program]));
-	if (!err && run.preload && !(*preload = strdup(run.preload)))
-		err = -ENOMEM;
-out:
-	free(path);
-	free(argv);
-	free(text);
-	return err;
-}
-
-int allocator__find(int pid, const struct allocator_want *want, struct allocator **out)
-{
-	char path[64], where[32], *preload = NULL, *preload_file = NULL, *loader_preload = NULL;
-	struct objects objs = {};
-	struct proc_maps maps;
-	struct stat exe_st;
-	size_t i, j;
-	int err;
-
-	*out = NULL;
-	err = proc_maps__read(pid, &maps);
-	if (err) {
-		elog("cannot read /proc/%d/maps: %s", pid, strerror(-err));
-		return err;
-	}
-	snprintf(path, sizeof(path), "/proc/%d/exe", pid);
-	if (stat(path, &exe_st))
-		exe_st.st_ino = 0;
-	/* One object per file; the executable first, the order decide() relies on. */
-	for (i = 0; i < maps.n && !err; i++) {
-		const struct proc_map *m = &maps.maps[i];
-		bool is_exe = m->dev == exe_st.st_dev && m->inode == exe_st.st_ino;
-
-		if (!m->path)
-			continue;
-		for (j = 0; j < objs.n; j++)
-			if (objs.v[j].dev == m->dev && objs.v[j].ino == m->inode)
-				break;
-		if (j < objs.n)
-			continue;
-		err = objects__add(&objs, m->path, proc__mapped_file(pid, m), m->dev, m->inode);
-		if (!err && is_exe && objs.n > 1) {
-			struct object exe = objs.v[objs.n - 1];
-
-			memmove(&objs.v[1], &objs.v[0], (objs.n - 1) * sizeof(exe));
-			objs.v[0] = exe;
-		}
-	}
-	proc_maps__free(&maps);
-	if (err) {
-		elog("out of memory");
-		goto cleanup;
-	}
-	if (!objs.n || objs.v[0].dev != exe_st.st_dev || objs.v[0].ino != exe_st.st_ino) {
-		elog("PID %d has no executable mapped; nothing to trace", pid);
-		err = -ESRCH;
-		goto cleanup;
-	}
-	err = program_of_loader(pid, &objs, &loader_preload);
-	if (err)
-		goto cleanup;
-	preload = proc__getenv(pid, "LD_PRELOAD");
-	/* The loader's --preload comes after LD_PRELOAD, as the loader reads them. */
-	if (loader_preload) {
-		char *both = NULL;
-
-		if (asprintf(&both, "%s %s", preload ? preload : "", loader_preload) < 0)
-			both = NULL;
-		free(preload);
-		preload = both;
-	}
-	if (asprintf(&preload_file, "/proc/%d/root/etc/ld.so.preload", pid) < 0) {
-		preload_file = NULL;
-		err = -ENOMEM;
-		elog("out of memory");
-		goto cleanup;
-	}
-	snprintf(where, sizeof(where), "PID %d", pid);
-	err = decide(&objs,
-		     &(struct search){ .pid = pid,
-				       .where = where,
-				       .want = want,
-				       .preload_env = preload,
-				       .preload_file = preload_file },
-		     out);
-cleanup:
-	free(preload);
-	free(loader_preload);
-	free(preload_file);
-	objects__free(&objs);
-	return err;
-}
-
-/* A script runs its #! interpreter, which is then the program whose malloc counts. */
-static char *script_interpreter(const char *program)
-{
-	char line[256], *p, *end;
-	ssize_t n;
-	int fd;
-
-	fd = open(program, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return NULL;
-	n = read(fd, line, sizeof(line) - 1);
-	close(fd);
-	if (n < 3 || line[0] != '#' || line[1] != '!')
-		return NULL;
-	line[n] = '\0';
-	for (p = line + 2; *p == ' ' || *p == '\t'; p++)
-		;
-	for (end = p; *end && *end != ' ' && *end != '\t' && *end != '\n'; end++)
-		;
-	*end = '\0';
-	return *p ? strdup(p) : NULL;
-}
-
-/*
- * One line of the loader's list, as it prints every object: a tab, the name, " => " and
- * the path when it searched for it, then " (0xADDRESS)". The path (from path to end) when
- * the line has that form and names a file by its full path. Anything else is skipped: a
- * path may hold a newline (a RUNPATH is the program's), which would make a line of its own
- * naming any file, a device's too.
- */
-static bool list_line(char *line, char **path, char **end)
-{
-	char *arrow, *at = strrchr(line, '(');
-	size_t hex;
-
-	if (line[0] != '\t' || !at || at == line || at[-1] != ' ' || strncmp(at, "(0x", 3))
-		return false;
-	hex = strspn(at + 3, "0123456789abcdef");
-	if (!hex || strcmp(at + 3 + hex, ")"))
-		return false;
-	arrow = strstr(line, " => ");
-	*path = arrow && arrow < at ? arrow + 4 : line + 1;
-	*end = at - 1;
-	return **path == '/' && *end > *path;
-}
-
-/* Asks the program loader which objects the program would load, in load order, with the
- * loader's own options when the command runs it explicitly (run may be NULL). */
-static int list_objects(const char *interp, const char *program, const struct loader_run *run,
-			struct objects *objs)
-{
-	char *out = NULL, *line, *save = NULL;
-	int pipefd[2], status, err;
-	pid_t child;
-
-	if (pipe2(pipefd, O_CLOEXEC))
-		return -errno;
-	child = fork();
-	if (child < 0) {
-		err = -errno;
-		close(pipefd[0]);
-		close(pipefd[1]);
-		return err;
-	}
-	if (child == 0) {
-		int null = open("/dev/null", O_RDWR);
-		sigset_t none;
-
-		/* heaptap blocks the signals it ends on; the loader need not. */
-		sigemptyset(&none);
-		sigprocmask(SIG_SETMASK, &none, NULL);
-
-		dup2(pipefd[1], STDOUT_FILENO);
-		dup2(null, STDERR_FILENO);
-		dup2(null, STDIN_FILENO);
-		if (run && run->library_path && run->preload)
-			execl(interp, interp, "--library-path", run->library_path, "--preload",
-			      run->preload, "--list", program, (char *)NULL);
-		else if (run && run->library_path)
-			execl(interp, interp, "--library-path", run->library_path, "--list",
-			      program, (char *)NULL);
-		else if (run && run->preload)
-			execl(interp, interp, "--preload", run->preload, "--list", program,
-			      (char *)NULL);
-		else
-			execl(interp, interp, "--list", program, (char *)NULL);
-		_exit(127);
-	}
-	close(pipefd[1]);
-	err = proc__read_fd(pipefd[0], &out, NULL);
-	close(pipefd[0]);
-	waitpid(child, &status, 0);
-	if (!err && (!WIFEXITED(status) || WEXITSTATUS(status)))
-		err = -ENOEXEC;
-	for (line = err ? NULL : strtok_r(out, "\n", &save); line && !err;
-	     line = strtok_r(NULL, "\n", &save)) {
-		char *path, *end;
-
-		if (!list_line(line, &path, &end))
-			continue;
-		*end = '\0';
-		err = objects__add(objs, path, strdup(path), 0, 0);
-	}
-	free(out);
-	return err;
-}
-
-int allocator__find_for_program(const char *path, int argc, char *const *argv,
-				const struct allocator_want *want, struct allocator **out)
-{
-	char *program = script_interpreter(path), *loader = NULL, *preload = NULL;
-	struct loader_run run, *by_loader = NULL;
-	struct objects objs = {};
-	const char *interp;
-	int err;
-
-	*out = NULL;
-	if (!program)
-		program = strdup(path);
-	if (!program) {
-		elog("out of memory");
-		return -ENOMEM;
-	}
-	err = objects__add(&objs, program, strdup(program), 0, 0);
-	if (err) {
-		elog("out of memory");
-		goto cleanup;
-	}
-	objs.v[0].main_program = true;
-	if (!object_elf(&objs.v[0])) {
-		elog("%s: not an ELF program heaptap can read (%s)", program,
-		     strerror(-objs.v[0].elf_err));
-		err = objs.v[0].elf_err;
-		goto cleanup;
-	}
-	/* The loader run explicitly: the program it names is the one to look at. */
-	if (loader__is(objs.v[0].elf)) {
-		if (loader__parse(argc, argv, &run)) {
-			elog("%s is the dynamic loader, and the command names no program for it",
-			     log__value(program));
-			err = -ENOENT;
-			goto cleanup;
-		}
-		by_loader = &run;
-		loader = program;
-		program = strdup(argv[run.program]);
-		objects__free(&objs);
-		err = program ? objects__add(&objs, program, strdup(program), 0, 0) : -ENOMEM;
-		if (err) {
-			elog("out of memory");
-			goto cleanup;
-		}
-		objs.v[0].main_program = true;
-		if (!object_elf(&objs.v[0])) {
-			elog("%s: not an ELF program heaptap can read (%s)", log__value(program),
-			     strerror(-objs.v[0].elf_err));
-			err = objs.v[0].elf_err;
-			goto cleanup;
-		}
-	}
-	interp = loader ? loader : elf_syms__interp(objs.v[0].elf);
-	if (interp) {
-		err = list_objects(interp, program, by_loader, &objs);
-		if (err) {
-			elog("%s --list %s failed: cannot tell which libraries "
-			     "it loads",
-			     interp, program);
-			goto cleanup;
-		}
-	}
-	/* What heaptap will read of these objects while the command runs, read ahead now:
-	 * a thread of the command that waits for a stack to be unwound then does not wait for
-	 * the disk (on a machine that pages out file pages, it would). */
-	for (size_t i = 0; want->read_ahead && i < objs.n; i++)
-		elf_syms__prefetch(objs.v[i].path);
-	/* The loader's list already puts preloads first; the preload list only names them. */
-	/* The loader's --preload comes after LD_PRELOAD, as the loader reads them. */
-	if (asprintf(&preload, "%s %s", getenv("LD_PRELOAD") ?: "",
-		     by_loader && run.preload ? run.preload : "") < 0) {
-		preload = NULL;
-		err = -ENOMEM;
-		elog("out of memory");
-		goto cleanup;
-	}
-	err = decide(&objs,
-		     &(struct search){ .where = program,
-				       .want = want,
-				       .preload_env = preload,
-				       .preload_file = "/etc/ld.so.preload" },
-		     out);
-cleanup:
-	objects__free(&objs);
-	free(program);
-	free(loader);
-	free(preload);
-	return err;
 }
 
 bool allocator__is_glibc(const struct allocator *a)

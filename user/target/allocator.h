@@ -59,20 +59,26 @@ struct allocator_want {
 /* The object own function fn is in. */
 const struct target_file *allocator__own_file(const struct allocator *a, const struct own_fn *fn);
 
-/*
- * For the running process pid, from its mappings. Prints what went wrong and returns negative
- * errno on failure.
- */
-int allocator__find(int pid, const struct allocator_want *want, struct allocator **out);
-
-/* For a program about to be launched (path, with argc/argv its command line), asking its
- * program loader what it would load. A command that runs the loader itself
- * (`ld.so --library-path DIR PROGRAM`) is taken for the program it names. */
-int allocator__find_for_program(const char *path, int argc, char *const *argv,
-				const struct allocator_want *want, struct allocator **out);
-
 /* Whether a is the GNU C library's malloc (libc.so.6): its heap's layout is known. */
 bool allocator__is_glibc(const struct allocator *a);
+
+/* What a search for the allocator learned of the process (allocator_process.h, a running
+ * one's; allocator_program.h, a command's), for allocator__decide(). */
+struct allocator_search {
+	int pid;		  /* 0 for a command not started yet */
+	const char *where;	  /* the process, as messages name it */
+	const struct allocator_want *want;
+	const char *preload_env;  /* LD_PRELOAD, and the loader's --preload after it */
+	const char *preload_file; /* the process's /etc/ld.so.preload */
+};
+
+struct objects;
+
+/* The end of both searches, the same: the allocator chosen among objs (objs->v[0] the
+ * executable), the unwinders, the families and the program's own functions found. Says
+ * what went wrong. */
+int allocator__decide(struct objects *objs, const struct allocator_search *how,
+		      struct allocator **out);
 
 void allocator__free(struct allocator *a);
 

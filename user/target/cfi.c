@@ -114,6 +114,57 @@ static bool skip_encoded(struct cursor *c, uint8_t enc, unsigned int addr_size)
 	return size < 0 ? false : size ? skip(c, (uint64_t)size) : leb(c, NULL);
 }
 
+/* Past the operands of op (an opcode whose high two bits are clear), the registers they name
+ * in *reg and *reg2: 1; 0 when the bytes end first; -1 for an opcode libdw does not know. */
+static int skip_operands(struct cursor *c, uint8_t op, uint8_t fde_enc, unsigned int addr_size,
+			 uint64_t *reg, uint64_t *reg2)
+{
+	uint64_t n;
+
+	switch (op) {
+	case DW_CFA_nop:
+	case DW_CFA_restore_state:
+	case DW_CFA_GNU_window_save:
+	case DW_CFA_remember_state:
+		return 1;
+	case DW_CFA_set_loc:
+		return skip_encoded(c, fde_enc, addr_size);
+	case DW_CFA_advance_loc1:
+		return skip(c, 1);
+	case DW_CFA_advance_loc2:
+		return skip(c, 2);
+	case DW_CFA_advance_loc4:
+		return skip(c, 4);
+	case DW_CFA_MIPS_advance_loc8:
+		return skip(c, 8);
+	case DW_CFA_offset_extended:
+	case DW_CFA_offset_extended_sf:
+	case DW_CFA_val_offset:
+	case DW_CFA_val_offset_sf:
+	case DW_CFA_def_cfa:
+	case DW_CFA_def_cfa_sf:
+	case DW_CFA_GNU_negative_offset_extended:
+		return leb(c, reg) && leb(c, NULL);
+	case DW_CFA_restore_extended:
+	case DW_CFA_undefined:
+	case DW_CFA_same_value:
+	case DW_CFA_def_cfa_register:
+		return leb(c, reg);
+	case DW_CFA_register:
+		return leb(c, reg) && leb(c, reg2);
+	case DW_CFA_def_cfa_offset:
+	case DW_CFA_def_cfa_offset_sf:
+	case DW_CFA_GNU_args_size:
+		return leb(c, NULL);
+	case DW_CFA_def_cfa_expression:
+		return leb(c, &n) && skip(c, n);
+	case DW_CFA_expression:
+	case DW_CFA_val_expression:
+		return leb(c, reg) && leb(c, &n) && skip(c, n);
+	}
+	return -1;
+}
+
 /* An entry's instructions, as libdw's execute_cfi reads them. */
 static int check_instructions(struct check *k, struct cursor c, uint8_t fde_enc, Dwarf_Off off)
 {
@@ -121,8 +172,8 @@ static int check_instructions(struct check *k, struct cursor c, uint8_t fde_enc,
 
 	while (c.p < c.end) {
 		uint8_t op = *c.p++;
-		uint64_t reg = 0, reg2 = 0, n;
-		bool ok = true;
+		uint64_t reg = 0, reg2 = 0;
+		int ok;
 
 		switch (op & 0xc0) {
 		case DW_CFA_advance_loc:
@@ -132,66 +183,14 @@ static int check_instructions(struct check *k, struct cursor c, uint8_t fde_enc,
 			ok = leb(&c, NULL);
 			break;
 		default:
-			switch (op) {
-			case DW_CFA_nop:
-			case DW_CFA_restore_state:
-			case DW_CFA_GNU_window_save:
-				break;
-			case DW_CFA_remember_state:
-				if (++remembered > CFI_MAX_REMEMBER)
-					return refuse(k, "remembers over %u states (entry at 0x%" PRIx64
-							 ")",
-						      CFI_MAX_REMEMBER, off);
-				break;
-			case DW_CFA_set_loc:
-				ok = skip_encoded(&c, fde_enc, k->addr_size);
-				break;
-			case DW_CFA_advance_loc1:
-				ok = skip(&c, 1);
-				break;
-			case DW_CFA_advance_loc2:
-				ok = skip(&c, 2);
-				break;
-			case DW_CFA_advance_loc4:
-				ok = skip(&c, 4);
-				break;
-			case DW_CFA_MIPS_advance_loc8:
-				ok = skip(&c, 8);
-				break;
-			case DW_CFA_offset_extended:
-			case DW_CFA_offset_extended_sf:
-			case DW_CFA_val_offset:
-			case DW_CFA_val_offset_sf:
-			case DW_CFA_def_cfa:
-			case DW_CFA_def_cfa_sf:
-			case DW_CFA_GNU_negative_offset_extended:
-				ok = leb(&c, &reg) && leb(&c, NULL);
-				break;
-			case DW_CFA_restore_extended:
-			case DW_CFA_undefined:
-			case DW_CFA_same_value:
-			case DW_CFA_def_cfa_register:
-				ok = leb(&c, &reg);
-				break;
-			case DW_CFA_register:
-				ok = leb(&c, &reg) && leb(&c, &reg2);
-				break;
-			case DW_CFA_def_cfa_offset:
-			case DW_CFA_def_cfa_offset_sf:
-			case DW_CFA_GNU_args_size:
-				ok = leb(&c, NULL);
-				break;
-			case DW_CFA_def_cfa_expression:
-				ok = leb(&c, &n) && skip(&c, n);
-				break;
-			case DW_CFA_expression:
-			case DW_CFA_val_expression:
-				ok = leb(&c, &reg) && leb(&c, &n) && skip(&c, n);
-				break;
-			default:
+			if (op == DW_CFA_remember_state && ++remembered > CFI_MAX_REMEMBER)
+				return refuse(k,
+					      "remembers over %u states (entry at 0x%" PRIx64 ")",
+					      CFI_MAX_REMEMBER, off);
+			ok = skip_operands(&c, op, fde_enc, k->addr_size, &reg, &reg2);
+			if (ok < 0)
 				return refuse(k, "opcode 0x%x unknown (entry at 0x%" PRIx64 ")", op,
 					      off);
-			}
 		}
 		if (!ok)
 			return refuse(k, "an instruction cut short (entry at 0x%" PRIx64 ")", off);

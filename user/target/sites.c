@@ -150,6 +150,68 @@ static void site_at(struct site_fn *fn, const struct insn *in, enum insn_trap tr
 		fn->regs[a] = (fn->args & (1 << a)) ? read_from(holds[a], a) : abi_regs[a];
 }
 
+/* The entry as the site, for now: every argument where the ABI passes it. */
+static void at_entry(struct site_fn *fn, uint16_t *holds)
+{
+	unsigned int a;
+
+	for (a = 0; a < HEAPTAP_COOKIE_ARGS; a++) {
+		holds[a] = INSN_GPR(abi_regs[a]);
+		fn->regs[a] = abi_regs[a];
+	}
+	fn->offset = fn->entry;
+	fn->trap = INSN_STEPPED;
+	memset(&fn->insn, 0, sizeof(fn->insn));
+	fn->why[0] = '\0';
+}
+
+/*
+ * Whether the walk ends at in (at off, not emulated), with why the entry stays the site: it
+ * branches, is no instruction the planner follows, moves the stack or frame pointer, or
+ * overwrites an argument. If not, where each argument is (holds) follows it.
+ */
+static bool walk_ends(struct site_fn *fn, const struct insn *in, uint64_t off,
+		      enum insn_trap trap, uint16_t *holds)
+{
+	unsigned int a;
+
+	if (in->kind == INSN_JMP || in->kind == INSN_CALL || in->kind == INSN_JCC) {
+		snprintf(fn->why, sizeof(fn->why),
+			 "the entry: `%s` at +0x%" PRIx64 " branches, and the kernel would %s it",
+			 in->text, off - fn->entry,
+			 trap == INSN_REFUSED ? "refuse a probe on" : "single-step");
+		return true;
+	}
+	if (in->kind == INSN_OTHER) {
+		snprintf(fn->why, sizeof(fn->why),
+			 "the entry: `%s` at +0x%" PRIx64
+			 " is not an instruction the planner follows",
+			 in->text, off - fn->entry);
+		return true;
+	}
+	if (in->writes & (INSN_GPR(HEAPTAP_GPR_SP) | INSN_GPR(HEAPTAP_GPR_BP))) {
+		snprintf(fn->why, sizeof(fn->why),
+			 "the entry: `%s` at +0x%" PRIx64
+			 " moves the stack or frame pointer before any emulated instruction",
+			 in->text, off - fn->entry);
+		return true;
+	}
+	for (a = 0; a < HEAPTAP_COOKIE_ARGS; a++) {
+		if (in->copy_to >= 0 && (holds[a] & INSN_GPR(in->copy_from)))
+			holds[a] |= INSN_GPR(in->copy_to);
+		else
+			holds[a] &= ~in->writes;
+		if (!holds[a] && (fn->args & (1 << a))) {
+			snprintf(fn->why, sizeof(fn->why),
+				 "the entry: `%s` at +0x%" PRIx64 " overwrites argument %u "
+				 "before any emulated instruction",
+				 in->text, off - fn->entry, a + 1);
+			return true;
+		}
+	}
+	return false;
+}
+
 /*
  * From the entry along the path every call takes, to the first instruction the kernel
  * emulates (see sites.h). The entry stays the site, with why, when the walk must stop first.
@@ -162,16 +224,9 @@ static void plan_one(struct planner *p, struct site_fn *fn)
 	bool null_flags = false; /* the flags say whether argument 0 is NULL */
 	enum insn_trap trap;
 	struct insn in;
-	unsigned int a, n;
+	unsigned int n;
 
-	for (a = 0; a < HEAPTAP_COOKIE_ARGS; a++) {
-		holds[a] = INSN_GPR(abi_regs[a]);
-		fn->regs[a] = abi_regs[a];
-	}
-	fn->offset = fn->entry;
-	fn->trap = INSN_STEPPED;
-	memset(&fn->insn, 0, sizeof(fn->insn));
-	fn->why[0] = '\0';
+	at_entry(fn, holds);
 	if (!s) {
 		snprintf(fn->why, sizeof(fn->why), "the entry: not in executable code");
 		return;
@@ -221,44 +276,8 @@ static void plan_one(struct planner *p, struct site_fn *fn)
 			off += in.len;
 			continue;
 		}
-		if (in.kind == INSN_JMP || in.kind == INSN_CALL || in.kind == INSN_JCC) {
-			snprintf(fn->why, sizeof(fn->why),
-				 "the entry: `%s` at +0x%" PRIx64
-				 " branches, and the kernel would %s "
-				 "it",
-				 in.text, off - fn->entry,
-				 trap == INSN_REFUSED ? "refuse a probe on" : "single-step");
+		if (walk_ends(fn, &in, off, trap, holds))
 			return;
-		}
-		if (in.kind == INSN_OTHER) {
-			snprintf(fn->why, sizeof(fn->why),
-				 "the entry: `%s` at +0x%" PRIx64
-				 " is not an instruction the planner "
-				 "follows",
-				 in.text, off - fn->entry);
-			return;
-		}
-		if (in.writes & (INSN_GPR(HEAPTAP_GPR_SP) | INSN_GPR(HEAPTAP_GPR_BP))) {
-			snprintf(
-				fn->why, sizeof(fn->why),
-				"the entry: `%s` at +0x%" PRIx64
-				" moves the stack or frame pointer before any emulated instruction",
-				in.text, off - fn->entry);
-			return;
-		}
-		for (a = 0; a < HEAPTAP_COOKIE_ARGS; a++) {
-			if (in.copy_to >= 0 && (holds[a] & INSN_GPR(in.copy_from)))
-				holds[a] |= INSN_GPR(in.copy_to);
-			else
-				holds[a] &= ~in.writes;
-			if (!holds[a] && (fn->args & (1 << a))) {
-				snprintf(fn->why, sizeof(fn->why),
-					 "the entry: `%s` at +0x%" PRIx64 " overwrites argument %u "
-					 "before any emulated instruction",
-					 in.text, off - fn->entry, a + 1);
-				return;
-			}
-		}
 		if (in.tested >= 0)
 			null_flags = holds[0] & INSN_GPR(in.tested);
 		else if (in.flags)

@@ -48,12 +48,14 @@ TARGETS := $(patsubst tests/targets/%.c,$(OUTPUT)/tests/%,$(wildcard tests/targe
 	$(patsubst tests/targets/%.cc,$(OUTPUT)/tests/%,$(wildcard tests/targets/*.cc)) \
 	$(OUTPUT)/tests/libleaky.so
 
+# A plain build prints nothing but errors and warnings; V=1 shows each command, under a line
+# naming what it makes.
 ifeq ($(V),1)
 Q :=
-msg :=
+msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
 else
 Q := @
-msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
+msg :=
 endif
 
 .DELETE_ON_ERROR:
@@ -187,7 +189,10 @@ $(UNIT_BINS): $(OUTPUT)/unit/%: $(OUTPUT)/unit/%.o $(OUTPUT)/heaptap.a
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) $(SAN_FLAGS) $^ $(LIBS) -o $@
 
+# The layout of user/ checked first (tests/layout.sh: layers, no cycles, sizes), then the
+# unit tests.
 unit: $(UNIT_BINS)
+	$(Q)tests/layout.sh
 	$(Q)tests/unit/run.sh $(UNIT_BINS)
 
 # Stripped, with the debug information in a separate file: found through .gnu_debuglink

@@ -32,7 +32,7 @@
  * programs once loaded, which a signal to heaptap does not reach: it makes each link heaptap
  * asks for and hands its fd over (SCM_RIGHTS). Should heaptap be gone meanwhile, the attacher
  * closes the link itself, with no signal pending, and ends. (Taking links out has its closer:
- * see probes.c.)
+ * see closer.h.)
  */
 
 /* A request, in memory shared with the attacher; the socket carries a byte saying which

@@ -39,19 +39,23 @@ ifeq ($(WERROR),1)
 BPF_CFLAGS += -Werror
 endif
 
-USER_SRCS := $(wildcard user/*.c)
+# The user side's layers are folders of user/ (doc/ARCHITECTURE.md), main at its top; each
+# object is built under $(OUTPUT)/user/, in its folder.
+USER_SRCS := $(wildcard user/*.c user/*/*.c)
 USER_OBJS := $(patsubst user/%.c,$(OUTPUT)/user/%.o,$(USER_SRCS)) $(OUTPUT)/proto/profile.pb-c.o \
-	$(OUTPUT)/user/report_page.o
+	$(OUTPUT)/user/report/report_page.o
 TARGETS := $(patsubst tests/targets/%.c,$(OUTPUT)/tests/%,$(wildcard tests/targets/*.c)) \
 	$(patsubst tests/targets/%.cc,$(OUTPUT)/tests/%,$(wildcard tests/targets/*.cc)) \
 	$(OUTPUT)/tests/libleaky.so
 
+# A plain build prints nothing but errors and warnings; V=1 shows each command, under a line
+# naming what it makes.
 ifeq ($(V),1)
 Q :=
-msg :=
+msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
 else
 Q := @
-msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
+msg :=
 endif
 
 .DELETE_ON_ERROR:
@@ -71,13 +75,14 @@ UNIT_BINS := $(patsubst %,$(OUTPUT)/unit/%,$(UNITS))
 # (and those it calls on the bytes) instrumented; whatever else they refer to comes
 # uninstrumented from heaptap's own objects (heaptap.a: all but main).
 FUZZERS := elfsyms cfi unwind maps dump options python
-FUZZ_USES_elfsyms := elfsyms
-FUZZ_USES_cfi := unwind cfi idmap
-FUZZ_USES_unwind := unwind stacks idmap
-FUZZ_USES_maps := proc
-FUZZ_USES_dump := dump escape log
-FUZZ_USES_options := options loader listen log escape
-FUZZ_USES_python := python
+FUZZ_USES_elfsyms := target/elfsyms
+FUZZ_USES_cfi := target/unwind target/cfi base/idmap
+FUZZ_USES_unwind := target/unwind target/stacks base/idmap
+FUZZ_USES_maps := target/proc
+FUZZ_USES_dump := account/dump base/escape base/log
+FUZZ_USES_options := report/options base/settings target/families target/loader base/listen base/log \
+	base/escape
+FUZZ_USES_python := target/python
 FUZZ_BINS := $(patsubst %,$(OUTPUT)/fuzz/fuzz_%,$(FUZZERS))
 FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=all
 FUZZ_CFLAGS := -g -O1 -fsanitize=fuzzer-no-link $(FUZZ_SAN) $(WARNINGS) -std=gnu11 \
@@ -101,7 +106,7 @@ check-deps:
 	$(Q)command -v $(CLANG) >/dev/null || { echo "heaptap: clang is missing; run: sudo .ci/run deps" >&2; exit 1; }
 	$(Q)command -v $(PROTOC_C) >/dev/null || { echo "heaptap: protoc-c is missing; run: sudo .ci/run deps" >&2; exit 1; }
 
-$(OUTPUT) $(OUTPUT)/user $(OUTPUT)/bpf $(OUTPUT)/tests $(OUTPUT)/bench $(OUTPUT)/proto $(OUTPUT)/unit:
+$(OUTPUT) $(OUTPUT)/bpf $(OUTPUT)/tests $(OUTPUT)/bench $(OUTPUT)/proto $(OUTPUT)/unit:
 	$(Q)mkdir -p $@
 
 $(OUTPUT)/bpf/%.bpf.o: bpf/%.bpf.c $(VMLINUX) | $(OUTPUT)/bpf
@@ -114,27 +119,30 @@ $(OUTPUT)/%.skel.h: $(OUTPUT)/bpf/%.bpf.o
 
 # Objects that include the skeleton depend on it explicitly, found by their includes (a
 # list kept by hand missed one, and a clean parallel build could compile it too early).
-SKEL_USERS := $(patsubst user/%.c,$(OUTPUT)/user/%.o,$(shell grep -l '"heaptap.skel.h"' user/*.c))
+SKEL_USERS := $(patsubst user/%.c,$(OUTPUT)/user/%.o,$(shell grep -l '"heaptap.skel.h"' $(USER_SRCS)))
 $(SKEL_USERS): $(OUTPUT)/heaptap.skel.h
 
 # pprof's profile.proto, encoded by protobuf-c's generated code.
-$(OUTPUT)/proto/profile.pb-c.c $(OUTPUT)/proto/profile.pb-c.h &: user/proto/profile.proto | $(OUTPUT)/proto
+$(OUTPUT)/proto/profile.pb-c.c $(OUTPUT)/proto/profile.pb-c.h &: user/report/proto/profile.proto | $(OUTPUT)/proto
 	$(call msg,PROTOC,$@)
-	$(Q)$(PROTOC_C) --c_out=$(OUTPUT)/proto --proto_path=user/proto $<
+	$(Q)$(PROTOC_C) --c_out=$(OUTPUT)/proto --proto_path=user/report/proto $<
 
 $(OUTPUT)/proto/profile.pb-c.o: $(OUTPUT)/proto/profile.pb-c.c
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CFLAGS) $(SAN_FLAGS) -I$(OUTPUT)/proto -c $< -o $@
 
-$(OUTPUT)/user/report_pprof.o: $(OUTPUT)/proto/profile.pb-c.h
+PROTO_USERS := $(patsubst user/%.c,$(OUTPUT)/user/%.o,$(shell grep -l '"profile.pb-c.h"' $(USER_SRCS)))
+$(PROTO_USERS): $(OUTPUT)/proto/profile.pb-c.h
 
 # The HTML report's page, built into the program.
-$(OUTPUT)/user/report_page.o: user/report_page.S user/report.html | $(OUTPUT)/user
+$(OUTPUT)/user/report/report_page.o: user/report/report_page.S user/report/report.html
 	$(call msg,AS,$@)
-	$(Q)$(CC) -c -DPAGE='"user/report.html"' $< -o $@
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) -c -DPAGE='"user/report/report.html"' $< -o $@
 
-$(OUTPUT)/user/%.o: user/%.c | $(OUTPUT)/user
+$(OUTPUT)/user/%.o: user/%.c
 	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(USER_CFLAGS) -c $< -o $@
 
 $(OUTPUT)/heaptap: $(USER_OBJS)
@@ -181,7 +189,10 @@ $(UNIT_BINS): $(OUTPUT)/unit/%: $(OUTPUT)/unit/%.o $(OUTPUT)/heaptap.a
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) $(SAN_FLAGS) $^ $(LIBS) -o $@
 
+# The layout of user/ checked first (tests/layout.sh: layers, no cycles, sizes), then the
+# unit tests.
 unit: $(UNIT_BINS)
+	$(Q)tests/layout.sh
 	$(Q)tests/unit/run.sh $(UNIT_BINS)
 
 # Stripped, with the debug information in a separate file: found through .gnu_debuglink
@@ -214,11 +225,12 @@ $(OUTPUT)/bench/%: bench/targets/%.c tests/targets/proto.h | $(OUTPUT)/bench
 
 # The fuzzers: their own objects of the user side's modules, built by clang with the
 # sanitizers and libFuzzer's coverage, never mixed with heaptap's.
-$(OUTPUT)/fuzz $(OUTPUT)/fuzz/user:
+$(OUTPUT)/fuzz:
 	$(Q)mkdir -p $@
 
-$(OUTPUT)/fuzz/user/%.o: user/%.c | $(OUTPUT)/fuzz/user
+$(OUTPUT)/fuzz/user/%.o: user/%.c
 	$(call msg,CC-FUZZ,$@)
+	$(Q)mkdir -p $(@D)
 	$(Q)$(CLANG) $(FUZZ_CFLAGS) -c $< -o $@
 
 $(OUTPUT)/fuzz/%.o: tests/fuzz/%.c | $(OUTPUT)/fuzz
@@ -261,5 +273,5 @@ test:
 clean:
 	rm -rf build build-san
 
--include $(wildcard $(OUTPUT)/user/*.d $(OUTPUT)/bpf/*.d $(OUTPUT)/fuzz/*.d $(OUTPUT)/fuzz/user/*.d \
-	$(OUTPUT)/unit/*.d)
+-include $(wildcard $(OUTPUT)/user/*.d $(OUTPUT)/user/*/*.d $(OUTPUT)/bpf/*.d $(OUTPUT)/fuzz/*.d \
+	$(OUTPUT)/fuzz/user/*/*.d $(OUTPUT)/unit/*.d)

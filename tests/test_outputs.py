@@ -724,8 +724,8 @@ def hostile_report():
 @test
 def test_html_report_keeps_target_strings_as_text():
     """Names, thread names and block contents come from the traced process: the page shows
-    them as text, never as markup. The page is the one heaptap builds in (user/report.html),
-    filled as user/report_html.c fills it."""
+    them as text, never as markup. The page is the one heaptap builds in
+    (user/report/report.html), filled as user/report/report_html.c fills it."""
     d = out_dir("html-hostile")
     path = os.path.join(d, "report.html")
     rep = hostile_report()
@@ -733,7 +733,7 @@ def test_html_report_keeps_target_strings_as_text():
             "stacks": [{"frames": ["main", HOSTILE, "malloc"], "bytes": 55776, "blocks": 581}],
             "timeline": [{"t": t, "live": 4000 * t, "peak": 4000 * t, "rss": 1 << 20}
                          for t in range(1, 13)]}
-    with open(os.path.join(ROOT, "user", "report.html")) as f:
+    with open(os.path.join(ROOT, "user", "report", "report.html")) as f:
         template = f.read()
     with open(path, "w") as f:
         f.write(template.replace("@HEAPTAP_DATA@", json.dumps(data).replace("<", "\\u003c")))
@@ -788,27 +788,27 @@ def test_html_report_keeps_target_strings_as_text():
 @test
 def test_a_new_output_is_one_file_and_one_row():
     """The structure's promise: a new format is its formatter's file and a row of the table
-    in user/outputs.c. A toy format is added so to a copy of the tree, which is built and run:
-    the option, its help, the check before attaching and the publishing all follow."""
+    in user/report/outputs.c. A toy format is added so to a copy of the tree, which is built and
+    run: the option, its help, the check before attaching and the publishing all follow."""
     d = tempfile.mkdtemp(prefix="heaptap-toy-")
     try:
         tree = os.path.join(d, "tree")
         shutil.copytree(ROOT, tree, ignore=shutil.ignore_patterns("build", ".git",
                                                                   "__pycache__"))
-        with open(os.path.join(tree, "user", "report_toy.c"), "w") as f:
-            f.write('#include <inttypes.h>\n#include "report.h"\n\n'
+        with open(os.path.join(tree, "user", "report", "report_toy.c"), "w") as f:
+            f.write('#include <inttypes.h>\n#include "report/report.h"\n\n'
                     "int report__toy(FILE *f, const struct report *r)\n{\n"
                     '\tfprintf(f, "toy %llu\\n", (unsigned long long)r->snap->counters.alloc_calls);\n'
                     "\treturn ferror(f) ? -1 : 0;\n}\n")
-        with open(os.path.join(tree, "user", "outputs.c")) as f:
+        with open(os.path.join(tree, "user", "report", "outputs.c")) as f:
             table = f.read()
         row = ('\t{ "html", 0, "a self-contained HTML report (flame graph, timeline, sizes)", '
                "report__html },\n")
         check_true("the table's last row, as the toy expects it", row in table, table)
         table = table.replace(row, row + '\t{ "toy", 0, "a toy format", report__toy },\n')
-        table = table.replace('#include "report.h"\n', '#include "report.h"\n\n'
+        table = table.replace('#include "report/report.h"\n', '#include "report/report.h"\n\n'
                               "int report__toy(FILE *f, const struct report *r);\n")
-        with open(os.path.join(tree, "user", "outputs.c"), "w") as f:
+        with open(os.path.join(tree, "user", "report", "outputs.c"), "w") as f:
             f.write(table)
         build = subprocess.run(["make", "-s", "-C", tree, "build/heaptap"], capture_output=True,
                                text=True, timeout=600)

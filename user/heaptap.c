@@ -11,9 +11,13 @@
 #include <sys/signalfd.h>
 #include <unistd.h>
 
-#include "log.h"
-#include "options.h"
-#include "session.h"
+#include "base/log.h"
+#include "report/options.h"
+#include "session/finish.h"
+#include "session/load.h"
+#include "session/loop.h"
+#include "session/open.h"
+#include "session/start.h"
 
 /* The signals a session ends on (and SIGUSR1, a report now): read from a signalfd. */
 static void session_signals(sigset_t *set)

@@ -15,9 +15,9 @@
 #include <gelf.h>
 #include <linux/types.h>
 
-#include "cfi.h"
 #include "heaptap.h"
-#include "unwind.h"
+#include "target/cfi.h"
+#include "target/unwind.h"
 
 struct cfi_input {
 	uint64_t section_addr; /* where the section is loaded: pc-relative pointers use it */

@@ -8,9 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dump.h"
-#include "escape.h"
-#include "log.h"
+#include "account/dump.h"
+#include "base/escape.h"
+#include "base/log.h"
 
 static FILE *null_out;
 

@@ -11,7 +11,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "elfsyms.h"
+#include "target/elfsyms.h"
 
 static const char *const names[] = { "malloc", "free", "_Unwind_RaiseException", "main", "" };
 static volatile size_t sink;

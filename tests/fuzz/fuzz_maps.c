@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "proc.h"
+#include "target/proc.h"
 
 static const char *const names[] = { "[uprobes]", "[heap]", "[stack]", "" };
 

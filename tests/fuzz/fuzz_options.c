@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "loader.h"
-#include "options.h"
+#include "report/options.h"
+#include "target/loader.h"
 
 #define MAX_ARGS 64
 

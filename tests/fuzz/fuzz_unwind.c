@@ -14,8 +14,8 @@
 #include <linux/types.h>
 
 #include "heaptap.h"
-#include "stacks.h"
-#include "unwind.h"
+#include "target/stacks.h"
+#include "target/unwind.h"
 
 struct input_rule {
 	int32_t cfa_offset;

@@ -14,9 +14,9 @@
 #include <linux/types.h>
 
 #include "heaptap.h"
-#include "stacks.h"
+#include "target/stacks.h"
+#include "target/unwind.h"
 #include "unit.h"
-#include "unwind.h"
 
 /*
  * Never run: only their addresses and CFI are used. Each label marks where a rule starts

@@ -12,7 +12,7 @@
 #include <elfutils/libdw.h>
 #include <gelf.h>
 
-#include "cfi.h"
+#include "target/cfi.h"
 #include "unit.h"
 
 #define EH_ADDR 0x2000

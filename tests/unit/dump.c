@@ -6,8 +6,8 @@
  */
 #include <errno.h>
 
-#include "accounting.h"
-#include "dump.h"
+#include "account/snapshot.h"
+#include "account/dump.h"
 #include "unit.h"
 
 static const char block[] = "\x01\x02hello world\x00\x03"
@@ -132,7 +132,7 @@ static void sites(void)
 	}
 	for (k = 0; k < 4; k++)
 		site.examples[k].tgid = getpid();
-	dump__site(&site, &opts);
+	snapshot__dump_site(&site, &opts);
 	CHECK_U64(site.ndumps, DUMP_BLOCKS, "dumps of a site");
 	for (k = 0; k < site.ndumps; k++) {
 		CHECK_U64(site.dumps[k].addr, (uintptr_t)blocks[k], "dump %u: the block", k);
@@ -141,7 +141,7 @@ static void sites(void)
 			  "dump %u: its string", k);
 	}
 	site.nexamples = 1;
-	dump__site(&site, &opts);
+	snapshot__dump_site(&site, &opts);
 	CHECK_U64(site.ndumps, DUMP_BLOCKS, "read once");
 	for (k = 0; k < site.ndumps; k++)
 		dump__free(&site.dumps[k]);
@@ -150,7 +150,7 @@ static void sites(void)
 	site = (struct site){ .nexamples = 2 };
 	site.examples[0] = (typeof(site.examples[0])){ .tgid = 1, .addr = (uintptr_t)blocks[0], .size = 8 };
 	site.examples[1] = (typeof(site.examples[1])){ .tgid = getpid(), .addr = (uintptr_t)blocks[1], .size = 8 };
-	dump__site(&site, &opts);
+	snapshot__dump_site(&site, &opts);
 	CHECK_U64(site.ndumps, 1, "the block of a process gone is not read");
 	CHECK_U64(site.dumps[0].addr, (uintptr_t)blocks[1], "the living process's block is");
 	for (k = 0; k < site.ndumps; k++)

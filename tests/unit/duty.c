@@ -8,7 +8,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 
-#include "duty.h"
+#include "probe/duty.h"
 #include "unit.h"
 
 #define SECOND 1e9

@@ -5,8 +5,8 @@
  * bytes), controls (C0, DEL, C1) escaped byte by byte, cuts that never split a character or
  * an escape; and for random bytes, output that is always valid, printable UTF-8.
  */
-#include "escape.h"
-#include "log.h"
+#include "base/escape.h"
+#include "base/log.h"
 #include "unit.h"
 
 static void utf8(void)

@@ -5,7 +5,7 @@
  * unevenly, too new to say), with its figures; sites that go away, are forgotten, and
  * histories longer than the points kept.
  */
-#include "history.h"
+#include "account/history.h"
 #include "unit.h"
 
 #define SECOND 1000000000ULL

@@ -4,7 +4,7 @@
  * them, values replaced in place, the table at most half full, iteration visiting each
  * entry once, and freeing that leaves an empty map ready for reuse.
  */
-#include "idmap.h"
+#include "base/idmap.h"
 #include "unit.h"
 
 #define KEYS 5000

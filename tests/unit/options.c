@@ -8,9 +8,10 @@
 #include <errno.h>
 #include <getopt.h>
 
-#include "options.h"
-#include "probes.h"
-#include "reach.h"
+#include "account/reach.h"
+#include "probe/probes.h"
+#include "report/options.h"
+#include "report/outputs.h"
 #include "unit.h"
 
 #define MAX_ARGS 16
@@ -616,7 +617,7 @@ static void own_allocators(void)
 			CHECK_I64(o->kind, ok[i].kind, "%s: kind", ok[i].text);
 			CHECK_STR(o->option, ok[i].option, "%s: option", ok[i].text);
 			CHECK_U64(o->from[0], ok[i].from[0], "%s: first slot", ok[i].text);
-			if (probes__arg_name(o->kind, 1))
+			if (alloc_spec__arg_name(o->kind, 1))
 				CHECK_U64(o->from[1], ok[i].from[1], "%s: second", ok[i].text);
 		}
 		parsed__free(p);

@@ -14,7 +14,7 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 
-#include "output.h"
+#include "base/output.h"
 #include "unit.h"
 
 static char dir[64];

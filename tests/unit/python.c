@@ -7,7 +7,7 @@
  */
 #include <stdint.h>
 
-#include "python.h"
+#include "target/python.h"
 #include "unit.h"
 
 /*

@@ -9,7 +9,7 @@
 #include <linux/types.h>
 
 #include "heaptap.h"
-#include "sampling.h"
+#include "probe/sampling.h"
 #include "unit.h"
 
 #define KIB 1024ULL

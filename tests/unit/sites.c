@@ -4,7 +4,7 @@
  * a kernel or a process: where each function's probe goes, what the kernel does there, and
  * where its arguments are read.
  */
-#include "sites.h"
+#include "target/sites.h"
 #include "unit.h"
 
 enum { ARG0 = 1, ARG1 = 2, ARG2 = 4 };

@@ -3,7 +3,7 @@
  * The session's timeline (user/timeline.c): its growth figure over the latest points, and
  * how it stays bounded (every other point dropped, the first and the latest kept).
  */
-#include "timeline.h"
+#include "account/timeline.h"
 #include "unit.h"
 
 #define SECOND 1000000000ULL

@@ -1,0 +1,260 @@
+// SPDX-License-Identifier: GPL-2.0
+#include <errno.h>
+#include <stdlib.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include "account/reach_heuristics.h"
+#include "account/reach_maps.h"
+#include "account/reach_read.h"
+#include "account/reach_roots.h"
+#include "account/reach_scan.h"
+#include "account/reach_tracer.h"
+#include "base/clock.h"
+
+#define RED_ZONE 128 /* x86-64 ABI: leaf functions may keep data below the stack pointer */
+
+/* glibc's arenas (malloc/arena.c): each heap is HEAP_MAX_SIZE (64 MiB on 64-bit) aligned. */
+#define GLIBC_HEAP_MAX (64ULL << 20)
+
+/* PAGEMAP_SCAN, Linux 6.7's uapi (linux/fs.h); Debian 12's headers predate it. */
+struct reach_page_region {
+	uint64_t start, end, categories;
+};
+
+struct reach_pm_scan_arg {
+	uint64_t size, flags, start, end, walk_end, vec, vec_len, max_pages;
+	uint64_t category_inverted, category_mask, category_anyof_mask, return_mask;
+};
+
+#define REACH_PAGEMAP_SCAN _IOWR('f', 16, struct reach_pm_scan_arg)
+#define PAGE_IS_PRESENT (1 << 3)
+#define PAGE_IS_SWAPPED (1 << 4)
+#define PAGE_IS_PFNZERO (1 << 5)
+#define PM_PRESENT (1ULL << 63) /* /proc/PID/pagemap entry bits */
+#define PM_SWAP (1ULL << 62)
+
+/*
+ * The bytes of [a, b) that may hold data, read as roots (read) or only counted as unreadable:
+ * a mapping skipped because reading it could wait holds data in these bytes all the same.
+ */
+static int data_range(struct scan *s, uint64_t a, uint64_t b, bool read)
+{
+	a &= ~7ULL;
+	b &= ~7ULL;
+	if (b <= a)
+		return 0;
+	if (read)
+		return scan__batch_add(s, a, b - a, ROOT);
+	s->st->unreadable_bytes += b - a;
+	s->skipped_data = true;
+	return 0;
+}
+
+/*
+ * Queues (or counts) the pages of [a, b) that may hold data: present or swapped, not the zero
+ * page. Neither PAGEMAP_SCAN nor /proc/PID/pagemap fault a page in: they never wait on the
+ * target.
+ */
+static int add_root(struct scan *s, uint64_t a, uint64_t b, bool read)
+{
+	struct reach_page_region vec[256];
+	struct reach_pm_scan_arg arg;
+	uint64_t entries[4096];
+	int err;
+
+	if (s->map_fd < 0)
+		return data_range(s, a, b, read);
+	/* PAGEMAP_SCAN passes over holes in the page tables, not page by page. */
+	for (uint64_t at = a & ~(PAGE - 1); !s->no_pm_scan && at < b && !s->late;) {
+		int r;
+
+		arg = (struct reach_pm_scan_arg){
+			.size = sizeof(arg),
+			.start = at,
+			.end = b,
+			.vec = (uint64_t)vec,
+			.vec_len = sizeof(vec) / sizeof(vec[0]),
+			.category_inverted = PAGE_IS_PFNZERO,
+			.category_mask = PAGE_IS_PFNZERO,
+			.category_anyof_mask = PAGE_IS_PRESENT | PAGE_IS_SWAPPED,
+			.return_mask = PAGE_IS_PRESENT | PAGE_IS_SWAPPED,
+		};
+		r = ioctl(s->map_fd, REACH_PAGEMAP_SCAN, &arg);
+		if (r < 0) {
+			/* Before Linux 6.7: read the pages from where this walk got to. */
+			s->no_pm_scan = true;
+			a = at > a ? at : a;
+			break;
+		}
+		for (int i = 0; i < r; i++) {
+			err = data_range(s, vec[i].start > a ? vec[i].start : a,
+					 vec[i].end < b ? vec[i].end : b, read);
+			if (err)
+				return err;
+		}
+		if (arg.walk_end <= at)
+			break;
+		at = arg.walk_end;
+		if (s->deadline && clock__now_ns() > s->deadline)
+			s->late = true;
+	}
+	if (!s->no_pm_scan)
+		return 0;
+	for (uint64_t page = a / PAGE, last = (b + PAGE - 1) / PAGE; page < last && !s->late;) {
+		size_t want = last - page < 4096 ? last - page : 4096;
+		ssize_t got = pread(s->map_fd, entries, want * 8, page * 8);
+		uint64_t run = 0; /* first page of the current run of pages to read, or 0 */
+
+		if (got <= 0)
+			return data_range(s, page * PAGE > a ? page * PAGE : a, b, read);
+		for (size_t i = 0; i < (size_t)got / 8; i++, page++) {
+			bool data = entries[i] & (PM_PRESENT | PM_SWAP);
+
+			if (data && !run)
+				run = page;
+			if (!data && run) {
+				err = data_range(s, run * PAGE > a ? run * PAGE : a, page * PAGE,
+						 read);
+				if (err)
+					return err;
+				run = 0;
+			}
+		}
+		if (run) {
+			err = data_range(s, run * PAGE > a ? run * PAGE : a,
+					 page * PAGE < b ? page * PAGE : b, read);
+			if (err)
+				return err;
+		}
+		if (s->deadline && clock__now_ns() > s->deadline)
+			s->late = true;
+	}
+	return 0;
+}
+
+/* A thread's words (registers) as roots; its stack pointer into sp[] unless it is on a block. */
+static void thread_roots(struct scan *s, const struct reach_thread *t, uint64_t *sp, size_t *nsp)
+{
+	long b;
+
+	s->st->scanned_bytes += t->nwords * 8;
+	scan__root_words(s, t->words, t->nwords);
+	if (!t->has_sp)
+		return;
+	/* A thread running on a tracked block (a coroutine's stack) keeps it alive. */
+	b = t->sp - s->lo < s->span ? scan__find_block(s, t->sp) : -1;
+	if (b >= 0)
+		scan__mark(s, b, PTR_START);
+	else
+		sp[(*nsp)++] = t->sp;
+}
+
+void scan__find_heaps(struct scan *s, const struct reach_opts *o)
+{
+	for (size_t i = 0; i < s->nmaps; i++) {
+		struct mapping *m = &s->maps[i];
+		uint64_t hi[4], at;
+
+		if (!m->heap && o->glibc && m->anon && m->root && !m->unsafe &&
+		    !(m->start % GLIBC_HEAP_MAX)) {
+			scan__read_words(s, &m->start, hi, 1, 4);
+			at = hi[0] % GLIBC_HEAP_MAX;
+			m->heap = (at == 32 || at == 48) && hi[0] - at <= m->start &&
+				  !(hi[1] % GLIBC_HEAP_MAX) && hi[2] && hi[2] <= hi[3] &&
+				  hi[3] <= m->end - m->start;
+		}
+		if (m->heap && s->st->nheaps < REACH_MAX_HEAPS)
+			s->st->heaps[s->st->nheaps++] = (struct reach_heap){ .start = m->start,
+									     .end = m->end,
+									     .arena = m->anon };
+	}
+}
+
+/* What a root mapping holds, for the statistics. */
+static enum reach_root_kind root_kind(const struct mapping *m, bool stack)
+{
+	if (m->heap)
+		return REACH_ROOT_HEAP;
+	if (stack)
+		return REACH_ROOT_STACK;
+	return m->anon ? REACH_ROOT_ANON : REACH_ROOT_DATA;
+}
+
+int scan__read_memory(struct scan *s, struct reach_pause *p, const struct reach_opts *o)
+{
+	struct mapping *maps = s->maps;
+	size_t nmaps = s->nmaps, nsp = 0, m = 0;
+	uint64_t *sp = NULL;
+	int err = 0;
+
+	sp = calloc(p->n ? p->n : 1, sizeof(*sp));
+	if (!sp)
+		return -ENOMEM;
+	for (size_t i = 0; i < p->n; i++) {
+		const struct reach_thread *t = &p->threads[i];
+
+		if (t->state != THREAD_GONE)
+			thread_roots(s, t, sp, &nsp);
+	}
+	s->st->heap_roots = s->st->nheaps && !(o->all_blocks_known && o->glibc);
+	for (size_t i = 0; i < nmaps && !s->late; i++) {
+		uint64_t from = maps[i].start, lowest = UINT64_MAX;
+		enum reach_root_kind kind;
+
+		if (maps[i].heap && !s->st->heap_roots)
+			maps[i].root = false;
+		if (!maps[i].root)
+			continue;
+		if (maps[i].unsafe) {
+			s->st->skipped_regions++;
+			err = add_root(s, maps[i].start, maps[i].end, false);
+			if (err)
+				goto cleanup;
+			continue;
+		}
+		/* A stack is live from its lowest stack pointer up; what lies below is stale. */
+		for (size_t t = 0; t < nsp && !maps[i].heap; t++)
+			if (sp[t] >= maps[i].start && sp[t] < maps[i].end && sp[t] < lowest)
+				lowest = sp[t];
+		if (lowest != UINT64_MAX && lowest - maps[i].start > RED_ZONE)
+			from = lowest - RED_ZONE;
+		s->st->regions++;
+		kind = root_kind(&maps[i], lowest != UINT64_MAX);
+		s->st->root_regions[kind]++;
+		s->st->root_bytes[kind] += maps[i].end - from;
+		err = add_root(s, from, maps[i].end, true);
+		if (err)
+			goto cleanup;
+	}
+	/* Blocks in root mappings were read with them (untouched pages hold only zeros). */
+	for (size_t j = 0; j < s->n && !s->late; j++) {
+		uint64_t a = (s->blk[j].start + 7) & ~7ULL, b = s->blk[j].end & ~7ULL;
+		bool unsafe = false;
+
+		while (m < nmaps && maps[m].end <= s->blk[j].start)
+			m++;
+		if (m < nmaps && maps[m].start <= s->blk[j].start && maps[m].root && !maps[m].unsafe)
+			continue;
+		/* Blocks do not overlap mappings they do not start in, unless stale. */
+		for (size_t k = m; k < nmaps && maps[k].start < s->blk[j].end; k++)
+			unsafe |= maps[k].unsafe;
+		if (unsafe) {
+			s->st->unreadable_bytes += s->blk[j].end - s->blk[j].start;
+			s->skipped_data = true;
+			continue;
+		}
+		if (b > a) {
+			err = scan__batch_add(s, a, b - a, j);
+			if (err)
+				goto cleanup;
+		}
+	}
+	err = scan__batch_flush(s);
+	if (!err && s->nmi && !s->late)
+		scan__resolve_mi(s);
+	err = err ?: s->err;
+cleanup:
+	free(sp);
+	return err;
+}

@@ -1,0 +1,41 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* Arrays that grow as they fill: the one way heaptap grows them. */
+#ifndef HEAPTAP_ARRAY_H
+#define HEAPTAP_ARRAY_H
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+/*
+ * Room for element n of *array (elements of size bytes, *cap of them allocated): doubled
+ * when full, from 16. 0, or -ENOMEM with the array as it was.
+ */
+static inline int array__reserve(void *array, size_t *cap, size_t n, size_t size)
+{
+	void **v = array, *grown;
+	size_t want = *cap ? *cap * 2 : 16;
+
+	if (n < *cap)
+		return 0;
+	if (want <= n)
+		want = n + 1;
+	if (want > SIZE_MAX / size)
+		return -ENOMEM;
+	grown = realloc(*v, want * size);
+	if (!grown)
+		return -ENOMEM;
+	*v = grown;
+	*cap = want;
+	return 0;
+}
+
+/* qsort, for arrays that may be NULL when empty (an empty snapshot's are): qsort's must not. */
+static inline void array__sort(void *v, size_t n, size_t size,
+			       int (*cmp)(const void *, const void *))
+{
+	if (n > 1)
+		qsort(v, n, size, cmp);
+}
+
+#endif

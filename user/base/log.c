@@ -1,0 +1,64 @@
+// SPDX-License-Identifier: GPL-2.0
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/escape.h"
+#include "base/log.h"
+
+static bool verbose;
+
+void log__set_verbose(bool on)
+{
+	verbose = on;
+}
+
+bool log__verbose(void)
+{
+	return verbose;
+}
+
+/* One write per line, so that lines from heaptap's threads never interleave. */
+static void say(const char *fmt, va_list ap)
+{
+	char line[1024];
+	int n = snprintf(line, sizeof(line), "heaptap: ");
+
+	vsnprintf(line + n, sizeof(line) - n - 1, fmt, ap);
+	n = strlen(line);
+	line[n] = '\n';
+	fwrite(line, 1, n + 1, stderr);
+	fflush(stderr);
+}
+
+void elog(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	say(fmt, ap);
+	va_end(ap);
+}
+
+void vlog(const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!verbose)
+		return;
+	va_start(ap, fmt);
+	say(fmt, ap);
+	va_end(ap);
+}
+
+const char *log__value(const char *s)
+{
+	/* \xNN is 4 characters a byte; "..." and the NUL. */
+	static __thread char bufs[4][LOG_VALUE_MAX * 4 + 4];
+	static __thread unsigned int next;
+	char *buf = bufs[next++ % 4];
+
+	escape__into(s ? s : "(null)", LOG_VALUE_MAX, buf, sizeof(bufs[0]));
+	return buf;
+}

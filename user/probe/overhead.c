@@ -1,0 +1,201 @@
+// SPDX-License-Identifier: GPL-2.0
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <linux/types.h>
+
+#include "base/clock.h"
+#include "heaptap.h"
+#include "heaptap.skel.h"
+#include "probe/attacher.h"
+#include "probe/overhead.h"
+#include "probe/probes.h"
+#include "target/elfsyms.h"
+#include "target/proc.h"
+
+/* Two functions whose first instruction the kernel emulates, and single-steps. */
+__asm__(".text\n"
+	".globl heaptap_calib_push\n"
+	".type heaptap_calib_push, @function\n"
+	"heaptap_calib_push:\n"
+	"	push %rbp\n"
+	"	pop %rbp\n"
+	"	ret\n"
+	".size heaptap_calib_push, . - heaptap_calib_push\n"
+	".globl heaptap_calib_test\n"
+	".type heaptap_calib_test, @function\n"
+	"heaptap_calib_test:\n"
+	"	test %rdi, %rdi\n"
+	"	ret\n"
+	".size heaptap_calib_test, . - heaptap_calib_test\n");
+
+void heaptap_calib_push(void);
+void heaptap_calib_test(void);
+
+#define CALLS 1000
+
+/* The child: on 'p' or 't', calls that function CALLS times and answers the time taken. */
+static void calibration_child(int in, int out)
+{
+	uint64_t start, took;
+	char what;
+	int i;
+
+	while (read(in, &what, 1) == 1) {
+		start = clock__now_ns();
+		for (i = 0; i < CALLS; i++) {
+			if (what == 'p')
+				heaptap_calib_push();
+			else
+				heaptap_calib_test();
+		}
+		took = clock__now_ns() - start;
+		if (write(out, &took, sizeof(took)) != sizeof(took))
+			break;
+	}
+	_exit(0);
+}
+
+static double per_call(int to, int from, char what)
+{
+	uint64_t took;
+
+	if (write(to, &what, 1) != 1 || read(from, &took, sizeof(took)) != sizeof(took))
+		return -1;
+	return (double)took / CALLS;
+}
+
+/* Probe offset of heaptap's own file in the calibration child; false if it cannot be. */
+static bool probe(struct bpf_program *prog, pid_t pid, uint64_t offset, bool ret,
+		  struct probe_one *out)
+{
+	return !probes__attach_one(prog, pid, "/proc/self/exe", offset, ret, 0, out);
+}
+
+int overhead__calibrate(struct heaptap_bpf *skel, struct probe_costs *out)
+{
+	struct probe_one links[3] = { { -1, -1 }, { -1, -1 }, { -1, -1 } };
+	bool in = true;
+	double base_p, base_t, push, test, both;
+	uint64_t off_p, off_t;
+	struct elf_syms *self;
+	int to[2], from[2], err, i;
+	const struct elf_sym *p, *t;
+	pid_t child;
+
+	err = elf_syms__open("/proc/self/exe", false, &self);
+	if (err)
+		return err;
+	p = elf_syms__find(self, "heaptap_calib_push");
+	t = elf_syms__find(self, "heaptap_calib_test");
+	err = !p || !t || elf_syms__file_offset(self, p->addr, &off_p) ||
+			      elf_syms__file_offset(self, t->addr, &off_t)
+		      ? -ENOENT
+		      : 0;
+	elf_syms__free(self);
+	if (err)
+		return err;
+	if (pipe(to))
+		return -errno;
+	if (pipe(from)) {
+		err = -errno;
+		close(to[0]);
+		close(to[1]);
+		return err;
+	}
+	child = fork();
+	if (child == 0) {
+		close(to[1]);
+		close(from[0]);
+		attacher__forget();
+		calibration_child(to[0], from[1]);
+	}
+	close(to[0]);
+	close(from[1]);
+	err = child < 0 ? -errno : 0;
+	/* Programs that return at once for a process that is not the target: hits alone. */
+	if (!err) {
+		base_p = per_call(to[1], from[0], 'p');
+		base_t = per_call(to[1], from[0], 't');
+		in &= probe(skel->progs.malloc_enter, child, off_p, false, &links[0]);
+		in &= probe(skel->progs.malloc_enter, child, off_t, false, &links[1]);
+		push = per_call(to[1], from[0], 'p');
+		test = per_call(to[1], from[0], 't');
+		in &= probe(skel->progs.alloc_return, child, off_p, true, &links[2]);
+		both = per_call(to[1], from[0], 'p');
+		if (!in || base_p < 0 || base_t < 0 || push < 0 || test < 0 || both < 0)
+			err = -EIO;
+		out->emulated = push - base_p;
+		out->stepped = test - base_t;
+		out->ret = both - push;
+	}
+	close(to[1]);
+	close(from[0]);
+	for (i = 0; i < 3; i++)
+		probes__drop_one(&links[i]);
+	if (child > 0)
+		waitpid(child, NULL, 0);
+	return err;
+}
+
+uint64_t overhead__programs_ns(struct heaptap_bpf *skel)
+{
+	struct bpf_program *prog;
+	uint64_t ns = 0;
+
+	/* The uprobe programs: the tracepoints' run for every fork and exec on the machine. */
+	bpf_object__for_each_program(prog, skel->obj) {
+		struct bpf_prog_info info;
+		__u32 len = sizeof(info);
+
+		memset(&info, 0, sizeof(info));
+		if (bpf_program__type(prog) == BPF_PROG_TYPE_KPROBE && bpf_program__fd(prog) >= 0 &&
+		    !bpf_obj_get_info_by_fd(bpf_program__fd(prog), &info, &len))
+			ns += info.run_time_ns;
+	}
+	return ns;
+}
+
+uint64_t overhead__target_cpu_ns(int pid)
+{
+	unsigned long long utime = 0, stime = 0;
+	char path[64], *buf, *p;
+	long ticks = sysconf(_SC_CLK_TCK);
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	if (proc__read_file(path, &buf, NULL))
+		return 0;
+	/* Fields 14 and 15, counted after the command name's closing parenthesis. */
+	p = strrchr(buf, ')');
+	if (p)
+		sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &utime,
+		       &stime);
+	free(buf);
+	return ticks > 0 ? (utime + stime) * 1000000000ULL / ticks : 0;
+}
+
+double overhead__trap_ns(const struct probes *p, const struct probe_costs *costs,
+			 const uint64_t *calls_before, const uint64_t *calls_after)
+{
+	double ns = 0;
+	size_t i;
+
+	for (i = 0; i < p->n && i < HEAPTAP_MAX_FUNCS; i++) {
+		const struct probe *pr = &p->v[i];
+		double hit;
+
+		if (pr->skipped || pr->kind == PROBE_UNWIND)
+			continue;
+		hit = (pr->emulated ? costs->emulated : costs->stepped) +
+		      (pr->returns ? costs->ret : 0);
+		ns += (double)(calls_after[i] - calls_before[i]) * hit;
+	}
+	return ns;
+}

@@ -1,0 +1,40 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * What heaptap costs the target: what a probe hit costs on this machine (measured at start
+ * on a child of heaptap's own), and from it and the calls counted, the slowdown of a window.
+ */
+#ifndef HEAPTAP_OVERHEAD_H
+#define HEAPTAP_OVERHEAD_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "probe/plan.h"
+
+struct heaptap_bpf;
+
+/* CPU nanoseconds a hit costs the traced thread. */
+struct probe_costs {
+	double emulated; /* an entry probe the kernel emulates (push, jump, call) */
+	double stepped;	 /* an entry probe the kernel single-steps (test, mov, ...) */
+	double ret;	 /* a return probe */
+};
+
+/* Measures on a child of heaptap, with the loaded skeleton's programs (they do nothing for
+ * a process other than the target). Takes a fraction of a second; negative errno. */
+int overhead__calibrate(struct heaptap_bpf *skel, struct probe_costs *out);
+
+/* The time heaptap's programs on the targets' probes have run so far, as the kernel counts
+ * it while statistics are on (bpf_enable_stats); 0 while they are off. */
+uint64_t overhead__programs_ns(struct heaptap_bpf *skel);
+
+/* The target's CPU time so far, all threads, in nanoseconds; 0 if unknown. */
+uint64_t overhead__target_cpu_ns(int pid);
+
+/* The target's CPU time spent in probe hits between two readings of the per-function call
+ * counters (fn_calls). */
+double overhead__trap_ns(const struct probes *p, const struct probe_costs *costs,
+			 const uint64_t *calls_before, const uint64_t *calls_after);
+
+
+#endif

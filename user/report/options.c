@@ -1,0 +1,780 @@
+// SPDX-License-Identifier: GPL-2.0
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <linux/types.h>
+
+#include "account/reach.h"
+#include "base/listen.h"
+#include "base/log.h"
+#include "base/output.h"
+#include "heaptap.h"
+#include "report/options.h"
+#include "report/outputs.h"
+#include "report/usage.h"
+#include "target/families.h"
+
+/* --dump-bytes: at most a page of each block. */
+#define HEAPTAP_MAX_DUMP 4096
+
+enum {
+	OPT_TOP = 256,
+	OPT_COMM,
+	OPT_EXE,
+	OPT_MIN_AGE,
+	OPT_SORT,
+	OPT_JSON,
+	OPT_ALLOCATOR,
+	OPT_ALLOC,
+	OPT_CALLOC,
+	OPT_REALLOC,
+	OPT_FREE,
+	OPT_FREE_CHAIN,
+	OPT_PYOBJECT_ALLOC,
+	OPT_POOL_CREATE,
+	OPT_POOL_ALLOC,
+	OPT_POOL_RESET,
+	OPT_POOL_DESTROY,
+	OPT_FAMILY,
+	OPT_LEVEL,
+	OPT_POOL_NAME_AT,
+	OPT_MAX_ALLOCS,
+	OPT_MAX_STACKS,
+	OPT_STACK_DEPTH,
+	OPT_STACK,
+	OPT_STACK_BYTES,
+	OPT_PROBE_AT,
+	OPT_PROBE_LINKS,
+	OPT_LIVE,
+	OPT_WATCH,
+	OPT_SAMPLE,
+	OPT_WINDOW,
+	OPT_MAX_OVERHEAD,
+	OPT_FILE_MODE,
+	OPT_LISTEN,
+	OPT_ALERT_LIVE,
+	OPT_ALERT_GROWTH,
+	OPT_ALERT_RSS,
+	OPT_ON_ALERT,
+	OPT_EXIT_ON_ALERT,
+	OPT_DUMP_BYTES,
+	OPT_LEAK_CHECK,
+	OPT_LEAK_CHECK_MAX_PAUSE,
+	OPT_LEAK_CHECK_HEURISTICS,
+	OPT_LEAK_EXIT_CODE,
+	OPT_OUTPUT_FILE, /* + the row of outputs[] */
+};
+
+/* Then one per row of outputs[], added at parse time. */
+static const struct option base_options[] = {
+	{ "pid", required_argument, NULL, 'p' },
+	{ "follow", no_argument, NULL, 'f' },
+	{ "comm", required_argument, NULL, OPT_COMM },
+	{ "exe", required_argument, NULL, OPT_EXE },
+	{ "interval", required_argument, NULL, 'i' },
+	{ "duration", required_argument, NULL, 'd' },
+	{ "top", required_argument, NULL, OPT_TOP },
+	{ "min-age", required_argument, NULL, OPT_MIN_AGE },
+	{ "sort", required_argument, NULL, OPT_SORT },
+	{ "json", no_argument, NULL, OPT_JSON },
+	{ "allocator", required_argument, NULL, OPT_ALLOCATOR },
+	{ "alloc", required_argument, NULL, OPT_ALLOC },
+	{ "calloc", required_argument, NULL, OPT_CALLOC },
+	{ "realloc", required_argument, NULL, OPT_REALLOC },
+	{ "free", required_argument, NULL, OPT_FREE },
+	{ "free-chain", required_argument, NULL, OPT_FREE_CHAIN },
+	{ "pyobject-alloc", required_argument, NULL, OPT_PYOBJECT_ALLOC },
+	{ "pool-create", required_argument, NULL, OPT_POOL_CREATE },
+	{ "pool-alloc", required_argument, NULL, OPT_POOL_ALLOC },
+	{ "pool-reset", required_argument, NULL, OPT_POOL_RESET },
+	{ "pool-destroy", required_argument, NULL, OPT_POOL_DESTROY },
+	{ "allocator-family", required_argument, NULL, OPT_FAMILY },
+	{ "level", required_argument, NULL, OPT_LEVEL },
+	{ "pool-name-at", required_argument, NULL, OPT_POOL_NAME_AT },
+	{ "max-allocs", required_argument, NULL, OPT_MAX_ALLOCS },
+	{ "max-stacks", required_argument, NULL, OPT_MAX_STACKS },
+	{ "stack-depth", required_argument, NULL, OPT_STACK_DEPTH },
+	{ "stack", required_argument, NULL, OPT_STACK },
+	{ "stack-bytes", required_argument, NULL, OPT_STACK_BYTES },
+	{ "probe-at", required_argument, NULL, OPT_PROBE_AT },
+	{ "probe-links", required_argument, NULL, OPT_PROBE_LINKS },
+	{ "live", no_argument, NULL, OPT_LIVE },
+	{ "watch", no_argument, NULL, OPT_WATCH },
+	{ "sample", required_argument, NULL, OPT_SAMPLE },
+	{ "window", required_argument, NULL, OPT_WINDOW },
+	{ "max-overhead", required_argument, NULL, OPT_MAX_OVERHEAD },
+	{ "file-mode", required_argument, NULL, OPT_FILE_MODE },
+	{ "listen", required_argument, NULL, OPT_LISTEN },
+	{ "alert-live", required_argument, NULL, OPT_ALERT_LIVE },
+	{ "alert-growth", required_argument, NULL, OPT_ALERT_GROWTH },
+	{ "alert-rss", required_argument, NULL, OPT_ALERT_RSS },
+	{ "on-alert", required_argument, NULL, OPT_ON_ALERT },
+	{ "exit-on-alert", no_argument, NULL, OPT_EXIT_ON_ALERT },
+	{ "dump-bytes", required_argument, NULL, OPT_DUMP_BYTES },
+	{ "leak-check", no_argument, NULL, OPT_LEAK_CHECK },
+	{ "leak-check-max-pause", required_argument, NULL, OPT_LEAK_CHECK_MAX_PAUSE },
+	{ "leak-check-heuristics", required_argument, NULL, OPT_LEAK_CHECK_HEURISTICS },
+	{ "leak-exit-code", required_argument, NULL, OPT_LEAK_EXIT_CODE },
+	{ "verbose", no_argument, NULL, 'v' },
+	{ "help", no_argument, NULL, 'h' },
+	{ "version", no_argument, NULL, 'V' },
+	{},
+};
+
+/* As enum probe_links_mode (probes.h) numbers them. */
+static const char *const links_names[] = { "auto", "single", "multi", "inherit" };
+
+/* The index of arg in names, or -1. */
+static int pick(const char *arg, const char *const *names, int n)
+{
+	int i;
+
+	for (i = 0; i < n; i++)
+		if (!strcmp(arg, names[i]))
+			return i;
+	return -1;
+}
+
+/* "all", "none", or names of memcheck's heuristics, comma-separated -> REACH_HEUR_* bits. */
+static int parse_heuristics(const char *arg, unsigned int *bits)
+{
+	const char *at = arg;
+
+	if (!strcmp(arg, "all") || !strcmp(arg, "none")) {
+		*bits = strcmp(arg, "all") ? 0 : REACH_HEUR_ALL;
+		return 0;
+	}
+	*bits = 0;
+	for (;;) {
+		size_t len = strcspn(at, ","), i;
+
+		for (i = 0; i < REACH_HEURISTICS; i++)
+			if (len == strlen(reach__heuristic_name(i)) &&
+			    !strncmp(at, reach__heuristic_name(i), len))
+				break;
+		if (i == REACH_HEURISTICS)
+			return -EINVAL;
+		*bits |= 1U << i;
+		if (!at[len])
+			return 0;
+		at += len + 1;
+	}
+}
+
+static int bad(const char *what, const char *arg, const char *expected)
+{
+	elog("invalid %s '%s': expected %s (see heaptap --help)", what, log__value(arg), expected);
+	return -EINVAL;
+}
+
+/* "1.5", "250ms", "2s", "10m", "1h" -> milliseconds. */
+static int parse_time(const char *arg, uint64_t *ms, bool allow_zero)
+{
+	double v, scale = 1000;
+	char *end;
+
+	errno = 0;
+	v = strtod(arg, &end);
+	if (errno || end == arg || !isfinite(v))
+		return -EINVAL;
+	if (!strcmp(end, "ms"))
+		scale = 1;
+	else if (!strcmp(end, "m"))
+		scale = 60e3;
+	else if (!strcmp(end, "h"))
+		scale = 3600e3;
+	else if (*end && strcmp(end, "s"))
+		return -EINVAL;
+	v *= scale;
+	/* Capped at ten years, so that nanoseconds fit in 64 bits. */
+	if (v < 0 || v > 315360000e3 || (!allow_zero && v < 1))
+		return -EINVAL;
+	*ms = (uint64_t)v;
+	return 0;
+}
+
+/* "4096", "512k", "2m", "1g" -> bytes. */
+static int parse_bytes(const char *arg, uint64_t *out)
+{
+	unsigned long long v;
+	char *end;
+
+	if (*arg == '-' || !*arg)
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(arg, &end, 10);
+	if (errno || end == arg)
+		return -EINVAL;
+	if (*end && !end[1] && strchr("kKmMgG", *end)) {
+		unsigned int shift = (*end == 'k' || *end == 'K')   ? 10
+				     : (*end == 'm' || *end == 'M') ? 20
+								    : 30;
+
+		/* Checked before the shift, which would wrap: 17179869185g is not 1g. */
+		if (v > (1ULL << 40) >> shift)
+			return -EINVAL;
+		v <<= shift;
+	} else if (*end) {
+		return -EINVAL;
+	}
+	if (!v || v > (1ULL << 40))
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+static int parse_uint(const char *arg, unsigned long min, unsigned long max, unsigned long *out);
+
+/* -p's "PID[,PID...]", added to the PIDs given so far. */
+static int add_pids(struct options *opts, const char *arg)
+{
+	char *copy = strdup(arg), *tok, *save = NULL;
+	unsigned long v;
+	int err = copy ? 0 : -ENOMEM;
+
+	for (tok = copy ? strtok_r(copy, ",", &save) : NULL; tok && !err;
+	     tok = strtok_r(NULL, ",", &save)) {
+		int *grown = realloc(opts->pids, (opts->npids + 1) * sizeof(*grown));
+
+		if (parse_uint(tok, 1, INT_MAX, &v) || !grown) {
+			if (grown)
+				opts->pids = grown;
+			err = -EINVAL;
+			break;
+		}
+		opts->pids = grown;
+		opts->pids[opts->npids++] = v;
+	}
+	if (!err && (!copy || !*arg || !opts->npids || arg[strlen(arg) - 1] == ',' || *arg == ','))
+		err = -EINVAL;
+	free(copy);
+	return err;
+}
+
+void options__free(struct options *opts)
+{
+	free(opts->pids);
+	opts->pids = NULL;
+	opts->npids = 0;
+	free(opts->own);
+	opts->own = NULL;
+	opts->nown = 0;
+}
+
+static int parse_uint(const char *arg, unsigned long min, unsigned long max, unsigned long *out)
+{
+	unsigned long v;
+	char *end;
+
+	if (*arg == '-' || *arg == '\0')
+		return -EINVAL;
+	errno = 0;
+	v = strtoul(arg, &end, 10);
+	if (errno || *end || v < min || v > max)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+/* Two outputs to one file would overwrite each other at every report. */
+static bool same_file_twice(const struct options *opts)
+{
+	size_t i, k;
+
+	for (i = 0; i < noutputs; i++)
+		for (k = i + 1; k < noutputs; k++)
+			if (opts->files[i] && opts->files[k] &&
+			    !strcmp(opts->files[i], opts->files[k])) {
+				elog("--%s and --%s both write %s: give each its own file "
+				     "(see heaptap --help)",
+				     outputs[i].option, outputs[k].option,
+				     log__value(opts->files[i]));
+				return true;
+			}
+	return false;
+}
+
+/*
+ * getopt_long's tables: the base options, then one per output file. On the stack of the
+ * caller: optstring holds "+:" the base letters, a letter per output that has one.
+ */
+struct option_tables {
+	struct option longs[sizeof(base_options) / sizeof(base_options[0]) + OUTPUTS_MAX];
+	char shorts[32 + 2 * OUTPUTS_MAX];
+};
+
+static void build_tables(struct option_tables *t)
+{
+	size_t n = sizeof(base_options) / sizeof(base_options[0]) - 1, i;
+	char *p;
+
+	memcpy(t->longs, base_options, n * sizeof(base_options[0]));
+	strcpy(t->shorts, "+:p:fi:d:vhV");
+	p = t->shorts + strlen(t->shorts);
+	for (i = 0; i < noutputs; i++) {
+		t->longs[n++] = (struct option){ outputs[i].option, required_argument, NULL,
+						 OPT_OUTPUT_FILE + (int)i };
+		if (outputs[i].short_option) {
+			*p++ = outputs[i].short_option;
+			*p++ = ':';
+		}
+	}
+	*p = 0;
+	t->longs[n] = (struct option){};
+}
+
+/* The row of outputs[] a getopt result names, or -1. */
+static int output_of(int c)
+{
+	size_t i;
+
+	if (c >= OPT_OUTPUT_FILE && c < OPT_OUTPUT_FILE + (int)noutputs)
+		return c - OPT_OUTPUT_FILE;
+	for (i = 0; i < noutputs; i++)
+		if (c && c == outputs[i].short_option)
+			return i;
+	return -1;
+}
+
+/*
+ * Option families. Each takes the options it knows: 0, or -EINVAL after saying what is
+ * wrong; OTHER_FAMILY for an option of another family.
+ */
+#define OTHER_FAMILY 1
+
+/* What to trace, when, and how the reports read. */
+static int parse_session(struct options *opts, int c)
+{
+	unsigned long v;
+	uint64_t ms;
+	int i;
+
+	switch (c) {
+	case 'p':
+		if (add_pids(opts, optarg))
+			return bad("PID", optarg, "a process ID, or several separated by commas");
+		return 0;
+	case 'f': opts->follow = true; return 0;
+	case OPT_COMM:
+		if (!*optarg || strlen(optarg) > 15)
+			return bad("--comm", optarg,
+				   "a process name as the kernel keeps it (1 to 15 bytes)");
+		opts->comm = optarg;
+		return 0;
+	case OPT_EXE: opts->exe = optarg; return 0;
+	case 'i':
+		if (parse_time(optarg, &opts->interval_ms, false))
+			return bad("interval", optarg,
+				   "a time of at least 1ms, like 5, 0.5s or 200ms");
+		return 0;
+	case 'd':
+		if (parse_time(optarg, &opts->duration_ms, false))
+			return bad("duration", optarg,
+				   "a time of at least 1ms, like 30, 10s or 5m");
+		return 0;
+	case OPT_TOP:
+		if (parse_uint(optarg, 0, 100000, &v))
+			return bad("--top", optarg, "a number of sites from 0 to 100000");
+		opts->top = v;
+		return 0;
+	case OPT_MIN_AGE:
+		if (parse_time(optarg, &ms, true))
+			return bad("--min-age", optarg, "a time, like 30s or 2m");
+		opts->min_age_ns = ms * 1000000;
+		return 0;
+	case OPT_SORT:
+		i = options__sort_key(optarg);
+		if (i < 0)
+			return bad("--sort", optarg, "size, live, calls or bytes");
+		opts->sort = i;
+		return 0;
+	case OPT_JSON: opts->json = true; return 0;
+	case 'v': opts->verbose = true; return 0;
+	}
+	return OTHER_FAMILY;
+}
+
+/* One more of the program's own allocator functions; the same one twice is refused. */
+static int add_own(struct options *opts, const char *option, const char *text)
+{
+	struct alloc_spec spec, *grown;
+	size_t i;
+	int err = alloc_spec__parse(option, text, &spec);
+
+	if (err)
+		return err;
+	for (i = 0; i < opts->nown; i++)
+		if (!strcmp(opts->own[i].name, spec.name)) {
+			elog("%s is named twice (%s and %s): give each function once (see heaptap "
+			     "--help)", log__value(spec.name), opts->own[i].option, option);
+			return -EINVAL;
+		}
+	if (opts->nown >= OPTIONS_MAX_OWN) {
+		elog("more than %d functions of the program's own: heaptap probes at most %d "
+		     "(see heaptap --help)", OPTIONS_MAX_OWN, OPTIONS_MAX_OWN);
+		return -EINVAL;
+	}
+	grown = realloc(opts->own, (opts->nown + 1) * sizeof(*grown));
+	if (!grown) {
+		elog("out of memory");
+		return -ENOMEM;
+	}
+	opts->own = grown;
+	opts->own[opts->nown++] = spec;
+	return 0;
+}
+
+static int add_family(struct options *opts, const char *name)
+{
+	const struct family *f;
+	size_t i, k;
+	int err = 0;
+
+	for (i = 0; (f = families__get(i)); i++) {
+		if (strcmp(f->name, name))
+			continue;
+		opts->families |= 1U << i;
+		for (k = 0; !err && k < 16 && f->specs[k][0]; k++) {
+			err = add_own(opts, f->specs[k][0], f->specs[k][1]);
+			if (!err)
+				opts->own[opts->nown - 1].python = f->python;
+		}
+		/* A family that knows no names leaves another's place as it was. */
+		if (!opts->pool_name_given && f->pool_name_at) {
+			opts->pool_name_at = f->pool_name_at;
+			opts->pool_named = true;
+		}
+		return err;
+	}
+	elog("unknown --allocator-family '%s': heaptap knows nginx, apr, postgres, glib and python (see "
+	     "heaptap --help)",
+	     log__value(name));
+	return -EINVAL;
+}
+
+/* Which allocator is traced, and the program's own allocator functions. */
+static int parse_allocator(struct options *opts, int c)
+{
+	unsigned long v;
+
+	switch (c) {
+	case OPT_ALLOCATOR: opts->allocator = optarg; return 0;
+	case OPT_ALLOC: return add_own(opts, "--alloc", optarg);
+	case OPT_CALLOC: return add_own(opts, "--calloc", optarg);
+	case OPT_REALLOC: return add_own(opts, "--realloc", optarg);
+	case OPT_FREE: return add_own(opts, "--free", optarg);
+	case OPT_FREE_CHAIN: return add_own(opts, "--free-chain", optarg);
+	case OPT_PYOBJECT_ALLOC: return add_own(opts, "--pyobject-alloc", optarg);
+	case OPT_POOL_CREATE: return add_own(opts, "--pool-create", optarg);
+	case OPT_POOL_ALLOC: return add_own(opts, "--pool-alloc", optarg);
+	case OPT_POOL_RESET: return add_own(opts, "--pool-reset", optarg);
+	case OPT_POOL_DESTROY: return add_own(opts, "--pool-destroy", optarg);
+	case OPT_FAMILY: return add_family(opts, optarg);
+	case OPT_LEVEL:
+		if (strcmp(optarg, "own") && strcmp(optarg, "malloc"))
+			return bad("--level", optarg, "own or malloc");
+		opts->level_malloc = !strcmp(optarg, "malloc");
+		return 0;
+	case OPT_POOL_NAME_AT:
+		if (parse_uint(optarg, 0, 65528, &v) || v % 8)
+			return bad("--pool-name-at", optarg, "a multiple of 8 from 0 to 65528");
+		opts->pool_name_at = v;
+		opts->pool_named = opts->pool_name_given = true;
+		return 0;
+	}
+	return OTHER_FAMILY;
+}
+
+/* How the allocator is traced: what is tracked, stacks, probe sites, modes, sampling. */
+static int parse_tracing(struct options *opts, int c)
+{
+	unsigned long v;
+	char *end;
+	int i;
+
+	switch (c) {
+	case OPT_MAX_ALLOCS:
+		if (parse_uint(optarg, 1, HEAPTAP_MAX_BLOCKS, &v))
+			return bad("--max-allocs", optarg, "a number from 1 to 67108864");
+		opts->max_allocs = v;
+		return 0;
+	case OPT_MAX_STACKS:
+		if (parse_uint(optarg, 1, 1 << 24, &v))
+			return bad("--max-stacks", optarg, "a number from 1 to 16777216");
+		opts->max_stacks = v;
+		return 0;
+	case OPT_STACK_DEPTH:
+		if (parse_uint(optarg, 1, HEAPTAP_MAX_DEPTH, &v))
+			return bad("--stack-depth", optarg, "a number from 1 to 127");
+		opts->stack_depth = v;
+		return 0;
+	case OPT_STACK:
+		i = options__stack_choice(optarg);
+		if (i < 0)
+			return bad("--stack", optarg, "fp, dwarf, copy or auto");
+		opts->stack = i;
+		return 0;
+	case OPT_STACK_BYTES:
+		if (parse_uint(optarg, 64, HEAPTAP_MAX_STACK_BYTES, &v) || v % 8)
+			return bad("--stack-bytes", optarg, "a multiple of 8 from 64 to 65536");
+		opts->stack_bytes = v;
+		return 0;
+	case OPT_PROBE_AT:
+		if (strcmp(optarg, "planned") && strcmp(optarg, "entry"))
+			return bad("--probe-at", optarg, "planned or entry");
+		opts->probe_entries = !strcmp(optarg, "entry");
+		return 0;
+	case OPT_PROBE_LINKS:
+		i = pick(optarg, links_names, sizeof(links_names) / sizeof(links_names[0]));
+		if (i < 0)
+			return bad("--probe-links", optarg, "auto, multi, single or inherit");
+		opts->probe_links = i;
+		return 0;
+	case OPT_LIVE: opts->live = true; return 0;
+	case OPT_WATCH: opts->watch = true; return 0;
+	case OPT_SAMPLE:
+		if (parse_bytes(optarg, &opts->sample_bytes))
+			return bad("--sample", optarg, "a size from 1 byte to 1t, like 512k");
+		return 0;
+	case OPT_WINDOW:
+		if (parse_time(optarg, &opts->window_ms, false) || opts->window_ms < 100)
+			return bad("--window", optarg, "a time of at least 100ms, like 2s");
+		return 0;
+	case OPT_MAX_OVERHEAD:
+		errno = 0;
+		opts->max_overhead = strtod(optarg, &end) / 100;
+		if (errno || *end || !(opts->max_overhead > 0) || opts->max_overhead > 1)
+			return bad("--max-overhead", optarg, "a percentage above 0, up to 100");
+		return 0;
+	}
+	return OTHER_FAMILY;
+}
+
+/* Where reports go besides standard output, and what they show of blocks. */
+static int parse_publishing(struct options *opts, int c)
+{
+	unsigned long v;
+	char *end;
+
+	switch (c) {
+	case OPT_FILE_MODE:
+		errno = 0;
+		v = strtoul(optarg, &end, 8);
+		if (errno || *end || !*optarg || *optarg == '-' || v > 0777)
+			return bad("--file-mode", optarg, "an octal mode, like 0600 or 0640");
+		opts->file_mode = v;
+		return 0;
+	case OPT_LISTEN:
+		if (!listen__valid(optarg))
+			return bad("--listen", optarg,
+				   "[ADDR:]PORT, like 9464, 127.0.0.1:9464 or [::1]:9464");
+		opts->listen = optarg;
+		return 0;
+	case OPT_DUMP_BYTES:
+		if (parse_uint(optarg, 0, HEAPTAP_MAX_DUMP, &v))
+			return bad("--dump-bytes", optarg, "a number of bytes, 0 to 4096");
+		opts->dump_bytes = v;
+		return 0;
+	}
+	return OTHER_FAMILY;
+}
+
+/* Alarms, and what they do. */
+static int parse_alarms(struct options *opts, int c)
+{
+	switch (c) {
+	case OPT_ALERT_LIVE:
+		if (parse_bytes(optarg, &opts->alert_live))
+			return bad("--alert-live", optarg, "bytes, like 100m or 1g");
+		return 0;
+	case OPT_ALERT_GROWTH:
+		if (parse_bytes(optarg, &opts->alert_growth))
+			return bad("--alert-growth", optarg, "bytes, like 100m or 1g");
+		return 0;
+	case OPT_ALERT_RSS:
+		if (parse_bytes(optarg, &opts->alert_rss))
+			return bad("--alert-rss", optarg, "bytes, like 100m or 1g");
+		return 0;
+	case OPT_ON_ALERT: opts->on_alert = optarg; return 0;
+	case OPT_EXIT_ON_ALERT: opts->exit_on_alert = true; return 0;
+	}
+	return OTHER_FAMILY;
+}
+
+static int parse_leak_check(struct options *opts, int c)
+{
+	unsigned long v;
+
+	switch (c) {
+	case OPT_LEAK_CHECK: opts->leak_check = true; return 0;
+	case OPT_LEAK_CHECK_MAX_PAUSE:
+		if (parse_time(optarg, &opts->leak_check_max_ms, false))
+			return bad("--leak-check-max-pause", optarg,
+				   "a time of at least 1ms, like 2s or 500ms");
+		return 0;
+	case OPT_LEAK_CHECK_HEURISTICS:
+		if (parse_heuristics(optarg, &opts->leak_heuristics))
+			return bad("--leak-check-heuristics", optarg,
+				   "all, none, or a list of stdstring, length64, newarray, "
+				   "multipleinheritance");
+		return 0;
+	case OPT_LEAK_EXIT_CODE:
+		if (parse_uint(optarg, 1, 255, &v))
+			return bad("--leak-exit-code", optarg, "an exit status from 1 to 255");
+		opts->leak_exit_code = v;
+		return 0;
+	}
+	return OTHER_FAMILY;
+}
+
+/* One option getopt_long returned: 0, -EINVAL after saying what is wrong, or OTHER_FAMILY
+ * when it is none of heaptap's (getopt's own errors). */
+static int parse_option(struct options *opts, int c)
+{
+	static int (*const families[])(struct options *opts, int c) = {
+		parse_session,	  parse_allocator, parse_tracing,
+		parse_publishing, parse_alarms,	   parse_leak_check,
+	};
+	int row = output_of(c), err;
+	size_t i;
+
+	if (row >= 0) {
+		opts->files[row] = optarg;
+		return 0;
+	}
+	for (i = 0; i < sizeof(families) / sizeof(families[0]); i++) {
+		err = families[i](opts, c);
+		if (err != OTHER_FAMILY)
+			return err;
+	}
+	return OTHER_FAMILY;
+}
+
+/*
+ * An option getopt_long refused (c: ':' for a missing value, else '?'), from the argument
+ * it was at (at: optind before the call). A long option is named as given; a short one by
+ * its letter, as it may be one of a cluster (-vx), which getopt has not stepped past.
+ */
+static int bad_option(int c, char **argv, int at)
+{
+	const char *arg = argv[optind > at ? optind - 1 : at];
+	char letter[3] = { '-', (char)optopt, '\0' };
+
+	if (strncmp(arg, "--", 2) && optopt > ' ' && optopt < 0x7f)
+		arg = letter;
+	if (c == ':')
+		elog("option '%s' needs a value (see heaptap --help)", log__value(arg));
+	else
+		elog("unknown option '%s' (see heaptap --help)", log__value(arg));
+	return -EINVAL;
+}
+
+/* What options ask of one another, once all are read. */
+static int check_rules(struct options *opts)
+{
+	if (opts->live && opts->watch) {
+		elog("--live and --watch are two different modes: choose one (see heaptap --help)");
+		return -EINVAL;
+	}
+	if (same_file_twice(opts))
+		return -EINVAL;
+	if ((opts->on_alert || opts->exit_on_alert) &&
+	    !(opts->alert_live || opts->alert_growth || opts->alert_rss)) {
+		elog("%s needs an alarm: --alert-live, --alert-growth or --alert-rss "
+		     "(see heaptap --help)",
+		     opts->on_alert ? "--on-alert" : "--exit-on-alert");
+		return -EINVAL;
+	}
+	if (opts->pool_name_given) {
+		size_t i;
+
+		for (i = 0; i < opts->nown && !alloc_spec__is_pool(opts->own[i].kind); i++)
+			;
+		if (i == opts->nown) {
+			elog("--pool-name-at says where a pool keeps its name: name the pool's "
+			     "functions too (--pool-alloc ...; see heaptap --help)");
+			return -EINVAL;
+		}
+	}
+	/* Malloc's level: the program's own functions, checked, are left alone. */
+	if (opts->level_malloc) {
+		opts->own_untraced = opts->nown;
+		opts->nown = 0;
+		opts->pool_named = false;
+		opts->families = 0;
+	}
+	if (opts->leak_exit_code >= 0 && !opts->leak_check) {
+		elog("--leak-exit-code needs --leak-check (see heaptap --help)");
+		return -EINVAL;
+	}
+	if (opts->nown && opts->watch) {
+		elog("%s names an allocator function, and --watch probes none: choose one (see "
+		     "heaptap --help)", opts->own[0].option);
+		return -EINVAL;
+	}
+	if (opts->leak_check && opts->watch) {
+		elog("--leak-check needs the blocks that --watch does not track: choose one "
+		     "(see heaptap --help)");
+		return -EINVAL;
+	}
+	if (opts->live && !opts->sample_bytes)
+		opts->sample_bytes = 512 << 10;
+	if ((opts->npids || opts->comm || opts->exe) == !!opts->command) {
+		elog("%s (see heaptap --help)",
+		     opts->command ? "give either -p PID or a COMMAND, not both"
+				   : "nothing to trace: give -p PID or -- COMMAND");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int options__parse(struct options *opts, int argc, char **argv)
+{
+	struct option_tables tables;
+	int c, err, at;
+
+	*opts = (struct options){
+		.interval_ms = 5000,
+		.top = 10,
+		.sort = SORT_SIZE,
+		.max_allocs = 1 << 20,
+		.max_stacks = 1 << 16,
+		.stack_depth = 64,
+		.stack_bytes = 16384,
+		.window_ms = 2000,
+		.max_overhead = 0.05,
+		.dump_bytes = 64,
+		.leak_check_max_ms = 5000,
+		.leak_heuristics = REACH_HEUR_ALL,
+		.leak_exit_code = -1,
+		.file_mode = OUTPUT_MODE,
+	};
+	build_tables(&tables);
+	/* '+': stop at the first non-option, so COMMAND's own options stay its own; ':' and
+	 * opterr = 0: every message about the command line is heaptap's own, on one line. */
+	opterr = 0;
+	for (at = optind ? optind : 1;
+	     (c = getopt_long(argc, argv, tables.shorts, tables.longs, NULL)) != -1; at = optind) {
+		if (c == 'h') {
+			usage__print();
+			return 1;
+		}
+		if (c == 'V') {
+			printf("heaptap %s\n", HEAPTAP_VERSION);
+			return 1;
+		}
+		err = parse_option(opts, c);
+		if (err == OTHER_FAMILY)
+			return bad_option(c, argv, at);
+		if (err)
+			return err;
+	}
+	if (optind < argc)
+		opts->command = &argv[optind];
+	return check_rules(opts);
+}

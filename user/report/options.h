@@ -1,0 +1,20 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* The command line, parsed into struct options (settings.h). */
+#ifndef HEAPTAP_OPTIONS_H
+#define HEAPTAP_OPTIONS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "base/settings.h"
+
+/*
+ * Parses argv into *opts. Returns 0, 1 when --help or --version was printed (exit 0), or
+ * -EINVAL after printing what is wrong (exit EXIT_USAGE).
+ */
+int options__parse(struct options *opts, int argc, char **argv);
+
+/* Frees what options__parse allocated. */
+void options__free(struct options *opts);
+
+#endif

@@ -1,0 +1,273 @@
+// SPDX-License-Identifier: GPL-2.0
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/log.h"
+#include "base/output.h"
+#include "report/outputs.h"
+#include "report/publish.h"
+#include "report/report.h"
+#include "report/serve.h"
+
+/*
+ * Standard output is written by a thread of its own: a reader that does not keep up (a pipe
+ * read between other work, a pager held) blocks that thread, never heaptap's loop, which goes
+ * on taking in the processes forked meanwhile and draining the BPF side's rings. What it has
+ * not written waits, at most STDOUT_PENDING records; beyond, the oldest interval report
+ * waiting is dropped (counted, said once). The attached record, alerts and the final report
+ * are never dropped: for them the loop waits.
+ */
+#define STDOUT_PENDING 4
+
+struct record {
+	char *text;
+	size_t len;
+	bool droppable;
+};
+
+struct stdout_writer {
+	pthread_t thread;
+	bool running;
+	pthread_mutex_t lock;
+	pthread_cond_t changed;
+	struct record q[STDOUT_PENDING];
+	size_t n;
+	bool busy; /* writing one, out of the queue */
+	bool stop;
+	int err;	  /* the first failure, negative errno */
+	uint64_t dropped; /* interval reports dropped */
+};
+
+struct publisher {
+	const struct options *opts;
+	struct serve *serve; /* --listen */
+	int errors[OUTPUTS_MAX]; /* of the last attempt at each file */
+	struct stdout_writer out;
+};
+
+/* A record on standard output, flushed: negative errno on failure. */
+static int put_out(const struct record *r)
+{
+	return fwrite(r->text, 1, r->len, stdout) != r->len || fflush(stdout) ? -errno ?: -EIO : 0;
+}
+
+static void *write_stdout(void *arg)
+{
+	struct stdout_writer *w = arg;
+
+	pthread_mutex_lock(&w->lock);
+	for (;;) {
+		struct record r;
+		int err;
+
+		while (!w->n && !w->stop)
+			pthread_cond_wait(&w->changed, &w->lock);
+		if (!w->n)
+			break;
+		r = w->q[0];
+		memmove(w->q, w->q + 1, --w->n * sizeof(w->q[0]));
+		w->busy = true;
+		pthread_mutex_unlock(&w->lock);
+		err = put_out(&r);
+		free(r.text);
+		pthread_mutex_lock(&w->lock);
+		w->busy = false;
+		if (err && !w->err) {
+			w->err = err;
+			elog("cannot write the report: %s", strerror(-err));
+		}
+		pthread_cond_broadcast(&w->changed);
+	}
+	pthread_mutex_unlock(&w->lock);
+	return NULL;
+}
+
+/* Queues what write() puts in a FILE for standard output; with wait, returns once it is
+ * written, with standard output's error if any. */
+static int queue_stdout(struct stdout_writer *w, int (*write)(FILE *, const void *),
+			const void *ctx, bool droppable, bool wait)
+{
+	struct record r = { .droppable = droppable };
+	FILE *f = open_memstream(&r.text, &r.len);
+	int err;
+	size_t i;
+
+	if (!f)
+		return -errno;
+	err = write(f, ctx);
+	if (fclose(f) && !err)
+		err = -errno;
+	if (err) {
+		free(r.text);
+		return err;
+	}
+	/* No thread: written here. */
+	if (!w->running) {
+		err = put_out(&r);
+		free(r.text);
+		return err;
+	}
+	pthread_mutex_lock(&w->lock);
+	while (w->n == STDOUT_PENDING) {
+		for (i = 0; i < w->n && !w->q[i].droppable; i++)
+			;
+		if (i < w->n) {
+			free(w->q[i].text);
+			memmove(w->q + i, w->q + i + 1, (w->n - i - 1) * sizeof(w->q[0]));
+			w->n--;
+			if (!w->dropped++)
+				elog("standard output is read slower than reports come: interval "
+				     "reports are dropped while it lags (counted in heaptap.reports_"
+				     "dropped)");
+			break;
+		}
+		pthread_cond_wait(&w->changed, &w->lock);
+	}
+	w->q[w->n++] = r;
+	pthread_cond_broadcast(&w->changed);
+	while (wait && (w->n || w->busy))
+		pthread_cond_wait(&w->changed, &w->lock);
+	err = wait ? w->err : 0;
+	pthread_mutex_unlock(&w->lock);
+	return err;
+}
+
+static void stop_writer(struct stdout_writer *w)
+{
+	if (!w->running)
+		return;
+	pthread_mutex_lock(&w->lock);
+	w->stop = true;
+	pthread_cond_broadcast(&w->changed);
+	pthread_mutex_unlock(&w->lock);
+	pthread_join(w->thread, NULL);
+	w->running = false;
+}
+
+uint64_t publish__dropped(const struct publisher *p)
+{
+	return p ? __atomic_load_n(&p->out.dropped, __ATOMIC_RELAXED) : 0;
+}
+
+int publish__stdout(struct publisher *p, int (*write)(FILE *, const void *), const void *ctx)
+{
+	return queue_stdout(&p->out, write, ctx, false, false);
+}
+
+static void say_failure(const char *option, const char *path, const struct output_error *e,
+			const char *after)
+{
+	char *why = output__strerror(path, e);
+
+	elog("cannot write --%s %s: %s%s", option, path, why ? why : strerror(-e->err), after);
+	free(why);
+}
+
+int publish__start(const struct options *opts, struct publisher **out)
+{
+	struct publisher *p = calloc(1, sizeof(*p));
+	struct output_error e;
+	size_t i;
+	int err;
+
+	*out = NULL;
+	if (!p)
+		return -ENOMEM;
+	p->opts = opts;
+	for (i = 0; i < noutputs; i++) {
+		if (!opts->files[i])
+			continue;
+		err = output__check(opts->files[i], &e);
+		if (err) {
+			say_failure(outputs[i].option, opts->files[i], &e, "");
+			goto fail;
+		}
+	}
+	if (opts->listen && (err = serve__start(opts->listen, &p->serve)))
+		goto fail;
+	pthread_mutex_init(&p->out.lock, NULL);
+	pthread_cond_init(&p->out.changed, NULL);
+	/* Without the thread, standard output is written in line, as before it. */
+	p->out.running = !pthread_create(&p->out.thread, NULL, write_stdout, &p->out);
+	*out = p;
+	return 0;
+fail:
+	free(p);
+	return err;
+}
+
+/* One row's report, for output__write's callback. */
+struct row_report {
+	const struct output *row;
+	const struct report *r;
+};
+
+static int write_row(FILE *f, const void *ctx)
+{
+	const struct row_report *rr = ctx;
+
+	return rr->row->write(f, rr->r);
+}
+
+static int write_report(FILE *f, const void *ctx)
+{
+	return outputs[OUTPUT_REPORT].write(f, ctx);
+}
+
+int publish__report(struct publisher *p, const struct report *r)
+{
+	const struct options *o = p->opts;
+	bool final = !strcmp(r->type, "final");
+	struct output_error e;
+	int err = 0, files_err = 0;
+	size_t i;
+
+	/* The final report is written before heaptap goes on (its end). */
+	if (!o->files[OUTPUT_REPORT]) {
+		/* One asked for (SIGUSR1, with its leak check) is not dropped either. */
+		err = queue_stdout(&p->out, write_report, r, !final && !r->leak, final);
+		if (err && !p->out.running)
+			elog("cannot write the report: %s", strerror(-err));
+		else if (!final)
+			err = 0;
+	}
+	for (i = 0; i < noutputs; i++) {
+		struct row_report ctx = { &outputs[i], r };
+		int fe;
+
+		if (!o->files[i])
+			continue;
+		fe = output__write(o->files[i], o->file_mode, write_row, &ctx, &e);
+		/* Said once, not at every report while the disk stays full. */
+		if (fe && (fe != p->errors[i] || final))
+			say_failure(outputs[i].option, o->files[i], &e,
+				    final ? "" : " (the previous one is kept)");
+		else if (!fe && p->errors[i])
+			elog("--%s %s written again", outputs[i].option, o->files[i]);
+		p->errors[i] = fe;
+		files_err = files_err ?: fe;
+	}
+	if (p->serve) {
+		int se = serve__report(p->serve, r);
+
+		if (se) {
+			elog("cannot update what --listen serves: %s", strerror(-se));
+			files_err = files_err ?: se;
+		}
+	}
+	return err ?: final ? files_err : 0;
+}
+
+void publish__stop(struct publisher *p)
+{
+	if (!p)
+		return;
+	stop_writer(&p->out);
+	pthread_mutex_destroy(&p->out.lock);
+	pthread_cond_destroy(&p->out.changed);
+	serve__stop(p->serve);
+	free(p);
+}

@@ -1,0 +1,324 @@
+// SPDX-License-Identifier: GPL-2.0
+/* A report of the session: the accounting read, judged (trends, alarms), and published. */
+#include <errno.h>
+#include <inttypes.h>
+#include <malloc.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "account/block_table.h"
+#include "account/drain.h"
+#include "account/dump.h"
+#include "account/history.h"
+#include "base/clock.h"
+#include "base/escape.h"
+#include "base/log.h"
+#include "heaptap.h"
+#include "heaptap.skel.h"
+#include "report/publish.h"
+#include "report/report.h"
+#include "session/reporting.h"
+#include "target/proc.h"
+#include "target/unwind.h"
+
+/* Sites whose blocks are dumped: the first of the report, and the first suspects. */
+#define DUMP_SITES 5
+
+/* Every image's unwinding, summed. */
+static const struct unwind_stats *unwind_stats(struct session *s)
+{
+	size_t i;
+
+	memset(&s->unwind, 0, sizeof(s->unwind));
+	for (i = 0; i < s->procs.nimages; i++) {
+		const struct unwind_stats *u;
+
+		if (!s->procs.images[i]->unwinder)
+			continue;
+		u = unwinder__stats(s->procs.images[i]->unwinder);
+		s->unwind.samples += u->samples;
+		s->unwind.sample_bytes += u->sample_bytes;
+		s->unwind.unwind_ns += u->unwind_ns;
+		s->unwind.truncated += u->truncated;
+		s->unwind.rules += u->rules;
+		s->unwind.no_cfi += u->no_cfi;
+		s->unwind.cfi_refused += u->cfi_refused;
+	}
+	return &s->unwind;
+}
+
+/* The report's frame: what the session is, before any figure is read. */
+static struct report build_report(struct session *s, const char *type)
+{
+	size_t links = 0, i;
+
+	for (i = 0; i < s->procs.n; i++)
+		links += s->procs.v[i]->links.count;
+	return (struct report){
+		.type = type,
+		.pid = s->target->pid,
+		.comm = s->target->comm,
+		.opts = &s->opts,
+		.allocator = s->allocator,
+		.probes = s->probes,
+		.links = links,
+		.links_mode = s->links_mode,
+		.procs = &s->procs,
+		.prev = s->have_prev ? &s->prev : NULL,
+		.attach_ns = s->attach_ns,
+		.stacks = s->stacks,
+		.syms = s->syms,
+		.target_exited = s->target->exited,
+		.exit_code = s->target->exit_code,
+		.exit_signal = s->target->exit_signal,
+		.stack_mode = s->stack_mode,
+		.unwind = s->stack_mode != HEAPTAP_STACK_FP ? unwind_stats(s) : NULL,
+		.history = s->history,
+		.duty = s->mode == MODE_LIVE ? &s->duty : NULL,
+		.traced_now = s->attached,
+		.timeline = &s->timeline,
+		.alarms = &s->alarms,
+		.leak_note = strcmp(type ? type : "", "final") ? NULL : s->leak_note,
+	};
+}
+
+static int write_attached(FILE *f, const void *r)
+{
+	report__attached_json(f, r);
+	return 0;
+}
+
+void session__announce(struct session *s)
+{
+	struct report r = build_report(s, NULL);
+
+	if (s->opts.json)
+		publish__stdout(s->publisher, write_attached, &r);
+	else
+		report__attached_text(stderr, &r);
+}
+
+/* An alert's record, for standard output. */
+struct alert_record {
+	const struct report *r;
+	const struct alarm_event *ev;
+};
+
+static int write_alert(FILE *f, const void *ctx)
+{
+	const struct alert_record *a = ctx;
+
+	report__alert_json(f, a->r, a->ev);
+	return 0;
+}
+
+/* The target's time in probe hits since the previous report, over its CPU time meanwhile. */
+static double slowdown(struct session *s, const struct snapshot *snap)
+{
+	static const uint64_t none[HEAPTAP_MAX_FUNCS];
+	uint64_t cpu = session__cpu_ns(s);
+	double trap;
+
+	if (s->mode == MODE_LIVE) {
+		uint64_t now = clock__now_ns();
+
+		if (s->live_start_ns)
+			duty__now(&s->duty, now - s->live_start_ns,
+				  s->attached ? now - s->window_start_ns : 0);
+		return s->duty.slowdown;
+	}
+	if (!s->calibrated || !cpu || cpu <= s->report_cpu_ns)
+		return NAN;
+	trap = overhead__trap_ns(s->probes, &s->costs, s->have_prev ? s->prev.fn_calls : none,
+				 snap->fn_calls);
+	trap /= cpu - s->report_cpu_ns;
+	s->report_cpu_ns = cpu;
+	return trap;
+}
+
+/* Whether a process runs still, and its symbols, for its blocks' dumps. */
+static bool alive(void *ctx, uint32_t tgid, struct syms **syms)
+{
+	struct process *p = procs__find(&((struct session *)ctx)->procs, tgid);
+
+	*syms = p && p->image ? p->image->syms : NULL;
+	return p && !p->exited_ns;
+}
+
+/* The C string process tgid points to at address at, escaped into out (a string of the
+ * target's); out stays "" when it cannot be read. */
+static void read_name(uint32_t tgid, uint64_t at, char *out, size_t size)
+{
+	char name[64];
+	size_t n = proc__read_string_at(tgid, at, name, sizeof(name));
+	/* As many bytes as asked and no end among them: the name is longer, and shown cut. */
+	bool cut = n == sizeof(name) - 1 && !memchr(name, '\0', n);
+
+	if (n)
+		escape__into(name, cut ? n - 1 : 0, out, size);
+}
+
+/* The type of a site's objects, where its stack has one (--pyobject-alloc), by the name
+ * read when the stack was new (syms.h). */
+static void read_object_type(struct session *s, struct site *site)
+{
+	const struct stack *st = stacks__get(s->stacks, site->stack_id);
+	struct image *im = st && st->tag ? procs__image(&s->procs, st->image) : NULL;
+	const struct sym_info *si;
+
+	if (!im || site->object_type)
+		return;
+	site->object_type = st->tag;
+	si = im->syms ? syms__find(im->syms, st->tag | HEAPTAP_PY_TYPE, false) : NULL;
+	if (si && si->frames[0].function)
+		snprintf(site->object_type_name, sizeof(site->object_type_name), "%s",
+			 si->frames[0].function);
+}
+
+/* The pool of a site's oldest block, and the pool's name where the family says where it is
+ * (a string of the target's: escaped). */
+static void read_pool(struct session *s, struct site *site)
+{
+	struct process *p;
+	struct heaptap_block key;
+	struct heaptap_pool_block pb;
+
+	if (!site->nexamples || site->pool)
+		return;
+	p = procs__find(&s->procs, site->examples[0].tgid);
+	if (!p || !p->image)
+		return;
+	key = (struct heaptap_block){ .tgid = site->examples[0].tgid, .image = p->image->id,
+				      .addr = site->examples[0].addr };
+	/* The same block (not one made at its address since the snapshot). */
+	if (bpf_map_lookup_elem(bpf_map__fd(s->skel->maps.pool_blocks), &key, &pb) ||
+	    pb.time_ns != site->examples[0].time_ns)
+		return;
+	site->pool = pb.pool;
+	if (s->opts.pool_named && !p->exited_ns)
+		read_name(key.tgid, pb.pool + s->opts.pool_name_at, site->pool_name,
+			  sizeof(site->pool_name));
+}
+
+/* What the blocks of the sites a report shows first, and of the suspects, hold; the pools
+ * and the objects' types of the sites it shows. */
+static void read_dumps(struct session *s, struct report *r, struct snapshot *snap)
+{
+	const struct dump_sources dump = { .max = s->opts.dump_bytes, .alive = alive,
+					   .ctx = s };
+	struct suspect *sus;
+	double *growth;
+	size_t i, n, nsus, *order;
+
+	if (s->mode == MODE_WATCH || !procs__alive(&s->procs))
+		return;
+	order = report__site_order(r, &growth, &n);
+	for (i = 0; i < n && i < DUMP_SITES && s->opts.dump_bytes; i++)
+		snapshot__dump_site(&snap->sites[order[i]], &dump);
+	/* Every site the report shows says its pool, and its objects' type. */
+	for (i = 0; i < n && i < s->opts.top; i++) {
+		if (s->pools)
+			read_pool(s, &snap->sites[order[i]]);
+		read_object_type(s, &snap->sites[order[i]]);
+	}
+	nsus = report__suspects(r, &sus);
+	for (i = 0; i < nsus && i < DUMP_SITES; i++) {
+		if (s->opts.dump_bytes)
+			snapshot__dump_site(&snap->sites[sus[i].site], &dump);
+		if (s->pools)
+			read_pool(s, &snap->sites[sus[i].site]);
+		read_object_type(s, &snap->sites[sus[i].site]);
+	}
+	free(order);
+	free(growth);
+	free(sus);
+}
+
+/* The alarms this report's figures fire: said, recorded, their commands run. */
+static void judge(struct session *s, struct report *r, struct alarm_event *alerts)
+{
+	struct alarm_figures fig = { .live = report__live(r, NULL),
+				     .growth = r->growth * 3600,
+				     .rss = r->rss ? r->rss : NAN };
+	struct alarm_context ctx = {
+		.pid = r->pid, .comm = r->comm, .live = fig.live, .rss = r->rss, .growth = fig.growth
+	};
+	size_t i;
+
+	r->alerts = alerts;
+	r->nalerts = alarms__check(&s->alarms, &fig, r->snap->time_ns, alerts);
+	for (i = 0; i < r->nalerts; i++) {
+		alarms__fire(&s->alarms, &alerts[i], &ctx, s->opts.on_alert);
+		if (s->opts.json)
+			publish__stdout(s->publisher, write_alert,
+					&(struct alert_record){ r, &alerts[i] });
+	}
+	if (r->nalerts && s->opts.exit_on_alert)
+		s->alarm_exit = true;
+}
+
+int session__report(struct session *s, const char *type, const struct leak_check *leak)
+{
+	struct report r = build_report(s, type);
+	struct alarm_event alerts[ALARMS];
+	uint64_t start_ns = clock__now_ns(), made_ns;
+	struct snapshot snap;
+	int err;
+
+	/* Every sample sent so far is unwound, so that its blocks have their stack. */
+	drain__flush(s->rings);
+	err = s->tracer->snapshot(s, &snap);
+	if (!err)
+		err = history__add(s->history, &snap);
+	if (err) {
+		elog("cannot read the BPF maps: %s", strerror(-err));
+		return err;
+	}
+	/* Workers long gone, their blocks dropped: summed on one line. */
+	procs__fold_exited(&s->procs, snap.time_ns);
+	r.snap = &snap;
+	r.number = ++s->reports;
+	r.leak = leak;
+	r.rss = session__rss(s);
+	/* heaptap's own: not the table of blocks it maps (the BPF maps' memory, below). */
+	r.self_rss = proc__rss(0);
+	r.self_rss -= r.self_rss < block_table__mapped_bytes() ? r.self_rss : block_table__mapped_bytes();
+	r.self_maps = accounting__map_bytes(s->skel);
+	r.reports_dropped = publish__dropped(s->publisher);
+	drain__stats(s->rings, &r.backlog);
+	r.slowdown = procs__alive(&s->procs) ? slowdown(s, &snap) : NAN;
+	timeline__add(&s->timeline,
+		      &(struct timeline_point){ .time_ns = snap.time_ns,
+						.live_bytes = llround(report__live(&r, NULL)),
+						.peak_bytes = llround(report__peak(&r)),
+						.rss = r.rss });
+	r.growth = timeline__growth(&s->timeline);
+	read_dumps(s, &r, &snap);
+	judge(s, &r, alerts);
+	/* An exception whose return address was not put back ends the program that threw it:
+	 * said on stderr the first time it is seen, not only counted. */
+	if (snap.counters.fixup_failures > s->fixup_failures_said) {
+		uint64_t more = snap.counters.fixup_failures - s->fixup_failures_said;
+
+		elog("%" PRIu64 " C++ exception%s could not be let out of a probed operator new "
+		     "(the program may have terminated on it): see fixup_failures",
+		     more, more == 1 ? "" : "s");
+		s->fixup_failures_said = snap.counters.fixup_failures;
+	}
+	made_ns = clock__now_ns();
+	err = publish__report(s->publisher, &r);
+	vlog("report %" PRIu64 ": %zu sites, read in %.1f ms, written in %.1f ms", r.number,
+	     snap.nsites, (made_ns - start_ns) / 1e6, (clock__now_ns() - made_ns) / 1e6);
+	if (s->have_prev)
+		snapshot__free(&s->prev);
+	s->prev = snap;
+	s->have_prev = true;
+	/* A report allocates and frees megabytes (snapshots, formats): what is free goes back
+	 * to the system, so that heaptap's RSS stays flat over days of reports. */
+	malloc_trim(0);
+	return err;
+}

@@ -246,9 +246,9 @@ endef
 $(foreach f,$(FUZZERS),$(eval $(call fuzzer_rule,$(f))))
 
 # Seed inputs made from real files at build time (system libraries, the test targets and
-# their debug files, /proc/self/maps and smaps, the README's command lines): too large, and
+# their debug files, /proc/self/maps and smaps, the command lines of the README and doc/): too large, and
 # too machine-specific, to commit. Inputs that once crashed are in tests/fuzz/regressions/.
-$(FUZZ_CORPUS): tests/fuzz/corpus.py $(TARGETS) README.md | $(OUTPUT)/fuzz
+$(FUZZ_CORPUS): tests/fuzz/corpus.py $(TARGETS) README.md $(wildcard doc/*.md) | $(OUTPUT)/fuzz
 	$(call msg,CORPUS,$(dir $@))
 	$(Q)python3 tests/fuzz/corpus.py $(OUTPUT) $(dir $@)
 	$(Q)touch $@

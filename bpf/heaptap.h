@@ -337,7 +337,7 @@ struct heaptap_alloc {
 	__u64 stack_id; /* key of the stacks map; 0 when no stack was taken */
 };
 
-/* Sizes up to 4 TiB (a larger block counts as 4 TiB: see the README's Known limits); the
+/* Sizes up to 4 TiB (a larger block counts as 4 TiB: see doc/limits.md); the
  * 22 bits above hold any thread id (the kernel's PID_MAX_LIMIT is 2^22). */
 #define HEAPTAP_ALLOC_SIZE_BITS 42
 #define HEAPTAP_ALLOC_SIZE_MAX ((1ULL << HEAPTAP_ALLOC_SIZE_BITS) - 1)

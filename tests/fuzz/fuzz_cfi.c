@@ -2,7 +2,7 @@
 /*
  * libFuzzer target: CFI rule derivation. The input is a section of CFI (.eh_frame or
  * .debug_frame, as an object a target maps may hold), placed at its address in a minimal
- * ELF image; heaptap checks the section (user/cfi.c) and, if it passes, derives the unwind
+ * ELF image; heaptap checks the section (user/target/cfi.c) and, if it passes, derives the unwind
  * rule at 64 consecutive addresses from pc, as it does at each return address a stack copy
  * meets.
  */

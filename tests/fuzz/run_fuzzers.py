@@ -47,7 +47,7 @@ def sanitizer_env():
     """The fuzzers' environment. Allocations past 64 MiB fail here, as they may on any host:
     heaptap makes none that large, and libdw, which grows a frame's register array to the
     largest register number the CFI names (up to 2 GiB), is handed no CFI naming one past
-    256 (user/cfi.c)."""
+    256 (user/target/cfi.c)."""
     return dict(os.environ, UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1",
                 ASAN_OPTIONS="detect_leaks=1:max_allocation_size_mb=64:"
                              "allocator_may_return_null=1")

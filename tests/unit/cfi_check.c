@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * The check of a target's CFI before libdw reads it (user/cfi.c): sections built here, one
+ * The check of a target's CFI before libdw reads it (user/target/cfi.c): sections built here, one
  * case each of what is refused and of what libdw would reach that a walk in order would not
  * (an FDE only .eh_frame_hdr's table points at), then every object of this machine's
  * programs and libraries, whose CFI the toolchains wrote: none may be refused.

@@ -55,7 +55,7 @@ static void gaps(void)
 	CHECK_NEAR(sum / HEAPTAP_SAMPLE_GAPS / interval, 1, 1e-4, "the gaps' mean, in intervals");
 }
 
-/* What the BPF side adds for a block of size bytes (bpf/heaptap.bpf.c's weight()). */
+/* What the BPF side adds for a block of size bytes (bpf/part/sampling.bpf.h's weight()). */
 static uint64_t bpf_weight(const struct heaptap_weight *w, __u64 size)
 {
 	__u64 min = heaptap_size_class_min(heaptap_size_class(size));

@@ -92,7 +92,7 @@ struct options {
 	int leak_exit_code; /* --leak-exit-code: status when lost bytes are found; -1: not set */
 };
 
-/* Exit statuses, as documented in the README. */
+/* Exit statuses, as the README and the man page list them. */
 enum {
 	EXIT_OK = 0,
 	EXIT_FAIL = 1,

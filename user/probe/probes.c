@@ -106,12 +106,12 @@ static int link_to(struct bpf_program *prog, int pid, const char *path, const ui
 
 /* pid made a member of the call of prog at pr (its return with returns): the member's fd. */
 static int member_of(struct bpf_program *prog, int pid, const struct probe *pr, uint64_t cookie,
-		     bool returns)
+		     bool returns, bool anchor)
 {
 	const char *path = pr->file->open_path;
 	int call = inherit__call(bpf_program__fd(prog), path, pr->offset, returns, cookie, pid);
 
-	return call < 0 ? call : inherit__member(call, pid, path);
+	return call < 0 ? call : inherit__member(call, pid, path, anchor);
 }
 
 void probes__lend_programs(struct heaptap_bpf *skel)
@@ -329,7 +329,7 @@ int probes__attach(const struct probes *p, struct probe_links *l, struct heaptap
 			if (*link >= 0)
 				continue;
 			if (links_mode == LINKS_INHERIT)
-				*link = member_of(prog, pid, pr, cookie, returns);
+				*link = member_of(prog, pid, pr, cookie, returns, !l->count);
 			else
 				*link = link_to(prog, pid, pr->file->open_path, &pr->offset,
 						&cookie, 1, returns, link + 1);

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0
-/* JSON lines: one object per record (its head and version: json.c), documented in README.md. */
+/* JSON lines: one object per record (its head and version: json.c), documented in doc/outputs.md. */
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>

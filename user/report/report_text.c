@@ -75,7 +75,7 @@ static void figures(FILE *f, const struct report *r)
 		fprintf(f, "exceptions %s operator new calls ended by an exception%s\n",
 			count(a, sizeof(a), c->unwound),
 			c->fixup_failures
-				? " (heaptap was too slow to let some through: see README)"
+				? " (heaptap was too slow to let some through: see doc/how-it-works.md, Exceptions)"
 				: "");
 	if (c->pool_resets || c->pool_malloc_live)
 		fprintf(f,

@@ -45,7 +45,7 @@ static void configure(struct session *s)
 	skel->rodata->stack_mode = s->stack_mode;
 	skel->rodata->stack_bytes = s->opts.stack_bytes;
 	/* A launched command asks for correctness: no stack lost to a full ring, at the price
-	 * of a thread waiting (bounded) while heaptap unwinds (README, Stacks). */
+	 * of a thread waiting (bounded) while heaptap unwinds (doc/how-it-works.md, Stacks). */
 	if (s->target && s->target->launched && !sched_getaffinity(0, sizeof(cpus), &cpus) &&
 	    CPU_COUNT(&cpus) > 1) {
 		/* The command runs on heaptap's CPUs (it inherits the affinity). */

@@ -5,7 +5,8 @@ are unit tests: tests/unit/sites.c, run by make unit.)"""
 import os
 import subprocess
 
-from lib import (Failure, Heaptap, Target, check, check_true, size_row, test)
+from lib import (Failure, Heaptap, Target, check, check_true, probed_text_intact, size_row,
+                 test)
 
 LIBS = "/usr/lib/x86_64-linux-gnu"
 JEMALLOC = f"{LIBS}/libjemalloc.so.2"
@@ -262,3 +263,53 @@ def test_every_early_branch_counted_exactly():
             raise Failure(f"{name}: {e}")
         finally:
             t.end()
+
+
+def uprobe_syscall():
+    """Whether the kernel has the uprobe system call, which optimizes a probe on a 5-byte
+    nop into a call (x86-64, 6.18 on)."""
+    with open("/proc/kallsyms") as f:
+        return any(line.rstrip().endswith(" __x64_sys_uprobe") for line in f)
+
+
+@test
+def test_a_five_byte_nop_entry_is_the_cheapest_site():
+    """nop5.c's malloc, calloc, realloc and free begin with the 5-byte nop of `-pg -mfentry
+    -mnop-mcount`: where the kernel turns a probe there into a call of its uprobe trampoline
+    (the uprobe system call), the planner puts each probe on it, -v says so with what a hit
+    costs there, the nop in the target's code is the kernel's call while attached (no trap)
+    and the file's again after detach, and every call is counted. push_entry.c, the same
+    with a push, gets emulated probes: the comparison bench/sites.py --nop5 prints."""
+    target = Target("nop5")
+    optimized = uprobe_syscall()
+    ht = Heaptap(["-p", str(target.target_pid), "-i", "1h", "-v"])
+    attached = ht.attached()
+    probes = probes_by_name(attached)
+    check("the family's functions the program defines", sorted(probes),
+          ["calloc", "free", "malloc", "realloc"])
+    for fn, p in probes.items():
+        check(f"{fn}: at its entry, on the nop", (p["offset"] - p["entry_offset"],
+                                                  p["instruction"].split()[0]), (0, "nopl"))
+        check(f"{fn}: its trap", p["trap"], "optimized" if optimized else "stepped")
+    target.do("pairs 20000")
+    if optimized:
+        with open(f"/proc/{target.target_pid}/maps") as f:
+            code = next(line for line in f if line.split()[-1].endswith("/nop5") and
+                        "r-xp" in line)
+        start, offset = int(code.split("-")[0], 16), int(code.split()[2], 16)
+        with open(f"/proc/{target.target_pid}/mem", "rb") as f:
+            f.seek(start + probes["malloc"]["offset"] - offset)
+            mem = f.read(5)
+        check("malloc's nop, while attached: a call of the kernel's trampoline", mem[0], 0xe8)
+    final, status = ht.finish()
+    check("heaptap exit status", status, 0)
+    check("malloc and free calls counted", (final["alloc_calls"], final["free_calls"]),
+          (20000, 20000))
+    stderr = ht.stderr_text()
+    if optimized:
+        check_true("-v: the site and what a hit there costs",
+                   "malloc                           optimized (no trap) and a return" in
+                   stderr and "a probe hit on an optimized 5-byte nop costs" in stderr,
+                   stderr[-2000:])
+    check("its code after detach: the file's", probed_text_intact(target.target_pid,
+                                                                  attached), [])

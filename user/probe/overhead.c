@@ -18,6 +18,7 @@
 #include "probe/overhead.h"
 #include "probe/probes.h"
 #include "target/elfsyms.h"
+#include "target/insn.h"
 #include "target/proc.h"
 
 /* Two functions whose first instruction the kernel emulates, and single-steps. */
@@ -34,14 +35,21 @@ __asm__(".text\n"
 	"heaptap_calib_test:\n"
 	"	test %rdi, %rdi\n"
 	"	ret\n"
-	".size heaptap_calib_test, . - heaptap_calib_test\n");
+	".size heaptap_calib_test, . - heaptap_calib_test\n"
+	".globl heaptap_calib_nop5\n"
+	".type heaptap_calib_nop5, @function\n"
+	"heaptap_calib_nop5:\n"
+	"	.byte 0x0f, 0x1f, 0x44, 0x00, 0x00\n"
+	"	ret\n"
+	".size heaptap_calib_nop5, . - heaptap_calib_nop5\n");
 
 void heaptap_calib_push(void);
 void heaptap_calib_test(void);
+void heaptap_calib_nop5(void);
 
 #define CALLS 1000
 
-/* The child: on 'p' or 't', calls that function CALLS times and answers the time taken. */
+/* The child: on 'p', 't' or 'n', calls that function CALLS times and answers the time taken. */
 static void calibration_child(int in, int out)
 {
 	uint64_t start, took;
@@ -53,6 +61,8 @@ static void calibration_child(int in, int out)
 		for (i = 0; i < CALLS; i++) {
 			if (what == 'p')
 				heaptap_calib_push();
+			else if (what == 'n')
+				heaptap_calib_nop5();
 			else
 				heaptap_calib_test();
 		}
@@ -79,27 +89,61 @@ static bool probe(struct bpf_program *prog, pid_t pid, uint64_t offset, bool ret
 	return !probes__attach_one(prog, pid, "/proc/self/exe", offset, ret, 0, out);
 }
 
+/* The calibration functions' offsets in heaptap's own file: push, test, nop5. */
+static int offsets(uint64_t *off)
+{
+	static const char *const names[] = { "heaptap_calib_push", "heaptap_calib_test",
+					     "heaptap_calib_nop5" };
+	struct elf_syms *self = NULL;
+	int err = elf_syms__open("/proc/self/exe", false, &self);
+
+	for (size_t i = 0; !err && i < sizeof(names) / sizeof(names[0]); i++) {
+		const struct elf_sym *sym = elf_syms__find(self, names[i]);
+
+		err = !sym || elf_syms__file_offset(self, sym->addr, &off[i]) ? -ENOENT : 0;
+	}
+	if (self)
+		elf_syms__free(self);
+	return err;
+}
+
+/* Each kind's cost, measured on the child (to, from: its pipes) with the probes in links. */
+static int measure(struct heaptap_bpf *skel, pid_t child, int to, int from, const uint64_t *off,
+		   struct probe_one *links, struct probe_costs *out)
+{
+	bool in = true, nop5 = insn__kernel_version() & INSN_KERNEL_UPROBE_SYSCALL;
+	double base_p = per_call(to, from, 'p'), base_t = per_call(to, from, 't');
+	double base_n = per_call(to, from, 'n'), push, test, both, optimized = 0;
+
+	in &= probe(skel->progs.malloc_enter, child, off[0], false, &links[0]);
+	in &= probe(skel->progs.malloc_enter, child, off[1], false, &links[1]);
+	push = per_call(to, from, 'p');
+	test = per_call(to, from, 't');
+	/* The first hit of a nop5 traps and has the kernel put its call in: the second run. */
+	if (nop5) {
+		in &= probe(skel->progs.malloc_enter, child, off[2], false, &links[3]);
+		optimized = per_call(to, from, 'n') < 0 ? -1 : per_call(to, from, 'n') - base_n;
+	}
+	in &= probe(skel->progs.alloc_return, child, off[0], true, &links[2]);
+	both = per_call(to, from, 'p');
+	if (!in || base_p < 0 || base_t < 0 || base_n < 0 || push < 0 || test < 0 || both < 0 ||
+	    optimized < -base_n)
+		return -EIO;
+	*out = (struct probe_costs){ .emulated = push - base_p,
+				     .stepped = test - base_t,
+				     .optimized = optimized,
+				     .ret = both - push };
+	return 0;
+}
+
 int overhead__calibrate(struct heaptap_bpf *skel, struct probe_costs *out)
 {
-	struct probe_one links[3] = { { -1, -1 }, { -1, -1 }, { -1, -1 } };
-	bool in = true;
-	double base_p, base_t, push, test, both;
-	uint64_t off_p, off_t;
-	struct elf_syms *self;
+	struct probe_one links[4] = { { -1, -1 }, { -1, -1 }, { -1, -1 }, { -1, -1 } };
+	uint64_t off[3];
 	int to[2], from[2], err, i;
-	const struct elf_sym *p, *t;
 	pid_t child;
 
-	err = elf_syms__open("/proc/self/exe", false, &self);
-	if (err)
-		return err;
-	p = elf_syms__find(self, "heaptap_calib_push");
-	t = elf_syms__find(self, "heaptap_calib_test");
-	err = !p || !t || elf_syms__file_offset(self, p->addr, &off_p) ||
-			      elf_syms__file_offset(self, t->addr, &off_t)
-		      ? -ENOENT
-		      : 0;
-	elf_syms__free(self);
+	err = offsets(off);
 	if (err)
 		return err;
 	if (pipe(to))
@@ -119,26 +163,11 @@ int overhead__calibrate(struct heaptap_bpf *skel, struct probe_costs *out)
 	}
 	close(to[0]);
 	close(from[1]);
-	err = child < 0 ? -errno : 0;
 	/* Programs that return at once for a process that is not the target: hits alone. */
-	if (!err) {
-		base_p = per_call(to[1], from[0], 'p');
-		base_t = per_call(to[1], from[0], 't');
-		in &= probe(skel->progs.malloc_enter, child, off_p, false, &links[0]);
-		in &= probe(skel->progs.malloc_enter, child, off_t, false, &links[1]);
-		push = per_call(to[1], from[0], 'p');
-		test = per_call(to[1], from[0], 't');
-		in &= probe(skel->progs.alloc_return, child, off_p, true, &links[2]);
-		both = per_call(to[1], from[0], 'p');
-		if (!in || base_p < 0 || base_t < 0 || push < 0 || test < 0 || both < 0)
-			err = -EIO;
-		out->emulated = push - base_p;
-		out->stepped = test - base_t;
-		out->ret = both - push;
-	}
+	err = child < 0 ? -errno : measure(skel, child, to[1], from[0], off, links, out);
 	close(to[1]);
 	close(from[0]);
-	for (i = 0; i < 3; i++)
+	for (i = 0; i < 4; i++)
 		probes__drop_one(&links[i]);
 	if (child > 0)
 		waitpid(child, NULL, 0);
@@ -181,6 +210,15 @@ uint64_t overhead__target_cpu_ns(int pid)
 	return ticks > 0 ? (utime + stime) * 1000000000ULL / ticks : 0;
 }
 
+double overhead__hit_ns(const struct probe *pr, const struct probe_costs *costs)
+{
+	double entry = pr->site.trap == INSN_OPTIMIZED ? costs->optimized
+		       : pr->site.trap == INSN_EMULATED ? costs->emulated
+							 : costs->stepped;
+
+	return entry + (pr->returns ? costs->ret : 0);
+}
+
 double overhead__trap_ns(const struct probes *p, const struct probe_costs *costs,
 			 const uint64_t *calls_before, const uint64_t *calls_after)
 {
@@ -189,13 +227,10 @@ double overhead__trap_ns(const struct probes *p, const struct probe_costs *costs
 
 	for (i = 0; i < p->n && i < HEAPTAP_MAX_FUNCS; i++) {
 		const struct probe *pr = &p->v[i];
-		double hit;
 
 		if (pr->skipped || pr->kind == PROBE_UNWIND)
 			continue;
-		hit = (pr->emulated ? costs->emulated : costs->stepped) +
-		      (pr->returns ? costs->ret : 0);
-		ns += (double)(calls_after[i] - calls_before[i]) * hit;
+		ns += (double)(calls_after[i] - calls_before[i]) * overhead__hit_ns(pr, costs);
 	}
 	return ns;
 }

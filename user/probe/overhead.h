@@ -15,10 +15,14 @@ struct heaptap_bpf;
 
 /* CPU nanoseconds a hit costs the traced thread. */
 struct probe_costs {
-	double emulated; /* an entry probe the kernel emulates (push, jump, call) */
-	double stepped;	 /* an entry probe the kernel single-steps (test, mov, ...) */
-	double ret;	 /* a return probe */
+	double emulated;  /* an entry probe the kernel emulates (push, jump, call) */
+	double stepped;	  /* an entry probe the kernel single-steps (test, mov, ...) */
+	double optimized; /* an entry probe on a 5-byte nop the kernel calls (0: none here) */
+	double ret;	  /* a return probe */
 };
+
+/* What a hit of probe pr costs the thread that calls it, entry and return. */
+double overhead__hit_ns(const struct probe *pr, const struct probe_costs *costs);
 
 /* Measures on a child of heaptap, with the loaded skeleton's programs (they do nothing for
  * a process other than the target). Takes a fraction of a second; negative errno. */

@@ -195,7 +195,6 @@ static int plan_sites(struct probes *p, const struct target_file *file, bool ent
 
 		pr->site = fns[i];
 		pr->offset = fns[i].offset;
-		pr->emulated = fns[i].trap == INSN_EMULATED;
 		/* An own function's slots, each from the argument its spec names. */
 		for (a = 0; pr->own && a < HEAPTAP_COOKIE_ARGS; a++) {
 			unsigned int from = pr->own->from[a];

@@ -25,7 +25,6 @@ struct probe {
 	uint64_t size;			/* its bytes, from its symbol (0: unknown) */
 	uint64_t offset;		/* where it is probed: the entry, or a cheaper site */
 	const char *skipped;		/* why it is not probed, or NULL */
-	bool emulated;			/* the kernel emulates the instruction probed */
 	struct site_fn site; /* the site's instruction, where arguments are read, and why there */
 	bool returns;	     /* its return is probed too */
 	bool dormant;	     /* --live: not called in the first window, left out */

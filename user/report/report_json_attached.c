@@ -2,6 +2,14 @@
 #include "report/json.h"
 #include "report/report.h"
 
+/* What the kernel does on a hit at a probe's site (enum insn_trap), as the schema names it. */
+static const char *const trap_names[] = {
+	[INSN_REFUSED] = "refused",
+	[INSN_STEPPED] = "stepped",
+	[INSN_EMULATED] = "emulated",
+	[INSN_OPTIMIZED] = "optimized",
+};
+
 void report__attached_json(FILE *f, const struct report *r)
 {
 	json_object *o = json__record(r, "attached", r->attach_ns);
@@ -31,6 +39,7 @@ void report__attached_json(FILE *f, const struct report *r)
 		put(e, "instruction",
 		    json_object_new_string(p->site.insn.len ? p->site.insn.text : "?"));
 		put(e, "emulated", json_object_new_boolean(p->site.trap == INSN_EMULATED));
+		put(e, "trap", json_object_new_string(trap_names[p->site.trap]));
 		args = json_object_new_object();
 		for (a = 0; a <= HEAPTAP_COOKIE_ARGS; a++) {
 			const char *at = probes__arg_where(p, a, where, sizeof(where));

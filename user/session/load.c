@@ -17,11 +17,13 @@
 #include "heaptap.h"
 #include "heaptap.skel.h"
 #include "probe/overhead.h"
+#include "probe/plan.h"
 #include "probe/probes.h"
 #include "probe/sampling.h"
 #include "session/images.h"
 #include "session/load.h"
 #include "session/processes.h"
+#include "target/insn.h"
 #include "target/proc.h"
 #include "target/stacks.h"
 #include "target/syms.h"
@@ -111,13 +113,41 @@ static void configure(struct session *s)
 
 /* What a probe hit costs here: --live keeps its duty cycle within budget with it, --listen
  * serves the slowdown estimated from it. */
+/* -v: what each probed function's calls cost in traps, as measured, and the floor of a
+ * malloc and free pair here (what empty programs at the same sites would cost). */
+static void say_model(const struct session *s)
+{
+	double malloc_ns = 0, free_ns = 0;
+	size_t i;
+
+	for (i = 0; s->probes && i < s->probes->n; i++) {
+		const struct probe *pr = &s->probes->v[i];
+		double ns;
+
+		if (pr->skipped || pr->kind == PROBE_UNWIND)
+			continue;
+		ns = overhead__hit_ns(pr, &s->costs);
+		vlog("  %-32s %s%s: %.2f us a call", pr->name, insn__trap_name(pr->site.trap),
+		     pr->returns ? " and a return" : "", ns / 1e3);
+		if (!strcmp(pr->name, "malloc"))
+			malloc_ns = ns;
+		if (!strcmp(pr->name, "free"))
+			free_ns = ns;
+	}
+	if (malloc_ns && free_ns)
+		vlog("the floor of a malloc and free pair here: %.2f us in traps",
+		     (malloc_ns + free_ns) / 1e3);
+}
+
 static void calibrate(struct session *s)
 {
 	if (s->mode == MODE_LIVE)
 		s->duty = (struct duty_cycle){ .window_ns = s->opts.window_ms * 1000000ULL,
 					       .budget = s->opts.max_overhead,
 					       .traced = 1 };
-	if (s->mode != MODE_LIVE && !(s->opts.listen && s->mode == MODE_FULL))
+	if (s->mode == MODE_WATCH ||
+	    (s->mode != MODE_LIVE && !(s->opts.listen && s->mode == MODE_FULL) &&
+	     !log__verbose()))
 		return;
 	s->calibrated = true;
 	/* --live: what heaptap's own programs take is counted in each window's slowdown. */
@@ -128,13 +158,19 @@ static void calibrate(struct session *s)
 			     "slowdown is its traps' alone", strerror(errno));
 	}
 	if (overhead__calibrate(s->skel, &s->costs)) {
-		s->costs = (struct probe_costs){ 5000, 20000, 5000 };
+		s->costs = (struct probe_costs){ 5000, 20000, 5000, 5000 };
 		elog("could not measure what a probe costs here; assuming 5 us emulated, 20 us "
 		     "single-stepped");
 		return;
 	}
-	vlog("a probe hit costs %.1f us emulated, %.1f us single-stepped, a return %.1f us",
-	     s->costs.emulated / 1e3, s->costs.stepped / 1e3, s->costs.ret / 1e3);
+	vlog("a probe hit costs %.2f us emulated, %.2f us single-stepped, %s%.2f us a return",
+	     s->costs.emulated / 1e3, s->costs.stepped / 1e3,
+	     s->costs.optimized ? "" : "(no optimized nop5 here) ", s->costs.ret / 1e3);
+	if (s->costs.optimized)
+		vlog("a probe hit on an optimized 5-byte nop costs %.2f us",
+		     s->costs.optimized / 1e3);
+	if (log__verbose())
+		say_model(s);
 }
 
 /* A new stack: hold open every object it passes through, while they are still mapped. */

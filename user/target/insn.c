@@ -195,6 +195,8 @@ static void flow(const uint8_t *code, size_t op, struct insn *out)
 		out->kind = INSN_NOP;
 	} else if (b == 0x0f && b2 == 0x1f) {
 		out->kind = INSN_NOP;
+		/* The one encoding the kernel optimizes (its x86_nops[5]), with no prefix. */
+		out->nop5 = op == 0 && out->len == 5 && !memcmp(code, "\x0f\x1f\x44\x00\x00", 5);
 	} else if (b == 0xeb) {
 		out->kind = INSN_JMP;
 		disp = 1;
@@ -397,14 +399,44 @@ int insn__decode_flow(struct insn_decoder *d, const uint8_t *code, size_t len, u
 	return decode(&d->flow, code, len, offset, out);
 }
 
+/*
+ * Whether the kernel has the uprobe system call (x86-64, 6.18 on): it then optimizes a probe
+ * on a 5-byte nop into a call of a trampoline page that makes the call. Called from anywhere
+ * else the call kills its caller (SIGILL), so it is looked for by name among the kernel's
+ * symbols rather than tried.
+ */
+static bool uprobe_syscall(void)
+{
+	char line[256];
+	bool found = false;
+	FILE *f = fopen("/proc/kallsyms", "re");
+
+	while (f && !found && fgets(line, sizeof(line), f)) {
+		const char *name = strrchr(line, ' ');
+
+		found = name && !strcmp(name + 1, "__x64_sys_uprobe\n");
+	}
+	if (f)
+		fclose(f);
+	return found;
+}
+
 unsigned int insn__kernel_version(void)
 {
+	static unsigned int version;
 	unsigned int major, minor;
 	struct utsname u;
 
-	if (uname(&u) || sscanf(u.release, "%u.%u", &major, &minor) != 2 || major > 255 || minor > 255)
-		return INSN_KERNEL(5, 17);
-	return INSN_KERNEL(major, minor);
+	if (version)
+		return version;
+	if (uname(&u) || sscanf(u.release, "%u.%u", &major, &minor) != 2 || major > 255 ||
+	    minor > 255)
+		version = INSN_KERNEL(5, 17);
+	else
+		version = INSN_KERNEL(major, minor);
+	if (uprobe_syscall())
+		version |= INSN_KERNEL_UPROBE_SYSCALL;
+	return version;
 }
 
 /*
@@ -432,6 +464,8 @@ enum insn_trap insn__trap(const struct insn *in, unsigned int kernel)
 	case INSN_CALL:
 	case INSN_JCC: return in->prefixes & INSN_PFX_66 ? INSN_REFUSED : INSN_EMULATED;
 	case INSN_NOP:
+		if (in->nop5 && !in->prefixes && (kernel & INSN_KERNEL_UPROBE_SYSCALL))
+			return INSN_OPTIMIZED;
 		if (in->len == 1)
 			return INSN_EMULATED;
 		if (in->len == 2 && in->prefixes == INSN_PFX_66 && !in->rex)
@@ -447,6 +481,7 @@ const char *insn__trap_name(enum insn_trap trap)
 	case INSN_REFUSED: return "refused";
 	case INSN_STEPPED: return "single-stepped";
 	case INSN_EMULATED: return "emulated";
+	case INSN_OPTIMIZED: return "optimized (no trap)";
 	}
 	return "?";
 }

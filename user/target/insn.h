@@ -47,6 +47,7 @@ struct insn {
 	int8_t copy_from; /* a 64-bit mov between general registers: source, else -1 */
 	int8_t copy_to;	  /* ... and destination */
 	int8_t tested;	  /* test %r,%r of a 64-bit register: r, else -1 */
+	bool nop5;	  /* the 5-byte nop, 0f 1f 44 00 00 (the kernel's optimized site) */
 	uint64_t target;  /* INSN_JMP, INSN_CALL, INSN_JCC: the offset it goes to */
 	char text[200];	  /* AT&T syntax, as objdump prints it (Capstone: 32 + 160) */
 };
@@ -75,12 +76,17 @@ enum insn_trap {
 	INSN_REFUSED,  /* no uprobe may go there */
 	INSN_STEPPED,  /* a copy is single-stepped: two traps (20 to 45 us in the VM measured) */
 	INSN_EMULATED, /* the kernel does what the instruction does: one trap (0.6 us there) */
+	INSN_OPTIMIZED, /* a 5-byte nop the kernel turns into a call of its uprobe trampoline
+			 * once hit: a system call, no trap (x86-64, from 6.18) */
 };
 
-/* Linux versions, as (major << 16) + (minor << 8). */
+/* Linux versions, as (major << 16) + (minor << 8); the low bits say what it has beside. */
 #define INSN_KERNEL(major, minor) (((major) << 16) + ((minor) << 8))
+/* The uprobe system call: a probe on a 5-byte nop becomes a call of its trampoline. */
+#define INSN_KERNEL_UPROBE_SYSCALL 1
 
-/* The running kernel's version (uname), INSN_KERNEL(5, 17) if it cannot be read. */
+/* The running kernel's version (uname), INSN_KERNEL(5, 17) if it cannot be read, and
+ * INSN_KERNEL_UPROBE_SYSCALL if its symbols name the uprobe system call. */
 unsigned int insn__kernel_version(void);
 
 /* What kernel version `kernel` does with a breakpoint on in. */

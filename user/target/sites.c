@@ -212,6 +212,28 @@ static bool walk_ends(struct site_fn *fn, const struct insn *in, uint64_t off,
 	return false;
 }
 
+/* Whether in, reached by every call, is the site: a trap the kernel emulates, or none. */
+static bool site_found(struct site_fn *fn, const struct insn *in, enum insn_trap trap,
+		       const uint16_t *holds)
+{
+	bool entry = in->offset == fn->entry;
+
+	/* A 5-byte nop (-pg -mfentry -mnop-mcount) where the kernel has the uprobe system
+	 * call: no trap at all, the cheapest site there is. */
+	if (trap == INSN_OPTIMIZED)
+		snprintf(fn->why, sizeof(fn->why), "%s: the kernel turns it into a call of its uprobe "
+			 "trampoline", entry ? "the entry, a 5-byte nop" : "the first 5-byte nop every "
+									   "call reaches");
+	else if (trap == INSN_EMULATED)
+		snprintf(fn->why, sizeof(fn->why), "%s",
+			 entry ? "the entry: the kernel emulates its instruction"
+			       : "the first instruction every call reaches that the kernel emulates");
+	else
+		return false;
+	site_at(fn, in, trap, holds);
+	return true;
+}
+
 /*
  * From the entry along the path every call takes, to the first instruction the kernel
  * emulates (see sites.h). The entry stays the site, with why, when the walk must stop first.
@@ -258,14 +280,8 @@ static void plan_one(struct planner *p, struct site_fn *fn)
 		}
 		if (fn->at_entry)
 			return;
-		if (trap == INSN_EMULATED) {
-			site_at(fn, &in, trap, holds);
-			snprintf(fn->why, sizeof(fn->why), "%s",
-				 off == fn->entry ? "the entry: the kernel emulates its instruction"
-						  : "the first instruction every call reaches that "
-						    "the kernel emulates");
+		if (site_found(fn, &in, trap, holds))
 			return;
-		}
 		if (in.kind == INSN_NOP) {
 			off += in.len;
 			continue;

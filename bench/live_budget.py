@@ -167,7 +167,7 @@ def main(argv):
     if os.geteuid() != 0:
         print("the benchmark attaches BPF programs: run it as root")
         return 1
-    results = {}  # (target, variant) -> [(ratio, estimate, found)]
+    results = {}  # (target, variant) -> [(ratio, estimate, found, own CPU)]
     with tempfile.TemporaryDirectory(prefix="heaptap-budget-") as workdir:
         for r in range(rounds):
             order = [(t, v) for t in targets for v in VARIANTS]
@@ -190,8 +190,9 @@ def main(argv):
                 p.end()
             for (t, v), (rate, final, found) in rates.items():
                 est = final["live"]["slowdown"] if final and "live" in final else None
+                own = final["live"].get("own_cpu") if final and "live" in final else None
                 results.setdefault((t, v), []).append((rate / rates[(t, "untraced")][0], est,
-                                                        found))
+                                                        found, own))
     with results_md.section("live_budget", argv[2] if len(argv) > 2 else None):
         print(f"\n{rounds} rounds of {seconds:.0f} s each, variants in random order; throughput "
               f"against the same round's untraced run: median (min-max)")
@@ -210,6 +211,16 @@ def main(argv):
             print(f"{t:8} {v:10} {statistics.median(ratios):8.3f} ({min(ratios):.3f}-"
                   f"{max(ratios):.3f}) {floor:6.2f} {held:>2}/{len(rows)} "
                   f"{statistics.median(ests) * 100 if ests else 0:13.1f}% {on_top:>20}")
+        print(f"\nheaptap's own CPU time in a run (what the budget counts of it, where it "
+              f"shares CPUs with the target), by activity: median over the rounds, seconds")
+        kinds = ("attach_s", "detach_s", "report_s", "other_s", "total_s")
+        print(f"{'target':8} {'variant':10} " + " ".join(f"{k[:-2]:>8}" for k in kinds))
+        for (t, v), rows in sorted(results.items()):
+            owns = [x[3] for x in rows if x[3]]
+            if v == "untraced" or not owns:
+                continue
+            print(f"{t:8} {v:10} " + " ".join(
+                f"{statistics.median(o[k] for o in owns):8.3f}" for k in kinds))
     lib.end_started()
     return 0
 

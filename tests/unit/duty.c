@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * --live's duty cycle (user/duty.c): a short first window; after a window that cost more than
- * the budget, a pause long enough that what the target has lost since the start stays within
- * the first window plus the budget's share of the time, at every window's end; none after a
- * window within the budget, or of an idle target.
+ * --live's duty cycle (probe/duty.c): a short first window, each one after twice as long up
+ * to --window; after a window that cost more than the budget, a pause long enough that what
+ * the target has lost since the start stays within the budget's share of the time, at every
+ * pause's end, the first window's cost made up for; none after a window within the budget
+ * (once made up for), or of an idle target; a pause's own cost (heaptap's CPU) counted.
  */
 #include <stdbool.h>
 #include <stdlib.h>
@@ -14,14 +15,14 @@
 #define SECOND 1e9
 
 /*
- * The bound: lost <= the first window + budget x time, as each pause ends (the next window
- * may start); as each window ends too when windows cost what the one before did (steady:
- * the pause was sized by the last window's slowdown).
+ * The bound: lost <= budget x time, as each pause ends (the next window may start); as each
+ * window after the first ends too, past the first's cost, when windows cost what the one
+ * before did (steady: the pause was sized by the last window's slowdown).
  */
 static void walk(double budget, const double *slowdowns, int n, bool steady, const char *what)
 {
 	struct duty_cycle d = { .window_ns = 2 * SECOND, .budget = budget };
-	double lost = 0, t = 0, first = 0.25 * SECOND, ran;
+	double lost = 0, t = 0, ran, first = 0;
 	uint64_t pause;
 	int i;
 
@@ -29,14 +30,17 @@ static void walk(double budget, const double *slowdowns, int n, bool steady, con
 		ran = duty__window_ns(&d);
 		lost += ran * slowdowns[i];
 		t += ran;
-		if (steady)
+		if (!i)
+			first = lost;
+		if (steady && i)
 			CHECK_TRUE(lost <= first + budget * t + 1, "%s: window %d lost %.3f s in %.3f s",
 				   what, i + 1, lost / SECOND, t / SECOND);
 		pause = duty__pause_ns(&d, slowdowns[i] * SECOND, 1 * SECOND);
 		CHECK_NEAR(d.slowdown, lost / t, 1e-9, "%s: the slowdown so far", what);
 		t += pause;
-		CHECK_TRUE(lost <= first + budget * t + 1, "%s: pause %d: lost %.3f s in %.3f s", what,
-			   i + 1, lost / SECOND, t / SECOND);
+		if (pause)
+			CHECK_TRUE(lost <= budget * t + 1, "%s: pause %d: lost %.3f s in %.3f s", what,
+				   i + 1, lost / SECOND, t / SECOND);
 	}
 }
 
@@ -47,45 +51,64 @@ int main(void)
 	uint64_t pause, last = 0;
 	int i;
 
-	/* The first window: a quarter of a second. Half the target's time in probes: 0.125 s
-	 * lost, 0.0625 s earned; the next window would lose 1 s: a pause of 3.25 s first. */
-	CHECK_U64(duty__window_ns(&d), 0.25 * SECOND, "the first window");
-	CHECK_U64(duty__pause_ns(&d, 0.5 * SECOND, 1 * SECOND), 3.25 * SECOND,
+	/* The first window: a tenth of a second, then 0.2, 0.4, ... up to --window. Half the
+	 * target's time in probes: 0.05 s lost, 0.025 s earned; the next window (0.2 s) would
+	 * lose 0.1 s: a pause of (0.1 + 0.025) / 0.25 = 0.5 s first. */
+	CHECK_U64(duty__window_ns(&d), 0.1 * SECOND, "the first window");
+	CHECK_U64(duty__pause_ns(&d, 0.5 * SECOND, 1 * SECOND), 0.5 * SECOND,
 		  "after the first window, twice the budget");
 	CHECK_NEAR(d.window_slowdown, 0.5, 0, "its slowdown");
 	CHECK_NEAR(d.traced, 1, 0, "traced, as the window ends");
 	CHECK_NEAR(d.slowdown, 0.5, 0, "lost so far");
-	CHECK_U64(duty__window_ns(&d), 2 * SECOND, "the windows after it");
-	CHECK_U64(duty__window_ns(&(struct duty_cycle){ .window_ns = 0.1 * SECOND }), 0.1 * SECOND,
-		  "a --window shorter than the first's default: all of it");
-	/* Within the budget, and at it: keep tracing. */
+	CHECK_U64(duty__window_ns(&d), 0.2 * SECOND, "the second window: twice the first");
+	CHECK_U64(duty__window_ns(&(struct duty_cycle){ .window_ns = 0.05 * SECOND }),
+		  0.05 * SECOND, "a --window shorter than the first's default: all of it");
+	CHECK_U64(duty__window_ns(&(struct duty_cycle){ .window_ns = 2 * SECOND, .windows = 9 }),
+		  2 * SECOND, "windows grow up to --window");
+	/* The pause ran 0.6 s, heaptap's own work in it a tenth of the target's time: 0.06 s
+	 * more lost; 0.11 s lost in 0.7 s, 0.175 allowed: no more pause. */
+	CHECK_U64(duty__paused(&d, 0.6 * SECOND, 0.1 * SECOND, 1 * SECOND), 0,
+		  "a pause's own cost, within the budget");
+	CHECK_NEAR(d.slowdown, 0.11 / 0.7, 1e-12, "lost 0.11 s of 0.7");
+	/* Within the budget: keep tracing. */
 	CHECK_U64(duty__pause_ns(&d, 0.1 * SECOND, 1 * SECOND), 0, "within the budget");
-	CHECK_NEAR(d.traced, 2.25 / 5.5, 1e-12, "within the budget: traced 2.25 s of 5.5");
-	CHECK_NEAR(d.slowdown, (0.125 + 0.2) / 5.5, 1e-12, "lost 0.325 s of 5.5");
-	CHECK_U64(duty__pause_ns(&d, 0.25 * SECOND, 1 * SECOND), 0, "at the budget");
+	CHECK_NEAR(d.traced, 0.3 / 0.9, 1e-12, "within the budget: traced 0.3 s of 0.9");
+	CHECK_NEAR(d.slowdown, 0.13 / 0.9, 1e-12, "lost 0.13 s of 0.9");
 	/* As of a report: 10 s after the first window began, 1 s into a window. */
 	duty__now(&d, 10 * SECOND, 1 * SECOND);
-	CHECK_NEAR(d.slowdown, 0.825 / 10, 1e-12, "as of now: lost, 0.825 s in three windows");
-	CHECK_NEAR(d.traced, 5.25 / 10, 1e-12, "as of now: traced, the window so far too");
+	CHECK_NEAR(d.slowdown, 0.013, 1e-12, "as of now: lost, 0.13 s in two windows and a pause");
+	CHECK_NEAR(d.traced, 1.3 / 10, 1e-12, "as of now: traced, the window so far too");
+	/* A pause that ran longer than planned counts as long as it ran, at its own cost: all of
+	 * the target's time in probes at 5%, a pause of 5.9 s (below) that ran 6.9 s; free, it
+	 * earned 0.05 s more; at a tenth of the target's time, it lost 0.69 s: 0.79 s lost in
+	 * 7 s, 0.44 s over 0.35 s: 8.8 s more. */
+	d = (struct duty_cycle){ .window_ns = 2 * SECOND, .budget = 0.05 };
+	pause = duty__pause_ns(&d, 1 * SECOND, 1 * SECOND);
+	CHECK_U64(duty__paused(&d, pause + 1 * SECOND, 0, 1 * SECOND), 0,
+		  "a second more than planned, at no cost");
+	d = (struct duty_cycle){ .window_ns = 2 * SECOND, .budget = 0.05 };
+	pause = duty__pause_ns(&d, 1 * SECOND, 1 * SECOND);
+	CHECK_NEAR(duty__paused(&d, pause + 1 * SECOND, 0.1 * SECOND, 1 * SECOND), 8.8 * SECOND,
+		   2, "a second more than planned, a tenth of the target's time lost in it");
 	/* An idle target (no CPU time) loses nothing. */
+	d = (struct duty_cycle){ .window_ns = 2 * SECOND, .budget = 0.25 };
 	CHECK_U64(duty__pause_ns(&d, 0.5 * SECOND, 0), 0, "idle target");
 	CHECK_NEAR(d.window_slowdown, 0, 0, "idle target: no slowdown");
 	/* More time in probes than the target ran (clocks' granularity): counted as all of it. */
 	duty__pause_ns(&d, 3 * SECOND, 1 * SECOND);
 	CHECK_NEAR(d.window_slowdown, 1, 0, "over 100%%: clamped");
-	CHECK_U64(d.windows, 5, "windows counted");
+	CHECK_U64(d.windows, 2, "windows counted");
 
-	/* The dearer the first window, the longer the pause after it; none while what the first
-	 * window earned covers the next (up to 11%% at 5%%). */
-	for (i = 6; i <= 100; i++) {
+	/* The dearer the first window, the longer the pause after it; none within the budget. */
+	for (i = 1; i <= 100; i++) {
 		d = (struct duty_cycle){ .window_ns = 2 * SECOND, .budget = 0.05 };
 		pause = duty__pause_ns(&d, i / 100.0 * SECOND, 1 * SECOND);
-		CHECK_TRUE(i <= 11 ? !pause : pause > last, "%d%%: a longer pause than for less", i);
+		CHECK_TRUE(i <= 5 ? !pause : pause > last, "%d%%: a longer pause than for less", i);
 		last = pause;
 	}
-	/* All of the target's time in probes at 5%: the next window's 2 s, less what was earned
-	 * (0.0125 s), at 5% a second: 39.75 s. */
-	CHECK_NEAR(pause, 39.75 * SECOND, 1, "100%% at 5%%");
+	/* All of the target's time in probes at 5%: 0.1 s lost, 0.005 s earned, the next
+	 * window's 0.2 s to come: (0.3 - 0.005) / 0.05 = 5.9 s. */
+	CHECK_NEAR(pause, 5.9 * SECOND, 1, "100%% at 5%%");
 
 	/* The bound, whatever the windows cost: steady, or changing at random. */
 	for (i = 0; i < 200; i++)

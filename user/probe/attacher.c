@@ -531,6 +531,11 @@ int attacher__link(const struct link_spec *l, int *event)
 	return fd;
 }
 
+int attacher__pid(void)
+{
+	return attacher.pid;
+}
+
 void attacher__stop(void)
 {
 	pthread_mutex_lock(&attacher.lock);

@@ -55,6 +55,9 @@ int attacher__link(const struct link_spec *spec, int *event);
  * attacher's socket closed. */
 void attacher__forget(void);
 
+/* The attacher's PID, -1 when none runs. */
+int attacher__pid(void);
+
 /* Ends the attacher and waits for it. */
 void attacher__stop(void);
 

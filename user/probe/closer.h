@@ -16,6 +16,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 /* Groups of fds a closer takes out one after the other, at most. */
 #define CLOSER_GROUPS 3
@@ -35,5 +36,8 @@ void closer__reap(bool wait);
 
 /* Closes fds by a closer, in parallel, and waits for it. */
 void closer__close_all(const int *fds, size_t n);
+
+/* The CPU time of the closers reaped so far (heaptap's own, as --live counts it). */
+uint64_t closer__cpu_ns(void);
 
 #endif

@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0
 #include <errno.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <bpf/bpf.h>
@@ -15,6 +17,7 @@
 #include "heaptap.h"
 #include "heaptap.skel.h"
 #include "probe/attacher.h"
+#include "probe/closer.h"
 #include "probe/overhead.h"
 #include "probe/probes.h"
 #include "target/elfsyms.h"
@@ -233,4 +236,53 @@ double overhead__trap_ns(const struct probes *p, const struct probe_costs *costs
 		ns += (double)(calls_after[i] - calls_before[i]) * overhead__hit_ns(pr, costs);
 	}
 	return ns;
+}
+
+/* A process's run time from its schedstat (its main thread: the attacher has one). */
+static uint64_t run_ns(int pid)
+{
+	unsigned long long ns = 0;
+	char path[64];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/schedstat", pid);
+	f = fopen(path, "re");
+	if (f && fscanf(f, "%llu", &ns) != 1)
+		ns = 0;
+	if (f)
+		fclose(f);
+	return ns;
+}
+
+uint64_t overhead__own_cpu_ns(void)
+{
+	struct timespec ts;
+	uint64_t ns = 0;
+
+	if (!clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts))
+		ns = ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+	if (attacher__pid() > 0)
+		ns += run_ns(attacher__pid());
+	return ns + closer__cpu_ns();
+}
+
+unsigned int overhead__shared_cpus(int pid)
+{
+	cpu_set_t mine, its;
+
+	if (sched_getaffinity(0, sizeof(mine), &mine) || sched_getaffinity(pid, sizeof(its), &its))
+		return 1;
+	CPU_AND(&mine, &mine, &its);
+	return CPU_COUNT(&mine);
+}
+
+double overhead__own_loss_ns(uint64_t own_ns, uint64_t target_ns, uint64_t ran_ns,
+			     unsigned int shared)
+{
+	double busy;
+
+	if (!shared || !ran_ns)
+		return 0;
+	busy = (double)target_ns / ((double)ran_ns * shared);
+	return own_ns * (busy > 1 ? 1 : busy);
 }

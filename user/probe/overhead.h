@@ -35,6 +35,20 @@ uint64_t overhead__programs_ns(struct heaptap_bpf *skel);
 /* The target's CPU time so far, all threads, in nanoseconds; 0 if unknown. */
 uint64_t overhead__target_cpu_ns(int pid);
 
+/* heaptap's own CPU time so far: its threads', its attacher's as it runs, its closers' once
+ * they have ended. */
+uint64_t overhead__own_cpu_ns(void);
+
+/* How many CPUs heaptap and process pid may both run on: 0 when heaptap's time is never
+ * taken from it. */
+unsigned int overhead__shared_cpus(int pid);
+
+/* What heaptap's own CPU time cost a target: its share of own_ns, the target's CPU share
+ * (target_ns over ran_ns on the shared CPUs) of it: where the target was idle, heaptap took
+ * nothing from it. */
+double overhead__own_loss_ns(uint64_t own_ns, uint64_t target_ns, uint64_t ran_ns,
+			     unsigned int shared);
+
 /* The target's CPU time spent in probe hits between two readings of the per-function call
  * counters (fn_calls). */
 double overhead__trap_ns(const struct probes *p, const struct probe_costs *costs,

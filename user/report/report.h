@@ -50,6 +50,7 @@ struct report {
 	const struct unwind_stats *unwind;
 	const struct history *history;
 	const struct duty_cycle *duty; /* --live */
+	const struct live_activities *activities; /* --live: heaptap's own CPU time, by what */
 	bool traced_now;	       /* probes in at the report (--live: within a window) */
 	const struct timeline *timeline;
 	double slowdown; /* the target's time in probe hits / its CPU time; NAN: not known */

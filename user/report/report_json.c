@@ -512,6 +512,18 @@ static void put_mode(json_object *o, const struct report *r)
 		put(d, "slowdown", num(r->duty->slowdown));
 		put(d, "window_slowdown", num(r->duty->window_slowdown));
 		put(d, "tracing_now", json_object_new_boolean(r->traced_now));
+		if (r->activities) {
+			const struct live_activities *a = r->activities;
+			json_object *own = json_object_new_object();
+			uint64_t named = a->attach_ns + a->detach_ns + a->report_ns;
+
+			put(own, "total_s", seconds(a->own_ns));
+			put(own, "attach_s", seconds(a->attach_ns));
+			put(own, "detach_s", seconds(a->detach_ns));
+			put(own, "report_s", seconds(a->report_ns));
+			put(own, "other_s", seconds(a->own_ns > named ? a->own_ns - named : 0));
+			put(d, "own_cpu", own);
+		}
 		put(o, "live", d);
 	}
 	put(o, "alloc_rate",

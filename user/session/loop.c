@@ -30,9 +30,11 @@
 #include "target/allocator.h"
 #include "target/proc.h"
 
-/* --live: a window begins; when it ends, in *next. */
-static void begin_window(struct session *s, uint64_t *next)
+/* --live: a window begins, its probes put in since own_ns (heaptap's own CPU time then); when
+ * it ends, in *next. */
+static void begin_window(struct session *s, uint64_t *next, uint64_t own_ns)
 {
+	s->window_own_ns = own_ns;
 	s->window_cpu_ns = session__cpu_ns(s);
 	s->window_programs_ns = overhead__programs_ns(s->skel);
 	memcpy(s->window_calls, s->skel->bss->fn_calls, sizeof(s->window_calls));
@@ -42,27 +44,69 @@ static void begin_window(struct session *s, uint64_t *next)
 	*next = s->window_start_ns + duty__window_ns(&s->duty);
 }
 
+/* What heaptap's own CPU time since own_ns cost the target, over ran_ns in which it ran
+ * cpu_ns. */
+static double own_loss(struct session *s, uint64_t own_ns, uint64_t cpu_ns, uint64_t ran_ns)
+{
+	return overhead__own_loss_ns(overhead__own_cpu_ns() - own_ns, cpu_ns, ran_ns,
+				     overhead__shared_cpus(s->target->pid));
+}
+
+/* At a pause's end: what heaptap cost the target meanwhile (its detach, reports, rings
+ * served) is charged; the pause goes on if that put the target over its budget. */
+static uint64_t end_pause(struct session *s)
+{
+	uint64_t now = clock__now_ns(), ran = now - s->pause_start_ns,
+		 cpu = session__cpu_ns(s) - s->pause_cpu_ns;
+	double loss = own_loss(s, s->pause_own_ns, cpu, ran);
+	uint64_t more = duty__paused(&s->duty, ran, loss, cpu + loss);
+
+	s->pause_start_ns = now;
+	s->pause_own_ns = overhead__own_cpu_ns();
+	s->pause_cpu_ns = session__cpu_ns(s);
+	return more;
+}
+
+/* Runs what, counting heaptap's CPU time meanwhile in *ns. */
+#define COUNTED(ns, what)                                            \
+	({                                                           \
+		uint64_t counted_from = overhead__own_cpu_ns();      \
+		__typeof__(what) counted = (what);                   \
+		*(ns) += overhead__own_cpu_ns() - counted_from;      \
+		counted;                                             \
+	})
+
 /* --live: at the end of a window, go on or pause; at the end of a pause, attach again. */
 static int duty_turn(struct session *s, uint64_t *next)
 {
-	uint64_t pause;
+	uint64_t pause, own, cpu;
+	double loss;
 	int err;
 
 	if (!s->attached) {
-		err = session__attach_all(s, -1);
+		pause = end_pause(s);
+		if (pause) {
+			*next = clock__now_ns() + pause;
+			return 0;
+		}
+		own = overhead__own_cpu_ns();
+		err = COUNTED(&s->activities.attach_ns, session__attach_all(s, -1));
 		if (err)
 			return err;
-		begin_window(s, next);
+		begin_window(s, next, own);
 		return 0;
 	}
-	/* The target's time in probe hits: the traps, as calibrated, and heaptap's programs. */
+	/* The target's time in probe hits (the traps, as calibrated, and heaptap's programs),
+	 * and heaptap's own share of its CPUs, the window's attach included. */
+	cpu = session__cpu_ns(s) - s->window_cpu_ns;
+	loss = own_loss(s, s->window_own_ns, cpu, clock__now_ns() - s->window_start_ns);
 	pause = duty__pause_ns(&s->duty,
 			       overhead__trap_ns(s->probes, &s->costs, s->window_calls,
 						 (const uint64_t *)s->skel->bss->fn_calls) +
-				       (overhead__programs_ns(s->skel) - s->window_programs_ns),
-			       session__cpu_ns(s) - s->window_cpu_ns);
+				       (overhead__programs_ns(s->skel) - s->window_programs_ns) + loss,
+			       cpu + loss);
 	if (!pause) {
-		begin_window(s, next);
+		begin_window(s, next, overhead__own_cpu_ns());
 		return 0;
 	}
 	if (s->duty.windows == 1)
@@ -70,8 +114,11 @@ static int duty_turn(struct session *s, uint64_t *next)
 			if (s->procs.images[i]->plan)
 				probes__retire_unused(s->procs.images[i]->plan,
 						      (const uint64_t *)s->skel->bss->fn_calls);
-	session__detach_all(s);
-	*next = clock__now_ns() + pause;
+	s->pause_own_ns = overhead__own_cpu_ns();
+	s->pause_cpu_ns = session__cpu_ns(s);
+	COUNTED(&s->activities.detach_ns, (session__detach_all(s), 0));
+	s->pause_start_ns = clock__now_ns();
+	*next = s->pause_start_ns + pause;
 	vlog("window %" PRIu64 ": slowdown %.1f%% while tracing, pausing %.1fs", s->duty.windows,
 	     s->duty.window_slowdown * 100, pause / 1e9);
 	return 0;
@@ -197,7 +244,7 @@ int session__run(struct session *s, int sigfd)
 	if (s->opts.duration_ms)
 		end = s->attach_ns + s->opts.duration_ms * 1000000ULL;
 	if (s->mode == MODE_LIVE)
-		begin_window(s, &turn);
+		begin_window(s, &turn, s->window_own_ns);
 	epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (epfd < 0 || add_fd(epfd, sigfd) || add_fd(epfd, drain__fd(s->rings)) ||
 	    (reach__hold_fd(s->hold) >= 0 && add_fd(epfd, reach__hold_fd(s->hold)))) {
@@ -253,7 +300,7 @@ int session__run(struct session *s, int sigfd)
 		if (s->alarm_exit)
 			break;
 		if (clock__now_ns() >= next && !err) {
-			err = session__report(s, "interval", NULL);
+			err = COUNTED(&s->activities.report_ns, session__report(s, "interval", NULL));
 			now = clock__now_ns();
 			while (next <= now)
 				next += interval;

@@ -19,6 +19,7 @@
 #include "base/log.h"
 #include "heaptap.h"
 #include "heaptap.skel.h"
+#include "probe/overhead.h"
 #include "report/publish.h"
 #include "report/report.h"
 #include "session/reporting.h"
@@ -58,6 +59,8 @@ static struct report build_report(struct session *s, const char *type)
 
 	for (i = 0; i < s->procs.n; i++)
 		links += s->procs.v[i]->links.count;
+	if (s->mode == MODE_LIVE && s->activities.since_ns)
+		s->activities.own_ns = overhead__own_cpu_ns() - s->activities.since_ns;
 	return (struct report){
 		.type = type,
 		.pid = s->target->pid,
@@ -79,6 +82,7 @@ static struct report build_report(struct session *s, const char *type)
 		.unwind = s->stack_mode != HEAPTAP_STACK_FP ? unwind_stats(s) : NULL,
 		.history = s->history,
 		.duty = s->mode == MODE_LIVE ? &s->duty : NULL,
+		.activities = s->mode == MODE_LIVE ? &s->activities : NULL,
 		.traced_now = s->attached,
 		.timeline = &s->timeline,
 		.alarms = &s->alarms,

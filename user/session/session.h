@@ -118,6 +118,14 @@ struct session {
 	uint64_t window_programs_ns; /* heaptap's programs' run time then (overhead.h) */
 	int stats_fd;		     /* --live: the kernel counts programs' run time while open */
 	uint64_t window_calls[HEAPTAP_MAX_FUNCS]; /* fn_calls when the window began */
+	/* heaptap's own CPU time (overhead.h) when the window's attach began, and when the
+	 * pause began (its detach included), with the target's CPU time then */
+	uint64_t window_own_ns;
+	uint64_t pause_start_ns;
+	uint64_t pause_own_ns;
+	uint64_t pause_cpu_ns;
+	/* --live: heaptap's own CPU time, by what it did (a bench prints it, JSON live) */
+	struct live_activities activities;
 };
 
 /* The session's first process: what a single-process session's report is about, its image's

@@ -17,6 +17,7 @@
 #include "base/log.h"
 #include "heaptap.h"
 #include "heaptap.skel.h"
+#include "probe/overhead.h"
 #include "probe/probes.h"
 #include "report/publish.h"
 #include "session/reporting.h"
@@ -149,7 +150,10 @@ int session__start(struct session *s, int sigfd)
 	/* Attach, for these processes only; a Ctrl-C meanwhile takes everything out again. */
 	vlog("attaching to %zu process%s", s->procs.n, s->procs.n == 1 ? "" : "es");
 	stage_ns = clock__now_ns();
+	/* --live: the first window's cost counts from here, its attach included. */
+	s->window_own_ns = s->activities.since_ns = overhead__own_cpu_ns();
 	err = session__attach_all(s, sigfd);
+	s->activities.attach_ns = overhead__own_cpu_ns() - s->window_own_ns;
 	if (err == -EINTR) {
 		elog("interrupted while attaching: no probe is left, nothing was traced");
 		return 0;

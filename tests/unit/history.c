@@ -50,6 +50,26 @@ static void add(struct history *h, uint64_t time_s, const double *bytes, size_t 
 	CHECK_I64(history__add(h, &snap), 0, "history__add at %" PRIu64 " s", time_s);
 }
 
+/* A series judged alone (history__judge, as host/ judges processes) is called as the site
+ * with the same course is, with the same figures. */
+static void judged_alike(const double *y, unsigned int n, const struct trend *site)
+{
+	uint64_t time_ns[16];
+	struct trend t;
+	unsigned int i;
+
+	for (i = 0; i < n && i < 16; i++)
+		time_ns[i] = (1000 + i) * SECOND;
+	CHECK_TRUE(history__judge(time_ns, y, n, &t), "a series judged");
+	CHECK_STR(history__trend_name(t.kind), history__trend_name(site->kind), "series: kind");
+	CHECK_U64(t.points, site->points, "series: points");
+	CHECK_TRUE(t.growth == site->growth || (isnan(t.growth) && isnan(site->growth)),
+		   "series: growth %g, the site's %g", t.growth, site->growth);
+	CHECK_TRUE(t.fit == site->fit && t.steadiness == site->steadiness &&
+			   t.confidence == site->confidence,
+		   "series: fit, steadiness and confidence the site's");
+}
+
 /* The trend of one site whose live bytes are y[0], y[1], ... a second apart. */
 static struct trend course(const double *y, unsigned int n)
 {
@@ -63,6 +83,7 @@ static struct trend course(const double *y, unsigned int n)
 	CHECK_U64(t.points, n, "points");
 	CHECK_NEAR(t.span_s, n - 1, 0, "span");
 	history__free(h);
+	judged_alike(y, n, &t);
 	return t;
 }
 
@@ -196,5 +217,6 @@ int main(void)
 	trends();
 	sites_that_leave();
 	long_histories();
+	CHECK_TRUE(!history__judge(NULL, NULL, 0, &(struct trend){}), "no points: nothing judged");
 	return unit__done("history");
 }

@@ -115,36 +115,42 @@ bool history__fit(const double *t, const double *y, unsigned int n, double *slop
 #define LEAK_FIT 0.8
 #define LEAK_STEADINESS 0.5
 
-bool history__trend(const struct history *h, uint64_t stack_id, struct trend *t)
+bool history__judge(const uint64_t *time_ns, const double *bytes, unsigned int n,
+		    struct trend *t)
 {
-	const struct series *s = idmap__get(&h->sites, stack_id);
 	double ts[HISTORY_POINTS], lo = INFINITY, hi = -INFINITY, fit1, fit2, b1, b2, net, mid;
 	unsigned int i, half;
 
 	*t = (struct trend){ .kind = TREND_NEW, .growth = NAN };
-	if (!s)
+	if (!n)
 		return false;
-	t->points = s->n;
-	for (i = 0; i < s->n; i++) {
-		ts[i] = (s->time_ns[i] - s->time_ns[0]) / 1e9;
-		lo = fmin(lo, s->bytes[i]);
-		hi = fmax(hi, s->bytes[i]);
+	/* The latest points, when there are more than a trend is judged on. */
+	if (n > HISTORY_POINTS) {
+		time_ns += n - HISTORY_POINTS;
+		bytes += n - HISTORY_POINTS;
+		n = HISTORY_POINTS;
 	}
-	t->span_s = ts[s->n - 1];
-	if (s->n < 3 || !history__fit(ts, s->bytes, s->n, &t->growth, &t->fit))
+	t->points = n;
+	for (i = 0; i < n; i++) {
+		ts[i] = (time_ns[i] - time_ns[0]) / 1e9;
+		lo = fmin(lo, bytes[i]);
+		hi = fmax(hi, bytes[i]);
+	}
+	t->span_s = ts[n - 1];
+	if (n < 3 || !history__fit(ts, bytes, n, &t->growth, &t->fit))
 		return true;
-	net = s->bytes[s->n - 1] - s->bytes[0];
+	net = bytes[n - 1] - bytes[0];
 	t->swing = fabs(net) > 0 ? (hi - lo) / fabs(net) : (hi > lo ? INFINITY : 0);
 	/* The halves split at the middle of the time span (points may be spaced unevenly). */
 	mid = t->span_s / 2;
-	for (half = 0; half < s->n && ts[half] <= mid; half++)
+	for (half = 0; half < n && ts[half] <= mid; half++)
 		;
-	if (half >= 2 && s->n - half + 1 >= 2 && history__fit(ts, s->bytes, half, &b1, &fit1) &&
-	    history__fit(ts + half - 1, s->bytes + half - 1, s->n - half + 1, &b2, &fit2) &&
-	    b1 > 0 && b2 > 0)
+	if (half >= 2 && n - half + 1 >= 2 && history__fit(ts, bytes, half, &b1, &fit1) &&
+	    history__fit(ts + half - 1, bytes + half - 1, n - half + 1, &b2, &fit2) && b1 > 0 &&
+	    b2 > 0)
 		t->steadiness = fmin(b1, b2) / fmax(b1, b2);
-	t->confidence = t->fit * t->steadiness * fmin(1, (s->n - 2) / 8.0);
-	if (s->n < HISTORY_MIN_POINTS) {
+	t->confidence = t->fit * t->steadiness * fmin(1, (n - 2) / 8.0);
+	if (n < HISTORY_MIN_POINTS) {
 		t->kind = TREND_NEW;
 	} else if (t->growth > 0 && t->fit >= LEAK_FIT && t->steadiness >= LEAK_STEADINESS &&
 		   net > 0) {
@@ -161,6 +167,17 @@ bool history__trend(const struct history *h, uint64_t stack_id, struct trend *t)
 		t->kind = TREND_STEADY;
 	}
 	return true;
+}
+
+bool history__trend(const struct history *h, uint64_t stack_id, struct trend *t)
+{
+	const struct series *s = idmap__get(&h->sites, stack_id);
+
+	if (!s) {
+		*t = (struct trend){ .kind = TREND_NEW, .growth = NAN };
+		return false;
+	}
+	return history__judge(s->time_ns, s->bytes, s->n, t);
 }
 
 const char *history__trend_name(enum trend_kind kind)

@@ -51,6 +51,14 @@ struct trend {
 /* The course of a site's live bytes; false when it has no history. */
 bool history__trend(const struct history *h, uint64_t stack_id, struct trend *t);
 
+/*
+ * The course of any series of n points (bytes at time_ns, in time order), judged as a site's
+ * is: the sites' and the host's processes' (host/) are called by one rule. Only the latest
+ * HISTORY_POINTS points count. False when n is 0.
+ */
+bool history__judge(const uint64_t *time_ns, const double *bytes, unsigned int n,
+		    struct trend *t);
+
 const char *history__trend_name(enum trend_kind kind);
 
 /* The least-squares line through n points (t in seconds): its slope, and R^2 (fit; 0 when

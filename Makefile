@@ -80,8 +80,8 @@ FUZZ_USES_cfi := target/unwind target/cfi base/idmap
 FUZZ_USES_unwind := target/unwind target/stacks base/idmap
 FUZZ_USES_maps := target/proc
 FUZZ_USES_dump := account/dump base/escape base/log
-FUZZ_USES_options := report/options base/settings target/families target/loader base/listen base/log \
-	base/escape
+FUZZ_USES_options := report/options base/units base/settings target/families target/loader \
+	base/listen base/log base/escape
 FUZZ_USES_python := target/python
 FUZZ_BINS := $(patsubst %,$(OUTPUT)/fuzz/fuzz_%,$(FUZZERS))
 FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=all

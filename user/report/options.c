@@ -13,6 +13,7 @@
 #include "base/listen.h"
 #include "base/log.h"
 #include "base/output.h"
+#include "base/units.h"
 #include "heaptap.h"
 #include "report/options.h"
 #include "report/outputs.h"
@@ -172,63 +173,6 @@ static int bad(const char *what, const char *arg, const char *expected)
 	return -EINVAL;
 }
 
-/* "1.5", "250ms", "2s", "10m", "1h" -> milliseconds. */
-static int parse_time(const char *arg, uint64_t *ms, bool allow_zero)
-{
-	double v, scale = 1000;
-	char *end;
-
-	errno = 0;
-	v = strtod(arg, &end);
-	if (errno || end == arg || !isfinite(v))
-		return -EINVAL;
-	if (!strcmp(end, "ms"))
-		scale = 1;
-	else if (!strcmp(end, "m"))
-		scale = 60e3;
-	else if (!strcmp(end, "h"))
-		scale = 3600e3;
-	else if (*end && strcmp(end, "s"))
-		return -EINVAL;
-	v *= scale;
-	/* Capped at ten years, so that nanoseconds fit in 64 bits. */
-	if (v < 0 || v > 315360000e3 || (!allow_zero && v < 1))
-		return -EINVAL;
-	*ms = (uint64_t)v;
-	return 0;
-}
-
-/* "4096", "512k", "2m", "1g" -> bytes. */
-static int parse_bytes(const char *arg, uint64_t *out)
-{
-	unsigned long long v;
-	char *end;
-
-	if (*arg == '-' || !*arg)
-		return -EINVAL;
-	errno = 0;
-	v = strtoull(arg, &end, 10);
-	if (errno || end == arg)
-		return -EINVAL;
-	if (*end && !end[1] && strchr("kKmMgG", *end)) {
-		unsigned int shift = (*end == 'k' || *end == 'K')   ? 10
-				     : (*end == 'm' || *end == 'M') ? 20
-								    : 30;
-
-		/* Checked before the shift, which would wrap: 17179869185g is not 1g. */
-		if (v > (1ULL << 40) >> shift)
-			return -EINVAL;
-		v <<= shift;
-	} else if (*end) {
-		return -EINVAL;
-	}
-	if (!v || v > (1ULL << 40))
-		return -EINVAL;
-	*out = v;
-	return 0;
-}
-
-static int parse_uint(const char *arg, unsigned long min, unsigned long max, unsigned long *out);
 
 /* -p's "PID[,PID...]", added to the PIDs given so far. */
 static int add_pids(struct options *opts, const char *arg)
@@ -241,7 +185,7 @@ static int add_pids(struct options *opts, const char *arg)
 	     tok = strtok_r(NULL, ",", &save)) {
 		int *grown = realloc(opts->pids, (opts->npids + 1) * sizeof(*grown));
 
-		if (parse_uint(tok, 1, INT_MAX, &v) || !grown) {
+		if (units__uint(tok, 1, INT_MAX, &v) || !grown) {
 			if (grown)
 				opts->pids = grown;
 			err = -EINVAL;
@@ -264,21 +208,6 @@ void options__free(struct options *opts)
 	free(opts->own);
 	opts->own = NULL;
 	opts->nown = 0;
-}
-
-static int parse_uint(const char *arg, unsigned long min, unsigned long max, unsigned long *out)
-{
-	unsigned long v;
-	char *end;
-
-	if (*arg == '-' || *arg == '\0')
-		return -EINVAL;
-	errno = 0;
-	v = strtoul(arg, &end, 10);
-	if (errno || *end || v < min || v > max)
-		return -EINVAL;
-	*out = v;
-	return 0;
 }
 
 /* Two outputs to one file would overwrite each other at every report. */
@@ -368,22 +297,22 @@ static int parse_session(struct options *opts, int c)
 		return 0;
 	case OPT_EXE: opts->exe = optarg; return 0;
 	case 'i':
-		if (parse_time(optarg, &opts->interval_ms, false))
+		if (units__time(optarg, &opts->interval_ms, false))
 			return bad("interval", optarg,
 				   "a time of at least 1ms, like 5, 0.5s or 200ms");
 		return 0;
 	case 'd':
-		if (parse_time(optarg, &opts->duration_ms, false))
+		if (units__time(optarg, &opts->duration_ms, false))
 			return bad("duration", optarg,
 				   "a time of at least 1ms, like 30, 10s or 5m");
 		return 0;
 	case OPT_TOP:
-		if (parse_uint(optarg, 0, 100000, &v))
+		if (units__uint(optarg, 0, 100000, &v))
 			return bad("--top", optarg, "a number of sites from 0 to 100000");
 		opts->top = v;
 		return 0;
 	case OPT_MIN_AGE:
-		if (parse_time(optarg, &ms, true))
+		if (units__time(optarg, &ms, true))
 			return bad("--min-age", optarg, "a time, like 30s or 2m");
 		opts->min_age_ns = ms * 1000000;
 		return 0;
@@ -481,7 +410,7 @@ static int parse_allocator(struct options *opts, int c)
 		opts->level_malloc = !strcmp(optarg, "malloc");
 		return 0;
 	case OPT_POOL_NAME_AT:
-		if (parse_uint(optarg, 0, 65528, &v) || v % 8)
+		if (units__uint(optarg, 0, 65528, &v) || v % 8)
 			return bad("--pool-name-at", optarg, "a multiple of 8 from 0 to 65528");
 		opts->pool_name_at = v;
 		opts->pool_named = opts->pool_name_given = true;
@@ -499,17 +428,17 @@ static int parse_tracing(struct options *opts, int c)
 
 	switch (c) {
 	case OPT_MAX_ALLOCS:
-		if (parse_uint(optarg, 1, HEAPTAP_MAX_BLOCKS, &v))
+		if (units__uint(optarg, 1, HEAPTAP_MAX_BLOCKS, &v))
 			return bad("--max-allocs", optarg, "a number from 1 to 67108864");
 		opts->max_allocs = v;
 		return 0;
 	case OPT_MAX_STACKS:
-		if (parse_uint(optarg, 1, 1 << 24, &v))
+		if (units__uint(optarg, 1, 1 << 24, &v))
 			return bad("--max-stacks", optarg, "a number from 1 to 16777216");
 		opts->max_stacks = v;
 		return 0;
 	case OPT_STACK_DEPTH:
-		if (parse_uint(optarg, 1, HEAPTAP_MAX_DEPTH, &v))
+		if (units__uint(optarg, 1, HEAPTAP_MAX_DEPTH, &v))
 			return bad("--stack-depth", optarg, "a number from 1 to 127");
 		opts->stack_depth = v;
 		return 0;
@@ -520,7 +449,7 @@ static int parse_tracing(struct options *opts, int c)
 		opts->stack = i;
 		return 0;
 	case OPT_STACK_BYTES:
-		if (parse_uint(optarg, 64, HEAPTAP_MAX_STACK_BYTES, &v) || v % 8)
+		if (units__uint(optarg, 64, HEAPTAP_MAX_STACK_BYTES, &v) || v % 8)
 			return bad("--stack-bytes", optarg, "a multiple of 8 from 64 to 65536");
 		opts->stack_bytes = v;
 		return 0;
@@ -538,11 +467,11 @@ static int parse_tracing(struct options *opts, int c)
 	case OPT_LIVE: opts->live = true; return 0;
 	case OPT_WATCH: opts->watch = true; return 0;
 	case OPT_SAMPLE:
-		if (parse_bytes(optarg, &opts->sample_bytes))
+		if (units__bytes(optarg, &opts->sample_bytes))
 			return bad("--sample", optarg, "a size from 1 byte to 1t, like 512k");
 		return 0;
 	case OPT_WINDOW:
-		if (parse_time(optarg, &opts->window_ms, false) || opts->window_ms < 100)
+		if (units__time(optarg, &opts->window_ms, false) || opts->window_ms < 100)
 			return bad("--window", optarg, "a time of at least 100ms, like 2s");
 		return 0;
 	case OPT_MAX_OVERHEAD:
@@ -576,7 +505,7 @@ static int parse_publishing(struct options *opts, int c)
 		opts->listen = optarg;
 		return 0;
 	case OPT_DUMP_BYTES:
-		if (parse_uint(optarg, 0, HEAPTAP_MAX_DUMP, &v))
+		if (units__uint(optarg, 0, HEAPTAP_MAX_DUMP, &v))
 			return bad("--dump-bytes", optarg, "a number of bytes, 0 to 4096");
 		opts->dump_bytes = v;
 		return 0;
@@ -589,15 +518,15 @@ static int parse_alarms(struct options *opts, int c)
 {
 	switch (c) {
 	case OPT_ALERT_LIVE:
-		if (parse_bytes(optarg, &opts->alert_live))
+		if (units__bytes(optarg, &opts->alert_live))
 			return bad("--alert-live", optarg, "bytes, like 100m or 1g");
 		return 0;
 	case OPT_ALERT_GROWTH:
-		if (parse_bytes(optarg, &opts->alert_growth))
+		if (units__bytes(optarg, &opts->alert_growth))
 			return bad("--alert-growth", optarg, "bytes, like 100m or 1g");
 		return 0;
 	case OPT_ALERT_RSS:
-		if (parse_bytes(optarg, &opts->alert_rss))
+		if (units__bytes(optarg, &opts->alert_rss))
 			return bad("--alert-rss", optarg, "bytes, like 100m or 1g");
 		return 0;
 	case OPT_ON_ALERT: opts->on_alert = optarg; return 0;
@@ -613,7 +542,7 @@ static int parse_leak_check(struct options *opts, int c)
 	switch (c) {
 	case OPT_LEAK_CHECK: opts->leak_check = true; return 0;
 	case OPT_LEAK_CHECK_MAX_PAUSE:
-		if (parse_time(optarg, &opts->leak_check_max_ms, false))
+		if (units__time(optarg, &opts->leak_check_max_ms, false))
 			return bad("--leak-check-max-pause", optarg,
 				   "a time of at least 1ms, like 2s or 500ms");
 		return 0;
@@ -624,7 +553,7 @@ static int parse_leak_check(struct options *opts, int c)
 				   "multipleinheritance");
 		return 0;
 	case OPT_LEAK_EXIT_CODE:
-		if (parse_uint(optarg, 1, 255, &v))
+		if (units__uint(optarg, 1, 255, &v))
 			return bad("--leak-exit-code", optarg, "an exit status from 1 to 255");
 		opts->leak_exit_code = v;
 		return 0;

@@ -59,7 +59,7 @@ msg :=
 endif
 
 .DELETE_ON_ERROR:
-.SECONDARY: $(OUTPUT)/bpf/heaptap.bpf.o $(OUTPUT)/bench/probecost.bpf.o
+.SECONDARY: $(OUTPUT)/bpf/heaptap.bpf.o $(OUTPUT)/bpf/hostwatch.bpf.o $(OUTPUT)/bench/probecost.bpf.o
 .PHONY: all check-deps clean demo test unit vmlinux deps fuzz
 
 BENCH_TARGETS := $(patsubst bench/targets/%.c,$(OUTPUT)/bench/%,$(wildcard bench/targets/*.c)) \
@@ -74,15 +74,16 @@ UNIT_BINS := $(patsubst %,$(OUTPUT)/unit/%,$(UNITS))
 # libFuzzer targets, one per parser of the target's bytes, each with the modules it fuzzes
 # (and those it calls on the bytes) instrumented; whatever else they refer to comes
 # uninstrumented from heaptap's own objects (heaptap.a: all but main).
-FUZZERS := elfsyms cfi unwind maps dump options python
+FUZZERS := elfsyms cfi unwind maps dump options python procfs
 FUZZ_USES_elfsyms := target/elfsyms
 FUZZ_USES_cfi := target/unwind target/cfi base/idmap
 FUZZ_USES_unwind := target/unwind target/stacks base/idmap
 FUZZ_USES_maps := target/proc
 FUZZ_USES_dump := account/dump base/escape base/log
-FUZZ_USES_options := report/options base/units base/settings target/families target/loader \
-	base/listen base/log base/escape
+FUZZ_USES_options := report/options report/options_host base/units base/settings target/families \
+	target/loader base/listen base/log base/escape
 FUZZ_USES_python := target/python
+FUZZ_USES_procfs := host/procfs
 FUZZ_BINS := $(patsubst %,$(OUTPUT)/fuzz/fuzz_%,$(FUZZERS))
 FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=all
 FUZZ_CFLAGS := -g -O1 -fsanitize=fuzzer-no-link $(FUZZ_SAN) $(WARNINGS) -std=gnu11 \
@@ -121,6 +122,8 @@ $(OUTPUT)/%.skel.h: $(OUTPUT)/bpf/%.bpf.o
 # list kept by hand missed one, and a clean parallel build could compile it too early).
 SKEL_USERS := $(patsubst user/%.c,$(OUTPUT)/user/%.o,$(shell grep -l '"heaptap.skel.h"' $(USER_SRCS)))
 $(SKEL_USERS): $(OUTPUT)/heaptap.skel.h
+HOST_SKEL_USERS := $(patsubst user/%.c,$(OUTPUT)/user/%.o,$(shell grep -l '"hostwatch.skel.h"' $(USER_SRCS)))
+$(HOST_SKEL_USERS): $(OUTPUT)/hostwatch.skel.h
 
 # pprof's profile.proto, encoded by protobuf-c's generated code.
 $(OUTPUT)/proto/profile.pb-c.c $(OUTPUT)/proto/profile.pb-c.h &: user/report/proto/profile.proto | $(OUTPUT)/proto

@@ -16,12 +16,12 @@ import os
 import re
 import sys
 
-LAYERS = ["base", "target", "probe", "account", "report", "session"]
+LAYERS = ["base", "target", "probe", "account", "report", "session", "host"]
 TOP = len(LAYERS)  # user/*.c: main, above every layer
 MAX_FILE = 800
 MAX_FUNCTION = 80
 # Headers that are no module of user/: the BPF side's contract and generated code.
-OUTSIDE = {"heaptap.h", "heaptap.skel.h", "profile.pb-c.h"}
+OUTSIDE = {"heaptap.h", "heaptap.skel.h", "profile.pb-c.h", "hostwatch.h", "hostwatch.skel.h"}
 
 IDENT = re.compile(r"[A-Za-z_]\w*")
 INCLUDE = re.compile(r'\s*#\s*include\s+"([^"]+)"')

@@ -43,6 +43,11 @@ def test_fuzz_proc_maps_and_smaps_lines():
 
 
 @test
+def test_fuzz_proc_stat_status_and_cgroup_of_every_process():
+    fuzzed("procfs")
+
+
+@test
 def test_fuzz_block_dumps_strings_and_escaping():
     fuzzed("dump")
 

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "base/log.h"
+#include "host/agent.h"
 #include "report/options.h"
 #include "session/finish.h"
 #include "session/load.h"
@@ -70,6 +71,14 @@ int main(int argc, char **argv)
 		options__free(&opts);
 		close(sigfd);
 		return err > 0 ? EXIT_OK : EXIT_USAGE;
+	}
+
+	/* --all, --cgroup: the host's agent, every process watched, the growing ones traced. */
+	if (settings__host(&opts)) {
+		status = agent__run(&opts, sigfd);
+		options__free(&opts);
+		close(sigfd);
+		return status;
 	}
 
 	/* Find the target (a running process, or a command held before exec), its allocator,

@@ -164,6 +164,20 @@ def maps_seeds(out):
             pass
 
 
+def procfs_seeds(out):
+    """/proc/PID/stat, status and cgroup of real processes, and names a process may choose."""
+    for pid in ("self", "1"):
+        for name in ("stat", "status", "cgroup"):
+            try:
+                with open(f"/proc/{pid}/{name}", "rb") as src:
+                    write(out, f"{pid}-{name}", src.read())
+            except OSError:
+                pass
+    write(out, "name-with-parens", b"42 (a) b) (c) S 1 42 42 0 -1 4194560 1 0 0 0 7 3 0 0 "
+          b"20 0 1 0 1234 1000 10 18446744073709551615\n")
+    write(out, "cgroup-unit", b"0::/system.slice/nginx.service/x.scope\n")
+
+
 def dump_seeds(build, out):
     """Bytes as blocks hold them: text, UTF-8, environment strings, pointers and code."""
     sources = ["/proc/self/environ", "/etc/os-release", os.path.join(ROOT, "README.md"),
@@ -253,6 +267,7 @@ def main(build, corpus):
     dump_seeds(build, os.path.join(corpus, "dump"))
     options_seeds(os.path.join(corpus, "options"))
     python_seeds(os.path.join(corpus, "python"))
+    procfs_seeds(os.path.join(corpus, "procfs"))
 
 
 if __name__ == "__main__":

@@ -114,11 +114,13 @@ void alarms__fire(struct alarms *a, const struct alarm_event *ev, const struct a
 	char env[8][96], *envp[9];
 	size_t i;
 	int err;
+	const char *live = ctx->live_name ?: "live heap", *growth = ctx->growth_name ?: "heap growth",
+		   *rss = ctx->rss_name ?: "the target's RSS";
 
 	elog("ALERT %s: %s is %.0f%s, at or above %s %" PRIu64 " (PID %d, %s)", names[ev->kind],
-	     ev->kind == ALARM_LIVE	? "live heap"
-	     : ev->kind == ALARM_GROWTH ? "heap growth"
-					: "the target's RSS",
+	     ev->kind == ALARM_LIVE	? live
+	     : ev->kind == ALARM_GROWTH ? growth
+					: rss,
 	     ev->value, ev->kind == ALARM_GROWTH ? " bytes/h" : " bytes", options[ev->kind],
 	     ev->threshold, ctx->pid, ctx->comm);
 	if (!cmd)

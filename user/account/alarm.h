@@ -59,6 +59,9 @@ struct alarm_context {
 	double live;   /* bytes */
 	uint64_t rss;  /* bytes */
 	double growth; /* bytes per hour; NAN when not known */
+	/* What the figures are, when not the heap's and the target's ("live heap", "heap
+	 * growth", "the target's RSS"): the host's agent watches anonymous memory */
+	const char *live_name, *growth_name, *rss_name;
 };
 
 /*

@@ -21,6 +21,19 @@
  * beside the malloc family's and the unwinder's. */
 #define OPTIONS_MAX_OWN 24
 
+/* --all, --cgroup: the host's agent (host/agent.h), every process watched, some traced. */
+struct host_settings {
+	bool all;		     /* --all: every process of the host */
+	const char **cgroups;	     /* --cgroup, in order (malloc'd; the paths are argv's) */
+	size_t ncgroups;
+	const char **exclude_comms;  /* --exclude-comm (malloc'd; the names are argv's) */
+	size_t nexclude_comms;
+	unsigned int max_traced;     /* processes traced at once */
+	uint64_t cooldown_ms;	     /* before a process is traced again */
+	uint64_t escalation_ms;	     /* the longest one process is traced for */
+	unsigned int metrics_top;    /* processes with series of their own in /metrics */
+};
+
 enum sort_key {
 	SORT_SIZE,  /* size table in size order */
 	SORT_LIVE,  /* by live bytes */
@@ -90,7 +103,14 @@ struct options {
 	uint64_t leak_check_max_ms; /* the longest the target may be paused for one scan */
 	unsigned int leak_heuristics; /* enum reach_heuristic bits; default all, as memcheck */
 	int leak_exit_code; /* --leak-exit-code: status when lost bytes are found; -1: not set */
+	struct host_settings host;
 };
+
+/* Whether the command line asks for the host's agent (--all or --cgroup). */
+static inline bool settings__host(const struct options *opts)
+{
+	return opts->host.all || opts->host.ncgroups;
+}
 
 /* Exit statuses, as the README and the man page list them. */
 enum {

@@ -190,6 +190,66 @@ int http__publish(struct http_server *s, const char *path, const struct http_rep
 	return r ? 0 : -ENOMEM;
 }
 
+/*
+ * The route answering GET url: one published under "url?KEY=VALUE" when the request's query
+ * gives KEY that value; else, when its query gives a KEY that "url?KEY" was published for,
+ * that one (what such a request gets when no value matches); else the one under url.
+ */
+static struct route *find_route(struct http_server *s, struct MHD_Connection *c, const char *url)
+{
+	struct route *plain = NULL, *keyed = NULL;
+	char key[32];
+	size_t i, n;
+
+	for (i = 0; i < s->nroutes; i++) {
+		struct route *r = &s->routes[i];
+		const char *q = strchr(r->path, '?'), *eq, *v;
+
+		n = q ? (size_t)(q - r->path) : strlen(r->path);
+		if (strncmp(r->path, url, n) || url[n])
+			continue;
+		if (!q) {
+			plain = r;
+			continue;
+		}
+		eq = strchr(q + 1, '=');
+		n = eq ? (size_t)(eq - q - 1) : strlen(q + 1);
+		if (n >= sizeof(key))
+			continue;
+		memcpy(key, q + 1, n);
+		key[n] = '\0';
+		v = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, key);
+		if (!v)
+			continue;
+		if (!eq)
+			keyed = r;
+		else if (!strcmp(v, eq + 1))
+			return r;
+	}
+	return keyed ?: plain;
+}
+
+int http__withdraw(struct http_server *s, const char *path)
+{
+	struct MHD_Response *old = NULL;
+	size_t i;
+
+	pthread_mutex_lock(&s->lock);
+	for (i = 0; i < s->nroutes; i++) {
+		if (strcmp(s->routes[i].path, path))
+			continue;
+		old = s->routes[i].response;
+		free(s->routes[i].path);
+		s->routes[i] = s->routes[--s->nroutes];
+		break;
+	}
+	pthread_mutex_unlock(&s->lock);
+	/* Connections sending it hold references of their own. */
+	if (old)
+		MHD_destroy_response(old);
+	return old ? 0 : -ENOENT;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
 				  const char *method, const char *version, const char *upload,
 				  size_t *upload_size, void **req_cls)
@@ -200,7 +260,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	struct http_server *s = cls;
 	struct MHD_Response *resp = NULL;
 	enum MHD_Result ret = MHD_NO;
-	size_t i;
+	struct route *r;
 
 	/* Called again for each piece of a request's body: it was answered already. */
 	if (*req_cls) {
@@ -214,11 +274,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		return MHD_queue_response(c, MHD_HTTP_METHOD_NOT_ALLOWED, s->not_allowed);
 	/* Queued under the lock: a report replacing the answer waits for the reference. */
 	pthread_mutex_lock(&s->lock);
-	for (i = 0; i < s->nroutes && !resp; i++)
-		if (!strcmp(s->routes[i].path, url))
-			resp = s->routes[i].response;
+	r = find_route(s, c, url);
+	resp = r ? r->response : NULL;
 	if (resp)
-		ret = MHD_queue_response(c, s->routes[i - 1].status, resp);
+		ret = MHD_queue_response(c, r->status, resp);
 	pthread_mutex_unlock(&s->lock);
 	if (!resp)
 		ret = MHD_queue_response(c, MHD_HTTP_NOT_FOUND, s->not_found);

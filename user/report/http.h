@@ -47,6 +47,15 @@ struct http_reply {
  */
 int http__publish(struct http_server *s, const char *path, const struct http_reply *reply);
 
+/*
+ * A path may carry a query of one key: "P?KEY=VALUE" answers GET P?KEY=VALUE (other
+ * arguments ignored), "P?KEY" a request of P whose KEY no "P?KEY=..." has, and P alone every
+ * other request of P. The answers to a process's profile by its PID are published so.
+ */
+
+/* What GET path answered is answered no more (404); -ENOENT when nothing was. */
+int http__withdraw(struct http_server *s, const char *path);
+
 /* Closes every connection and the socket, at once whatever the clients do; NULL is fine. */
 void http__stop(struct http_server *s);
 

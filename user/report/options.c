@@ -16,6 +16,7 @@
 #include "base/units.h"
 #include "heaptap.h"
 #include "report/options.h"
+#include "report/options_host.h"
 #include "report/outputs.h"
 #include "report/usage.h"
 #include "target/families.h"
@@ -208,6 +209,7 @@ void options__free(struct options *opts)
 	free(opts->own);
 	opts->own = NULL;
 	opts->nown = 0;
+	options_host__free(&opts->host);
 }
 
 /* Two outputs to one file would overwrite each other at every report. */
@@ -233,7 +235,7 @@ static bool same_file_twice(const struct options *opts)
  * caller: optstring holds "+:" the base letters, a letter per output that has one.
  */
 struct option_tables {
-	struct option longs[sizeof(base_options) / sizeof(base_options[0]) + OUTPUTS_MAX];
+	struct option longs[sizeof(base_options) / sizeof(base_options[0]) + OUTPUTS_MAX + 16];
 	char shorts[32 + 2 * OUTPUTS_MAX];
 };
 
@@ -243,6 +245,10 @@ static void build_tables(struct option_tables *t)
 	char *p;
 
 	memcpy(t->longs, base_options, n * sizeof(base_options[0]));
+	_Static_assert(sizeof(t->longs) / sizeof(t->longs[0]) >= sizeof(base_options) /
+			       sizeof(base_options[0]) + OUTPUTS_MAX + 7, "room for the host's");
+	memcpy(t->longs + n, options_host__longs, options_host__nlongs * sizeof(t->longs[0]));
+	n += options_host__nlongs;
 	strcpy(t->shorts, "+:p:fi:d:vhV");
 	p = t->shorts + strlen(t->shorts);
 	for (i = 0; i < noutputs; i++) {
@@ -581,7 +587,8 @@ static int parse_option(struct options *opts, int c)
 		if (err != OTHER_FAMILY)
 			return err;
 	}
-	return OTHER_FAMILY;
+	/* The host's family says 1 for another's option, as OTHER_FAMILY. */
+	return options_host__parse(opts, c);
 }
 
 /*
@@ -619,6 +626,8 @@ static int check_rules(struct options *opts)
 		     opts->on_alert ? "--on-alert" : "--exit-on-alert");
 		return -EINVAL;
 	}
+	if (settings__host(opts))
+		return options_host__check(opts);
 	if (opts->pool_name_given) {
 		size_t i;
 
@@ -683,6 +692,7 @@ int options__parse(struct options *opts, int argc, char **argv)
 		.leak_exit_code = -1,
 		.file_mode = OUTPUT_MODE,
 	};
+	options_host__defaults(&opts->host);
 	build_tables(&tables);
 	/* '+': stop at the first non-option, so COMMAND's own options stay its own; ':' and
 	 * opterr = 0: every message about the command line is heaptap's own, on one line. */

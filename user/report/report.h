@@ -233,6 +233,9 @@ int report__pprof(FILE *f, const struct report *r);
 int report__html(FILE *f, const struct report *r);
 /* The metrics --listen serves: Prometheus' text exposition format. */
 int report__prometheus(FILE *f, const struct report *r);
+/* A label of Prometheus' format, name="value", the value escaped as the format and escape.h
+ * want (the host's metrics are written with it too); negative errno. */
+int report__prom_label(FILE *f, const char *name, const char *value);
 
 /* The sample types of report__pprof's profile, in its order; inuse_space is its default. */
 enum pprof_type { PPROF_INUSE_OBJECTS, PPROF_INUSE_SPACE, PPROF_ALLOC_OBJECTS, PPROF_ALLOC_SPACE };

@@ -43,6 +43,14 @@ static void label(struct prom *p, const char *name, const char *value)
 	free(text);
 }
 
+int report__prom_label(FILE *f, const char *name, const char *value)
+{
+	struct prom p = { .f = f };
+
+	label(&p, name, value);
+	return p.err;
+}
+
 static void family(struct prom *p, const char *name, const char *type, const char *help)
 {
 	fprintf(p->f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);

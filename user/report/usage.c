@@ -12,8 +12,10 @@
 static const char usage_head[] =
 	"Usage: heaptap [options] -p PID[,PID...] [-p PID...] [--comm NAME] [--exe PATH]\n"
 	"       heaptap [options] -- COMMAND [ARGS...]\n"
+	"       heaptap [options] --all | --cgroup PATH...\n"
 	"Trace every allocation of a running process (or of COMMAND from its first malloc) and\n"
-	"report size tables and unfreed allocations by stack.\n"
+	"report size tables and unfreed allocations by stack; or watch every process of the\n"
+	"host, and trace those whose memory grows until the site that grows is named.\n"
 	"\n"
 	"  -p, --pid PID          attach to the running process PID (several: -p 1,2 or -p 1 -p 2)\n"
 	"  -f, --follow           trace their descendants too: those running now, and every\n"
@@ -27,7 +29,21 @@ static const char usage_head[] =
 	"      --top N            show the N sites with the most live bytes (default 10)\n"
 	"      --min-age TIME     hide allocations younger than TIME from the sites\n"
 	"      --sort KEY         size table order: size (default), live, calls, bytes\n"
-	"      --json             one JSON object per report instead of text\n";
+	"      --json             one JSON object per report instead of text\n"
+	"      --all              every process of the host, now and later: its memory read from\n"
+	"                         /proc every interval, ranked by growth; one that grows steadily\n"
+	"                         is traced as --live does until its growing site is named\n"
+	"      --cgroup PATH      as --all, for the processes of the cgroup PATH (a systemd\n"
+	"                         unit's, a container's) and of those below it; repeatable\n"
+	"      --exclude-comm NAME  --all, --cgroup: leave the processes named NAME alone;\n"
+	"                         repeatable\n"
+	"      --max-traced N     --all, --cgroup: processes traced at once, at most (default 2;\n"
+	"                         0: none)\n"
+	"      --cooldown TIME    --all, --cgroup: before a process is traced again (default 30m)\n"
+	"      --escalation-time TIME  --all, --cgroup: the longest a process is traced for its\n"
+	"                         growing site (default 5m)\n"
+	"      --metrics-top N    --all, --cgroup: processes with series of their own in\n"
+	"                         /metrics, the fastest growing (default 20)\n";
 
 static const char usage_tail[] =
 	"      --file-mode MODE   mode of the files heaptap makes (octal; default 0600: reports\n"
@@ -82,7 +98,7 @@ static const char usage_tail[] =
 	"                         default: every block, or 512k with --live)\n"
 	"      --window TIME      --live: how long each tracing window lasts (default 2s)\n"
 	"      --max-overhead PCT --live: the slowdown heaptap may cause, in percent of the\n"
-	"                         target's time (default 5)\n"
+	"                         target's time (default 5); --all: of the host's processes'\n"
 	"      --alert-live BYTES alarm when live bytes reach BYTES\n"
 	"      --alert-growth BYTES  alarm when live bytes grow BYTES an hour or faster\n"
 	"                         (over the latest 20 reports)\n"

@@ -1,0 +1,289 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The host's agent's logic without the kernel: /proc's text parsed (names with parentheses,
+ * kernel threads, cgroup v1 and v2, units), each process's course over a window, the budget's
+ * share, when a traced heaptap's records name a site, and which processes go up a tier.
+ */
+#include <errno.h>
+
+#include "host/budget.h"
+#include "host/growth.h"
+#include "host/naming.h"
+#include "host/procfs.h"
+#include "host/tiers.h"
+#include "unit.h"
+
+#define SECOND 1000000000ULL
+
+static void stat_lines(void)
+{
+	static const char line[] = "4242 (my (odd)) name) S 1 4242 4242 0 -1 4194560 1 0 0 0 "
+				   "700 300 11 22 20 0 3 0 123456 1000 10 18446744073709551615\n";
+	static const char kthread[] = "2 (kthreadd) S 0 0 0 0 -1 2129984 0 0 0 0 0 5 0 0 20 0 1 0 "
+				      "1 0 0\n";
+	struct procfs_stat st;
+
+	CHECK_I64(procfs__parse_stat(line, sizeof(line) - 1, &st), 0, "a stat line parsed");
+	CHECK_I64(st.pid, 4242, "pid");
+	CHECK_STR(st.comm, "my (odd)) name", "the name runs to the last parenthesis");
+	CHECK_U64(st.state, 'S', "state");
+	CHECK_I64(st.ppid, 1, "parent");
+	CHECK_U64(st.cpu_ticks, 1000, "utime + stime");
+	CHECK_U64(st.children_ticks, 33, "cutime + cstime");
+	CHECK_U64(st.threads, 3, "threads");
+	CHECK_U64(st.start_ticks, 123456, "start");
+	CHECK_TRUE(!(st.flags & 0x00200000), "a process is no kernel thread");
+	CHECK_I64(procfs__parse_stat(kthread, sizeof(kthread) - 1, &st), 0, "kthreadd parsed");
+	CHECK_TRUE(st.flags & 0x00200000, "kthreadd's flags say kernel thread");
+	/* Cut anywhere before the start time: refused; anywhere at all: never read past (the
+	 * sanitized build and the fuzzer say so). */
+	for (size_t n = 0; n < sizeof(line) - 1; n++) {
+		int err = procfs__parse_stat(line, n, &st);
+
+		if (n <= (size_t)(strstr(line, "123456") - line))
+			CHECK_I64(err, -EINVAL, "cut at %zu bytes: refused", n);
+	}
+	CHECK_I64(procfs__parse_stat("12 (x S 1", 9, &st), -EINVAL, "no closing parenthesis");
+	CHECK_I64(procfs__parse_stat("(x) S 1", 7, &st), -EINVAL, "no PID");
+}
+
+static void status_and_cgroup(void)
+{
+	static const char status[] =
+		"Name:\tredis-server\nUmask:\t0022\nState:\tS (sleeping)\n"
+		"NSpid:\t9876\t12\nVmRSS:\t    8192 kB\nRssAnon:\t    4096 kB\n"
+		"RssFile:\t    4096 kB\nVmSwap:\t     100 kB\n";
+	static const char kernel[] = "Name:\tkworker/0:1\nState:\tI (idle)\nNSpid:\t30\n";
+	static const char v2[] = "0::/system.slice/nginx.service\n";
+	static const char v1[] = "12:memory:/x\n1:name=systemd:/user.slice/user-1000.slice/"
+				 "session-3.scope\n";
+	struct procfs_status st;
+	char path[64], unit[32];
+
+	CHECK_I64(procfs__parse_status(status, sizeof(status) - 1, &st), 0, "status parsed");
+	CHECK_TRUE(st.has_mm, "a process has memory");
+	CHECK_U64(st.rss, 8192 * 1024, "VmRSS in bytes");
+	CHECK_U64(st.anon, 4096 * 1024, "RssAnon in bytes");
+	CHECK_U64(st.swap, 100 * 1024, "VmSwap in bytes");
+	CHECK_I64(st.nspid, 12, "its PID in its own namespace");
+	CHECK_U64(st.ns_depth, 1, "one namespace below /proc's");
+	CHECK_I64(procfs__parse_status(kernel, sizeof(kernel) - 1, &st), 0, "a kernel thread's");
+	CHECK_TRUE(!st.has_mm, "a kernel thread has no memory of its own");
+	CHECK_U64(st.ns_depth, 0, "in /proc's namespace");
+	CHECK_I64(procfs__parse_status("VmRSS: 1 kB\n", 12, &st), -EINVAL, "no Name: not a status");
+
+	CHECK_U64(procfs__parse_cgroup(v2, sizeof(v2) - 1, path, sizeof(path)), 27, "v2 path");
+	CHECK_STR(path, "/system.slice/nginx.service", "cgroup v2");
+	procfs__parse_cgroup(v1, sizeof(v1) - 1, path, sizeof(path));
+	CHECK_STR(path, "/user.slice/user-1000.slice/session-3.scope", "systemd's v1 hierarchy");
+	CHECK_U64(procfs__parse_cgroup("3:cpu:/a\n", 9, path, sizeof(path)), 0, "none");
+	CHECK_U64(procfs__parse_cgroup(v2, sizeof(v2) - 1, path, 8), 7, "cut to fit");
+	CHECK_STR(path, "/system", "cut");
+
+	procfs__unit("/system.slice/nginx.service", unit, sizeof(unit));
+	CHECK_STR(unit, "nginx.service", "a service");
+	procfs__unit("/user.slice/user-1000.slice/user@1000.service/app.slice/app-x.scope", unit,
+		     sizeof(unit));
+	CHECK_STR(unit, "app-x.scope", "the deepest unit");
+	procfs__unit("/system.slice", unit, sizeof(unit));
+	CHECK_STR(unit, "", "a slice alone is no unit");
+	procfs__unit("/", unit, sizeof(unit));
+	CHECK_STR(unit, "", "the root");
+	procfs__unit("/.service", unit, sizeof(unit));
+	CHECK_STR(unit, "", "a suffix alone is no unit");
+	procfs__unit("/system.slice/a-very-long-name-indeed.service", unit, 8);
+	CHECK_STR(unit, "a-very-", "cut to fit");
+}
+
+static void courses(void)
+{
+	static struct growth g; /* 2 KiB: static */
+	struct trend t;
+	uint64_t since;
+	unsigned int i;
+
+	/* Flat for 10 s, then 1 MB more a second: growing since the last flat point. */
+	for (i = 0; i < 10; i++)
+		growth__add(&g, (100 + i) * SECOND, 5e6);
+	for (i = 1; i <= 10; i++)
+		growth__add(&g, (109 + i) * SECOND, 5e6 + i * 1e6);
+	growth__judge(&g, &t, &since);
+	CHECK_U64(since, 109 * SECOND, "since: the last point at the lowest");
+	CHECK_U64(t.points, 20, "points");
+	/* Past the window, the oldest go: a steady line again. */
+	for (i = 11; i <= GROWTH_POINTS + 20; i++)
+		growth__add(&g, (109 + i) * SECOND, 5e6 + i * 1e6);
+	growth__judge(&g, &t, &since);
+	CHECK_U64(t.points, GROWTH_POINTS, "the window's points");
+	CHECK_STR(history__trend_name(t.kind), "leak", "a steady line: a leak, as a site's would be");
+	CHECK_NEAR(t.growth, 1e6, 1e-3, "slope: bytes a second");
+	CHECK_U64(since, (109 + 21) * SECOND, "since: the window's first");
+	growth__reset(&g);
+	growth__judge(&g, &t, &since);
+	CHECK_U64(t.points, 0, "reset: no points");
+	CHECK_U64(since, 0, "reset: no since");
+	CHECK_STR(history__trend_name(t.kind), "new", "reset: new");
+}
+
+static void budgets(void)
+{
+	struct budget b = { .limit = 0.05, .ncpus = 2 };
+	uint64_t busy, total;
+
+	CHECK_NEAR(budget__spent(&b), 0, 0, "no samples: nothing spent");
+	budget__add(&b, &(struct budget_sample){ 0, 0, 0, 0 });
+	CHECK_NEAR(budget__spent(&b), 0, 0, "one sample: nothing spent");
+	/* 10 s on 2 CPUs, half busy (10 CPU-s), of which heaptap 0.2 s, the work 9.8 s:
+	 * 0.2 x 0.5 / 9.8. */
+	budget__add(&b, &(struct budget_sample){ 10 * SECOND, SECOND / 5, 10 * SECOND,
+						 98 * SECOND / 10 });
+	CHECK_NEAR(budget__spent(&b), 0.1 / 9.8, 1e-12, "own CPU in the busy share, over the work");
+	CHECK_NEAR(budget__room(&b), 0.05 - 0.1 / 9.8, 1e-12, "room: the rest");
+	/* An idle host: heaptap's time costs nobody. */
+	b = (struct budget){ .limit = 0.05, .ncpus = 2 };
+	budget__add(&b, &(struct budget_sample){ 0, 0, 0, 0 });
+	budget__add(&b, &(struct budget_sample){ 10 * SECOND, SECOND / 10, SECOND / 10, 0 });
+	CHECK_NEAR(budget__spent(&b), 0, 0, "no work: nothing taken from it");
+	/* Spent: no room, and none below the floor either. */
+	b = (struct budget){ .limit = 0.05, .ncpus = 1 };
+	budget__add(&b, &(struct budget_sample){ 0, 0, 0, 0 });
+	budget__add(&b, &(struct budget_sample){ 10 * SECOND, SECOND, 10 * SECOND, 9 * SECOND });
+	CHECK_NEAR(budget__room(&b), 0, 0, "11%% spent of 5%%: no room");
+	b.limit = 0.1131;
+	CHECK_NEAR(budget__room(&b), 0, 0, "0.2%% left: below the floor");
+	/* The window keeps the latest samples only. */
+	for (unsigned int i = 0; i < 2 * BUDGET_SAMPLES; i++)
+		budget__add(&b, &(struct budget_sample){ (20 + i) * SECOND, SECOND,
+							 (20 + i) * SECOND, (20 + i) * SECOND });
+	CHECK_NEAR(budget__spent(&b), 0, 0, "heaptap idle over the window: nothing spent");
+
+	CHECK_I64(budget__parse_stat("cpu  100 5 50 1000 20 3 2 0 0 0\ncpu0 ...", 100, &busy, &total),
+		  0, "/proc/stat's cpu line");
+	CHECK_U64(busy, 160 * (SECOND / 100), "busy: user nice system irq softirq steal");
+	CHECK_U64(total, 1180 * (SECOND / 100), "total: and idle, iowait");
+	CHECK_I64(budget__parse_stat("intr 1 2", 100, &busy, &total), -EINVAL, "no cpu line");
+}
+
+/* An interval record of a traced heaptap: windows, and its lead site (id, growth). */
+static json_object *record(unsigned int windows, const char *id, double growth, bool suspect)
+{
+	char text[1024];
+
+	snprintf(text, sizeof(text),
+		 "{\"type\":\"interval\",\"live\":{\"windows\":%u,\"slowdown\":0.04},"
+		 "\"sites\":[{\"stack_id\":\"%s\",\"growth_bytes_per_hour\":%g,\"est_bytes\":5000,"
+		 "\"est_blocks\":5,\"trend\":{\"kind\":\"growing\",\"fit\":0.9,\"steadiness\":0.7},"
+		 "\"stack\":[{\"function\":\"malloc\",\"file\":null,\"line\":null,\"module\":"
+		 "\"libc\"},"
+		 "{\"function\":\"remember\",\"file\":\"a.c\",\"line\":7,\"module\":\"a\"}]}],"
+		 "\"suspects\":[%s]}",
+		 windows, id, growth,
+		 suspect ? "{\"growth_bytes_per_hour\":9,\"fit\":0.95,\"steadiness\":0.8,"
+			   "\"est_bytes\":1,\"stack\":[]}"
+			 : "");
+	return json_tokener_parse(text);
+}
+
+static struct finding *take(struct naming *n, json_object *rec, uint64_t now_ns)
+{
+	struct child_record r;
+	struct finding *f;
+
+	CHECK_I64(naming__read(rec, &r), 0, "a record read");
+	f = naming__update(n, &r, 0, now_ns);
+	json_object_put(rec);
+	return f;
+}
+
+static void naming(void)
+{
+	struct naming n = {};
+	struct finding *f;
+
+	CHECK_TRUE(!take(&n, record(1, "0x1", 100, false), SECOND), "leads after window 1");
+	CHECK_TRUE(!take(&n, record(2, "0x1", 100, false), 2 * SECOND), "and 2");
+	f = take(&n, record(3, "0x1", 100, false), 3 * SECOND);
+	CHECK_TRUE(f, "named after leading through 3 windows");
+	if (f) {
+		CHECK_U64(f->nframes, 2, "its stack");
+		CHECK_STR(f->frames[1].function, "remember", "the allocator's caller");
+		CHECK_STR(f->frames[1].file, "a.c", "its file");
+		CHECK_U64(f->frames[1].line, 7, "its line");
+		CHECK_TRUE(!f->frames[0].file, "no file: null");
+		CHECK_NEAR(f->growth, 100, 0, "growth");
+		CHECK_NEAR(f->live_bytes, 5000, 0, "live bytes");
+		CHECK_STR(f->trend, "growing", "trend");
+		CHECK_NEAR(f->traced_s, 3, 0, "traced for");
+		CHECK_U64(f->windows, 3, "windows");
+		CHECK_TRUE(!f->suspect, "not a suspect");
+		finding__free(f);
+	}
+	n = (struct naming){};
+	CHECK_TRUE(!take(&n, record(1, "0x1", 100, false), SECOND), "leads");
+	CHECK_TRUE(!take(&n, record(2, "0x2", 100, false), SECOND), "another leads");
+	CHECK_TRUE(!take(&n, record(3, "0x2", 100, false), SECOND), "the other, a second window");
+	CHECK_TRUE(!take(&n, record(4, "0x2", -5, false), SECOND), "shrinking: no lead");
+	CHECK_TRUE(!take(&n, record(5, "0x2", 100, false), SECOND), "leads again, from now");
+	CHECK_TRUE(!take(&n, record(6, "0x2", 100, false), SECOND), "second window");
+	f = take(&n, record(7, "0x2", 100, false), SECOND);
+	CHECK_TRUE(f, "third: named");
+	finding__free(f);
+	n = (struct naming){};
+	f = take(&n, record(1, "0x1", 100, true), SECOND);
+	CHECK_TRUE(f && f->suspect, "a suspect: named at once");
+	if (f)
+		CHECK_STR(f->trend, "leak", "a suspect is a leak");
+	finding__free(f);
+	CHECK_TRUE(!take(&n, json_tokener_parse("{\"type\":\"attached\",\"probes\":[]}"), SECOND),
+		   "an attached record names nothing");
+}
+
+static void tiers(void)
+{
+	static struct hproc p[4];
+	struct hproc *all[4] = { &p[0], &p[1], &p[2], &p[3] }, *out[4];
+	size_t i;
+
+	for (i = 0; i < 4; i++)
+		p[i] = (struct hproc){
+			.pid = 100 + i,
+			.state = 'S',
+			.trend = { .kind = TREND_LEAK, .growth = 1000.0 * (i + 1), .span_s = 3600 }
+		};
+	CHECK_TRUE(tiers__eligible(&p[0], 0), "a steady leak of 3.6 MB");
+	p[0].trend.span_s = 60;
+	CHECK_TRUE(!tiers__eligible(&p[0], 0), "60 KB: a few pages, not worth a trace");
+	p[1].cooldown_until_ns = 10;
+	CHECK_TRUE(!tiers__eligible(&p[1], 9), "in its cooldown");
+	CHECK_TRUE(tiers__eligible(&p[1], 10), "its cooldown over");
+	p[2].own = true;
+	CHECK_TRUE(!tiers__eligible(&p[2], 0), "heaptap's own: never");
+	p[2].own = false;
+	p[2].tier = TIER_LIVE;
+	CHECK_TRUE(!tiers__eligible(&p[2], 0), "traced already");
+	p[2].tier = TIER_PROC;
+	CHECK_U64(tiers__choose(all, 4, 10, 2, out), 2, "room for 2");
+	CHECK_I64(out[0]->pid, 103, "fastest first");
+	CHECK_I64(out[1]->pid, 102, "then the next");
+	p[3].trend.kind = TREND_GROWING;
+	CHECK_U64(tiers__choose(all, 4, 10, 4, out), 2, "growing unevenly: not a leak");
+	p[3].state = 'Z';
+	p[3].trend.kind = TREND_LEAK;
+	CHECK_U64(tiers__choose(all, 4, 10, 4, out), 2, "a zombie: nothing to trace");
+	/* The ranking: growth first, the processes not judged yet last. */
+	p[0].trend = (struct trend){ .kind = TREND_NEW, .growth = NAN };
+	qsort(all, 4, sizeof(all[0]), tiers__by_growth);
+	CHECK_I64(all[0]->pid, 103, "rank 1");
+	CHECK_I64(all[3]->pid, 100, "not judged: last");
+}
+
+int main(void)
+{
+	stat_lines();
+	status_and_cgroup();
+	courses();
+	budgets();
+	naming();
+	tiers();
+	return unit__done("host");
+}

@@ -1,0 +1,71 @@
+// SPDX-License-Identifier: GPL-2.0
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "host/budget.h"
+
+void budget__add(struct budget *b, const struct budget_sample *s)
+{
+	unsigned int at;
+
+	if (b->n < BUDGET_SAMPLES) {
+		at = (b->head + b->n++) % BUDGET_SAMPLES;
+	} else {
+		at = b->head;
+		b->head = (b->head + 1) % BUDGET_SAMPLES;
+	}
+	b->samples[at] = *s;
+}
+
+double budget__spent(const struct budget *b)
+{
+	const struct budget_sample *first, *last;
+	double wall, own, busy, work;
+
+	if (b->n < 2 || !b->ncpus)
+		return 0;
+	first = &b->samples[b->head];
+	last = &b->samples[(b->head + b->n - 1) % BUDGET_SAMPLES];
+	/* Counters only grow; a sample out of order says nothing. */
+	if (last->wall_ns <= first->wall_ns || last->own_ns < first->own_ns ||
+	    last->busy_ns < first->busy_ns || last->work_ns < first->work_ns)
+		return 0;
+	wall = (double)(last->wall_ns - first->wall_ns) * b->ncpus;
+	own = last->own_ns - first->own_ns;
+	busy = last->busy_ns - first->busy_ns;
+	work = last->work_ns - first->work_ns;
+	if (busy > wall)
+		busy = wall;
+	if (own <= 0)
+		return 0;
+	/* Nothing else ran: heaptap took its time from nobody. */
+	if (work <= 0)
+		return 0;
+	return own * (busy / wall) / work;
+}
+
+double budget__room(const struct budget *b)
+{
+	double room = b->limit - budget__spent(b);
+
+	return room >= BUDGET_MIN_SHARE ? room : 0;
+}
+
+int budget__parse_stat(const char *text, long ticks_per_s, uint64_t *busy_ns, uint64_t *total_ns)
+{
+	unsigned long long v[10] = {};
+	int n;
+
+	if (strncmp(text, "cpu ", 4) || ticks_per_s <= 0)
+		return -EINVAL;
+	n = sscanf(text + 4, "%llu %llu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1],
+		   &v[2], &v[3], &v[4], &v[5], &v[6], &v[7], &v[8], &v[9]);
+	if (n < 4)
+		return -EINVAL;
+	/* user nice system idle iowait irq softirq steal guest guest_nice: guest time is in
+	 * user's already; idle and iowait are the CPUs' free time. */
+	*busy_ns = (v[0] + v[1] + v[2] + v[5] + v[6] + v[7]) * (1000000000ULL / ticks_per_s);
+	*total_ns = *busy_ns + (v[3] + v[4]) * (1000000000ULL / ticks_per_s);
+	return 0;
+}

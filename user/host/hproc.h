@@ -1,0 +1,99 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * A process of the host as the agent knows it (census.h keeps them): who it is, what /proc
+ * last said of its memory, its course, its tier, and what an escalation named in it. Plain
+ * data, shared by the agent's modules; each field says who writes it.
+ */
+#ifndef HEAPTAP_HPROC_H
+#define HEAPTAP_HPROC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "account/alarm.h"
+#include "host/growth.h"
+
+/* How a process is watched: /proc alone, or its allocator traced (a heaptap --live). */
+enum tier {
+	TIER_PROC,
+	TIER_LIVE,
+};
+
+/* A frame of a named site's stack, as heaptap's JSON gave it. */
+struct finding_frame {
+	char *function; /* NULL where nothing names the address */
+	char *file;	/* NULL without line information */
+	unsigned int line;
+	char *module;
+};
+
+/* The site an escalation named: the one that led the process's growth while traced. */
+struct finding {
+	struct finding_frame *frames; /* from the allocator function outwards */
+	size_t nframes;
+	double growth;	   /* bytes per hour, as the traced windows measured the site */
+	double live_bytes; /* estimated, of the sampled blocks */
+	double live_blocks;
+	const char *trend; /* history__trend_name's, or NULL when not judged */
+	double fit, steadiness;
+	bool suspect;	      /* heaptap called it a leak (a suspect) */
+	double traced_s;      /* from the escalation's start to the naming */
+	unsigned int windows; /* --live windows it took */
+	uint64_t time_ns;     /* when it was named */
+};
+
+static inline void finding__free(struct finding *f)
+{
+	size_t i;
+
+	if (!f)
+		return;
+	for (i = 0; i < f->nframes; i++) {
+		free(f->frames[i].function);
+		free(f->frames[i].file);
+		free(f->frames[i].module);
+	}
+	free(f->frames);
+	free(f);
+}
+
+struct escalation;
+
+struct hproc {
+	/* Who: census.c */
+	int pid;
+	uint64_t start_ticks; /* /proc/PID/stat's starttime: with the PID, the process */
+	int ppid;
+	char comm[65]; /* as the kernel gives it: escaped where it is written */
+	char state;
+	char *cgroup;  /* its cgroup v2 path, malloc'd; NULL until read */
+	int nspid;     /* its PID in its own PID namespace, when it is in one (else 0) */
+	bool kernel;   /* a kernel thread: no memory of its own to watch */
+	bool own;      /* heaptap itself, or a process it started: never traced */
+	bool excluded; /* --exclude-comm */
+	bool gone;     /* ended (its exit's notice, or missing from /proc) */
+	unsigned int execs;
+	uint64_t seen_ns, exec_ns, gone_ns;
+	unsigned int round; /* the latest scan that read it */
+	/* Its memory at the latest scan, in bytes: census.c */
+	uint64_t rss, anon, swap, cpu_ticks;
+	struct growth *growth; /* anon + swap over the latest intervals; NULL before a scan */
+	/* Judged at each report: agent.c */
+	struct trend trend;
+	uint64_t since_ns;
+	/* The tier: agent.c and escalation.c */
+	enum tier tier;
+	uint64_t tier_ns;	    /* since when */
+	uint64_t cooldown_until_ns; /* not traced again before */
+	unsigned int escalations;
+	struct escalation *esc;	 /* while TIER_LIVE */
+	char *outcome;		 /* why its latest escalation ended, malloc'd */
+	struct finding *finding; /* the latest site named */
+	void *profile;		 /* the latest pprof profile (gzip'd) of its latest escalation */
+	size_t profile_size;
+	struct alarms *alarms; /* its own alarms, with --alert-*: agent.c */
+};
+
+#endif

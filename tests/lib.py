@@ -23,26 +23,31 @@ HEAPTAP = os.path.abspath(os.environ.get("HEAPTAP") or os.path.join(BUILD, "heap
 TARGETS = os.path.join(BUILD, "tests")
 TIMEOUT = 60.0
 SCHEMA = os.path.join(ROOT, "doc", "report.schema.json")
+# The host's agent's records (--all): a schema of their own.
+HOST_SCHEMA = os.path.join(ROOT, "doc", "host.schema.json")
+HOST_TYPES = {"host": "host", "tier": "tier", "host_alert": "host_alert"}
 
 
 class Failure(Exception):
     pass
 
 
-def _validators():
+def _validators(path, types):
     """The schema's validator, and one per record type for precise messages: the same
     schema with the type's definition in place of the root's oneOf of all of them."""
-    with open(SCHEMA) as f:
+    with open(path) as f:
         schema = json.load(f)
     jsonschema.Draft202012Validator.check_schema(schema)
     root = {k: v for k, v in schema.items() if k != "oneOf"}
     by_type = {t: jsonschema.Draft202012Validator(dict(root, **{"$ref": "#/$defs/" + d}))
-               for t, d in (("attached", "attached"), ("interval", "report"),
-                            ("final", "report"), ("alert", "alert_record"))}
+               for t, d in types.items()}
     return jsonschema.Draft202012Validator(schema), by_type
 
 
-_SCHEMA_VALIDATOR, _TYPE_VALIDATORS = _validators()
+_SCHEMA_VALIDATOR, _TYPE_VALIDATORS = _validators(
+    SCHEMA, {"attached": "attached", "interval": "report", "final": "report",
+             "alert": "alert_record"})
+_HOST_VALIDATOR, _HOST_TYPE_VALIDATORS = _validators(HOST_SCHEMA, HOST_TYPES)
 
 
 def _json_path(path):
@@ -55,14 +60,18 @@ def _short(value, limit=200):
 
 
 def validate_record(rec):
-    """Raises Failure unless rec is valid under doc/report.schema.json: the record's type,
-    the JSON path of each offending value, what is wrong with it, and the schema's rule."""
-    if not _SCHEMA_VALIDATOR.is_valid(rec):
-        rtype = rec.get("type") if isinstance(rec, dict) else None
-        v = _TYPE_VALIDATORS.get(rtype) if isinstance(rtype, str) else None
+    """Raises Failure unless rec is valid under doc/report.schema.json (doc/host.schema.json
+    for the host's agent's records): the record's type, the JSON path of each offending
+    value, what is wrong with it, and the schema's rule."""
+    rtype = rec.get("type") if isinstance(rec, dict) else None
+    host = isinstance(rtype, str) and rtype in HOST_TYPES
+    validator, by_type = ((_HOST_VALIDATOR, _HOST_TYPE_VALIDATORS) if host
+                          else (_SCHEMA_VALIDATOR, _TYPE_VALIDATORS))
+    if not validator.is_valid(rec):
+        v = by_type.get(rtype) if isinstance(rtype, str) else None
         errors = list(v.iter_errors(rec)) if v else []
         if not errors:
-            errors = list(_SCHEMA_VALIDATOR.iter_errors(rec))
+            errors = list(validator.iter_errors(rec))
         # In a oneOf or anyOf, the branch that came closest says what is wrong. Properties
         # left unevaluated because something failed are mostly a consequence: they come
         # last, the deepest (the likeliest cause) first.
@@ -77,7 +86,8 @@ def validate_record(rec):
                 f"(schema {'/'.join(str(p) for p in e.absolute_schema_path)})"
                 for e in leaves[:5]]
         more = f"; and {len(leaves) - 5} more" if len(leaves) > 5 else ""
-        raise Failure(f"heaptap's {rtype!r} record does not match doc/report.schema.json: "
+        raise Failure(f"heaptap's {rtype!r} record does not match doc/"
+                      f"{'host' if host else 'report'}.schema.json: "
                       + "; ".join(said) + more)
     return rec
 

@@ -7,6 +7,7 @@
 #include <errno.h>
 
 #include "host/budget.h"
+#include "host/census.h"
 #include "host/growth.h"
 #include "host/naming.h"
 #include "host/procfs.h"
@@ -118,6 +119,12 @@ static void courses(void)
 	CHECK_STR(history__trend_name(t.kind), "leak", "a steady line: a leak, as a site's would be");
 	CHECK_NEAR(t.growth, 1e6, 1e-3, "slope: bytes a second");
 	CHECK_U64(since, (109 + 21) * SECOND, "since: the window's first");
+	/* A straight line of a few pages: steady, no leak. */
+	growth__reset(&g);
+	for (i = 0; i < 20; i++)
+		growth__add(&g, i * SECOND, 5e6 + (i / 4) * 4096.0);
+	growth__judge(&g, &t, &since);
+	CHECK_STR(history__trend_name(t.kind), "steady", "20 KB in 20 s: steady");
 	growth__reset(&g);
 	growth__judge(&g, &t, &since);
 	CHECK_U64(t.points, 0, "reset: no points");
@@ -133,29 +140,45 @@ static void budgets(void)
 	CHECK_NEAR(budget__spent(&b), 0, 0, "no samples: nothing spent");
 	budget__add(&b, &(struct budget_sample){ 0, 0, 0, 0 });
 	CHECK_NEAR(budget__spent(&b), 0, 0, "one sample: nothing spent");
-	/* 10 s on 2 CPUs, half busy (10 CPU-s), of which heaptap 0.2 s, the work 9.8 s:
-	 * 0.2 x 0.5 / 9.8. */
-	budget__add(&b, &(struct budget_sample){ 10 * SECOND, SECOND / 5, 10 * SECOND,
-						 98 * SECOND / 10 });
-	CHECK_NEAR(budget__spent(&b), 0.1 / 9.8, 1e-12, "own CPU in the busy share, over the work");
-	CHECK_NEAR(budget__room(&b), 0.05 - 0.1 / 9.8, 1e-12, "room: the rest");
+	/* 10 s on 2 CPUs, the work 9.8 CPU-s (half busy), heaptap 0.2 s: its time in the share
+	 * the work kept the CPUs busy, 0.2 x 9.8 / 20, over 9.8: 1% of the CPUs' time. */
+	budget__add(&b, &(struct budget_sample){ 10 * SECOND, SECOND / 5, 98 * SECOND / 10, 0 });
+	CHECK_NEAR(budget__spent(&b), 0.01, 1e-12, "own CPU in the busy share, over the work");
+	CHECK_NEAR(budget__room(&b), 0.04, 1e-12, "room: the rest");
+	CHECK_NEAR(budget__share(&b), 0.02, 1e-12, "an escalation's share: half the rest");
+	/* And 0.098 s lost by traced processes in probes: 1% of the work more. */
+	budget__add(&b, &(struct budget_sample){ 20 * SECOND, 2 * SECOND / 5, 196 * SECOND / 10,
+						 98 * SECOND / 1000 });
+	CHECK_NEAR(budget__spent(&b), 0.015, 1e-12, "and the probes' time, over the work");
 	/* An idle host: heaptap's time costs nobody. */
 	b = (struct budget){ .limit = 0.05, .ncpus = 2 };
 	budget__add(&b, &(struct budget_sample){ 0, 0, 0, 0 });
-	budget__add(&b, &(struct budget_sample){ 10 * SECOND, SECOND / 10, SECOND / 10, 0 });
+	budget__add(&b, &(struct budget_sample){ 10 * SECOND, SECOND / 10, 0, 0 });
 	CHECK_NEAR(budget__spent(&b), 0, 0, "no work: nothing taken from it");
 	/* Spent: no room, and none below the floor either. */
 	b = (struct budget){ .limit = 0.05, .ncpus = 1 };
 	budget__add(&b, &(struct budget_sample){ 0, 0, 0, 0 });
-	budget__add(&b, &(struct budget_sample){ 10 * SECOND, SECOND, 10 * SECOND, 9 * SECOND });
-	CHECK_NEAR(budget__room(&b), 0, 0, "11%% spent of 5%%: no room");
-	b.limit = 0.1131;
-	CHECK_NEAR(budget__room(&b), 0, 0, "0.2%% left: below the floor");
-	/* The window keeps the latest samples only. */
+	budget__add(&b, &(struct budget_sample){ 10 * SECOND, SECOND, 9 * SECOND, 0 });
+	CHECK_NEAR(budget__spent(&b), 0.1, 1e-12, "10%% of the CPU");
+	CHECK_NEAR(budget__room(&b), 0, 0, "10%% spent of 5%%: no room");
+	CHECK_NEAR(budget__share(&b), 0, 0, "10%% spent of 5%%: no share");
+	b.limit = 0.109;
+	CHECK_NEAR(budget__room(&b), 0.009, 1e-9, "0.9%% left");
+	CHECK_NEAR(budget__share(&b), 0, 0, "half of it below the floor: no share");
+	/* The ring keeps the latest samples only. */
 	for (unsigned int i = 0; i < 2 * BUDGET_SAMPLES; i++)
 		budget__add(&b, &(struct budget_sample){ (20 + i) * SECOND, SECOND,
-							 (20 + i) * SECOND, (20 + i) * SECOND });
-	CHECK_NEAR(budget__spent(&b), 0, 0, "heaptap idle over the window: nothing spent");
+							 (20 + i) * SECOND, 0 });
+	CHECK_NEAR(budget__spent(&b), 0, 0, "heaptap idle over the samples kept: nothing spent");
+	/* The window: samples a second apart for 100 s, the work half a CPU; heaptap took 10 s
+	 * at 30 s (before the window's 60 s) and 1 s at 70 s: 1 s x 0.5 busy over 30 s. */
+	b = (struct budget){ .limit = 0.05, .ncpus = 1, .window_ns = 60 * SECOND };
+	for (unsigned int i = 0; i <= 100; i++)
+		budget__add(&b, &(struct budget_sample){ i * SECOND,
+							 (i > 30 ? 10 : 0) * SECOND +
+								 (i > 70 ? SECOND : 0),
+							 i * SECOND / 2, 0 });
+	CHECK_NEAR(budget__spent(&b), 1.0 / 60, 1e-9, "the window: heaptap's 1 s in its 60 s");
 
 	CHECK_I64(budget__parse_stat("cpu  100 5 50 1000 20 3 2 0 0 0\ncpu0 ...", 100, &busy, &total),
 		  0, "/proc/stat's cpu line");
@@ -277,6 +300,49 @@ static void tiers(void)
 	CHECK_I64(all[3]->pid, 100, "not judged: last");
 }
 
+/* Notices alone (no scan): a PID handed out again is another process, an exec the same one,
+ * an exit noticed twice counted once, heaptap's own children known as its own. */
+static void census(void)
+{
+	static const char *excluded[] = { "noisy" };
+	struct host_settings h = { .exclude_comms = excluded, .nexclude_comms = 1 };
+	const struct census_counts *n;
+	struct census *c;
+	struct hproc *p;
+	/* Boot-time nanoseconds of a start at tick t (100 a second, or whatever this host has). */
+	uint64_t tick = SECOND / sysconf(_SC_CLK_TCK);
+
+	CHECK_I64(census__new(&h, &c), 0, "a census");
+	census__fork(c, 500, 1, 10 * tick, "server", SECOND);
+	census__exec(c, 500, 10 * tick, "worker", 2 * SECOND);
+	p = census__find(c, 500);
+	CHECK_TRUE(p && !strcmp(p->comm, "worker") && p->execs == 1, "exec: the same process");
+	CHECK_TRUE(p && p->start_ticks == 10, "its start, in ticks");
+	census__exit(c, 500, 10 * tick, 3 * SECOND);
+	census__exit(c, 500, 10 * tick, 3 * SECOND);
+	CHECK_TRUE(!census__find(c, 500), "ended");
+	census__fork(c, 500, 1, 20 * tick, "again", 4 * SECOND);
+	p = census__find(c, 500);
+	CHECK_TRUE(p && !strcmp(p->comm, "again") && p->start_ticks == 20,
+		   "the PID again: another");
+	/* A fork of a PID whose end was not noticed: the old one ended. */
+	census__fork(c, 500, 1, 30 * tick, "third", 5 * SECOND);
+	census__fork(c, 600, getpid(), 30 * tick, "child", 5 * SECOND);
+	census__fork(c, 601, 600, 31 * tick, "grandchild", 5 * SECOND);
+	CHECK_TRUE(census__find(c, 601) && census__find(c, 601)->own, "heaptap's own, two deep");
+	census__fork(c, 700, 1, 31 * tick, "noisy", 5 * SECOND);
+	CHECK_TRUE(census__find(c, 700) && census__find(c, 700)->excluded, "--exclude-comm");
+	n = census__counts(c);
+	CHECK_U64(n->seen, 6, "processes seen");
+	CHECK_U64(n->started, 6, "forks");
+	CHECK_U64(n->execs, 1, "execs");
+	CHECK_U64(n->exited, 2, "ended: one noticed (twice), one replaced");
+	CHECK_U64(n->short_lived, 2, "neither read by a scan");
+	census__sweep(c, NULL, NULL);
+	CHECK_TRUE(census__find(c, 500) && census__find(c, 500)->start_ticks == 30, "kept");
+	census__free(c);
+}
+
 int main(void)
 {
 	stat_lines();
@@ -285,5 +351,6 @@ int main(void)
 	budgets();
 	naming();
 	tiers();
+	census();
 	return unit__done("host");
 }

@@ -22,6 +22,7 @@
 #include "host/agent.h"
 #include "host/budget.h"
 #include "host/census.h"
+#include "host/escalation.h"
 #include "host/host_json.h"
 #include "host/host_report.h"
 #include "host/host_serve.h"
@@ -48,6 +49,8 @@ struct agent {
 	size_t nalerts, cap_alerts;
 	char dir[PATH_MAX];
 	uint64_t start_ns;
+	uint64_t traced_loss_ns; /* the traced processes' time in probes, estimated */
+	unsigned int over;	 /* reports in a row over the budget */
 	long ticks_per_s;
 	bool stop;
 	int status;
@@ -105,6 +108,10 @@ static int setup(struct agent *a)
 	signal(SIGPIPE, SIG_IGN);
 	a->ticks_per_s = sysconf(_SC_CLK_TCK);
 	a->budget.limit = opts->max_overhead;
+	/* 12 reports, and a minute at least: an escalation's start is paid for over it. */
+	a->budget.window_ns = 12 * opts->interval_ms * 1000000ULL;
+	if (a->budget.window_ns < 60 * 1000000000ULL)
+		a->budget.window_ns = 60 * 1000000000ULL;
 	a->budget.ncpus = sysconf(_SC_NPROCESSORS_ONLN) > 0 ? sysconf(_SC_NPROCESSORS_ONLN) : 1;
 	a->alarms.threshold[ALARM_LIVE] = opts->alert_live;
 	a->alarms.threshold[ALARM_GROWTH] = opts->alert_growth;
@@ -188,18 +195,39 @@ static int sample(const struct agent *a, uint64_t now_ns, struct budget_sample *
 {
 	char buf[4096];
 	uint64_t busy, total;
-	long n = procfs__read(AT_FDCWD, "/proc/stat", buf, sizeof(buf));
+	long n;
 
-	if (n < 0 || budget__parse_stat(buf, a->ticks_per_s, &busy, &total))
-		return -EINVAL;
 	s->wall_ns = now_ns;
 	s->own_ns = own_cpu_ns(a);
-	s->busy_ns = busy;
-	if (a->opts->host.ncgroups)
+	s->traced_ns = a->traced_loss_ns;
+	if (a->opts->host.ncgroups) {
 		s->work_ns = cgroups_cpu_ns(&a->opts->host);
-	else
-		s->work_ns = busy > s->own_ns ? busy - s->own_ns : 0;
+		return 0;
+	}
+	n = procfs__read(AT_FDCWD, "/proc/stat", buf, sizeof(buf));
+	if (n < 0 || budget__parse_stat(buf, a->ticks_per_s, &busy, &total))
+		return -EINVAL;
+	s->work_ns = busy > s->own_ns ? busy - s->own_ns : 0;
 	return 0;
+}
+
+/* The time the traced processes lost since the last report: each one's CPU time meanwhile,
+ * times its heaptap's estimate of its slowdown (its budget until it has one). */
+static void add_traced_loss(struct agent *a, struct hproc *const *list, size_t n)
+{
+	double ns_per_tick = 1e9 / a->ticks_per_s, slowdown;
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		const struct hproc *p = list[i];
+
+		if (p->tier != TIER_LIVE || !p->esc)
+			continue;
+		slowdown = escalation__slowdown(p->esc);
+		if (isnan(slowdown))
+			slowdown = escalation__share(p->esc);
+		a->traced_loss_ns += (uint64_t)(slowdown * p->cpu_delta_ticks * ns_per_tick);
+	}
 }
 
 static void judge(struct hproc *const *list, size_t n)
@@ -216,12 +244,12 @@ static void judge(struct hproc *const *list, size_t n)
 	}
 }
 
-/* Processes up a tier, as many as --max-traced leaves room for, each given the budget's
- * rest: each one's loss is bounded by that share of its own time, the sum by the budget. */
+/* Processes up a tier, as many as --max-traced leaves room for, each given half the budget's
+ * rest (budget.h). */
 static void escalate(struct agent *a, struct hproc *const *list, size_t n, uint64_t now_ns)
 {
 	size_t active = traced__active(a->traced), room, chosen, i;
-	double share = budget__room(&a->budget);
+	double share = budget__share(&a->budget);
 	struct hproc *up[16];
 
 	if (active >= a->opts->host.max_traced)
@@ -363,13 +391,16 @@ static void report(struct agent *a, bool final)
 	census__scan(a->census, now);
 	list = census__list(a->census, &n);
 	judge(list, n);
+	add_traced_loss(a, list, n);
 	if (!final)
 		traced__check(a->traced, now);
 	if (!sample(a, now, &s))
 		budget__add(&a->budget, &s);
 	r.budget = a->budget.limit;
 	r.spent = budget__spent(&a->budget);
-	if (!final && r.spent > r.budget && traced__active(a->traced))
+	/* Over it at two reports in a row: one escalation's start alone is a short burst. */
+	a->over = r.spent > r.budget ? a->over + 1 : 0;
+	if (!final && a->over >= 2 && traced__active(a->traced))
 		traced__shed(a->traced, r.spent, r.budget, now);
 	if (!final)
 		escalate(a, list, n, now);

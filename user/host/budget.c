@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -21,35 +22,45 @@ void budget__add(struct budget *b, const struct budget_sample *s)
 double budget__spent(const struct budget *b)
 {
 	const struct budget_sample *first, *last;
-	double wall, own, busy, work;
+	double wall, own, work, traced;
+	unsigned int i;
 
 	if (b->n < 2 || !b->ncpus)
 		return 0;
-	first = &b->samples[b->head];
 	last = &b->samples[(b->head + b->n - 1) % BUDGET_SAMPLES];
+	for (i = 0;; i++) {
+		first = &b->samples[(b->head + i) % BUDGET_SAMPLES];
+		if (i + 2 >= b->n || !b->window_ns || last->wall_ns - first->wall_ns <= b->window_ns)
+			break;
+	}
 	/* Counters only grow; a sample out of order says nothing. */
 	if (last->wall_ns <= first->wall_ns || last->own_ns < first->own_ns ||
-	    last->busy_ns < first->busy_ns || last->work_ns < first->work_ns)
+	    last->work_ns < first->work_ns || last->traced_ns < first->traced_ns)
 		return 0;
 	wall = (double)(last->wall_ns - first->wall_ns) * b->ncpus;
 	own = last->own_ns - first->own_ns;
-	busy = last->busy_ns - first->busy_ns;
 	work = last->work_ns - first->work_ns;
-	if (busy > wall)
-		busy = wall;
-	if (own <= 0)
-		return 0;
-	/* Nothing else ran: heaptap took its time from nobody. */
+	traced = last->traced_ns - first->traced_ns;
+	/* Nothing ran that heaptap could slow down. */
 	if (work <= 0)
 		return 0;
-	return own * (busy / wall) / work;
+	/* Its own time in the share of the CPUs the work kept busy, over the work: heaptap's
+	 * share of the CPUs' time, however busy they were. */
+	return (own * fmin(work / wall, 1) + traced) / work;
 }
 
 double budget__room(const struct budget *b)
 {
 	double room = b->limit - budget__spent(b);
 
-	return room >= BUDGET_MIN_SHARE ? room : 0;
+	return room > 0 ? room : 0;
+}
+
+double budget__share(const struct budget *b)
+{
+	double share = budget__room(b) / 2;
+
+	return share >= BUDGET_MIN_SHARE ? share : 0;
 }
 
 int budget__parse_stat(const char *text, long ticks_per_s, uint64_t *busy_ns, uint64_t *total_ns)

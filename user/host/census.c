@@ -134,6 +134,7 @@ static struct hproc *add(struct census *c, int pid, int ppid, uint64_t start_tic
 	fresh->start_ticks = start_ticks;
 	snprintf(fresh->comm, sizeof(fresh->comm), "%s", comm);
 	fresh->seen_ns = now_ns;
+	fresh->tier_ns = now_ns;
 	fresh->own = own(c, pid, ppid);
 	fresh->excluded = excluded(c, fresh->comm);
 	c->counts.seen++;
@@ -256,6 +257,8 @@ static void scan_one(struct census *c, int pid, uint64_t now_ns)
 			return;
 		p->kernel = st.flags & PF_KTHREAD;
 	}
+	p->cpu_delta_ticks = p->round && st.cpu_ticks > p->cpu_ticks ? st.cpu_ticks - p->cpu_ticks
+								       : 0;
 	p->round = c->round;
 	p->ppid = st.ppid;
 	p->state = st.state;

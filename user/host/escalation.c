@@ -79,24 +79,15 @@ static void child_exec(const char *const *argv, int out, int err)
 static int spawn(struct escalation *e, const struct escalation_opts *o)
 {
 	char pid[16], share[32], interval[32], limit[32];
-	const char *argv[] = { "heaptap",
-			       "-p",
-			       pid,
-			       "--live",
-			       "--max-overhead",
-			       share,
-			       "--json",
-			       "-i",
-			       interval,
-			       "-d",
-			       limit,
-			       "--top",
-			       "5",
-			       "--dump-bytes",
-			       "0",
-			       "--pprof",
-			       e->profile_path,
-			       NULL };
+	/* A block sampled in 64 KiB allocated, not --live's 512 KiB: a process that grows
+	 * slowly, traced a small share of the time, has samples of its growth within a few
+	 * windows. */
+	const char *argv[] = {
+		"heaptap",	"-p",	    pid,       "--live",	"--max-overhead",
+		share,		"--sample", "64k",     "--json",	"-i",
+		interval,	"-d",	    limit,     "--top",		"5",
+		"--dump-bytes", "0",	    "--pprof", e->profile_path, NULL,
+	};
 	int out[2] = { -1, -1 }, err[2] = { -1, -1 }, rc = 0;
 
 	snprintf(pid, sizeof(pid), "%d", e->pid);

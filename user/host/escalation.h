@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * A process traced at the allocator's level for the agent: heaptap itself, run as a child
- * (heaptap -p PID --live --max-overhead SHARE --json --pprof FILE), its records read from a
- * pipe, its stderr from another, stopped with SIGINT (it detaches, leaving the process as it
+ * (heaptap -p PID --live --max-overhead SHARE --sample 64k --json --pprof FILE), its records
+ * read from a pipe, its stderr from another, stopped with SIGINT (it detaches, leaving the process as it
  * found it) and, past a grace, killed. A crash or a refusal there ends that one escalation:
  * the agent reads why, and goes on.
  */

@@ -40,4 +40,7 @@ void growth__judge(const struct growth *g, struct trend *t, uint64_t *since_ns)
 	}
 	*since_ns = g->n ? time_ns[low] : 0;
 	history__judge(time_ns, bytes, g->n, t);
+	if ((t->kind == TREND_LEAK || t->kind == TREND_GROWING) &&
+	    t->growth * t->span_s < GROWTH_MIN_NET)
+		t->kind = TREND_STEADY;
 }

@@ -13,6 +13,9 @@
 #include "account/history.h"
 
 #define GROWTH_POINTS HISTORY_POINTS
+/* Growth below this over the points judged is a few pages (an allocator's arena settling, a
+ * buffer grown once): called steady, not a leak, however straight its line. */
+#define GROWTH_MIN_NET (1 << 20)
 
 struct growth {
 	uint64_t time_ns[GROWTH_POINTS]; /* a ring: the oldest at head once full */
@@ -26,8 +29,9 @@ void growth__add(struct growth *g, uint64_t time_ns, double bytes);
 void growth__reset(struct growth *g);
 
 /*
- * The course of the points kept; *since_ns the time the memory was last at its lowest in
- * them (when its growth began, for one that grows), 0 with no points.
+ * The course of the points kept (less than GROWTH_MIN_NET of growth is steady); *since_ns
+ * the time the memory was last at its lowest in them (when its growth began, for one that
+ * grows), 0 with no points.
  */
 void growth__judge(const struct growth *g, struct trend *t, uint64_t *since_ns);
 

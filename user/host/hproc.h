@@ -79,6 +79,7 @@ struct hproc {
 	unsigned int round; /* the latest scan that read it */
 	/* Its memory at the latest scan, in bytes: census.c */
 	uint64_t rss, anon, swap, cpu_ticks;
+	uint64_t cpu_delta_ticks; /* CPU time since the scan before */
 	struct growth *growth; /* anon + swap over the latest intervals; NULL before a scan */
 	/* Judged at each report: agent.c */
 	struct trend trend;

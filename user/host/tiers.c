@@ -19,7 +19,7 @@ bool tiers__eligible(const struct hproc *p, uint64_t now_ns)
 	/* A zombie has no memory left to trace. */
 	if (p->state == 'Z' || p->state == 'X')
 		return false;
-	return t->kind == TREND_LEAK && t->growth * t->span_s >= TIERS_MIN_NET;
+	return t->kind == TREND_LEAK && t->growth * t->span_s >= GROWTH_MIN_NET;
 }
 
 static double growth_of(const struct hproc *p)

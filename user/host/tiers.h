@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * Which processes go up a tier: those whose anonymous memory grows steadily (a leak by the
- * sites' rule, history.h) by at least TIERS_MIN_NET bytes over the points judged, traced in
- * the order of their growth, at most max_traced at once, none again before its cooldown ends.
+ * sites' rule, history.h, by at least GROWTH_MIN_NET over the points judged: growth.h),
+ * traced in the order of their growth, at most max_traced at once, none again before its
+ * cooldown ends.
  */
 #ifndef HEAPTAP_TIERS_H
 #define HEAPTAP_TIERS_H
@@ -12,9 +13,6 @@
 #include <stdint.h>
 
 #include "host/hproc.h"
-
-/* Growth below this, over the points judged, is a few pages: not worth a trace. */
-#define TIERS_MIN_NET (1 << 20)
 
 /* Whether p may be traced now. */
 bool tiers__eligible(const struct hproc *p, uint64_t now_ns);

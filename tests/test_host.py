@@ -459,3 +459,231 @@ def test_a_thousand_processes_metrics_bounded_scraped_and_profiles_read():
     check_true("and comm", re.search(r"comm:.*\n\s*[\d.]+\w* \(\s*100%\): hostproc\n", tags.stdout),
                tags.stdout)
     check("a process never traced: no profile", missing, 404)
+
+
+@test
+def test_growth_not_the_allocators_given_up_with_the_reason():
+    """Two processes that grow where no malloc sees: one by mappings of its own, one a Go
+    program (its runtime's own heap). Each is traced in turn and brought back: the first given
+    up at --escalation-time, no allocator site having grown, its code the file's again; the
+    second's heaptap refuses it, and says why. Neither is traced again in its cooldown."""
+    cg = Cgroup("notmalloc")
+    d = tempfile.mkdtemp(prefix="heaptap-go-")
+    ht = None
+    try:
+        go = subprocess.run(["go", "build", "-o", os.path.join(d, "goleak"),
+                             os.path.join(ROOT, "tests", "targets", "goleak.go")],
+                            capture_output=True, text=True, timeout=300,
+                            env=dict(os.environ, GOCACHE=os.path.join(d, "cache"),
+                                     GOFLAGS="-mod=mod", GO111MODULE="off"))
+        check(f"go build ({go.stderr[-300:]})", go.returncode, 0)
+        mapper = Target("hostproc", args=["50", "4000", "mmap"], preexec_fn=cg.join)
+        gol = Target(os.path.join(d, "goleak"), preexec_fn=cg.join)
+        ht = Heaptap(["--cgroup", cg.path, "-i", "1s", "--escalation-time", "30s",
+                      "--cooldown", "10m"])
+        host_record(ht, lambda r: tiers(ht, mapper.target_pid, "proc") and
+                    tiers(ht, gol.target_pid, "proc"), "both brought back", timeout=150)
+        mapped = tiers(ht, mapper.target_pid, "proc")[0]
+        no_probe_left(mapper.target_pid, mapped)
+        # Long enough for both to be chosen again, were it not for the cooldown.
+        last = host_record(ht, lambda r: r["elapsed_s"] >= 60, "a minute", timeout=90)
+    finally:
+        final, status = finish(ht) if ht else (None, None)
+        end_cgroups()
+    refused = tiers(ht, gol.target_pid, "proc")[0]
+    print(f"  {mapped['reason']}\n  {refused['reason']}")
+    check("heaptap exit status", status, 0)
+    check_true("the mapping process given up at the time limit",
+               re.match(r"given up after 3\d\.\ds: ", mapped["reason"]), mapped["reason"])
+    check_true("no allocator site grew: said", "not the allocator's" in mapped["reason"],
+               mapped["reason"])
+    check("nothing named in it", mapped["finding"], None)
+    check_true("the Go program's heaptap refused it, with its reason",
+               re.match(rf"heaptap -p {gol.target_pid} failed \(exit status 1\): heaptap: no "
+                        rf"object in PID {gol.target_pid} defines malloc", refused["reason"]),
+               refused["reason"])
+    check("the Go program's probes: none were in", refused["probes"], None)
+    check("escalations given up, failed, named", [final["escalations"][k] for k in
+                                                  ("given_up", "failed", "named")], [1, 1, 0])
+    for p in (mapper.target_pid, gol.target_pid):
+        check(f"PID {p}: escalations in its cooldown", len(tiers(ht, p, "live")), 1)
+        check_true(f"PID {p}: its cooldown said", row(last, p)["cooldown_s"] > 400,
+                   str(row(last, p)))
+        check_true(f"PID {p}: its outcome kept", row(last, p)["outcome"], str(row(last, p)))
+
+
+@test
+def test_processes_that_exec_stop_wait_and_lose_their_files():
+    """A leaking process whose program file was deleted, one stopped, one waiting in the
+    kernel (state D, a vfork's parent), one that execs another program while watched: each
+    listed as it is; the leak in the deleted program named."""
+    import shutil
+    from lib import stop_and_wait
+
+    cg = Cgroup("odd")
+    d = tempfile.mkdtemp(prefix="heaptap-odd-")
+    ht, stopped = None, None
+    try:
+        copy = os.path.join(d, "leaky")
+        shutil.copy(os.path.join(TARGETS, "hostproc"), copy)
+        deleted = Target(copy, args=["50", "4000"], preexec_fn=cg.join)
+        os.unlink(copy)
+        stopped = Target("hostproc", args=["0"], preexec_fn=cg.join)
+        stop_and_wait(stopped.target_pid)
+        waiting = Target("vforker", preexec_fn=cg.join)
+        waiting.send("vfork 90000")
+        execer = Proc(["sh", "-c", f"read line; exec {os.path.join(TARGETS, 'hostproc')} 0"],
+                      preexec_fn=cg.join)
+        ht = Heaptap(["--cgroup", cg.path, "-i", "1s", "--escalation-time", "2m"])
+        host_record(ht, what="the first report")
+        execer.send("go")
+        host_record(ht, lambda r: tiers(ht, deleted.target_pid, "proc"), "the leak named",
+                    timeout=150)
+        named = tiers(ht, deleted.target_pid, "proc")[0]
+        no_probe_left(deleted.target_pid, named)
+        last = host_record(ht, what="a report after")
+    finally:
+        if stopped:
+            os.kill(stopped.target_pid, signal.SIGCONT)
+        final, status = finish(ht) if ht else (None, None)
+        end_cgroups()
+        shutil.rmtree(d, ignore_errors=True)
+    check("heaptap exit status", status, 0)
+    check("the deleted program's leak named",
+          named["finding"] and named["finding"]["function"], "remember_entry")
+    check("its name", row(last, deleted.target_pid)["comm"], "leaky")
+    check("the stopped process's state", row(last, stopped.target_pid)["state"], "T")
+    check("the vfork's parent's state", row(last, waiting.target_pid)["state"], "D")
+    check("the process that exec'd: its new name", row(last, execer.pid)["comm"], "hostproc")
+    check_true("its exec noticed", last["processes"]["execs"] >= 1, str(last["processes"]))
+    check("processes lost", last["processes"]["lost_notices"], 0)
+
+
+UNIT = os.path.join(ROOT, "dist", "heaptap.service")
+
+
+class Wrapped(Heaptap):
+    """heaptap --json run through wrapper (setpriv), which execs it: the same PID."""
+
+    def __init__(self, wrapper, args):
+        Proc.__init__(self, list(wrapper) + [HEAPTAP, "--json"] + list(args),
+                      stdin=subprocess.DEVNULL)
+        self.records = []
+
+
+def unit_settings():
+    settings = {}
+    with open(UNIT) as f:
+        for line in f:
+            if "=" in line and not line.startswith("#"):
+                key, value = line.rstrip("\n").split("=", 1)
+                settings[key] = value
+    return settings
+
+
+@test
+def test_the_service_unit_verifies_and_runs_its_command():
+    """dist/heaptap.service passes systemd-analyze verify (its ExecStart pointed at the build,
+    as an install would put it at /usr/bin), limits heaptap to its five capabilities, makes
+    its files 0600, restarts on failure, and its command line runs."""
+    from test_outputs import free_port
+
+    s = unit_settings()
+    check("capabilities", sorted(s["CapabilityBoundingSet"].split()),
+          ["CAP_BPF", "CAP_DAC_READ_SEARCH", "CAP_PERFMON", "CAP_SYS_ADMIN", "CAP_SYS_PTRACE"])
+    check("umask: files 0600", s["UMask"], "0077")
+    check("restart", s["Restart"], "on-failure")
+    check("stopped by SIGINT, which detaches", s["KillSignal"], "SIGINT")
+    argv = s["ExecStart"].split()
+    check("its program", argv[0], "/usr/bin/heaptap")
+    check_true("--all, listening on the loopback", "--all" in argv and any(
+        a.startswith("127.0.0.1:") for a in argv), s["ExecStart"])
+    with tempfile.TemporaryDirectory(prefix="heaptap-unit-") as d:
+        path = os.path.join(d, "heaptap.service")
+        with open(UNIT) as src, open(path, "w") as dst:
+            dst.write(src.read().replace("/usr/bin/heaptap", HEAPTAP))
+        out = subprocess.run(["systemd-analyze", "verify", "--man=no", path],
+                             capture_output=True, text=True, timeout=60)
+    check(f"systemd-analyze verify ({out.stderr.strip()})", out.returncode, 0)
+    check("systemd-analyze's complaints", out.stderr.strip(), "")
+    port = free_port()
+    args = [a if not a.startswith("127.0.0.1:") else f"127.0.0.1:{port}" for a in argv[1:]]
+    status, _, err = run_heaptap(args + ["-d", "2s", "--max-traced", "0"], timeout=60)
+    check(f"its command, for 2 s ({err[-300:]})", status, 0)
+
+
+@test
+def test_each_capability_of_the_service_is_needed():
+    """The agent run with the service's capabilities, and with each left out, on a leaking
+    process of another user whose program root alone may not read (mode 0711), and on one
+    whose program file was deleted: with all five both are named; without CAP_DAC_READ_SEARCH
+    the first's file cannot be read, without CAP_SYS_ADMIN the second's (it is reached through
+    /proc/PID/map_files); without CAP_SYS_PTRACE, CAP_BPF or CAP_PERFMON (CAP_SYS_ADMIN, which
+    stands in for the last two, left out too) heaptap refuses to start, and says why."""
+    import shutil
+    all_caps = ["bpf", "perfmon", "sys_ptrace", "sys_admin", "dac_read_search"]
+    d = tempfile.mkdtemp(prefix="heaptap-caps-")
+    os.chmod(d, 0o711)
+    private = os.path.join(d, "private")
+    shutil.copy(os.path.join(TARGETS, "hostproc"), private)
+    shutil.chown(private, "nobody")
+    os.chmod(private, 0o711)
+
+    def run(caps):
+        """(status, stderr, {comm: its escalation's end}) of the agent with caps."""
+        cg = Cgroup("caps")
+        ht = None
+        gone = os.path.join(d, "gone")
+        try:
+            shutil.copy(os.path.join(TARGETS, "hostproc"), gone)
+            leakers = [Target(private, args=["50", "4000"],
+                              wrapper=["setpriv", "--reuid", "nobody", "--regid", "nogroup",
+                                       "--clear-groups"], preexec_fn=cg.join),
+                       Target(gone, args=["50", "4000"], preexec_fn=cg.join)]
+            os.unlink(gone)
+            bounding = ",".join(["-all"] + [f"+{c}" for c in caps])
+            ht = Wrapped(["setpriv", f"--bounding-set={bounding}", "--inh-caps=-all"],
+                         ["--cgroup", cg.path, "-i", "1s", "--escalation-time", "90s"])
+            first = ht.record(timeout=30)
+            if first is None:
+                return ht.wait(), ht.stderr_text(), {}
+            host_record(ht, lambda r: all(tiers(ht, t.target_pid, "proc") for t in leakers),
+                        "both leakers' escalations ended", timeout=150)
+            ends = {t.argv[-3]: tiers(ht, t.target_pid, "proc")[0] for t in leakers}
+            for t in leakers:
+                if ends[t.argv[-3]]["probes"]:
+                    no_probe_left(t.target_pid, ends[t.argv[-3]])
+            final, status = finish(ht)
+            return status, "", ends
+        finally:
+            if ht and ht.popen.poll() is None:
+                finish(ht)
+            end_cgroups()
+
+    try:
+        status, _, ends = run(all_caps)
+        check("all five: exit status", status, 0)
+        for path in (private, os.path.join(d, "gone")):
+            check(f"all five: {os.path.basename(path)}'s site named ({ends[path]['reason']})",
+                  ends[path]["finding"] and ends[path]["finding"]["function"], "remember_entry")
+        status, _, ends = run([c for c in all_caps if c != "dac_read_search"])
+        check_true("without CAP_DAC_READ_SEARCH: the private program cannot be read",
+                   re.search(rf"failed \(exit status 1\): heaptap: cannot read {private}: "
+                             r"Permission denied", ends[private]["reason"]),
+                   ends[private]["reason"])
+        status, _, ends = run([c for c in all_caps if c != "sys_admin"])
+        check("without CAP_SYS_ADMIN: the private program named",
+              ends[private]["finding"] and ends[private]["finding"]["function"],
+              "remember_entry")
+        gone = os.path.join(d, "gone")
+        check_true("without CAP_SYS_ADMIN: the deleted program cannot be read",
+                   re.search(rf"failed \(exit status 1\): heaptap: cannot read {gone}: No such "
+                             r"file or directory", ends[gone]["reason"]), ends[gone]["reason"])
+        for left_out in (["sys_ptrace"], ["bpf", "sys_admin"], ["perfmon", "sys_admin"]):
+            status, err, _ = run([c for c in all_caps if c not in left_out])
+            missing = "CAP_" + left_out[0].upper()
+            check(f"without {', '.join(left_out)}: exit status", status, 1)
+            check_true(f"without {', '.join(left_out)}: says {missing} is missing",
+                       "not enough privileges" in err and missing in err, err)
+    finally:
+        shutil.rmtree(d, ignore_errors=True)

@@ -25,6 +25,22 @@ endif
 VMLINUX := vmlinux/$(ARCH)/vmlinux.h
 
 LIBBPF_MIN := 1.1
+
+# heaptap's version lives in one place, debian/changelog's first line (doc/releasing.md). The
+# commit it is built from is git's, or in a tree without .git the one `git archive` wrote into
+# VERSION (.gitattributes), else unknown. Both reach the program through
+# $(OUTPUT)/heaptap_version.h, rewritten only when they change.
+# "heaptap (0.2.0) UNRELEASED; ..." -> 0.2.0 (no parentheses in the script: make counts them)
+HEAPTAP_VERSION := $(shell sed -n '1{s/^heaptap .//;s/[^-0-9A-Za-z.+~:].*//;p;}' debian/changelog \
+	2>/dev/null)
+ifeq ($(HEAPTAP_VERSION),)
+$(error heaptap: no version found in debian/changelog's first line)
+endif
+HEAPTAP_COMMIT := $(shell [ -e .git ] && git describe --always --dirty 2>/dev/null)
+ifeq ($(HEAPTAP_COMMIT),)
+HEAPTAP_COMMIT := $(shell sed -n '1{/^[0-9A-Za-z][-.0-9A-Za-z]*$$/p}' VERSION 2>/dev/null)
+endif
+HEAPTAP_COMMIT := $(or $(HEAPTAP_COMMIT),unknown)
 PKGS := libbpf libdw libelf json-c libprotobuf-c zlib libmicrohttpd capstone
 LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lstdc++ -lpthread -lm
 WARNINGS := -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers
@@ -60,7 +76,7 @@ endif
 
 .DELETE_ON_ERROR:
 .SECONDARY: $(OUTPUT)/bpf/heaptap.bpf.o $(OUTPUT)/bench/probecost.bpf.o
-.PHONY: all check-deps clean demo test unit vmlinux deps fuzz
+.PHONY: all check-deps clean demo test unit vmlinux deps fuzz FORCE
 
 BENCH_TARGETS := $(patsubst bench/targets/%.c,$(OUTPUT)/bench/%,$(wildcard bench/targets/*.c)) \
 	$(OUTPUT)/bench/probecost
@@ -80,8 +96,8 @@ FUZZ_USES_cfi := target/unwind target/cfi base/idmap
 FUZZ_USES_unwind := target/unwind target/stacks base/idmap
 FUZZ_USES_maps := target/proc
 FUZZ_USES_dump := account/dump base/escape base/log
-FUZZ_USES_options := report/options base/settings target/families target/loader base/listen base/log \
-	base/escape
+FUZZ_USES_options := report/options report/cmdline base/settings target/families target/loader \
+	base/listen base/log base/escape
 FUZZ_USES_python := target/python
 FUZZ_BINS := $(patsubst %,$(OUTPUT)/fuzz/fuzz_%,$(FUZZERS))
 FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=all
@@ -144,6 +160,13 @@ $(OUTPUT)/user/%.o: user/%.c
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(USER_CFLAGS) -c $< -o $@
+
+$(OUTPUT)/heaptap_version.h: FORCE | $(OUTPUT)
+	$(Q)printf '#define HEAPTAP_VERSION "%s"\n#define HEAPTAP_COMMIT "%s"\n' \
+		'$(HEAPTAP_VERSION)' '$(HEAPTAP_COMMIT)' > $@.new
+	$(Q)if cmp -s $@.new $@; then rm $@.new; else mv $@.new $@; fi
+
+$(OUTPUT)/user/report/version.o: $(OUTPUT)/heaptap_version.h
 
 $(OUTPUT)/heaptap: $(USER_OBJS)
 	$(call msg,LINK,$@)

@@ -48,7 +48,7 @@ ifeq ($(WERROR),1)
 WARNINGS += -Werror
 endif
 CFLAGS ?= -g -O2
-USER_CFLAGS := $(CFLAGS) $(SAN_FLAGS) $(WARNINGS) -std=gnu11 -D_GNU_SOURCE -I$(OUTPUT) -I$(OUTPUT)/proto -Ibpf -Iuser -MMD -MP
+USER_CFLAGS := $(CPPFLAGS) $(CFLAGS) $(SAN_FLAGS) $(WARNINGS) -std=gnu11 -D_GNU_SOURCE -I$(OUTPUT) -I$(OUTPUT)/proto -Ibpf -Iuser -MMD -MP
 BPF_CFLAGS := -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_$(ARCH) -I$(dir $(VMLINUX)) -Ibpf \
 	-Wall -Wno-unused-function -MMD -MP
 ifeq ($(WERROR),1)
@@ -76,7 +76,7 @@ endif
 
 .DELETE_ON_ERROR:
 .SECONDARY: $(OUTPUT)/bpf/heaptap.bpf.o $(OUTPUT)/bench/probecost.bpf.o
-.PHONY: all check-deps clean demo test unit vmlinux deps fuzz FORCE
+.PHONY: all check-deps clean demo test unit vmlinux deps fuzz programs install uninstall FORCE
 
 BENCH_TARGETS := $(patsubst bench/targets/%.c,$(OUTPUT)/bench/%,$(wildcard bench/targets/*.c)) \
 	$(OUTPUT)/bench/probecost
@@ -170,7 +170,7 @@ $(OUTPUT)/user/report/version.o: $(OUTPUT)/heaptap_version.h
 
 $(OUTPUT)/heaptap: $(USER_OBJS)
 	$(call msg,LINK,$@)
-	$(Q)$(CC) $(CFLAGS) $(SAN_FLAGS) $^ $(LIBS) -o $@
+	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) $(SAN_FLAGS) $^ $(LIBS) -o $@
 
 # heaptap's objects but main, for the unit tests and the fuzzers to link with.
 $(OUTPUT)/heaptap.a: $(filter-out $(OUTPUT)/user/heaptap.o,$(USER_OBJS))
@@ -210,7 +210,7 @@ $(OUTPUT)/unit/%.o: tests/unit/%.c | $(OUTPUT)/unit
 
 $(UNIT_BINS): $(OUTPUT)/unit/%: $(OUTPUT)/unit/%.o $(OUTPUT)/heaptap.a
 	$(call msg,LINK,$@)
-	$(Q)$(CC) $(CFLAGS) $(SAN_FLAGS) $^ $(LIBS) -o $@
+	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) $(SAN_FLAGS) $^ $(LIBS) -o $@
 
 # The layout of user/ checked first (tests/layout.sh: layers, no cycles, sizes), then the
 # unit tests.
@@ -295,6 +295,63 @@ test:
 
 clean:
 	rm -rf build build-san
+
+# What make install puts where: `make install [PREFIX=/usr/local] [DESTDIR=...]`, and
+# `make uninstall` with the same takes out exactly these. The systemd unit of the host agent
+# is installed when dist/ has it, where systemd looks: /lib/systemd/system for PREFIX=/usr
+# (Debian 12's packages), else under PREFIX.
+PREFIX ?= /usr/local
+BINDIR := $(PREFIX)/bin
+MAN8DIR := $(PREFIX)/share/man/man8
+DOCDIR := $(PREFIX)/share/doc/heaptap
+BASHCOMPDIR := $(PREFIX)/share/bash-completion/completions
+ifeq ($(PREFIX),/usr)
+# Debian's zsh reads packages' completion from vendor-completions, the administrator's from
+# site-functions.
+ZSHCOMPDIR := /usr/share/zsh/vendor-completions
+UNITDIR := /lib/systemd/system
+else
+ZSHCOMPDIR := $(PREFIX)/share/zsh/site-functions
+UNITDIR := $(PREFIX)/lib/systemd/system
+endif
+UNIT := $(wildcard dist/heaptap.service)
+# The README's links to doc/ hold where they are installed.
+DOCS := README.md CHANGELOG.md $(wildcard doc/*.md)
+COMPLETIONS := $(OUTPUT)/completion/heaptap.bash $(OUTPUT)/completion/_heaptap
+INSTALLED := $(BINDIR)/heaptap $(MAN8DIR)/heaptap.8.gz $(BASHCOMPDIR)/heaptap \
+	$(ZSHCOMPDIR)/_heaptap $(if $(UNIT),$(UNITDIR)/heaptap.service) $(addprefix $(DOCDIR)/,$(DOCS))
+
+# What install needs, and nothing else (debian/rules builds this): the program, the shells'
+# completion made by it from its options' table, the man page compressed as Debian has it.
+programs: check-deps $(OUTPUT)/heaptap $(COMPLETIONS) $(OUTPUT)/heaptap.8.gz
+
+$(OUTPUT)/completion/heaptap.bash: $(OUTPUT)/heaptap
+	$(call msg,GEN,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$< --completion bash > $@
+
+$(OUTPUT)/completion/_heaptap: $(OUTPUT)/heaptap
+	$(call msg,GEN,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$< --completion zsh > $@
+
+$(OUTPUT)/heaptap.8.gz: doc/heaptap.8 | $(OUTPUT)
+	$(call msg,GZIP,$@)
+	$(Q)gzip -9n < $< > $@
+
+install: programs
+	$(Q)install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MAN8DIR) $(DESTDIR)$(BASHCOMPDIR) \
+		$(DESTDIR)$(ZSHCOMPDIR) $(DESTDIR)$(DOCDIR)/doc $(if $(UNIT),$(DESTDIR)$(UNITDIR))
+	$(Q)install -m 0755 $(OUTPUT)/heaptap $(DESTDIR)$(BINDIR)/heaptap
+	$(Q)install -m 0644 $(OUTPUT)/heaptap.8.gz $(DESTDIR)$(MAN8DIR)/heaptap.8.gz
+	$(Q)install -m 0644 $(OUTPUT)/completion/heaptap.bash $(DESTDIR)$(BASHCOMPDIR)/heaptap
+	$(Q)install -m 0644 $(OUTPUT)/completion/_heaptap $(DESTDIR)$(ZSHCOMPDIR)/_heaptap
+	$(Q)$(if $(UNIT),install -m 0644 $(UNIT) $(DESTDIR)$(UNITDIR)/heaptap.service)
+	$(Q)for f in $(DOCS); do install -m 0644 $$f $(DESTDIR)$(DOCDIR)/$$f || exit 1; done
+
+uninstall:
+	$(Q)rm -f $(addprefix $(DESTDIR),$(INSTALLED))
+	$(Q)rmdir $(DESTDIR)$(DOCDIR)/doc $(DESTDIR)$(DOCDIR) 2>/dev/null || true
 
 -include $(wildcard $(OUTPUT)/user/*.d $(OUTPUT)/user/*/*.d $(OUTPUT)/bpf/*.d $(OUTPUT)/fuzz/*.d \
 	$(OUTPUT)/fuzz/user/*/*.d $(OUTPUT)/unit/*.d)

@@ -18,9 +18,10 @@
  * The uprobe system call (x86-64, number 336, 6.18 on; the kernel's commit 56101b69c919,
  * "uprobes/x86: Add uprobe syscall to speed up uprobe"): with it, a probe on a 5-byte nop is
  * optimized into a call of a trampoline page that makes the system call, no trap. It cannot
- * be tried: called from anywhere but that trampoline, it sends its caller SIGILL (a kernel
- * without it answers ENOSYS, but only a kernel without it). Its entry point,
- * __x64_sys_uprobe, is the symbol looked for.
+ * be tried: called from anywhere but that trampoline, it sends its caller SIGILL (only a
+ * kernel without it answers ENOSYS). Its entry point, __x64_sys_uprobe, is the symbol looked
+ * for. A 6.18 kernel built without uprobes has a stub of that name (sys_ni.c's
+ * COND_SYSCALL), but no uprobes at all: heaptap does not run there.
  */
 enum { SYM_UPROBE_MULTI, SYM_UPROBE_SYSCALL, SYMS };
 

@@ -54,8 +54,9 @@ def free_port():
         return s.getsockname()[1]
 
 
-def heaptap(pid, entries):
-    ht = lib.Heaptap(["-p", str(pid), "-i", "1h"] + (["--probe-at", "entry"] if entries else []))
+def heaptap(pid, entries, verbose=False):
+    ht = lib.Heaptap(["-p", str(pid), "-i", "1h"] + (["--probe-at", "entry"] if entries else []) +
+                     (["-v"] if verbose else []))
     attached = ht.attached()
     return ht, attached
 
@@ -94,11 +95,16 @@ def alloc_loop(name, preload, rounds):
     pid = target.target_pid
     # The two plans, read from heaptap itself.
     plans = {}
+    model = None
     for entries in (True, False):
-        ht, attached = heaptap(pid, entries)
+        ht, attached = heaptap(pid, entries, verbose=not entries)
         stop(ht)
         plans[entries] = [(p["path"], p["offset"], p["return"]) for p in attached["probes"]
                           if p["kind"] != "unwind"]
+        # heaptap -v's model of the planned sites' cost, measured at its start.
+        found = re.search(r"floor of a malloc and free pair here: ([0-9.]+) us",
+                          ht.stderr_text()) if not entries else None
+        model = float(found.group(1)) * 1000 if found else model
     emulated = sum(1 for p in attached["probes"] if p["emulated"] and p["kind"] != "unwind")
     probed = sum(1 for p in attached["probes"] if p["kind"] != "unwind")
 
@@ -133,7 +139,7 @@ def alloc_loop(name, preload, rounds):
         for v in order:
             results[v].append(variants[v]())
     target.end()
-    return results, emulated, probed
+    return results, emulated, probed, model
 
 
 def program_ids(pid):
@@ -233,10 +239,12 @@ def main(argv):
         print(f"malloc(64)+free pairs in a tight loop (allocbench), ns per pair, median of "
               f"{rounds} rounds x {PAIRS} pairs, variants in random order each round:")
         for name, preload in ALLOCATORS.items():
-            results, emulated, probed = alloc_loop(name, preload, rounds)
+            results, emulated, probed, model = alloc_loop(name, preload, rounds)
             base = statistics.median(results["untraced"])
             entry = statistics.median(results["heaptap --probe-at entry"])
-            print(f"\n{name} ({emulated} of {probed} planned sites emulated)")
+            print(f"\n{name} ({emulated} of {probed} planned sites emulated; heaptap -v's "
+                  f"model of a pair's traps at them: "
+                  f"{f'{model:.0f} ns' if model else 'not printed'})")
             print(f"  {'':34} {'ns/pair':>9} {'x untraced':>11} {'x heaptap@entry':>16}")
             for v, ns in results.items():
                 m = statistics.median(ns)

@@ -25,6 +25,22 @@ endif
 VMLINUX := vmlinux/$(ARCH)/vmlinux.h
 
 LIBBPF_MIN := 1.1
+
+# heaptap's version lives in one place, debian/changelog's first line (doc/releasing.md). The
+# commit it is built from is git's, or in a tree without .git the one `git archive` wrote into
+# VERSION (.gitattributes), else unknown. Both reach the program through
+# $(OUTPUT)/heaptap_version.h, rewritten only when they change.
+# "heaptap (0.2.0) UNRELEASED; ..." -> 0.2.0 (no parentheses in the script: make counts them)
+HEAPTAP_VERSION := $(shell sed -n '1{s/^heaptap .//;s/[^-0-9A-Za-z.+~:].*//;p;}' debian/changelog \
+	2>/dev/null)
+ifeq ($(HEAPTAP_VERSION),)
+$(error heaptap: no version found in debian/changelog's first line)
+endif
+HEAPTAP_COMMIT := $(shell [ -e .git ] && git describe --always --dirty 2>/dev/null)
+ifeq ($(HEAPTAP_COMMIT),)
+HEAPTAP_COMMIT := $(shell sed -n '1{/^[0-9A-Za-z][-.0-9A-Za-z]*$$/p}' VERSION 2>/dev/null)
+endif
+HEAPTAP_COMMIT := $(or $(HEAPTAP_COMMIT),unknown)
 PKGS := libbpf libdw libelf json-c libprotobuf-c zlib libmicrohttpd capstone
 LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lstdc++ -lpthread -lm
 WARNINGS := -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers
@@ -32,7 +48,7 @@ ifeq ($(WERROR),1)
 WARNINGS += -Werror
 endif
 CFLAGS ?= -g -O2
-USER_CFLAGS := $(CFLAGS) $(SAN_FLAGS) $(WARNINGS) -std=gnu11 -D_GNU_SOURCE -I$(OUTPUT) -I$(OUTPUT)/proto -Ibpf -Iuser -MMD -MP
+USER_CFLAGS := $(CPPFLAGS) $(CFLAGS) $(SAN_FLAGS) $(WARNINGS) -std=gnu11 -D_GNU_SOURCE -I$(OUTPUT) -I$(OUTPUT)/proto -Ibpf -Iuser -MMD -MP
 BPF_CFLAGS := -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_$(ARCH) -I$(dir $(VMLINUX)) -Ibpf \
 	-Wall -Wno-unused-function -MMD -MP
 ifeq ($(WERROR),1)
@@ -60,7 +76,7 @@ endif
 
 .DELETE_ON_ERROR:
 .SECONDARY: $(OUTPUT)/bpf/heaptap.bpf.o $(OUTPUT)/bpf/hostwatch.bpf.o $(OUTPUT)/bench/probecost.bpf.o
-.PHONY: all check-deps clean demo test unit vmlinux deps fuzz
+.PHONY: all check-deps clean demo test unit vmlinux deps fuzz programs install uninstall FORCE
 
 BENCH_TARGETS := $(patsubst bench/targets/%.c,$(OUTPUT)/bench/%,$(wildcard bench/targets/*.c)) \
 	$(OUTPUT)/bench/probecost
@@ -80,8 +96,8 @@ FUZZ_USES_cfi := target/unwind target/cfi base/idmap
 FUZZ_USES_unwind := target/unwind target/stacks base/idmap
 FUZZ_USES_maps := target/proc
 FUZZ_USES_dump := account/dump base/escape base/log
-FUZZ_USES_options := report/options report/options_host base/units base/settings target/families \
-	target/loader base/listen base/log base/escape
+FUZZ_USES_options := report/options report/options_host report/cmdline base/units base/settings \
+	target/families target/loader base/listen base/log base/escape
 FUZZ_USES_python := target/python
 FUZZ_USES_procfs := host/procfs
 FUZZ_BINS := $(patsubst %,$(OUTPUT)/fuzz/fuzz_%,$(FUZZERS))
@@ -148,9 +164,16 @@ $(OUTPUT)/user/%.o: user/%.c
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(USER_CFLAGS) -c $< -o $@
 
+$(OUTPUT)/heaptap_version.h: FORCE | $(OUTPUT)
+	$(Q)printf '#define HEAPTAP_VERSION "%s"\n#define HEAPTAP_COMMIT "%s"\n' \
+		'$(HEAPTAP_VERSION)' '$(HEAPTAP_COMMIT)' > $@.new
+	$(Q)if cmp -s $@.new $@; then rm $@.new; else mv $@.new $@; fi
+
+$(OUTPUT)/user/report/version.o: $(OUTPUT)/heaptap_version.h
+
 $(OUTPUT)/heaptap: $(USER_OBJS)
 	$(call msg,LINK,$@)
-	$(Q)$(CC) $(CFLAGS) $(SAN_FLAGS) $^ $(LIBS) -o $@
+	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) $(SAN_FLAGS) $^ $(LIBS) -o $@
 
 # heaptap's objects but main, for the unit tests and the fuzzers to link with.
 $(OUTPUT)/heaptap.a: $(filter-out $(OUTPUT)/user/heaptap.o,$(USER_OBJS))
@@ -190,7 +213,7 @@ $(OUTPUT)/unit/%.o: tests/unit/%.c | $(OUTPUT)/unit
 
 $(UNIT_BINS): $(OUTPUT)/unit/%: $(OUTPUT)/unit/%.o $(OUTPUT)/heaptap.a
 	$(call msg,LINK,$@)
-	$(Q)$(CC) $(CFLAGS) $(SAN_FLAGS) $^ $(LIBS) -o $@
+	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) $(SAN_FLAGS) $^ $(LIBS) -o $@
 
 # The layout of user/ checked first (tests/layout.sh: layers, no cycles, sizes), then the
 # unit tests.
@@ -275,6 +298,63 @@ test:
 
 clean:
 	rm -rf build build-san
+
+# What make install puts where: `make install [PREFIX=/usr/local] [DESTDIR=...]`, and
+# `make uninstall` with the same takes out exactly these. The systemd unit of the host agent
+# is installed when dist/ has it, where systemd looks: /lib/systemd/system for PREFIX=/usr
+# (Debian 12's packages), else under PREFIX.
+PREFIX ?= /usr/local
+BINDIR := $(PREFIX)/bin
+MAN8DIR := $(PREFIX)/share/man/man8
+DOCDIR := $(PREFIX)/share/doc/heaptap
+BASHCOMPDIR := $(PREFIX)/share/bash-completion/completions
+ifeq ($(PREFIX),/usr)
+# Debian's zsh reads packages' completion from vendor-completions, the administrator's from
+# site-functions.
+ZSHCOMPDIR := /usr/share/zsh/vendor-completions
+UNITDIR := /lib/systemd/system
+else
+ZSHCOMPDIR := $(PREFIX)/share/zsh/site-functions
+UNITDIR := $(PREFIX)/lib/systemd/system
+endif
+UNIT := $(wildcard dist/heaptap.service)
+# The README's links to doc/ hold where they are installed.
+DOCS := README.md CHANGELOG.md $(wildcard doc/*.md)
+COMPLETIONS := $(OUTPUT)/completion/heaptap.bash $(OUTPUT)/completion/_heaptap
+INSTALLED := $(BINDIR)/heaptap $(MAN8DIR)/heaptap.8.gz $(BASHCOMPDIR)/heaptap \
+	$(ZSHCOMPDIR)/_heaptap $(if $(UNIT),$(UNITDIR)/heaptap.service) $(addprefix $(DOCDIR)/,$(DOCS))
+
+# What install needs, and nothing else (debian/rules builds this): the program, the shells'
+# completion made by it from its options' table, the man page compressed as Debian has it.
+programs: check-deps $(OUTPUT)/heaptap $(COMPLETIONS) $(OUTPUT)/heaptap.8.gz
+
+$(OUTPUT)/completion/heaptap.bash: $(OUTPUT)/heaptap
+	$(call msg,GEN,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$< --completion bash > $@
+
+$(OUTPUT)/completion/_heaptap: $(OUTPUT)/heaptap
+	$(call msg,GEN,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$< --completion zsh > $@
+
+$(OUTPUT)/heaptap.8.gz: doc/heaptap.8 | $(OUTPUT)
+	$(call msg,GZIP,$@)
+	$(Q)gzip -9n < $< > $@
+
+install: programs
+	$(Q)install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MAN8DIR) $(DESTDIR)$(BASHCOMPDIR) \
+		$(DESTDIR)$(ZSHCOMPDIR) $(DESTDIR)$(DOCDIR)/doc $(if $(UNIT),$(DESTDIR)$(UNITDIR))
+	$(Q)install -m 0755 $(OUTPUT)/heaptap $(DESTDIR)$(BINDIR)/heaptap
+	$(Q)install -m 0644 $(OUTPUT)/heaptap.8.gz $(DESTDIR)$(MAN8DIR)/heaptap.8.gz
+	$(Q)install -m 0644 $(OUTPUT)/completion/heaptap.bash $(DESTDIR)$(BASHCOMPDIR)/heaptap
+	$(Q)install -m 0644 $(OUTPUT)/completion/_heaptap $(DESTDIR)$(ZSHCOMPDIR)/_heaptap
+	$(Q)$(if $(UNIT),install -m 0644 $(UNIT) $(DESTDIR)$(UNITDIR)/heaptap.service)
+	$(Q)for f in $(DOCS); do install -m 0644 $$f $(DESTDIR)$(DOCDIR)/$$f || exit 1; done
+
+uninstall:
+	$(Q)rm -f $(addprefix $(DESTDIR),$(INSTALLED))
+	$(Q)rmdir $(DESTDIR)$(DOCDIR)/doc $(DESTDIR)$(DOCDIR) 2>/dev/null || true
 
 -include $(wildcard $(OUTPUT)/user/*.d $(OUTPUT)/user/*/*.d $(OUTPUT)/bpf/*.d $(OUTPUT)/fuzz/*.d \
 	$(OUTPUT)/fuzz/user/*/*.d $(OUTPUT)/unit/*.d)

@@ -8,8 +8,9 @@ sudo python3 bench/sites.py [ROUNDS]
    heaptap at the entries (--probe-at entry) and at its planned sites.
 2. redis-server from Debian (jemalloc) under redis-benchmark -t set (50 clients, random keys
    of a 100,000 key space): requests per second untraced, with empty programs at heaptap's
-   planned sites (the traps alone), with heaptap --probe-at entry, and with heaptap at its
-   planned sites; each run on a fresh server. Then where the time goes: calls per SET, and
+   planned sites (the traps alone: entries, and the returns heaptap probes; and the entries
+   alone, which is what a floor without returns would say), with heaptap --probe-at entry,
+   and with heaptap at its planned sites; each run on a fresh server. Then where the time goes: calls per SET, and
    what each of heaptap's programs takes a run (the kernel's bpf_stats, on for the runs).
 
 Every variant runs once per round (ROUNDS, default 5), the variants of a round in random
@@ -53,8 +54,9 @@ def free_port():
         return s.getsockname()[1]
 
 
-def heaptap(pid, entries):
-    ht = lib.Heaptap(["-p", str(pid), "-i", "1h"] + (["--probe-at", "entry"] if entries else []))
+def heaptap(pid, entries, verbose=False):
+    ht = lib.Heaptap(["-p", str(pid), "-i", "1h"] + (["--probe-at", "entry"] if entries else []) +
+                     (["-v"] if verbose else []))
     attached = ht.attached()
     return ht, attached
 
@@ -93,11 +95,16 @@ def alloc_loop(name, preload, rounds):
     pid = target.target_pid
     # The two plans, read from heaptap itself.
     plans = {}
+    model = None
     for entries in (True, False):
-        ht, attached = heaptap(pid, entries)
+        ht, attached = heaptap(pid, entries, verbose=not entries)
         stop(ht)
         plans[entries] = [(p["path"], p["offset"], p["return"]) for p in attached["probes"]
                           if p["kind"] != "unwind"]
+        # heaptap -v's model of the planned sites' cost, measured at its start.
+        found = re.search(r"floor of a malloc and free pair here: ([0-9.]+) us",
+                          ht.stderr_text()) if not entries else None
+        model = float(found.group(1)) * 1000 if found else model
     emulated = sum(1 for p in attached["probes"] if p["emulated"] and p["kind"] != "unwind")
     probed = sum(1 for p in attached["probes"] if p["kind"] != "unwind")
 
@@ -132,7 +139,7 @@ def alloc_loop(name, preload, rounds):
         for v in order:
             results[v].append(variants[v]())
     target.end()
-    return results, emulated, probed
+    return results, emulated, probed, model
 
 
 def program_ids(pid):
@@ -179,7 +186,10 @@ def redis_run(variant):
         elif variant.startswith("empty"):
             plan, attached = heaptap(server.pid, False)
             stop(plan)
-            probes = empty_probes(server.pid, [(p["path"], p["offset"], p["return"])
+            # heaptap needs each allocating function's return too: a return probe is a trap
+            # more a call. The entries alone are a floor heaptap cannot reach.
+            returns = "entries only" not in variant
+            probes = empty_probes(server.pid, [(p["path"], p["offset"], p["return"] and returns)
                                                for p in attached["probes"]
                                                if p["kind"] != "unwind"])
         requests = REDIS_REQUESTS_SLOW if "entry" in variant else REDIS_REQUESTS
@@ -204,7 +214,8 @@ def redis_run(variant):
 
 
 def redis(rounds):
-    variants = ["untraced", "empty programs, planned sites", "heaptap --probe-at entry",
+    variants = ["untraced", "empty programs, planned sites",
+                "empty programs, planned sites, entries only", "heaptap --probe-at entry",
                 "heaptap, planned sites"]
     results = {v: [] for v in variants}
     subprocess.run(["sysctl", "-q", "kernel.bpf_stats_enabled=1"])
@@ -228,10 +239,12 @@ def main(argv):
         print(f"malloc(64)+free pairs in a tight loop (allocbench), ns per pair, median of "
               f"{rounds} rounds x {PAIRS} pairs, variants in random order each round:")
         for name, preload in ALLOCATORS.items():
-            results, emulated, probed = alloc_loop(name, preload, rounds)
+            results, emulated, probed, model = alloc_loop(name, preload, rounds)
             base = statistics.median(results["untraced"])
             entry = statistics.median(results["heaptap --probe-at entry"])
-            print(f"\n{name} ({emulated} of {probed} planned sites emulated)")
+            print(f"\n{name} ({emulated} of {probed} planned sites emulated; heaptap -v's "
+                  f"model of a pair's traps at them: "
+                  f"{f'{model:.0f} ns' if model else 'not printed'})")
             print(f"  {'':34} {'ns/pair':>9} {'x untraced':>11} {'x heaptap@entry':>16}")
             for v, ns in results.items():
                 m = statistics.median(ns)
@@ -254,6 +267,11 @@ def main(argv):
                                    if d["programs"].get(p, (0,))[0]) for p in PROGRAMS}
         print("  its programs, ns a run (bpf_stats): " +
               ", ".join(f"{p} {v:.0f}" for p, v in ns.items()))
+        floor = statistics.median(r for r, _ in results["empty programs, planned sites"])
+        traced = statistics.median(r for r, _ in results["heaptap, planned sites"])
+        print(f"  heaptap keeps {traced / floor:.3f} of what empty programs at its sites leave "
+              f"(its entries and returns: the floor; entries alone leave more, but heaptap "
+              f"needs the returns)")
     lib.end_started()
     return 0
 

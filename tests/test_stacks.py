@@ -214,8 +214,11 @@ def test_stripped_cplusplus_program_copies_stacks_only_down_new_paths():
     check_true("the first round: thousands of allocations", allocs[0] > 5000, allocs)
     check_true("copies only down new paths (measured: 4-6% of the allocations)",
                0 < copies[0] <= allocs[0] / 10, (copies, allocs))
-    check_true("the same work again: the paths known", copies[1] <= allocs[1] / 20 + 5,
-               (copies, allocs))
+    # A path whose copies were all lost in the first round (the ring full while heaptap
+    # opened gdb's objects) is learned in the second: measured 4 copies, 31 after 94 lost.
+    check_true("the same work again: the paths known",
+               copies[1] <= allocs[1] / 20 + 5 + one["lost_samples"],
+               (copies, allocs, one["lost_samples"]))
     check("stacks that failed", final["inexact"]["stack_errors"], 0)
     gdb.send("quit")
     check("gdb's exit status", gdb.wait(), 0)

@@ -12,6 +12,7 @@
 #include "probe/probes.h"
 #include "report/options.h"
 #include "report/outputs.h"
+#include "report/version.h"
 #include "unit.h"
 
 #define MAX_ARGS 16
@@ -527,7 +528,14 @@ static void usage(void)
 	parsed__free(p);
 	p = parse(ARGS("-V", "-p", "1"));
 	CHECK_I64(p->status, 1, "-V: done, exit 0");
-	CHECK_STR(p->printed, "heaptap " HEAPTAP_VERSION "\n", "-V");
+	CHECK_TRUE(!strncmp(p->printed, "heaptap ", 8) &&
+			   !strncmp(p->printed + 8, version__number(), strlen(version__number())),
+		   "-V: heaptap and its version first: %s", p->printed);
+	CHECK_TRUE(strstr(p->printed, " (commit ") && strstr(p->printed, "), libbpf ") &&
+			   strstr(p->printed, ", kernel ") && strstr(p->printed, ": uprobe_multi "),
+		   "-V: the commit, libbpf's version, the kernel's features: %s", p->printed);
+	CHECK_TRUE(!strchr(p->printed, '\n') || !strchr(p->printed, '\n')[1],
+		   "-V: one line: %s", p->printed);
 	parsed__free(p);
 }
 

@@ -19,12 +19,13 @@ static const char *const stack_names[] = {
 
 const char *options__sort_name(enum sort_key key)
 {
-	return sort_names[key];
+	return (size_t)key < sizeof(sort_names) / sizeof(sort_names[0]) ? sort_names[key] : NULL;
 }
 
 const char *options__stack_name(enum stack_choice stack)
 {
-	return stack_names[stack];
+	return (size_t)stack < sizeof(stack_names) / sizeof(stack_names[0]) ? stack_names[stack]
+									      : NULL;
 }
 
 /* The index of name in names (n of them), or -1. */

@@ -12,8 +12,6 @@
 
 #include "base/alloc_spec.h"
 
-#define HEAPTAP_VERSION "0.1.0"
-
 /* Room for the files reports are written to (outputs.h's table is checked against it). */
 #define OUTPUTS_MAX 16
 
@@ -120,6 +118,8 @@ enum {
 	EXIT_ALERT = 3, /* --exit-on-alert: an alarm fired */
 };
 
+/* The name of a sort key, or of a stack choice; NULL past the last (the shells' completion
+ * lists them so). */
 const char *options__sort_name(enum sort_key key);
 const char *options__stack_name(enum stack_choice stack);
 

@@ -20,7 +20,6 @@
 #include "probe/closer.h"
 #include "probe/overhead.h"
 #include "probe/probes.h"
-#include "target/elfsyms.h"
 #include "target/insn.h"
 #include "target/proc.h"
 
@@ -92,21 +91,27 @@ static bool probe(struct bpf_program *prog, pid_t pid, uint64_t offset, bool ret
 	return !probes__attach_one(prog, pid, "/proc/self/exe", offset, ret, 0, out);
 }
 
-/* The calibration functions' offsets in heaptap's own file: push, test, nop5. */
+/*
+ * The calibration functions' offsets in heaptap's own file: push, test, nop5. Found from
+ * their addresses and heaptap's own mappings rather than by name: an installed heaptap is
+ * stripped of the symbols that name them.
+ */
 static int offsets(uint64_t *off)
 {
-	static const char *const names[] = { "heaptap_calib_push", "heaptap_calib_test",
-					     "heaptap_calib_nop5" };
-	struct elf_syms *self = NULL;
-	int err = elf_syms__open("/proc/self/exe", false, &self);
+	const uint64_t addrs[] = { (uintptr_t)heaptap_calib_push, (uintptr_t)heaptap_calib_test,
+				   (uintptr_t)heaptap_calib_nop5 };
+	struct proc_maps maps;
+	int err = proc_maps__read(getpid(), &maps);
 
-	for (size_t i = 0; !err && i < sizeof(names) / sizeof(names[0]); i++) {
-		const struct elf_sym *sym = elf_syms__find(self, names[i]);
+	for (size_t i = 0; !err && i < sizeof(addrs) / sizeof(addrs[0]); i++) {
+		const struct proc_map *m = proc_maps__find(&maps, addrs[i]);
 
-		err = !sym || elf_syms__file_offset(self, sym->addr, &off[i]) ? -ENOENT : 0;
+		if (m)
+			off[i] = addrs[i] - m->start + m->offset;
+		else
+			err = -ENOENT;
 	}
-	if (self)
-		elf_syms__free(self);
+	proc_maps__free(&maps);
 	return err;
 }
 

@@ -15,132 +15,17 @@
 #include "base/output.h"
 #include "base/units.h"
 #include "heaptap.h"
+#include "report/cmdline.h"
+#include "report/completion.h"
 #include "report/options.h"
 #include "report/options_host.h"
 #include "report/outputs.h"
 #include "report/usage.h"
+#include "report/version.h"
 #include "target/families.h"
 
 /* --dump-bytes: at most a page of each block. */
 #define HEAPTAP_MAX_DUMP 4096
-
-enum {
-	OPT_TOP = 256,
-	OPT_COMM,
-	OPT_EXE,
-	OPT_MIN_AGE,
-	OPT_SORT,
-	OPT_JSON,
-	OPT_ALLOCATOR,
-	OPT_ALLOC,
-	OPT_CALLOC,
-	OPT_REALLOC,
-	OPT_FREE,
-	OPT_FREE_CHAIN,
-	OPT_PYOBJECT_ALLOC,
-	OPT_POOL_CREATE,
-	OPT_POOL_ALLOC,
-	OPT_POOL_RESET,
-	OPT_POOL_DESTROY,
-	OPT_FAMILY,
-	OPT_LEVEL,
-	OPT_POOL_NAME_AT,
-	OPT_MAX_ALLOCS,
-	OPT_MAX_STACKS,
-	OPT_STACK_DEPTH,
-	OPT_STACK,
-	OPT_STACK_BYTES,
-	OPT_PROBE_AT,
-	OPT_PROBE_LINKS,
-	OPT_LIVE,
-	OPT_WATCH,
-	OPT_SAMPLE,
-	OPT_WINDOW,
-	OPT_MAX_OVERHEAD,
-	OPT_FILE_MODE,
-	OPT_LISTEN,
-	OPT_ALERT_LIVE,
-	OPT_ALERT_GROWTH,
-	OPT_ALERT_RSS,
-	OPT_ON_ALERT,
-	OPT_EXIT_ON_ALERT,
-	OPT_DUMP_BYTES,
-	OPT_LEAK_CHECK,
-	OPT_LEAK_CHECK_MAX_PAUSE,
-	OPT_LEAK_CHECK_HEURISTICS,
-	OPT_LEAK_EXIT_CODE,
-	OPT_OUTPUT_FILE, /* + the row of outputs[] */
-};
-
-/* Then one per row of outputs[], added at parse time. */
-static const struct option base_options[] = {
-	{ "pid", required_argument, NULL, 'p' },
-	{ "follow", no_argument, NULL, 'f' },
-	{ "comm", required_argument, NULL, OPT_COMM },
-	{ "exe", required_argument, NULL, OPT_EXE },
-	{ "interval", required_argument, NULL, 'i' },
-	{ "duration", required_argument, NULL, 'd' },
-	{ "top", required_argument, NULL, OPT_TOP },
-	{ "min-age", required_argument, NULL, OPT_MIN_AGE },
-	{ "sort", required_argument, NULL, OPT_SORT },
-	{ "json", no_argument, NULL, OPT_JSON },
-	{ "allocator", required_argument, NULL, OPT_ALLOCATOR },
-	{ "alloc", required_argument, NULL, OPT_ALLOC },
-	{ "calloc", required_argument, NULL, OPT_CALLOC },
-	{ "realloc", required_argument, NULL, OPT_REALLOC },
-	{ "free", required_argument, NULL, OPT_FREE },
-	{ "free-chain", required_argument, NULL, OPT_FREE_CHAIN },
-	{ "pyobject-alloc", required_argument, NULL, OPT_PYOBJECT_ALLOC },
-	{ "pool-create", required_argument, NULL, OPT_POOL_CREATE },
-	{ "pool-alloc", required_argument, NULL, OPT_POOL_ALLOC },
-	{ "pool-reset", required_argument, NULL, OPT_POOL_RESET },
-	{ "pool-destroy", required_argument, NULL, OPT_POOL_DESTROY },
-	{ "allocator-family", required_argument, NULL, OPT_FAMILY },
-	{ "level", required_argument, NULL, OPT_LEVEL },
-	{ "pool-name-at", required_argument, NULL, OPT_POOL_NAME_AT },
-	{ "max-allocs", required_argument, NULL, OPT_MAX_ALLOCS },
-	{ "max-stacks", required_argument, NULL, OPT_MAX_STACKS },
-	{ "stack-depth", required_argument, NULL, OPT_STACK_DEPTH },
-	{ "stack", required_argument, NULL, OPT_STACK },
-	{ "stack-bytes", required_argument, NULL, OPT_STACK_BYTES },
-	{ "probe-at", required_argument, NULL, OPT_PROBE_AT },
-	{ "probe-links", required_argument, NULL, OPT_PROBE_LINKS },
-	{ "live", no_argument, NULL, OPT_LIVE },
-	{ "watch", no_argument, NULL, OPT_WATCH },
-	{ "sample", required_argument, NULL, OPT_SAMPLE },
-	{ "window", required_argument, NULL, OPT_WINDOW },
-	{ "max-overhead", required_argument, NULL, OPT_MAX_OVERHEAD },
-	{ "file-mode", required_argument, NULL, OPT_FILE_MODE },
-	{ "listen", required_argument, NULL, OPT_LISTEN },
-	{ "alert-live", required_argument, NULL, OPT_ALERT_LIVE },
-	{ "alert-growth", required_argument, NULL, OPT_ALERT_GROWTH },
-	{ "alert-rss", required_argument, NULL, OPT_ALERT_RSS },
-	{ "on-alert", required_argument, NULL, OPT_ON_ALERT },
-	{ "exit-on-alert", no_argument, NULL, OPT_EXIT_ON_ALERT },
-	{ "dump-bytes", required_argument, NULL, OPT_DUMP_BYTES },
-	{ "leak-check", no_argument, NULL, OPT_LEAK_CHECK },
-	{ "leak-check-max-pause", required_argument, NULL, OPT_LEAK_CHECK_MAX_PAUSE },
-	{ "leak-check-heuristics", required_argument, NULL, OPT_LEAK_CHECK_HEURISTICS },
-	{ "leak-exit-code", required_argument, NULL, OPT_LEAK_EXIT_CODE },
-	{ "verbose", no_argument, NULL, 'v' },
-	{ "help", no_argument, NULL, 'h' },
-	{ "version", no_argument, NULL, 'V' },
-	{},
-};
-
-/* As enum probe_links_mode (probes.h) numbers them. */
-static const char *const links_names[] = { "auto", "single", "multi", "inherit" };
-
-/* The index of arg in names, or -1. */
-static int pick(const char *arg, const char *const *names, int n)
-{
-	int i;
-
-	for (i = 0; i < n; i++)
-		if (!strcmp(arg, names[i]))
-			return i;
-	return -1;
-}
 
 /* "all", "none", or names of memcheck's heuristics, comma-separated -> REACH_HEUR_* bits. */
 static int parse_heuristics(const char *arg, unsigned int *bits)
@@ -231,32 +116,31 @@ static bool same_file_twice(const struct options *opts)
 }
 
 /*
- * getopt_long's tables: the base options, then one per output file. On the stack of the
- * caller: optstring holds "+:" the base letters, a letter per output that has one.
+ * getopt_long's tables, from cmdline.h's. On the stack of the caller: optstring holds "+:"
+ * and the letters, each with ':' when it takes a value.
  */
 struct option_tables {
-	struct option longs[sizeof(base_options) / sizeof(base_options[0]) + OUTPUTS_MAX + 16];
-	char shorts[32 + 2 * OUTPUTS_MAX];
+	struct option longs[CMDLINE_MAX + 1];
+	char shorts[2 + 2 * CMDLINE_MAX + 1];
 };
 
 static void build_tables(struct option_tables *t)
 {
-	size_t n = sizeof(base_options) / sizeof(base_options[0]) - 1, i;
-	char *p;
+	struct cmdline_option o;
+	char *p = t->shorts;
+	size_t n;
 
-	memcpy(t->longs, base_options, n * sizeof(base_options[0]));
-	_Static_assert(sizeof(t->longs) / sizeof(t->longs[0]) >= sizeof(base_options) /
-			       sizeof(base_options[0]) + OUTPUTS_MAX + 7, "room for the host's");
-	memcpy(t->longs + n, options_host__longs, options_host__nlongs * sizeof(t->longs[0]));
-	n += options_host__nlongs;
-	strcpy(t->shorts, "+:p:fi:d:vhV");
-	p = t->shorts + strlen(t->shorts);
-	for (i = 0; i < noutputs; i++) {
-		t->longs[n++] = (struct option){ outputs[i].option, required_argument, NULL,
-						 OPT_OUTPUT_FILE + (int)i };
-		if (outputs[i].short_option) {
-			*p++ = outputs[i].short_option;
-			*p++ = ':';
+	*p++ = '+';
+	*p++ = ':';
+	for (n = 0; cmdline__get(n, &o); n++) {
+		bool arg = o.value != VALUE_NONE;
+
+		t->longs[n] = (struct option){ o.name, arg ? required_argument : no_argument, NULL,
+					       o.id };
+		if (o.letter) {
+			*p++ = o.letter;
+			if (arg)
+				*p++ = ':';
 		}
 	}
 	*p = 0;
@@ -396,6 +280,7 @@ static int add_family(struct options *opts, const char *name)
 static int parse_allocator(struct options *opts, int c)
 {
 	unsigned long v;
+	int i;
 
 	switch (c) {
 	case OPT_ALLOCATOR: opts->allocator = optarg; return 0;
@@ -411,9 +296,10 @@ static int parse_allocator(struct options *opts, int c)
 	case OPT_POOL_DESTROY: return add_own(opts, "--pool-destroy", optarg);
 	case OPT_FAMILY: return add_family(opts, optarg);
 	case OPT_LEVEL:
-		if (strcmp(optarg, "own") && strcmp(optarg, "malloc"))
+		i = cmdline__pick(cmdline__level_name, optarg);
+		if (i < 0)
 			return bad("--level", optarg, "own or malloc");
-		opts->level_malloc = !strcmp(optarg, "malloc");
+		opts->level_malloc = i == LEVEL_MALLOC;
 		return 0;
 	case OPT_POOL_NAME_AT:
 		if (units__uint(optarg, 0, 65528, &v) || v % 8)
@@ -460,12 +346,13 @@ static int parse_tracing(struct options *opts, int c)
 		opts->stack_bytes = v;
 		return 0;
 	case OPT_PROBE_AT:
-		if (strcmp(optarg, "planned") && strcmp(optarg, "entry"))
+		i = cmdline__pick(cmdline__probe_at_name, optarg);
+		if (i < 0)
 			return bad("--probe-at", optarg, "planned or entry");
-		opts->probe_entries = !strcmp(optarg, "entry");
+		opts->probe_entries = i == PROBE_AT_ENTRY;
 		return 0;
 	case OPT_PROBE_LINKS:
-		i = pick(optarg, links_names, sizeof(links_names) / sizeof(links_names[0]));
+		i = cmdline__pick(cmdline__links_name, optarg);
 		if (i < 0)
 			return bad("--probe-links", optarg, "auto, multi, single or inherit");
 		opts->probe_links = i;
@@ -674,6 +561,7 @@ static int check_rules(struct options *opts)
 int options__parse(struct options *opts, int argc, char **argv)
 {
 	struct option_tables tables;
+	bool version = false;
 	int c, err, at;
 
 	*opts = (struct options){
@@ -703,15 +591,22 @@ int options__parse(struct options *opts, int argc, char **argv)
 			usage__print();
 			return 1;
 		}
+		/* Said once the rest is read: --json asks for it in JSON. */
 		if (c == 'V') {
-			printf("heaptap %s\n", HEAPTAP_VERSION);
-			return 1;
+			version = true;
+			continue;
 		}
+		if (c == OPT_COMPLETION)
+			return completion__print(stdout, optarg) ?: 1;
 		err = parse_option(opts, c);
 		if (err == OTHER_FAMILY)
 			return bad_option(c, argv, at);
 		if (err)
 			return err;
+	}
+	if (version) {
+		version__print(stdout, opts->json);
+		return 1;
 	}
 	if (optind < argc)
 		opts->command = &argv[optind];

@@ -9,8 +9,9 @@
 #include "base/settings.h"
 
 /*
- * Parses argv into *opts. Returns 0, 1 when --help or --version was printed (exit 0), or
- * -EINVAL after printing what is wrong (exit EXIT_USAGE).
+ * Parses argv into *opts. Returns 0, 1 when --help, --version or a completion script
+ * (--completion SHELL) was printed (exit 0), or -EINVAL after printing what is wrong (exit
+ * EXIT_USAGE).
  */
 int options__parse(struct options *opts, int argc, char **argv);
 

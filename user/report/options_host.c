@@ -1,34 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0
 #include <errno.h>
+#include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/log.h"
 #include "base/units.h"
+#include "report/cmdline.h"
 #include "report/options_host.h"
 #include "report/outputs.h"
-
-enum {
-	OPT_ALL = OPTIONS_HOST_FIRST,
-	OPT_CGROUP,
-	OPT_EXCLUDE_COMM,
-	OPT_MAX_TRACED,
-	OPT_COOLDOWN,
-	OPT_ESCALATION_TIME,
-	OPT_METRICS_TOP,
-};
-
-const struct option options_host__longs[] = {
-	{ "all", no_argument, NULL, OPT_ALL },
-	{ "cgroup", required_argument, NULL, OPT_CGROUP },
-	{ "exclude-comm", required_argument, NULL, OPT_EXCLUDE_COMM },
-	{ "max-traced", required_argument, NULL, OPT_MAX_TRACED },
-	{ "cooldown", required_argument, NULL, OPT_COOLDOWN },
-	{ "escalation-time", required_argument, NULL, OPT_ESCALATION_TIME },
-	{ "metrics-top", required_argument, NULL, OPT_METRICS_TOP },
-};
-
-const size_t options_host__nlongs = sizeof(options_host__longs) / sizeof(options_host__longs[0]);
 
 /* Processes traced at once, at most: each is a heaptap of its own. */
 #define HOST_MAX_TRACED 16

@@ -1,21 +1,13 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * The options of the host's agent (--all, --cgroup and theirs; host/agent.h), a family of
- * options.c's parser: their getopt table, their parsing, and what they ask of the others.
+ * options.c's parser: their parsing, and what they ask of the others (their rows are in
+ * cmdline.c's table).
  */
 #ifndef HEAPTAP_OPTIONS_HOST_H
 #define HEAPTAP_OPTIONS_HOST_H
 
-#include <getopt.h>
-
 #include "base/settings.h"
-
-/* getopt_long's codes of these options start here, above every other option's. */
-#define OPTIONS_HOST_FIRST 1024
-
-/* Their rows of getopt_long's table, and how many. */
-extern const struct option options_host__longs[];
-extern const size_t options_host__nlongs;
 
 /* The defaults, set before parsing. */
 void options_host__defaults(struct host_settings *h);

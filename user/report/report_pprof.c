@@ -20,6 +20,7 @@
 #include "base/idmap.h"
 #include "profile.pb-c.h"
 #include "report/report.h"
+#include "report/version.h"
 
 typedef Perftools__Profiles__Profile Profile;
 typedef Perftools__Profiles__ValueType ValueType;
@@ -570,7 +571,8 @@ static int encode(const struct report *r, uint8_t **out, size_t *out_size)
 		err = value_type(&b, &period, "space", "bytes");
 	if (!err)
 		err = add_samples(&b);
-	if (!err && asprintf(&comment, "heaptap %s, pid %d (%s), %s", HEAPTAP_VERSION, r->pid, r->comm,
+	if (!err && asprintf(&comment, "heaptap %s, pid %d (%s), %s", version__number(), r->pid,
+			     r->comm,
 			     r->opts->watch ? "--watch: new pages by the stack that wrote them"
 					    : "allocations since attach") < 0)
 		err = -ENOMEM;

@@ -119,7 +119,8 @@ static const char usage_tail[] =
 	"                         indirectly lost; else a launched COMMAND's own status\n"
 	"  -v, --verbose          say what heaptap decides and does on stderr\n"
 	"  -h, --help             show this help\n"
-	"  -V, --version          show the version\n"
+	"  -V, --version          show the version, the commit, libbpf's version and the\n"
+	"                         kernel's features (one JSON object with --json)\n"
 	"\n"
 	"Exit status: 0 done, 1 failed (the reason is printed), 2 bad usage,\n"
 	"3 an alarm fired with --exit-on-alert; with --leak-exit-code, N or COMMAND's own.\n";

@@ -267,14 +267,16 @@ static void judge(struct session *s, struct report *r, struct alarm_event *alert
 
 int session__report(struct session *s, const char *type, const struct leak_check *leak)
 {
-	struct report r = build_report(s, type);
 	struct alarm_event alerts[ALARMS];
 	uint64_t start_ns = clock__now_ns(), made_ns;
 	struct snapshot snap;
+	struct report r;
 	int err;
 
-	/* Every sample sent so far is unwound, so that its blocks have their stack. */
+	/* Every sample sent so far is unwound, so that its blocks have their stack, and the
+	 * unwinding's figures are read after it. */
 	drain__flush(s->rings);
+	r = build_report(s, type);
 	err = s->tracer->snapshot(s, &snap);
 	if (!err)
 		err = history__add(s->history, &snap);

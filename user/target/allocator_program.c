@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "base/env.h"
 #include "base/log.h"
 #include "target/allocator.h"
 #include "target/allocator_program.h"
@@ -198,7 +199,7 @@ int allocator__find_for_program(const char *path, int argc, char *const *argv,
 		elf_syms__prefetch(objs.v[i].path);
 	/* The loader's list already puts preloads first; the preload list only names them. */
 	/* The loader's --preload comes after LD_PRELOAD, as the loader reads them. */
-	if (asprintf(&preload, "%s %s", getenv("LD_PRELOAD") ?: "",
+	if (asprintf(&preload, "%s %s", env__get(ENV_LD_PRELOAD) ?: "",
 		     by_loader && run.preload ? run.preload : "") < 0) {
 		preload = NULL;
 		err = -ENOMEM;

@@ -11,6 +11,7 @@
 #include <capstone/capstone.h>
 #include <linux/types.h>
 
+#include "base/kernel.h"
 #include "heaptap.h"
 #include "target/elfsyms.h"
 #include "target/insn.h"
@@ -399,28 +400,6 @@ int insn__decode_flow(struct insn_decoder *d, const uint8_t *code, size_t len, u
 	return decode(&d->flow, code, len, offset, out);
 }
 
-/*
- * Whether the kernel has the uprobe system call (x86-64, 6.18 on): it then optimizes a probe
- * on a 5-byte nop into a call of a trampoline page that makes the call. Called from anywhere
- * else the call kills its caller (SIGILL), so it is looked for by name among the kernel's
- * symbols rather than tried.
- */
-static bool uprobe_syscall(void)
-{
-	char line[256];
-	bool found = false;
-	FILE *f = fopen("/proc/kallsyms", "re");
-
-	while (f && !found && fgets(line, sizeof(line), f)) {
-		const char *name = strrchr(line, ' ');
-
-		found = name && !strcmp(name + 1, "__x64_sys_uprobe\n");
-	}
-	if (f)
-		fclose(f);
-	return found;
-}
-
 unsigned int insn__kernel_version(void)
 {
 	static unsigned int version;
@@ -434,7 +413,8 @@ unsigned int insn__kernel_version(void)
 		version = INSN_KERNEL(5, 17);
 	else
 		version = INSN_KERNEL(major, minor);
-	if (uprobe_syscall())
+	/* A probe on a 5-byte nop becomes a call, no trap (base/kernel.c: how it is found). */
+	if (kernel__features()->uprobe_syscall == KERNEL_YES)
 		version |= INSN_KERNEL_UPROBE_SYSCALL;
 	return version;
 }

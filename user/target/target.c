@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "base/env.h"
 #include "base/escape.h"
 #include "base/log.h"
 #include "target/proc.h"
@@ -127,7 +128,7 @@ int target__probe(struct target *t, int pid)
 
 char *target__find_program(const char *name)
 {
-	const char *path = getenv("PATH");
+	const char *path = env__get(ENV_PATH);
 	char *dirs, *dir, *save = NULL, *found = NULL;
 
 	if (strchr(name, '/'))

@@ -1,0 +1,215 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The command line's table (user/report/cmdline.c) and what is made from it: every option of
+ * --help is a row and every row is in --help (but the hidden --completion); every name a row
+ * offers for its value, the parser takes; the completion scripts offer each option and those
+ * names; --version says the same in one line and in JSON.
+ */
+#include <errno.h>
+#include <getopt.h>
+
+#include <json-c/json.h>
+
+#include "report/cmdline.h"
+#include "report/options.h"
+#include "report/version.h"
+#include "unit.h"
+
+struct run {
+	int status;
+	char *printed, *said;
+};
+
+/* options__parse on heaptap's args (NULL-terminated), what it wrote captured. */
+static struct run parse(const char *const *args)
+{
+	char *argv[16] = { "heaptap" };
+	struct unit_capture out, err;
+	struct options opts;
+	struct run r;
+	int argc = 1;
+
+	while (*args && argc < 15)
+		argv[argc++] = (char *)*args++;
+	argv[argc] = NULL;
+	optind = 0;
+	unit__capture(&out, STDOUT_FILENO);
+	unit__capture(&err, STDERR_FILENO);
+	r.status = options__parse(&opts, argc, argv);
+	r.said = unit__captured(&err);
+	r.printed = unit__captured(&out);
+	options__free(&opts);
+	return r;
+}
+
+static void run__free(struct run *r)
+{
+	free(r->printed);
+	free(r->said);
+}
+
+#define ARGS(...) ((const char *const[]){ __VA_ARGS__, NULL })
+
+/* Whether text holds "--name" as a whole option (not the start of a longer one). */
+static bool names_option(const char *text, const char *name)
+{
+	size_t len = strlen(name);
+	const char *at;
+
+	for (at = text; (at = strstr(at, "--")); at += 2)
+		if (!strncmp(at + 2, name, len) && !strchr("abcdefghijklmnopqrstuvwxyz-", at[2 + len]))
+			return true;
+	return false;
+}
+
+/* --help and the table list the same options. */
+static void table_is_help(void)
+{
+	struct run help = parse(ARGS("--help"));
+	struct cmdline_option o;
+	const char *at;
+	size_t i, rows = 0;
+
+	for (i = 0; cmdline__get(i, &o); i++, rows++) {
+		CHECK_TRUE(names_option(help.printed, o.name) != o.hidden,
+			   "--%s: in --help unless hidden", o.name);
+		if (o.letter) {
+			char form[8];
+
+			snprintf(form, sizeof(form), "-%c, --", o.letter);
+			CHECK_TRUE(strstr(help.printed, form) != NULL, "-%c in --help", o.letter);
+		}
+	}
+	CHECK_TRUE(rows > 50 && rows <= CMDLINE_MAX, "rows: %zu", rows);
+	/* Each "--word" of --help is a row. */
+	for (at = help.printed; (at = strstr(at, "--")); at += 2) {
+		size_t len = strspn(at + 2, "abcdefghijklmnopqrstuvwxyz-");
+		bool found = false;
+
+		for (i = 0; len && cmdline__get(i, &o); i++)
+			found |= strlen(o.name) == len && !strncmp(o.name, at + 2, len);
+		CHECK_TRUE(!len || found, "--%.*s of --help is in the table", (int)len, at + 2);
+	}
+	run__free(&help);
+}
+
+/* Every name the table offers for a value, the parser takes. */
+static void names_are_taken(void)
+{
+	struct cmdline_option o;
+	const char *name;
+	size_t i, k, offered = 0;
+
+	for (i = 0; cmdline__get(i, &o); i++) {
+		if (o.value != VALUE_NAMES && o.value != VALUE_LIST)
+			continue;
+		CHECK_TRUE(o.names && o.names(0), "--%s offers names", o.name);
+		for (k = 0; o.names && (name = o.names(k)); k++, offered++) {
+			char option[64];
+			struct run r;
+
+			snprintf(option, sizeof(option), "--%s", o.name);
+			r = parse(ARGS(option, name, "-p", "1"));
+			/* --completion's names print a script and end the parse. */
+			CHECK_I64(r.status, o.id == OPT_COMPLETION, "%s %s taken", option, name);
+			CHECK_STR(r.said, "", "%s %s: nothing said", option, name);
+			run__free(&r);
+		}
+	}
+	CHECK_TRUE(offered >= 25, "names offered: %zu", offered);
+	CHECK_I64(cmdline__pick(cmdline__links_name, "inherit"), 3, "inherit's index");
+	CHECK_I64(cmdline__pick(cmdline__links_name, "inher"), -1, "no prefix matches");
+}
+
+static void completion(void)
+{
+	struct run bash = parse(ARGS("--completion", "bash"));
+	struct run zsh = parse(ARGS("--completion", "zsh"));
+	struct run fish = parse(ARGS("--completion", "fish"));
+
+	CHECK_I64(bash.status, 1, "bash: printed, exit 0");
+	CHECK_TRUE(strstr(bash.printed, "\ncomplete -F _heaptap heaptap\n") != NULL, "complete");
+	CHECK_TRUE(strstr(bash.printed, " -p --pid ") && strstr(bash.printed, " --leak-exit-code ") &&
+			   strstr(bash.printed, " --html "),
+		   "bash: options, outputs' too");
+	CHECK_TRUE(strstr(bash.printed, "local options=") &&
+			   !strstr(strstr(bash.printed, "local options="), "--completion"),
+		   "bash: --completion not offered");
+	CHECK_TRUE(strstr(bash.printed, "\t--sort)\n\t\t_heaptap_words 'size live calls bytes'\n"),
+		   "bash: --sort's keys");
+	CHECK_TRUE(strstr(bash.printed, "\t--allocator-family)\n\t\t_heaptap_words 'nginx apr "),
+		   "bash: the families");
+	CHECK_TRUE(strstr(bash.printed, "\t--leak-check-heuristics)\n\t\t_heaptap_list 'all none "
+					"stdstring length64 newarray multipleinheritance'\n"),
+		   "bash: heuristics, a list");
+	CHECK_TRUE(strstr(bash.printed, "\t-p|--pid)\n"), "bash: PIDs");
+	CHECK_STR(bash.said, "", "bash: nothing said");
+	CHECK_I64(zsh.status, 1, "zsh: printed, exit 0");
+	CHECK_TRUE(!strncmp(zsh.printed, "#compdef heaptap\n", 17), "zsh: #compdef first");
+	CHECK_TRUE(strstr(zsh.printed, "\t'*-p+:pid:_pids' \\\n\t'*--pid=:pid:_pids' \\\n"),
+		   "zsh: -p and --pid");
+	CHECK_TRUE(strstr(zsh.printed, "\t'*--stack=:stack:(auto fp dwarf copy)' \\\n"),
+		   "zsh: --stack's modes");
+	CHECK_TRUE(strstr(zsh.printed, "\t'*--probe-links=:probe-links:(auto single multi "
+				       "inherit)' \\\n"),
+		   "zsh: --probe-links' modes");
+	CHECK_TRUE(strstr(zsh.printed, "\t'*--json' \\\n"), "zsh: a flag");
+	CHECK_I64(fish.status, -EINVAL, "fish: bad usage");
+	CHECK_STR(fish.said, "heaptap: invalid --completion 'fish': expected bash or zsh\n",
+		  "fish: what is said");
+	run__free(&bash);
+	run__free(&zsh);
+	run__free(&fish);
+}
+
+/* The kernel's feature: true, false, or null when it cannot be told. */
+static bool feature(json_object *kernel, const char *key)
+{
+	json_object *v;
+
+	return json_object_object_get_ex(kernel, key, &v) &&
+	       (!v || json_object_is_type(v, json_type_boolean));
+}
+
+static void version_json(void)
+{
+	struct run line = parse(ARGS("--version"));
+	/* --json read after --version counts too: the version is said once all is read. */
+	struct run r = parse(ARGS("--version", "--json"));
+	json_object *o = json_tokener_parse(r.printed), *v, *kernel = NULL;
+	char want[256];
+
+	CHECK_I64(r.status, 1, "--version --json: printed, exit 0");
+	CHECK_TRUE(o && json_object_is_type(o, json_type_object), "an object: %s", r.printed);
+	CHECK_TRUE(json_object_object_get_ex(o, "version", &v) &&
+			   !strcmp(json_object_get_string(v), version__number()),
+		   "version");
+	CHECK_TRUE(json_object_object_get_ex(o, "commit", &v) && *json_object_get_string(v),
+		   "commit");
+	CHECK_TRUE(json_object_object_get_ex(o, "libbpf", &v) &&
+			   strchr(json_object_get_string(v), '.'),
+		   "libbpf's major.minor");
+	CHECK_TRUE(json_object_object_get_ex(o, "kernel", &kernel) &&
+			   json_object_object_get_ex(kernel, "release", &v),
+		   "kernel's release");
+	CHECK_TRUE(feature(kernel, "uprobe_multi") && feature(kernel, "btf") &&
+			   feature(kernel, "uprobe_syscall"),
+		   "kernel's features");
+	/* The line says the same. */
+	json_object_object_get_ex(o, "commit", &v);
+	snprintf(want, sizeof(want), "heaptap %s (commit %s), libbpf ", version__number(),
+		 json_object_get_string(v));
+	CHECK_TRUE(!strncmp(line.printed, want, strlen(want)), "the line: %s", line.printed);
+	json_object_put(o);
+	run__free(&r);
+	run__free(&line);
+}
+
+int main(void)
+{
+	table_is_help();
+	names_are_taken();
+	completion();
+	version_json();
+	return unit__done("cmdline");
+}

@@ -1,0 +1,23 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The environment variables heaptap reads, one row each in env.c's table: the code reads
+ * them through env__get alone, and the man page's ENVIRONMENT lists exactly the table (a
+ * test checks both).
+ */
+#ifndef HEAPTAP_ENV_H
+#define HEAPTAP_ENV_H
+
+enum env_var {
+	ENV_PATH,	     /* where a COMMAND without a slash is looked for */
+	ENV_LD_PRELOAD,	     /* a launched COMMAND's preloaded allocator */
+	ENV_DEBUGINFOD_URLS, /* read by libdw, not by heaptap's code: debug files from servers */
+	ENV_VARS,
+};
+
+/* The variable's name. */
+const char *env__name(enum env_var var);
+
+/* Its value in heaptap's environment, or NULL when it is not set. */
+const char *env__get(enum env_var var);
+
+#endif

@@ -1,0 +1,234 @@
+// SPDX-License-Identifier: GPL-2.0
+#include <errno.h>
+#include <string.h>
+
+#include "base/log.h"
+#include "report/cmdline.h"
+#include "report/completion.h"
+
+/*
+ * Whether s can stand in a script as it is, unquoted in bash and inside zsh's single quotes:
+ * the table's names all can; a name that could not is left out rather than quoted.
+ */
+static bool plain(const char *s)
+{
+	return *s &&
+	       strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-") ==
+		       strlen(s);
+}
+
+/* The names of o's values, separated by spaces. */
+static void put_names(FILE *f, const struct cmdline_option *o)
+{
+	const char *name;
+	size_t i;
+	bool first = true;
+
+	for (i = 0; (name = o->names(i)); i++)
+		if (plain(name)) {
+			fprintf(f, "%s%s", first ? "" : " ", name);
+			first = false;
+		}
+}
+
+/* How an option is written: "-p|--pid", or "--pid" alone without a letter (sep: "|"). */
+static void put_forms(FILE *f, const struct cmdline_option *o, const char *sep)
+{
+	if (o->letter)
+		fprintf(f, "-%c%s", o->letter, sep);
+	fprintf(f, "--%s", o->name);
+}
+
+/* A case arm of the options whose values are of this kind, with its action; none if none. */
+static void bash_arm(FILE *f, enum option_value kind, const char *action)
+{
+	struct cmdline_option o;
+	bool any = false;
+	size_t i;
+
+	for (i = 0; cmdline__get(i, &o); i++) {
+		if (o.value != kind || o.hidden || !plain(o.name))
+			continue;
+		fputs(any ? "|" : "\t", f);
+		put_forms(f, &o, "|");
+		any = true;
+	}
+	if (any)
+		fprintf(f, ")\n\t\t%s\n\t\treturn\n\t\t;;\n", action);
+}
+
+/* The arms of options that take one of a set of names, or a list of them. */
+static void bash_name_arms(FILE *f)
+{
+	struct cmdline_option o;
+	size_t i;
+
+	for (i = 0; cmdline__get(i, &o); i++) {
+		if ((o.value != VALUE_NAMES && o.value != VALUE_LIST) || o.hidden || !plain(o.name))
+			continue;
+		fputc('\t', f);
+		put_forms(f, &o, "|");
+		fputs(o.value == VALUE_LIST ? ")\n\t\t_heaptap_list '" : ")\n\t\t_heaptap_words '",
+		      f);
+		put_names(f, &o);
+		fputs("'\n\t\treturn\n\t\t;;\n", f);
+	}
+}
+
+/* Every option as a word, and those that take a value, each list between spaces. */
+static void bash_options(FILE *f)
+{
+	struct cmdline_option o;
+	size_t i;
+	int valued;
+
+	for (valued = 0; valued < 2; valued++) {
+		fputs(valued ? "\tlocal valued=' " : "\tlocal options=' ", f);
+		for (i = 0; cmdline__get(i, &o); i++) {
+			if (o.hidden || !plain(o.name) || (valued && o.value == VALUE_NONE))
+				continue;
+			put_forms(f, &o, " ");
+			fputc(' ', f);
+		}
+		fputs("'\n", f);
+	}
+}
+
+static const char bash_head[] =
+	"# bash completion for heaptap: made by `heaptap --completion bash` from its options'\n"
+	"# table, which make install runs.\n"
+	"\n"
+	"_heaptap_words()\n"
+	"{\n"
+	"\tlocal IFS=$' \\t\\n'\n"
+	"\tCOMPREPLY=($(compgen -W \"$1\" -- \"$cur\"))\n"
+	"}\n"
+	"\n"
+	"# A word of a comma-separated list: the one after the last comma.\n"
+	"_heaptap_list()\n"
+	"{\n"
+	"\tlocal last=${cur##*,}\n"
+	"\tCOMPREPLY=($(compgen -P \"${cur%\"$last\"}\" -W \"$1\" -- \"$last\"))\n"
+	"}\n"
+	"\n"
+	"_heaptap()\n"
+	"{\n"
+	"\tlocal cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD - 1]}\n"
+	"\tlocal i word skip=0 start=0\n";
+
+/* The command heaptap launches: after "--", or from the first word that is no option nor
+ * an option's value ("=" is a word of its own to bash: --sort=live is three). */
+static const char bash_command[] =
+	"\tfor ((i = 1; i < COMP_CWORD; i++)); do\n"
+	"\t\tword=${COMP_WORDS[i]}\n"
+	"\t\tif ((skip)); then\n"
+	"\t\t\tskip=0\n"
+	"\t\t\tcontinue\n"
+	"\t\tfi\n"
+	"\t\tcase $word in\n"
+	"\t\t--) start=$((i + 1)); break ;;\n"
+	"\t\t=) skip=1 ;;\n"
+	"\t\t-*) [[ $valued == *\" $word \"* && ${COMP_WORDS[i + 1]} != = ]] && skip=1 ;;\n"
+	"\t\t*) start=$i; break ;;\n"
+	"\t\tesac\n"
+	"\tdone\n"
+	"\tif ((start)); then\n"
+	"\t\tif declare -F _command_offset >/dev/null; then\n"
+	"\t\t\t_command_offset \"$start\"\n"
+	"\t\telif ((start == COMP_CWORD)); then\n"
+	"\t\t\tCOMPREPLY=($(compgen -c -- \"$cur\"))\n"
+	"\t\telse\n"
+	"\t\t\tcompopt -o default 2>/dev/null\n"
+	"\t\t\tCOMPREPLY=()\n"
+	"\t\tfi\n"
+	"\t\treturn\n"
+	"\tfi\n"
+	"\tif [[ $cur == = ]]; then\n"
+	"\t\tcur=\n"
+	"\telif [[ $prev == = ]]; then\n"
+	"\t\tprev=${COMP_WORDS[COMP_CWORD - 2]}\n"
+	"\tfi\n"
+	"\tcase $prev in\n";
+
+static const char bash_tail[] = "\tesac\n"
+				"\tif [[ $cur == -* ]]; then\n"
+				"\t\t_heaptap_words \"$options\"\n"
+				"\telse\n"
+				"\t\tCOMPREPLY=($(compgen -c -- \"$cur\"))\n"
+				"\tfi\n"
+				"}\n"
+				"\n"
+				"complete -F _heaptap heaptap\n";
+
+static void bash(FILE *f)
+{
+	fputs(bash_head, f);
+	bash_options(f);
+	fputs(bash_command, f);
+	bash_name_arms(f);
+	bash_arm(f, VALUE_PID, "_heaptap_list \"$(cd /proc && printf '%s ' [0-9]*)\"");
+	/* Process names may hold spaces: one a line. */
+	bash_arm(f, VALUE_COMM,
+		 "local IFS=$'\\n'\n\t\tCOMPREPLY=($(compgen -W \"$(cat /proc/[0-9]*/comm "
+		 "2>/dev/null)\" -- \"$cur\"))");
+	bash_arm(f, VALUE_FILE,
+		 "compopt -o filenames 2>/dev/null\n\t\tCOMPREPLY=($(compgen -f -- \"$cur\"))");
+	bash_arm(f, VALUE_TEXT, ": a value to type");
+	fputs(bash_tail, f);
+}
+
+/* _arguments' action for o's value, after "--name=" or "-x+". */
+static void zsh_action(FILE *f, const struct cmdline_option *o)
+{
+	switch (o->value) {
+	case VALUE_NONE: return;
+	case VALUE_TEXT: fprintf(f, ":%s: ", o->name); return;
+	case VALUE_FILE: fprintf(f, ":%s:_files", o->name); return;
+	case VALUE_PID: fprintf(f, ":%s:_pids", o->name); return;
+	case VALUE_COMM: fprintf(f, ":%s:_process_names", o->name); return;
+	case VALUE_NAMES: fprintf(f, ":%s:(", o->name); break;
+	case VALUE_LIST: fprintf(f, ":%s:_values -s , %s ", o->name, o->name); break;
+	}
+	put_names(f, o);
+	if (o->value == VALUE_NAMES)
+		fputc(')', f);
+}
+
+static void zsh(FILE *f)
+{
+	struct cmdline_option o;
+	size_t i;
+
+	fputs("#compdef heaptap\n"
+	      "# zsh completion for heaptap: made by `heaptap --completion zsh` from its options'\n"
+	      "# table, which make install runs.\n"
+	      "\n"
+	      "_arguments -s -S \\\n",
+	      f);
+	/* Each option may be given again (-p, --alloc...; a flag twice does no harm). */
+	for (i = 0; cmdline__get(i, &o); i++) {
+		if (o.hidden || !plain(o.name))
+			continue;
+		if (o.letter) {
+			fprintf(f, "\t'*-%c%s", o.letter, o.value == VALUE_NONE ? "" : "+");
+			zsh_action(f, &o);
+			fputs("' \\\n", f);
+		}
+		fprintf(f, "\t'*--%s%s", o.name, o.value == VALUE_NONE ? "" : "=");
+		zsh_action(f, &o);
+		fputs("' \\\n", f);
+	}
+	fputs("\t'(-)1:command:_command_names -e' \\\n"
+	      "\t'*::arguments:_normal'\n",
+	      f);
+}
+
+int completion__print(FILE *f, const char *shell)
+{
+	switch (cmdline__pick(cmdline__shell_name, shell)) {
+	case SHELL_BASH: bash(f); return 0;
+	case SHELL_ZSH: zsh(f); return 0;
+	}
+	elog("invalid --completion '%s': expected bash or zsh", log__value(shell));
+	return -EINVAL;
+}

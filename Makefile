@@ -349,7 +349,9 @@ install: programs
 	$(Q)install -m 0644 $(OUTPUT)/heaptap.8.gz $(DESTDIR)$(MAN8DIR)/heaptap.8.gz
 	$(Q)install -m 0644 $(OUTPUT)/completion/heaptap.bash $(DESTDIR)$(BASHCOMPDIR)/heaptap
 	$(Q)install -m 0644 $(OUTPUT)/completion/_heaptap $(DESTDIR)$(ZSHCOMPDIR)/_heaptap
-	$(Q)$(if $(UNIT),install -m 0644 $(UNIT) $(DESTDIR)$(UNITDIR)/heaptap.service)
+	$(Q)$(if $(UNIT),sed 's|^ExecStart=/usr/bin/heaptap |ExecStart=$(BINDIR)/heaptap |' $(UNIT) \
+		>$(OUTPUT)/heaptap.service && \
+		install -m 0644 $(OUTPUT)/heaptap.service $(DESTDIR)$(UNITDIR)/heaptap.service)
 	$(Q)for f in $(DOCS); do install -m 0644 $$f $(DESTDIR)$(DOCDIR)/$$f || exit 1; done
 
 uninstall:

@@ -7,6 +7,7 @@ static const char *const names[ENV_VARS] = {
 	[ENV_PATH] = "PATH",
 	[ENV_LD_PRELOAD] = "LD_PRELOAD",
 	[ENV_DEBUGINFOD_URLS] = "DEBUGINFOD_URLS",
+	[ENV_RUNTIME_DIRECTORY] = "RUNTIME_DIRECTORY",
 };
 
 const char *env__name(enum env_var var)

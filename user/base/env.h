@@ -11,6 +11,7 @@ enum env_var {
 	ENV_PATH,	     /* where a COMMAND without a slash is looked for */
 	ENV_LD_PRELOAD,	     /* a launched COMMAND's preloaded allocator */
 	ENV_DEBUGINFOD_URLS, /* read by libdw, not by heaptap's code: debug files from servers */
+	ENV_RUNTIME_DIRECTORY, /* systemd's for its unit: where --all keeps its profiles */
 	ENV_VARS,
 };
 

@@ -17,6 +17,7 @@
 
 #include "base/array.h"
 #include "base/clock.h"
+#include "base/env.h"
 #include "base/log.h"
 #include "base/output.h"
 #include "host/agent.h"
@@ -68,7 +69,7 @@ static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list 
  * one, else under /tmp; made 0700. */
 static int make_dir(struct agent *a)
 {
-	const char *base = getenv("RUNTIME_DIRECTORY");
+	const char *base = env__get(ENV_RUNTIME_DIRECTORY);
 
 	/* RUNTIME_DIRECTORY may list several, separated by colons: the first. */
 	snprintf(a->dir, sizeof(a->dir), "%.*s/heaptap-host.XXXXXX",

@@ -179,6 +179,12 @@ static void budgets(void)
 								 (i > 70 ? SECOND : 0),
 							 i * SECOND / 2, 0 });
 	CHECK_NEAR(budget__spent(&b), 1.0 / 60, 1e-9, "the window: heaptap's 1 s in its 60 s");
+	/* Younger than the window: 10 s on 2 CPUs, the work busy, heaptap 1 s (two escalations
+	 * started): its second over the window's 60 s, 1 / 120, not 1 / 20. */
+	b = (struct budget){ .limit = 0.05, .ncpus = 2, .window_ns = 60 * SECOND };
+	budget__add(&b, &(struct budget_sample){ 0, 0, 0, 0 });
+	budget__add(&b, &(struct budget_sample){ 10 * SECOND, SECOND, 20 * SECOND, 0 });
+	CHECK_NEAR(budget__spent(&b), 1.0 / 120, 1e-9, "a young agent: its start over the window");
 
 	CHECK_I64(budget__parse_stat("cpu  100 5 50 1000 20 3 2 0 0 0\ncpu0 ...", 100, &busy, &total),
 		  0, "/proc/stat's cpu line");

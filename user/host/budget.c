@@ -23,6 +23,7 @@ double budget__spent(const struct budget *b)
 {
 	const struct budget_sample *first, *last;
 	double wall, own, work, traced;
+	uint64_t span;
 	unsigned int i;
 
 	if (b->n < 2 || !b->ncpus)
@@ -37,7 +38,14 @@ double budget__spent(const struct budget *b)
 	if (last->wall_ns <= first->wall_ns || last->own_ns < first->own_ns ||
 	    last->work_ns < first->work_ns || last->traced_ns < first->traced_ns)
 		return 0;
-	wall = (double)(last->wall_ns - first->wall_ns) * b->ncpus;
+	/* Younger than the window, every sample since the start kept: the time before it counts
+	 * as time heaptap spent nothing in, so that its start (the agent's, and each escalation's
+	 * object loaded and probes measured at once) is judged over a window as later costs are,
+	 * not over the first seconds alone. */
+	span = last->wall_ns - first->wall_ns;
+	if (b->n < BUDGET_SAMPLES && span < b->window_ns)
+		span = b->window_ns;
+	wall = (double)span * b->ncpus;
 	own = last->own_ns - first->own_ns;
 	work = last->work_ns - first->work_ns;
 	traced = last->traced_ns - first->traced_ns;

@@ -149,11 +149,14 @@ static struct hproc *live(struct census *c, int pid, uint64_t start_ticks)
 	return p && !p->gone && p->start_ticks == start_ticks ? p : NULL;
 }
 
-/* A notice's name, which the kernel keeps in 16 bytes with a NUL, made a string. */
+/* A notice's name, which the kernel keeps in 16 bytes, NUL-terminated unless a name of 16
+ * bytes was written over it while it was copied: read up to its NUL, 15 bytes at most. */
 static void notice_comm(char out[16], const char *comm)
 {
-	memcpy(out, comm, 15);
-	out[15] = '\0';
+	size_t n = strnlen(comm, 15);
+
+	memcpy(out, comm, n);
+	out[n] = '\0';
 }
 
 void census__fork(struct census *c, int pid, int ppid, uint64_t start_ns, const char *comm,

@@ -515,8 +515,8 @@ def test_growth_not_the_allocators_given_up_with_the_reason():
 @test
 def test_processes_that_exec_stop_wait_and_lose_their_files():
     """A leaking process whose program file was deleted, one stopped, one waiting in the
-    kernel (state D, a vfork's parent), one that execs another program while watched: each
-    listed as it is; the leak in the deleted program named."""
+    kernel (state D, a vfork's parent), one that execs another program while watched, a
+    leaking one in a PID namespace of its own: each listed as it is; both leaks named."""
     import shutil
     from lib import stop_and_wait
 
@@ -534,13 +534,21 @@ def test_processes_that_exec_stop_wait_and_lose_their_files():
         waiting.send("vfork 90000")
         execer = Proc(["sh", "-c", f"read line; exec {os.path.join(TARGETS, 'hostproc')} 0"],
                       preexec_fn=cg.join)
+        # PID 1 of a namespace of its own: the host's PID is unshare's child's.
+        unshared = Proc(["unshare", "--pid", "--fork", os.path.join(TARGETS, "hostproc"), "50",
+                         "4000"], preexec_fn=cg.join)
+        unshared.read_line()
+        with open(f"/proc/{unshared.pid}/task/{unshared.pid}/children") as f:
+            inner = int(f.read().split()[0])
         ht = Heaptap(["--cgroup", cg.path, "-i", "1s", "--escalation-time", "2m"])
         host_record(ht, what="the first report")
         execer.send("go")
-        host_record(ht, lambda r: tiers(ht, deleted.target_pid, "proc"), "the leak named",
-                    timeout=150)
+        host_record(ht, lambda r: tiers(ht, deleted.target_pid, "proc") and
+                    tiers(ht, inner, "proc"), "both leaks named", timeout=150)
         named = tiers(ht, deleted.target_pid, "proc")[0]
         no_probe_left(deleted.target_pid, named)
+        named_inner = tiers(ht, inner, "proc")[0]
+        no_probe_left(inner, named_inner)
         last = host_record(ht, what="a report after")
     finally:
         if stopped:
@@ -552,6 +560,9 @@ def test_processes_that_exec_stop_wait_and_lose_their_files():
     check("the deleted program's leak named",
           named["finding"] and named["finding"]["function"], "remember_entry")
     check("its name", row(last, deleted.target_pid)["comm"], "leaky")
+    check("the leak in a PID namespace named",
+          named_inner["finding"] and named_inner["finding"]["function"], "remember_entry")
+    check("its PID in its namespace", row(last, inner)["nspid"], 1)
     check("the stopped process's state", row(last, stopped.target_pid)["state"], "T")
     check("the vfork's parent's state", row(last, waiting.target_pid)["state"], "D")
     check("the process that exec'd: its new name", row(last, execer.pid)["comm"], "hostproc")

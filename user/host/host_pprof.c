@@ -62,35 +62,6 @@ static int gunzip(const uint8_t *data, size_t n, uint8_t **out, size_t *size)
 	return 0;
 }
 
-int host_pprof__gzip(const uint8_t *data, size_t n, uint8_t **out, size_t *size)
-{
-	z_stream z = { 0 };
-	uLong bound;
-	uint8_t *buf;
-
-	if (deflateInit2(&z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY))
-		return -ENOMEM;
-	bound = deflateBound(&z, n) + 32;
-	buf = malloc(bound);
-	if (!buf) {
-		deflateEnd(&z);
-		return -ENOMEM;
-	}
-	z.next_in = (uint8_t *)data;
-	z.avail_in = n;
-	z.next_out = buf;
-	z.avail_out = bound;
-	if (deflate(&z, Z_FINISH) != Z_STREAM_END) {
-		deflateEnd(&z);
-		free(buf);
-		return -EIO;
-	}
-	*size = bound - z.avail_out;
-	*out = buf;
-	deflateEnd(&z);
-	return 0;
-}
-
 /* The merged profile being made: its strings (pointing into the decoded profiles, or
  * strings of its own), and its arrays. */
 struct merge {

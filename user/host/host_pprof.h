@@ -16,7 +16,4 @@
  * default sample type; malloc'd into *out. Negative errno. */
 int host_pprof__merge(struct hproc *const *procs, size_t n, uint8_t **out, size_t *size);
 
-/* One gzip member of bytes (a profile, or the field that follows it). */
-int host_pprof__gzip(const uint8_t *data, size_t n, uint8_t **out, size_t *size);
-
 #endif

@@ -41,7 +41,6 @@ int host_report__rank(struct host_report *r, struct hproc *const *procs, size_t 
 		if (i < top || all[i]->tier == TIER_LIVE)
 			r->rows[n++] = (struct host_row){ all[i], i + 1 };
 	r->nrows = n;
-	r->order = all;
 	return 0;
 }
 

@@ -34,27 +34,33 @@ struct host_serve {
 	size_t npids, cap_pids;
 };
 
-static struct http_buffer *fixed(const char *text)
+static int write_default(FILE *f, const void *type)
 {
-	return http__buffer((void *)text, strlen(text), NULL);
+	return report__pprof_default(f, *(const enum pprof_type *)type);
 }
 
-/* A gzip member of the field that sets the default sample type. */
-static struct http_buffer *default_type(enum pprof_type type)
+static int write_metrics(FILE *f, const void *r)
 {
-	char *data = NULL;
-	size_t size = 0;
-	FILE *f = open_memstream(&data, &size);
-	int err;
+	return host_report__prometheus(f, r);
+}
 
-	if (!f)
-		return NULL;
-	err = report__pprof_default(f, type);
-	if (fclose(f) || err) {
-		free(data);
-		return NULL;
-	}
-	return http__buffer(data, size, free);
+/* The profiles of the processes traced, merged and gzip'd. */
+struct merging {
+	struct hproc *const *procs;
+	size_t n;
+};
+
+static int write_merged(FILE *f, const void *ctx)
+{
+	const struct merging *m = ctx;
+	uint8_t *raw = NULL;
+	size_t size = 0;
+	int err = host_pprof__merge(m->procs, m->n, &raw, &size);
+
+	if (!err)
+		err = report__gzip(f, raw, size);
+	free(raw);
+	return err;
 }
 
 static int publish(struct host_serve *s, const char *path, unsigned int status, const char *type,
@@ -68,10 +74,11 @@ static int publish(struct host_serve *s, const char *path, unsigned int status, 
 int host_serve__start(const char *where, struct host_serve **out)
 {
 	static const char *const paths[] = { "/metrics", "/debug/pprof/heap", "/debug/pprof/allocs" };
+	static const enum pprof_type inuse = PPROF_INUSE_SPACE, alloc = PPROF_ALLOC_SPACE;
 	struct host_serve *s = calloc(1, sizeof(*s));
 	struct http_buffer *index, *pending, *none;
 	size_t i;
-	int err;
+	int err = 0;
 
 	*out = NULL;
 	if (!s)
@@ -81,12 +88,13 @@ int host_serve__start(const char *where, struct host_serve **out)
 		free(s);
 		return err;
 	}
-	s->inuse = default_type(PPROF_INUSE_SPACE);
-	s->alloc = default_type(PPROF_ALLOC_SPACE);
-	index = fixed(index_text);
-	pending = fixed(pending_text);
-	none = fixed(no_profile_text);
-	err = s->inuse && s->alloc && index && pending && none ? 0 : -ENOMEM;
+	s->inuse = http__render(write_default, &inuse, &err);
+	s->alloc = http__render(write_default, &alloc, &err);
+	index = http__text(index_text);
+	pending = http__text(pending_text);
+	none = http__text(no_profile_text);
+	if (!err && (!index || !pending || !none))
+		err = -ENOMEM;
 	if (!err)
 		err = publish(s, "/", 200, TEXT_TYPE, &index, 1) ?:
 		      publish(s, "/debug/pprof/", 200, TEXT_TYPE, &index, 1) ?:
@@ -108,24 +116,11 @@ int host_serve__start(const char *where, struct host_serve **out)
 
 static int metrics(struct host_serve *s, const struct host_report *r)
 {
-	char *data = NULL;
-	size_t size = 0;
-	FILE *f = open_memstream(&data, &size);
-	struct http_buffer *b;
-	int err;
+	int err = 0;
+	struct http_buffer *b = http__render(write_metrics, r, &err);
 
-	if (!f)
-		return -errno;
-	err = host_report__prometheus(f, r);
-	if (fclose(f) && !err)
-		err = -errno;
-	if (err) {
-		free(data);
-		return err;
-	}
-	b = http__buffer(data, size, free);
 	if (!b)
-		return -ENOMEM;
+		return err;
 	err = publish(s, "/metrics", 200, METRICS_TYPE, &b, 1);
 	http__buffer_put(b);
 	return err;
@@ -146,19 +141,11 @@ static int profile(struct host_serve *s, const char *suffix, struct http_buffer 
 
 static int merged(struct host_serve *s, struct hproc *const *procs, size_t n)
 {
-	uint8_t *raw = NULL, *gz = NULL;
-	size_t size = 0, gz_size = 0;
-	struct http_buffer *b;
-	int err = host_pprof__merge(procs, n, &raw, &size);
+	int err = 0;
+	struct http_buffer *b = http__render(write_merged, &(struct merging){ procs, n }, &err);
 
-	if (!err)
-		err = host_pprof__gzip(raw, size, &gz, &gz_size);
-	free(raw);
-	if (err)
-		return err;
-	b = http__buffer(gz, gz_size, free);
 	if (!b)
-		return -ENOMEM;
+		return err;
 	err = profile(s, "", b);
 	http__buffer_put(b);
 	return err;
@@ -167,6 +154,7 @@ static int merged(struct host_serve *s, struct hproc *const *procs, size_t n)
 /* Each process's own profile, as its heaptap wrote it; those of processes gone withdrawn. */
 static int each(struct host_serve *s, struct hproc *const *procs, size_t n)
 {
+	static const char *const bases[] = { "/debug/pprof/heap", "/debug/pprof/allocs" };
 	char suffix[32];
 	size_t i, k, kept = 0;
 	int err = 0;
@@ -179,12 +167,10 @@ static int each(struct host_serve *s, struct hproc *const *procs, size_t n)
 			s->pids[kept++] = s->pids[k];
 			continue;
 		}
-		snprintf(suffix, sizeof(suffix), "?pid=%d", s->pids[k]);
-		for (const char *base = "/debug/pprof/heap"; base;
-		     base = strcmp(base, "/debug/pprof/heap") ? NULL : "/debug/pprof/allocs") {
+		for (size_t j = 0; j < sizeof(bases) / sizeof(bases[0]); j++) {
 			char path[64];
 
-			snprintf(path, sizeof(path), "%s%s", base, suffix);
+			snprintf(path, sizeof(path), "%s?pid=%d", bases[j], s->pids[k]);
 			http__withdraw(s->http, path);
 		}
 	}

@@ -99,6 +99,46 @@ struct http_buffer *http__buffer(void *data, size_t size, void (*release)(void *
 	return b;
 }
 
+struct http_buffer *http__text(const char *text)
+{
+	return http__buffer((void *)text, strlen(text), NULL);
+}
+
+static void note(int *err, int e)
+{
+	if (!*err)
+		*err = e;
+}
+
+struct http_buffer *http__render(int (*write)(FILE *f, const void *ctx), const void *ctx,
+				 int *err)
+{
+	struct http_buffer *b;
+	char *data = NULL, *fit;
+	size_t size = 0;
+	FILE *f = open_memstream(&data, &size);
+	int e;
+
+	if (!f) {
+		note(err, -errno);
+		return NULL;
+	}
+	e = write(f, ctx);
+	if (fclose(f) && !e)
+		e = -errno;
+	if (e) {
+		free(data);
+		note(err, e);
+		return NULL;
+	}
+	/* A stream grows by steps: what is kept until the next report is the text's size. */
+	fit = realloc(data, size + 1);
+	b = http__buffer(fit ?: data, size, free);
+	if (!b)
+		note(err, -ENOMEM);
+	return b;
+}
+
 static void buffer_get(struct http_buffer *b)
 {
 	__atomic_add_fetch(&b->refs, 1, __ATOMIC_RELAXED);

@@ -10,6 +10,7 @@
 #define HEAPTAP_HTTP_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 struct http_server;
 
@@ -24,6 +25,14 @@ struct http_buffer;
 struct http_buffer *http__buffer(void *data, size_t size, void (*release)(void *data));
 /* Drops the caller's reference; NULL is fine. */
 void http__buffer_put(struct http_buffer *b);
+
+/* text, which lives as long as the program, as a buffer; NULL when out of memory. */
+struct http_buffer *http__text(const char *text);
+
+/* What write(f, ctx) wrote, in a buffer of its own; NULL on failure, with *err set to its
+ * negative errno unless *err was already set (the first failure is the one said). */
+struct http_buffer *http__render(int (*write)(FILE *f, const void *ctx), const void *ctx,
+				 int *err);
 
 /*
  * Listens on "[ADDR:]PORT" (127.0.0.1 when ADDR is missing, an IPv6 address in brackets)

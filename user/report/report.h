@@ -249,5 +249,7 @@ enum pprof_type { PPROF_INUSE_OBJECTS, PPROF_INUSE_SPACE, PPROF_ALLOC_OBJECTS, P
  */
 int report__pprof_body(FILE *f, const struct report *r);
 int report__pprof_default(FILE *f, enum pprof_type type);
+/* One gzip member of n bytes (a profile encoded elsewhere, the host's merged one). */
+int report__gzip(FILE *f, const uint8_t *data, size_t n);
 
 #endif

@@ -655,3 +655,8 @@ int report__pprof_default(FILE *f, enum pprof_type type)
 
 	return write_gzip(f, tail, n, NULL, 0);
 }
+
+int report__gzip(FILE *f, const uint8_t *data, size_t n)
+{
+	return write_gzip(f, data, n, NULL, 0);
+}

@@ -35,35 +35,6 @@ static void note(int *err, int e)
 		*err = e;
 }
 
-/* What write() wrote, in a buffer of its own; NULL on failure, with *err set if unset. */
-static struct http_buffer *render(int (*write)(FILE *f, const void *ctx), const void *ctx, int *err)
-{
-	struct http_buffer *b;
-	char *data = NULL, *fit;
-	size_t size = 0;
-	FILE *f = open_memstream(&data, &size);
-	int e;
-
-	if (!f) {
-		note(err, -errno);
-		return NULL;
-	}
-	e = write(f, ctx);
-	if (fclose(f) && !e)
-		e = -errno;
-	if (e) {
-		free(data);
-		note(err, e);
-		return NULL;
-	}
-	/* A stream grows by steps: what is kept until the next report is the text's size. */
-	fit = realloc(data, size + 1);
-	b = http__buffer(fit ?: data, size, free);
-	if (!b)
-		note(err, -ENOMEM);
-	return b;
-}
-
 static int write_metrics(FILE *f, const void *r)
 {
 	return report__prometheus(f, r);
@@ -77,11 +48,6 @@ static int write_profile(FILE *f, const void *r)
 static int write_default(FILE *f, const void *type)
 {
 	return report__pprof_default(f, *(const enum pprof_type *)type);
-}
-
-static struct http_buffer *fixed(const char *text)
-{
-	return http__buffer((void *)text, strlen(text), NULL);
 }
 
 int serve__start(const char *where, struct serve **out)
@@ -102,10 +68,10 @@ int serve__start(const char *where, struct serve **out)
 		free(s);
 		return err;
 	}
-	s->inuse = render(write_default, &inuse, &err);
-	s->alloc = render(write_default, &alloc, &err);
-	index = fixed(index_text);
-	pending = fixed(pending_text);
+	s->inuse = http__render(write_default, &inuse, &err);
+	s->alloc = http__render(write_default, &alloc, &err);
+	index = http__text(index_text);
+	pending = http__text(pending_text);
 	if (!index || !pending)
 		note(&err, -ENOMEM);
 	home = (struct http_reply){ .status = 200, .type = TEXT_TYPE, .bufs = &index, .n = 1 };
@@ -132,7 +98,7 @@ int serve__report(struct serve *s, const struct report *r)
 	struct http_buffer *metrics, *profile;
 	int err = 0;
 
-	metrics = render(write_metrics, r, &err);
+	metrics = http__render(write_metrics, r, &err);
 	if (metrics) {
 		const struct http_reply reply = {
 			.status = 200, .type = METRICS_TYPE, .bufs = &metrics, .n = 1
@@ -142,7 +108,7 @@ int serve__report(struct serve *s, const struct report *r)
 	}
 	http__buffer_put(metrics);
 	/* One copy of the profile, behind either default sample type. */
-	profile = render(write_profile, r, &err);
+	profile = http__render(write_profile, r, &err);
 	if (profile) {
 		struct http_buffer *heap[] = { profile, s->inuse }, *allocs[] = { profile, s->alloc };
 		struct http_reply reply = { .status = 200, .type = PROFILE_TYPE, .n = 2 };

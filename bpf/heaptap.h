@@ -406,6 +406,7 @@ struct heaptap_bucket {
 	__u64 owner[HEAPTAP_BUCKET_SLOTS]; /* heaptap_owner(); 0 while taken or given up */
 	struct heaptap_alloc rec[HEAPTAP_BUCKET_SLOTS];
 	__u64 spilled; /* blocks of this bucket's second choice kept in the buckets after it */
+	__u64 pad[7];
 };
 
 /* Slots per block of --max-allocs, in fifths (1.2: a table full to --max-allocs is 5/6
@@ -573,6 +574,7 @@ struct heaptap_counters {
 	__u64 chain_cut;	/* chains freed (--free-chain) whose rest was not followed: a
 				 * next word unreadable, or HEAPTAP_CHAIN_MAX blocks after the
 				 * first reached */
+	__u64 remembered_walks;	/* stacks taken from a thread's memo of the same walk */
 };
 
 /*

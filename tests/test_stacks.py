@@ -421,3 +421,49 @@ def test_copy_shorter_than_the_stack_gives_one_site():
            "__libc_start_call_main"])
     check_true("copies only until the rules are known", final["stacks"]["samples"] < 8,
                final["stacks"])
+
+
+@test
+def test_pages_never_written_between_frames_cut_no_stack():
+    """A thread's stack with 16 KiB never written between its frames: a copy of the stack
+    across them fails whole, so the walk copies up to the missing page and goes on above it.
+    Every block has the whole stack, none is cut short, and the walks after the first are
+    the thread's remembered one."""
+    target = Target("holes")
+    ht = Heaptap(["-p", str(target.target_pid), "-i", "1h"])
+    ht.attached()
+    target.do("leak 1000")
+    final, status = ht.finish()
+    check("heaptap exit status", status, 0)
+    sites = [s for s in final["sites"] if s["sizes"] == [48]]
+    check("one site for the thread's blocks", [s["live"] for s in sites], [1000])
+    check("its frames, to the thread's start", functions(sites[0])[:5],
+          ["malloc", "leaf", "under", "leaker", "start_thread"])
+    check("stacks cut short", final["stacks"]["truncated"], 0)
+    check_true("walks remembered: all but those before the rules were known",
+               final["stacks"]["remembered"] >= 1000 - final["stacks"]["samples"] - 1,
+               final["stacks"])
+
+
+@test
+def test_remembered_walks_tell_apart_paths_from_the_same_caller_and_depth():
+    """64 paths to one malloc, each from the same return address at the same stack pointer,
+    told apart only by the frames above: a walk remembered for one path is never taken for
+    another's. Each path's stack gets its own blocks, exactly."""
+    target = Target("holes")
+    ht = Heaptap(["-p", str(target.target_pid), "-i", "1h", "--top", "100"])
+    ht.attached()
+    target.do("paths 64 1")
+    target.do("paths 64 30")
+    target.do("paths 1 200")
+    final, status = ht.finish()
+    check("heaptap exit status", status, 0)
+    sites = [s for s in final["sites"] if s["sizes"] == [48]]
+    levels = {tuple(f["address"] for f in s["stack"][3:9]): s["live"] for s in sites}
+    check("sites, one a path", len(sites), 64)
+    check("distinct stacks", len(levels), 64)
+    check("blocks a path (path 0 has 200 more)", sorted(levels.values()),
+          [31] * 63 + [231])
+    check("stacks cut short", final["stacks"]["truncated"], 0)
+    check_true("path 0 alone: its walk remembered", final["stacks"]["remembered"] >= 199,
+               final["stacks"])

@@ -43,10 +43,9 @@ static __always_inline struct heaptap_size_class *size_class(__u64 size)
 	return bpf_map_lookup_elem(&size_classes, &key);
 }
 
-static __always_inline bool account_alloc(struct call *c, __u64 size)
+static __always_inline bool account_alloc(struct heaptap_proc *p, __u64 size)
 {
 	struct heaptap_size_class *sc = size_class(size);
-	struct heaptap_proc *p = proc_of(c->tgid);
 	__u64 live, peak;
 	int i;
 
@@ -109,9 +108,9 @@ static __always_inline void account_block_freed(const struct heaptap_alloc *rec)
 	}
 }
 
-static __always_inline void account_free(struct call *c, const struct heaptap_alloc *rec)
+/* p: the freeing process's counters (proc_of). */
+static __always_inline void account_free(struct heaptap_proc *p, const struct heaptap_alloc *rec)
 {
-	struct heaptap_proc *p = proc_of(c->tgid);
 	__u64 size = heaptap_alloc_size(rec);
 
 	account_block_freed(rec);

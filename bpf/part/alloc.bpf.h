@@ -30,9 +30,11 @@ static __always_inline struct call *begin(void *ctx, __u64 kind, __u64 ptr, __u6
 		c->under_sp = 0;
 	/* The caller's return address: what an exception's fixup puts back over the return
 	 * probe's trampoline, and what trampoline_at() tells a returned call by. Read through
-	 * the walk's copy of the stack, whose first window the DWARF walk goes on with. */
+	 * the walk's copy of the stack, whose first window the DWARF walk goes on with; alone
+	 * where most calls are not sampled, and walk nothing. */
 	c->win_n = 0;
-	if (stack_word(c, sp, &c->stack.ips[0]))
+	if (sample_interval ? bpf_probe_read_user(&c->stack.ips[0], sizeof(__u64), (void *)sp)
+			    : stack_word(c, sp, &c->stack.ips[0]))
 		c->stack.ips[0] = 0;
 	c->attach = tracing;
 	c->fixup_only = !c->attach;
@@ -244,16 +246,17 @@ static __always_inline struct call *returning_call(void *ctx)
 	return c;
 }
 
-/* A call ended: counted, with what it did. */
-static __always_inline void count_end(struct call *c, bool failed, bool returned, bool freed)
+/* A call ended: counted, with what it did (p: its process's counters, proc_of). */
+static __always_inline void count_end(struct call *c, struct heaptap_proc *p, bool failed,
+				      bool returned, bool freed)
 {
 	struct heaptap_fn_stats *st = fn_of(c->fn);
 
 	__sync_fetch_and_add(&counters.alloc_calls, 1);
-	PROC_ADD(c, alloc_calls, 1);
+	PROC_ADD_TO(p, alloc_calls, 1);
 	if (failed) {
 		__sync_fetch_and_add(&counters.failed, 1);
-		PROC_ADD(c, failed, 1);
+		PROC_ADD_TO(p, failed, 1);
 	}
 	if (!st)
 		return;
@@ -272,6 +275,7 @@ static __always_inline void finish(struct call *c, __u64 ptr)
 	/* A pool's block, or a block of a pool moved by realloc: the new one is the pool's. */
 	__u64 pool = c->kind == HEAPTAP_KIND_POOL_ALLOC ? c->pool : resize ? c->old_pool : 0;
 
+	struct heaptap_proc *p = proc_of(c->tgid);
 	__u64 made, at;
 
 	/* The pool written before the block, a pool's or a realloc's (a NULL or unreadable
@@ -284,9 +288,9 @@ static __always_inline void finish(struct call *c, __u64 ptr)
 	}
 	c->sp = 0;
 	if (!resize || !c->ptr) {
-		count_end(c, !ptr, ptr, false);
+		count_end(c, p, !ptr, ptr, false);
 		if (ptr && c->sampled) {
-			made = record_block(c, ptr, c->size);
+			made = record_block(c, p, ptr, c->size);
 			if (made && pool)
 				join_pool(c, ptr, pool, c->size, made);
 		} else if (ptr) {
@@ -302,26 +306,26 @@ static __always_inline void finish(struct call *c, __u64 ptr)
 	if (!ptr && c->size != 0) {
 		struct heaptap_block old = block_key(c, c->ptr);
 
-		count_end(c, true, false, false);
+		count_end(c, p, true, false, false);
 		if (c->has_old && table_put(&old, &c->old)) {
 			/* Untracked from now on, as when record_block finds the map full. */
 			__sync_fetch_and_add(&counters.dropped_allocs, 1);
-			account_free(c, &c->old);
+			account_free(p, &c->old);
 		} else if (c->has_old && pool) {
 			join_pool(c, c->ptr, pool, heaptap_alloc_size(&c->old),
 				  heaptap_alloc_time(&c->old));
 		}
 		return;
 	}
-	count_end(c, false, ptr, true);
+	count_end(c, p, false, ptr, true);
 	/* A block the pools took from malloc, moved or freed by the program's realloc. */
 	pool_malloc_freed(c, c->ptr);
 	if (c->has_old)
-		account_free(c, &c->old);
+		account_free(p, &c->old);
 	else
 		untracked_free(c, c->ptr, false);
 	if (ptr && c->sampled) {
-		made = record_block(c, ptr, c->size);
+		made = record_block(c, p, ptr, c->size);
 		if (made && pool)
 			join_pool(c, ptr, pool, c->size, made);
 	} else if (ptr) {

@@ -28,6 +28,14 @@ static __always_inline struct heaptap_proc *proc_of(__u32 tgid)
 	return bpf_map_lookup_elem(&proc_counters, &tgid);
 }
 
+/* Adds to a traced process's counter, through p, its entry (proc_of) when the caller holds
+ * it: a program looks it up once. */
+#define PROC_ADD_TO(p, field, v)                                       \
+	do {                                                           \
+		if (p)                                                 \
+			__sync_fetch_and_add(&(p)->field, (v));        \
+	} while (0)
+
 #define PROC_ADD(c, field, v)                                          \
 	do {                                                           \
 		struct heaptap_proc *__p = proc_of((c)->tgid);         \

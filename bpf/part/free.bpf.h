@@ -20,14 +20,14 @@ struct {
 	__type(value, struct code_range);
 } alloc_ranges SEC(".maps");
 
-/* The block at ptr freed: its record taken out and accounted. False when heaptap holds no
- * record of it. */
-static __always_inline bool free_recorded(struct call *c, __u64 ptr)
+/* The block at ptr freed: its record taken out and accounted (p: the process's counters,
+ * proc_of). False when heaptap holds no record of it. */
+static __always_inline bool free_recorded(struct call *c, struct heaptap_proc *p, __u64 ptr)
 {
 	struct heaptap_alloc rec;
 
 	switch (take_record(c, ptr, &rec, NULL)) {
-	case TAKEN: account_free(c, &rec); return true;
+	case TAKEN: account_free(p, &rec); return true;
 	case TAKEN_DEAD: return true;
 	default: return false;
 	}
@@ -62,6 +62,7 @@ static __always_inline struct call *do_free(struct pt_regs *ctx)
 	struct heaptap_block key;
 	__u64 cookie = bpf_get_attach_cookie(ctx);
 	struct heaptap_fn_stats *st = fn_of(heaptap_cookie_fn(cookie));
+	struct heaptap_proc *p;
 	struct call *c;
 	struct args a;
 
@@ -97,13 +98,14 @@ static __always_inline struct call *do_free(struct pt_regs *ctx)
 	c->free_sp = sp;
 	c->free_ptr = ptr;
 	__sync_fetch_and_add(&counters.free_calls, 1);
-	PROC_ADD(c, free_calls, 1);
+	p = proc_of(c->tgid);
+	PROC_ADD_TO(p, free_calls, 1);
 	count_fn(ctx);
 	if (st) {
 		__sync_fetch_and_add(&st->calls, 1);
 		__sync_fetch_and_add(&st->freed, 1);
 	}
-	if (free_recorded(c, ptr))
+	if (free_recorded(c, p, ptr))
 		return c;
 	if (frees_own_memory(c, sp))
 		__sync_fetch_and_add(&counters.own_frees, 1);
@@ -179,7 +181,7 @@ static long free_link(__u64 i, void *ctx)
 	if (w->st)
 		__sync_fetch_and_add(&w->st->freed, 1);
 	pool_malloc_freed(w->c, ptr);
-	if (!free_recorded(w->c, ptr)) {
+	if (!free_recorded(w->c, proc_of(w->c->tgid), ptr)) {
 		if (w->own)
 			__sync_fetch_and_add(&counters.own_frees, 1);
 		else

@@ -103,28 +103,124 @@ struct walk {
 	__u64 bp;
 	__u32 words; /* of c->stack filled */
 	__u32 status;
+	/* The memo the walk fills as it reads (memo_of), from entry_sp; where it cannot be
+	 * remembered, forget is set. */
+	__u64 entry_sp;
+	__u64 bp_at; /* where bp was read from the stack, while no rule has used it yet (0: none) */
+	__u32 memo;
+	__u8 forget;
+	__u8 bp_read; /* bp holds a word of the stack, no longer the entry's register */
+	__u8 read_failed;
 };
+
+struct bounds {
+	__u64 lo;
+	__u64 hi;
+};
+
+/* bpf_find_vma's callback: the bounds of the mapping found. */
+static long mapping_bounds(struct task_struct *task, struct vm_area_struct *vma, void *ctx)
+{
+	struct bounds *b = ctx;
+
+	b->lo = vma->vm_start;
+	b->hi = vma->vm_end;
+	return 0;
+}
+
+/* The bounds of the mapping that holds addr kept in c; false if none does. */
+static __always_inline bool find_stack(struct call *c, __u64 addr)
+{
+	struct bounds b = {};
+
+	if (bpf_find_vma(bpf_get_current_task_btf(), addr, mapping_bounds, &b, 0))
+		return false;
+	c->stack_lo = b.lo;
+	c->stack_hi = b.hi;
+	return true;
+}
+
+#define STACK_PAGE 4096
+
+/* Copies the stack from addr into c's window: WINDOW_WORDS words, or fewer, up to end. */
+static __always_inline int copy_window(struct call *c, __u64 addr, __u64 end)
+{
+	__u64 size = sizeof(c->win);
+
+	if (end > addr && end - addr < size)
+		size = end - addr;
+	/* Restated for the verifier: a size it can bound. */
+	size &= sizeof(c->win) * 2 - 1;
+	if (size > sizeof(c->win) || size < sizeof(__u64) ||
+	    bpf_probe_read_user(c->win, size, (void *)addr))
+		return -1;
+	c->win_lo = addr;
+	c->win_n = size / sizeof(__u64);
+	/* The page a copy found missing is there now. */
+	if (addr == c->hole)
+		c->hole = 0;
+	return 0;
+}
+
+/* Where a copy from addr stops: at the end of the stack's mapping, or at the page a copy
+ * found missing, whichever comes first above addr. */
+static __always_inline __u64 window_end(struct call *c, __u64 addr)
+{
+	__u64 end = ~0ULL;
+
+	if (addr >= c->stack_lo && addr < c->stack_hi)
+		end = c->stack_hi;
+	if (addr < c->hole && c->hole < end)
+		end = c->hole;
+	return end;
+}
+
+/*
+ * Copies the stack from addr. A read across a page that is not there fails whole: the end of
+ * the stack's mapping (a main thread's stack ends a few pages above main), whose bounds are
+ * then looked up once and kept; or, inside it, a page never written (an array on the stack
+ * that was not filled). Then the copy goes to the end of addr's page, and the next page is
+ * taken for the missing one until a copy from it succeeds.
+ */
+static __always_inline int read_window(struct call *c, __u64 addr)
+{
+	__u64 page_end = (addr | (STACK_PAGE - 1)) + 1;
+
+	if (!copy_window(c, addr, window_end(c, addr)))
+		return 0;
+	if ((addr < c->stack_lo || addr >= c->stack_hi) && find_stack(c, addr) &&
+	    !copy_window(c, addr, window_end(c, addr)))
+		return 0;
+	if (copy_window(c, addr, page_end))
+		return -1;
+	c->hole = page_end;
+	return 0;
+}
 
 /*
  * The stack word at addr, from the walk's copy of the stack: a read of the user's memory
- * costs about as much for WINDOW_WORDS words as for one (hardened usercopy's checks), and
- * the frames a walk visits lie one above the other. Read again where the copy ends.
+ * costs about as much for WINDOW_WORDS words as for one (hardened usercopy's checks: 230 ns
+ * a read here, bench/progcost.py), and the frames a walk visits lie one above the other, so
+ * one copy holds most walks. Read again where the copy ends. Global, verified once apart
+ * from its callers (each allocating function's program, the walk, the memo's check).
  */
-static __always_inline int stack_word(struct call *c, __u64 addr, __u64 *out)
+__noinline int stack_word(struct call *c, __u64 addr, __u64 *out)
 {
-	__u64 off = addr - c->win_lo;
+	__u64 off;
+
+	if (!c || !out)
+		return -1;
+	off = addr - c->win_lo;
 
 	if (addr >= c->win_lo && off < c->win_n * 8 && !(off & 7)) {
 		*out = c->win[(off / 8) & (WINDOW_WORDS - 1)];
 		return 0;
 	}
-	/* The stack may end before the copy would: then the word alone. */
-	if (!bpf_probe_read_user(c->win, sizeof(c->win), (void *)addr)) {
-		c->win_lo = addr;
-		c->win_n = WINDOW_WORDS;
+	if (!(addr & 7) && !read_window(c, addr)) {
 		*out = c->win[0];
 		return 0;
 	}
+	/* Not a word of a copy: read alone (a page not there fails here too). */
 	c->win_n = 0;
 	return bpf_probe_read_user(out, sizeof(*out), (void *)addr);
 }
@@ -156,6 +252,103 @@ static __always_inline struct heaptap_unwind_rule *rule_for(struct call *c, __u6
 	return &slot->rule;
 }
 
+/* The memo of a walk from (ip, pc, sp): one of the thread's, by a hash of the three. */
+static __always_inline __u32 memo_of(__u64 ip, __u64 pc, __u64 sp)
+{
+	__u64 h = heaptap_hash_end(heaptap_hash_step(heaptap_hash_step(ip, pc), sp));
+
+	return h & (WALK_MEMOS - 1);
+}
+
+/* A word the walk read, off bytes above its entry's stack pointer, kept in memo i; false when
+ * the walk cannot be remembered (it reads more, or further, than a memo holds). Global: one
+ * verification for every program's walk. */
+__noinline bool memo_word(struct call *c, __u32 i, __u64 off, __u64 val)
+{
+	struct walk_memo *m;
+	__u32 n;
+
+	if (!c)
+		return false;
+	m = &c->memos[i & (WALK_MEMOS - 1)];
+	n = m->n;
+	if (off > 0xffff || (off & 7) || n >= MEMO_WORDS)
+		return false;
+	m->off[n & (MEMO_WORDS - 1)] = off;
+	m->val[n & (MEMO_WORDS - 1)] = val;
+	m->n = n + 1;
+	return true;
+}
+
+static __always_inline void remember_word(struct walk *w, __u64 addr, __u64 val)
+{
+	if (!w->forget && (addr < w->entry_sp || !memo_word(w->c, w->memo, addr - w->entry_sp, val)))
+		w->forget = 1;
+}
+
+struct recall {
+	struct call *c;
+	struct walk_memo *m;
+	__u64 sp;
+	bool same;
+};
+
+/* Whether the memo's i-th word is still on the stack (bpf_loop callback). */
+static long recall_word(__u64 i, void *arg)
+{
+	struct recall *r = arg;
+	__u64 word;
+
+	if (i >= r->m->n || i >= MEMO_WORDS)
+		return 1;
+	if (stack_word(r->c, r->sp + r->m->off[i & (MEMO_WORDS - 1)], &word) ||
+	    word != r->m->val[i & (MEMO_WORDS - 1)]) {
+		r->same = false;
+		return 1;
+	}
+	return 0;
+}
+
+/*
+ * The stack id of a walk from the function ip's entry at sp, its caller's return address in
+ * c->stack.ips[0], when the thread remembers one from the same entry over the same words of
+ * the stack; else 0. Most allocations come from a few paths, called at the same depth each
+ * time: then no rule is looked up and nothing hashed. The words are compared in the copy
+ * made at the entry, and read further only where a walk went past it. Global, verified once
+ * apart from its callers: inlined into each allocating function's program, its loop took
+ * the verifier seconds.
+ */
+__noinline __u64 remembered_walk(struct call *c, __u64 ip, __u64 sp, __u64 bp)
+{
+	struct walk_memo *m;
+	struct recall r = { .sp = sp, .same = true };
+	__u32 j, off;
+
+	if (!c)
+		return 0;
+	m = &c->memos[memo_of(ip, c->stack.ips[0], sp)];
+	if (!m->id || m->ip != ip || m->pc != c->stack.ips[0] || m->sp != sp ||
+	    m->image != c->image || (m->uses_bp && m->bp != bp))
+		return 0;
+	for (j = 0; j < MEMO_WORDS && j < m->n; j++) {
+		off = m->off[j] / 8;
+		if (c->win_lo != sp || off >= c->win_n) {
+			r.c = c;
+			r.m = m;
+			bpf_loop(MEMO_WORDS, recall_word, &r, 0);
+			break;
+		}
+		if (c->win[off & (WINDOW_WORDS - 1)] != m->val[j])
+			return 0;
+	}
+	if (!r.same)
+		return 0;
+	if (m->cut)
+		__sync_fetch_and_add(&counters.truncated_stacks, 1);
+	__sync_fetch_and_add(&counters.remembered_walks, 1);
+	return m->id;
+}
+
 /* One frame further with the rule for the current return address (bpf_loop callback). */
 static long walk_step(__u64 i, void *arg)
 {
@@ -178,11 +371,27 @@ static long walk_step(__u64 i, void *arg)
 		w->status = WALK_END;
 		return 1;
 	}
+	/* rbp matters to the walk only where a rule takes the CFA from it: the entry's
+	 * register, or the word it was last read from (callee-saved, it mostly holds data that
+	 * changes from call to call, which the memo would never match again). */
+	if (rule->cfa_reg == HEAPTAP_REG_BP && !w->forget) {
+		if (!w->bp_read)
+			w->c->memos[w->memo & (WALK_MEMOS - 1)].uses_bp = 1;
+		else if (w->bp_at)
+			remember_word(w, w->bp_at, w->bp);
+		w->bp_at = 0;
+	}
 	cfa = (rule->cfa_reg == HEAPTAP_REG_BP ? w->bp : w->sp) + rule->cfa_offset;
 	if (stack_word(w->c, cfa - 8, &ra) ||
 	    (rule->bp_offset && stack_word(w->c, cfa + rule->bp_offset, &w->bp))) {
 		w->status = WALK_CUT;
+		w->read_failed = 1;
 		return 1;
+	}
+	remember_word(w, cfa - 8, ra);
+	if (rule->bp_offset) {
+		w->bp_at = cfa + rule->bp_offset;
+		w->bp_read = 1;
 	}
 	if (!ra) {
 		w->status = WALK_END;
@@ -273,6 +482,38 @@ static __always_inline __u64 send_sample(struct call *c, const struct walk *w)
  * elsewhere (at_ip HEAPTAP_RULE_AT_IP) from ip's own frame. At a return address with no rule
  * yet, the stack goes to the loader as a sample, and its id stands in.
  */
+/* Memo i, made anew for a walk from (ip, sp, bp) about to fill it: no id until it is kept. */
+__noinline int forget_walk(struct call *c, __u32 i, __u64 ip, __u64 sp, __u64 bp)
+{
+	struct walk_memo *m;
+
+	if (!c)
+		return 0;
+	m = &c->memos[i & (WALK_MEMOS - 1)];
+	m->id = 0;
+	m->n = 0;
+	m->uses_bp = 0;
+	m->ip = ip;
+	m->pc = c->stack.ips[0];
+	m->sp = sp;
+	m->bp = bp;
+	m->image = c->image;
+	return 0;
+}
+
+/* The walk that filled memo i kept: it gave id, and stopped at --stack-depth if cut. */
+__noinline int keep_walk(struct call *c, __u32 i, __u64 id, __u32 cut)
+{
+	struct walk_memo *m;
+
+	if (!c)
+		return 0;
+	m = &c->memos[i & (WALK_MEMOS - 1)];
+	m->cut = cut;
+	m->id = id;
+	return 0;
+}
+
 static __always_inline __u64 dwarf_stack(struct call *c, __u64 ip, __u64 sp, __u64 bp, __u64 at_ip)
 {
 	struct walk w = { .c = c,
@@ -281,10 +522,22 @@ static __always_inline __u64 dwarf_stack(struct call *c, __u64 ip, __u64 sp, __u
 			  .sp = at_ip ? sp : sp + 8,
 			  .bp = bp,
 			  .words = 2,
-			  .status = WALK_ON };
+			  .status = WALK_ON,
+			  .entry_sp = sp };
+	/* Remembered: an entry's walk of C frames (Python frames and types are not in it). */
+	bool memo = !at_ip && !c->stack.tag && !c->npy && w.pc;
 	__u64 id;
 
 	c->stack.ips[1] = ip;
+	w.memo = memo_of(ip, w.pc, sp);
+	if (memo) {
+		id = remembered_walk(c, ip, sp, bp);
+		if (id)
+			return id;
+		forget_walk(c, w.memo, ip, sp, bp);
+	} else {
+		w.forget = 1;
+	}
 	if (stack_mode == HEAPTAP_STACK_COPY)
 		w.status = WALK_UNKNOWN;
 	else if (w.pc)
@@ -298,7 +551,13 @@ static __always_inline __u64 dwarf_stack(struct call *c, __u64 ip, __u64 sp, __u
 	}
 	if (w.status == WALK_CUT || w.status == WALK_UNKNOWN)
 		__sync_fetch_and_add(&counters.truncated_stacks, 1);
-	return store_stack(c, w.words);
+	id = store_stack(c, w.words);
+	/* A walk that ended where the stack does or at --stack-depth is kept; one cut by
+	 * memory it could not read, or sent as a sample, is not. */
+	if (memo && id && !w.forget && !w.read_failed &&
+	    (w.status == WALK_END || w.status == WALK_CUT))
+		keep_walk(c, w.memo, id, w.status == WALK_CUT);
+	return id;
 }
 
 /* The current user stack, stored once per distinct stack; returns its id. */

@@ -282,12 +282,14 @@ static __always_inline void forget_reused(struct call *c, __u64 ptr)
 
 	if (take_record(c, ptr, &stale, NULL) == TAKEN) {
 		__sync_fetch_and_add(&counters.reused_addresses, 1);
-		account_free(c, &stale);
+		account_free(proc_of(c->tgid), &stale);
 	}
 }
 
-/* The record's time, or 0 when the block is not recorded (the map is full). */
-static __always_inline __u64 record_block(struct call *c, __u64 ptr, __u64 size)
+/* The record's time, or 0 when the block is not recorded (the map is full). p: the process's
+ * counters (proc_of). */
+static __always_inline __u64 record_block(struct call *c, struct heaptap_proc *p, __u64 ptr,
+					  __u64 size)
 {
 	struct heaptap_block key = block_key(c, ptr);
 	__u32 tid = (__u32)bpf_get_current_pid_tgid();
@@ -306,7 +308,7 @@ static __always_inline __u64 record_block(struct call *c, __u64 ptr, __u64 size)
 		__sync_fetch_and_add(&counters.dropped_allocs, 1);
 		return 0;
 	}
-	add_to_site(c->stack_id, c->fn, size, account_alloc(c, size));
+	add_to_site(c->stack_id, c->fn, size, account_alloc(p, size));
 	/* A thread's name is kept once: its state remembers that it was. */
 	if (!c->noted)
 		c->noted = note_thread(tid);

@@ -29,7 +29,7 @@ const volatile __u32 watch = 0;
 __u32 tracing = 0;
 
 /* Words of stack the DWARF walk copies at once (one read where it would make one a word). */
-#define WINDOW_WORDS 64
+#define WINDOW_WORDS 512
 
 /* Unwind rules a thread keeps at hand, by return address: the map's lookup walks a hash
  * bucket each time, and a thread's stacks share most of their frames. */
@@ -37,6 +37,30 @@ __u32 tracing = 0;
 
 /* Stack ids a thread found stored lately (the stacks map never drops one). */
 #define KNOWN_STACKS 16
+
+/* Walks a thread remembers (stacks.bpf.h: remembered_walk), and the stack words each may
+ * have read. */
+#define WALK_MEMOS 16
+#define MEMO_WORDS 32
+
+/*
+ * A DWARF walk from a function's entry, and the words of the stack it read: the walk is a
+ * function of the entry's registers, the words it read and the rules at the addresses it met,
+ * which stay once learned. The same entry over the same words is the same stack.
+ */
+struct walk_memo {
+	__u64 id; /* the stack's id; 0: none (never made, or being made) */
+	__u64 ip; /* the probed function */
+	__u64 pc; /* the caller's return address */
+	__u64 sp; /* the stack pointer at the entry */
+	__u64 bp; /* rbp at the entry, when a rule took the CFA from it; else 0 */
+	__u32 image;
+	__u16 n;	       /* words read */
+	__u8 uses_bp;	       /* the walk took the CFA from the entry's rbp */
+	__u8 cut;	       /* stopped at --stack-depth: one more truncated stack */
+	__u16 off[MEMO_WORDS]; /* each word's offset from sp */
+	__u64 val[MEMO_WORDS];
+};
 
 struct rule_slot {
 	__u64 key; /* as in unwind_rules; 0: empty */
@@ -89,8 +113,12 @@ struct call {
 	__u64 win_lo; /* the stack address win[0] was copied from */
 	__u64 win_n;  /* words of win that hold this walk's copy; 0: none */
 	__u64 win[WINDOW_WORDS];
+	__u64 stack_lo; /* the mapping of the stack a copy last crossed the end of */
+	__u64 stack_hi;
+	__u64 hole;	/* a page of the stack a copy found missing (0: none) */
 	struct rule_slot rules[RULE_SLOTS];
 	__u64 known[KNOWN_STACKS];
+	struct walk_memo memos[WALK_MEMOS];
 	/* In a Python thread: where its interpreter keeps the current thread's state,
 	 * learnt at the first probe of a CPython function that says (0: not yet, or none) */
 	__u64 py_state;

@@ -74,6 +74,7 @@ static json_object *stacks(const struct report *r)
 	put(o, "waits", u64(c->sample_waits));
 	put(o, "wait_max_us", num(c->sample_wait_max_ns / 1e3));
 	put(o, "truncated", u64(c->truncated_stacks + (r->unwind ? r->unwind->truncated : 0)));
+	put(o, "remembered", u64(c->remembered_walks));
 	if (r->unwind) {
 		put(o, "unwound", u64(r->unwind->samples));
 		put(o, "sample_bytes", u64(r->unwind->sample_bytes));

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """What the planned probe sites save, side by side in one run:
-sudo python3 bench/sites.py [ROUNDS]
+sudo python3 bench/sites.py [ROUNDS] [--against PATH]
 
 1. A tight malloc(64)+free loop (bench/targets/allocbench, -O2) against glibc, jemalloc,
    tcmalloc and mimalloc (preloaded): ns per pair untraced; with empty BPF programs at the
@@ -12,6 +12,9 @@ sudo python3 bench/sites.py [ROUNDS]
    alone, which is what a floor without returns would say), with heaptap --probe-at entry,
    and with heaptap at its planned sites; each run on a fresh server. Then where the time goes: calls per SET, and
    what each of heaptap's programs takes a run (the kernel's bpf_stats, on for the runs).
+
+--against PATH adds heaptap at its planned sites again with that build (an older one), in
+both parts, in the same random order; its programs' ns a run are printed beside.
 
 Every variant runs once per round (ROUNDS, default 5), the variants of a round in random
 order; figures are medians over the rounds, ratios against the untraced median. The machine
@@ -46,6 +49,9 @@ REDIS_REQUESTS = 100000
 REDIS_REQUESTS_SLOW = 30000     # at the entries: a tenth of the speed
 REDIS_KEYSPACE = 100000
 PROGRAMS = ("malloc_enter", "alloc_return", "free_enter")
+AGAINST = "heaptap, planned sites (against)"
+# --against's build of heaptap, or None.
+against = None
 
 
 def free_port():
@@ -54,9 +60,16 @@ def free_port():
         return s.getsockname()[1]
 
 
-def heaptap(pid, entries, verbose=False):
-    ht = lib.Heaptap(["-p", str(pid), "-i", "1h"] + (["--probe-at", "entry"] if entries else []) +
-                     (["-v"] if verbose else []))
+def heaptap(pid, entries, verbose=False, binary=None):
+    """heaptap attached to pid, at the entries or its planned sites; binary: another build."""
+    ours = lib.HEAPTAP
+    lib.HEAPTAP = binary or ours
+    try:
+        ht = lib.Heaptap(["-p", str(pid), "-i", "1h"] +
+                         (["--probe-at", "entry"] if entries else []) +
+                         (["-v"] if verbose else []))
+    finally:
+        lib.HEAPTAP = ours
     attached = ht.attached()
     return ht, attached
 
@@ -118,8 +131,8 @@ def alloc_loop(name, preload, rounds):
         finally:
             end_probes(p)
 
-    def traced(entries):
-        ht, _ = heaptap(pid, entries)
+    def traced(entries, binary=None):
+        ht, _ = heaptap(pid, entries, binary=binary)
         try:
             return tight(target)
         finally:
@@ -132,6 +145,8 @@ def alloc_loop(name, preload, rounds):
         "heaptap --probe-at entry": lambda: traced(True),
         "heaptap, planned sites": lambda: traced(False),
     }
+    if against:
+        variants[AGAINST] = lambda: traced(False, against)
     results = {v: [] for v in variants}
     for _ in range(rounds):
         order = list(variants)
@@ -182,7 +197,8 @@ def redis_run(variant):
                 time.sleep(0.05)
         ht = probes = None
         if variant.startswith("heaptap"):
-            ht, _ = heaptap(server.pid, variant == "heaptap --probe-at entry")
+            ht, _ = heaptap(server.pid, variant == "heaptap --probe-at entry",
+                            binary=against if variant == AGAINST else None)
         elif variant.startswith("empty"):
             plan, attached = heaptap(server.pid, False)
             stop(plan)
@@ -216,7 +232,7 @@ def redis_run(variant):
 def redis(rounds):
     variants = ["untraced", "empty programs, planned sites",
                 "empty programs, planned sites, entries only", "heaptap --probe-at entry",
-                "heaptap, planned sites"]
+                "heaptap, planned sites"] + ([AGAINST] if against else [])
     results = {v: [] for v in variants}
     subprocess.run(["sysctl", "-q", "kernel.bpf_stats_enabled=1"])
     try:
@@ -234,8 +250,15 @@ def main(argv):
     if os.geteuid() != 0:
         print("the benchmark attaches BPF programs: run it as root")
         return 1
+    global against
+    if "--against" in argv:
+        at = argv.index("--against")
+        against = os.path.abspath(argv[at + 1])
+        del argv[at:at + 2]
+        # Another build's records may have fields this one's schema has not.
+        lib.validate_record = lambda rec: rec
     rounds = int(argv[0]) if argv else 5
-    with results_md.section("sites"):
+    with results_md.section("sites", "against" if against else None):
         print(f"malloc(64)+free pairs in a tight loop (allocbench), ns per pair, median of "
               f"{rounds} rounds x {PAIRS} pairs, variants in random order each round:")
         for name, preload in ALLOCATORS.items():
@@ -263,15 +286,19 @@ def main(argv):
         calls = {f: statistics.median(d["calls"].get(f, 0) for d in runs) for f in runs[0]["calls"]}
         print("  heaptap at its planned sites, per SET: " +
               ", ".join(f"{c:.2f} {f}" for f, c in sorted(calls.items(), key=lambda x: -x[1])))
-        ns = {p: statistics.median(d["programs"][p][1] / d["programs"][p][0] for d in runs
-                                   if d["programs"].get(p, (0,))[0]) for p in PROGRAMS}
-        print("  its programs, ns a run (bpf_stats): " +
-              ", ".join(f"{p} {v:.0f}" for p, v in ns.items()))
         floor = statistics.median(r for r, _ in results["empty programs, planned sites"])
-        traced = statistics.median(r for r, _ in results["heaptap, planned sites"])
-        print(f"  heaptap keeps {traced / floor:.3f} of what empty programs at its sites leave "
-              f"(its entries and returns: the floor; entries alone leave more, but heaptap "
-              f"needs the returns)")
+        for v, who in (("heaptap, planned sites", "its"), (AGAINST, f"{against}'s")):
+            if v not in results:
+                continue
+            runs = [d for _, d in results[v]]
+            ns = {p: statistics.median(d["programs"][p][1] / d["programs"][p][0] for d in runs
+                                       if d["programs"].get(p, (0,))[0]) for p in PROGRAMS}
+            print(f"  {who} programs, ns a run (bpf_stats): " +
+                  ", ".join(f"{p} {v:.0f}" for p, v in ns.items()))
+            traced = statistics.median(r for r, _ in results[v])
+            print(f"  {v} keeps {traced / floor:.3f} of what empty programs at its sites leave "
+                  f"(its entries and returns: the floor; entries alone leave more, but heaptap "
+                  f"needs the returns)")
     lib.end_started()
     return 0
 

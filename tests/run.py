@@ -11,6 +11,7 @@ import glob
 import importlib
 import os
 import shutil
+import signal
 import sys
 import time
 import traceback
@@ -90,6 +91,9 @@ def run_test(t, label, reports=None):
 
 
 def main(argv):
+    # Started in the background by a shell, the runner would ignore SIGINT, and so would
+    # every program it starts: tests stop servers' clients (pgbench) with SIGINT.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     if os.geteuid() != 0:
         print("heaptap's tests attach BPF programs: run them as root (sudo make test)")
         return 1

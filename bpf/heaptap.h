@@ -406,7 +406,6 @@ struct heaptap_bucket {
 	__u64 owner[HEAPTAP_BUCKET_SLOTS]; /* heaptap_owner(); 0 while taken or given up */
 	struct heaptap_alloc rec[HEAPTAP_BUCKET_SLOTS];
 	__u64 spilled; /* blocks of this bucket's second choice kept in the buckets after it */
-	__u64 pad[7];
 };
 
 /* Slots per block of --max-allocs, in fifths (1.2: a table full to --max-allocs is 5/6

@@ -429,12 +429,7 @@ def test_pages_never_written_between_frames_cut_no_stack():
     across them fails whole, so the walk copies up to the missing page and goes on above it.
     Every block has the whole stack, none is cut short, and the walks after the first are
     the thread's remembered one."""
-    target = Target("holes")
-    ht = Heaptap(["-p", str(target.target_pid), "-i", "1h"])
-    ht.attached()
-    target.do("leak 1000")
-    final, status = ht.finish()
-    check("heaptap exit status", status, 0)
+    final, _ = leak_stack("holes", "leak 1000")
     sites = [s for s in final["sites"] if s["sizes"] == [48]]
     check("one site for the thread's blocks", [s["live"] for s in sites], [1000])
     check("its frames, to the thread's start", functions(sites[0])[:5],
@@ -450,7 +445,7 @@ def test_remembered_walks_tell_apart_paths_from_the_same_caller_and_depth():
     """64 paths to one malloc, each from the same return address at the same stack pointer,
     told apart only by the frames above: a walk remembered for one path is never taken for
     another's. Each path's stack gets its own blocks, exactly."""
-    target = Target("holes")
+    target = Target("paths")
     ht = Heaptap(["-p", str(target.target_pid), "-i", "1h", "--top", "100"])
     ht.attached()
     target.do("paths 64 1")
@@ -458,8 +453,8 @@ def test_remembered_walks_tell_apart_paths_from_the_same_caller_and_depth():
     target.do("paths 1 200")
     final, status = ht.finish()
     check("heaptap exit status", status, 0)
-    sites = [s for s in final["sites"] if s["sizes"] == [48]]
-    levels = {tuple(f["address"] for f in s["stack"][3:9]): s["live"] for s in sites}
+    sites = [s for s in final["sites"] if s["sizes"] == [64]]
+    levels = {tuple(f["address"] for f in s["stack"][2:15]): s["live"] for s in sites}
     check("sites, one a path", len(sites), 64)
     check("distinct stacks", len(levels), 64)
     check("blocks a path (path 0 has 200 more)", sorted(levels.values()),

@@ -311,14 +311,14 @@ static long recall_word(__u64 i, void *arg)
 
 /*
  * The stack id of a walk from the function ip's entry at sp, its caller's return address in
- * c->stack.ips[0], when the thread remembers one from the same entry over the same words of
+ * c->stack.ips[0] (memo i: memo_of the three), when the thread remembers one from the same entry over the same words of
  * the stack; else 0. Most allocations come from a few paths, called at the same depth each
  * time: then no rule is looked up and nothing hashed. The words are compared in the copy
  * made at the entry, and read further only where a walk went past it. Global, verified once
  * apart from its callers: inlined into each allocating function's program, its loop took
  * the verifier seconds.
  */
-__noinline __u64 remembered_walk(struct call *c, __u64 ip, __u64 sp, __u64 bp)
+__noinline __u64 remembered_walk(struct call *c, __u32 i, __u64 ip, __u64 sp, __u64 bp)
 {
 	struct walk_memo *m;
 	struct recall r = { .sp = sp, .same = true };
@@ -326,7 +326,7 @@ __noinline __u64 remembered_walk(struct call *c, __u64 ip, __u64 sp, __u64 bp)
 
 	if (!c)
 		return 0;
-	m = &c->memos[memo_of(ip, c->stack.ips[0], sp)];
+	m = &c->memos[i & (WALK_MEMOS - 1)];
 	if (!m->id || m->ip != ip || m->pc != c->stack.ips[0] || m->sp != sp ||
 	    m->image != c->image || (m->uses_bp && m->bp != bp))
 		return 0;
@@ -531,7 +531,7 @@ static __always_inline __u64 dwarf_stack(struct call *c, __u64 ip, __u64 sp, __u
 	c->stack.ips[1] = ip;
 	w.memo = memo_of(ip, w.pc, sp);
 	if (memo) {
-		id = remembered_walk(c, ip, sp, bp);
+		id = remembered_walk(c, w.memo, ip, sp, bp);
 		if (id)
 			return id;
 		forget_walk(c, w.memo, ip, sp, bp);

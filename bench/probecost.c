@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * probecost PID FILE:OFFSET[:ret]...: attaches an empty BPF program at each site, for
+ * probecost [--read] PID FILE:OFFSET[:ret]...: attaches an empty BPF program at each site, for
  * process PID only (with :ret, a return probe too), prints "attached", and waits for its
  * standard input to close; then detaches. What a trap costs there, without heaptap's work.
+ * With --read, the program at each site reads the word at the stack pointer (return probes
+ * stay empty): the least any stack costs, one read of the target's memory a call.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -17,12 +19,15 @@
 int main(int argc, char **argv)
 {
 	struct bpf_link **links = calloc(2 * argc, sizeof(*links));
+	struct bpf_program *prog;
 	struct probecost_bpf *skel;
-	int pid, i, n = 0, err = 0;
+	int pid, i, n = 0, err = 0, read_word = argc > 1 && !strcmp(argv[1], "--read");
 	char buf[64];
 
+	argc -= read_word;
+	argv += read_word;
 	if (argc < 3 || !links) {
-		fprintf(stderr, "usage: probecost PID FILE:OFFSET[:ret]...\n");
+		fprintf(stderr, "usage: probecost [--read] PID FILE:OFFSET[:ret]...\n");
 		return 2;
 	}
 	pid = atoi(argv[1]);
@@ -31,6 +36,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "probecost: cannot load: %s\n", strerror(errno));
 		return 1;
 	}
+	prog = read_word ? skel->progs.read_word : skel->progs.empty;
 	for (i = 2; i < argc && !err; i++) {
 		char *spec = strdup(argv[i]), *off = strchr(spec, ':'), *ret;
 		LIBBPF_OPTS(bpf_uprobe_opts, opts);
@@ -52,7 +58,7 @@ int main(int argc, char **argv)
 			opts.retprobe = false;
 		}
 		if (!err) {
-			links[n] = bpf_program__attach_uprobe_opts(skel->progs.empty, pid, spec,
+			links[n] = bpf_program__attach_uprobe_opts(prog, pid, spec,
 								   strtoul(off, NULL, 0), &opts);
 			err = links[n++] ? 0 : -errno;
 		}

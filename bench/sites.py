@@ -5,11 +5,14 @@ sudo python3 bench/sites.py [ROUNDS] [--against PATH]
 1. A tight malloc(64)+free loop (bench/targets/allocbench, -O2) against glibc, jemalloc,
    tcmalloc and mimalloc (preloaded): ns per pair untraced; with empty BPF programs at the
    functions' entries and at heaptap's planned sites (bench/probecost: the traps alone); with
-   heaptap at the entries (--probe-at entry) and at its planned sites.
+   programs at the planned sites that read one word of the stack at each call (probecost
+   --read: the least a stack costs, its caller's return address); with heaptap at the entries
+   (--probe-at entry) and at its planned sites.
 2. redis-server from Debian (jemalloc) under redis-benchmark -t set (50 clients, random keys
    of a 100,000 key space): requests per second untraced, with empty programs at heaptap's
    planned sites (the traps alone: entries, and the returns heaptap probes; and the entries
-   alone, which is what a floor without returns would say), with heaptap --probe-at entry,
+   alone, which is what a floor without returns would say), with the one read a call at them,
+   with heaptap --probe-at entry,
    and with heaptap at its planned sites; each run on a fresh server. Then where the time goes: calls per SET, and
    what each of heaptap's programs takes a run (the kernel's bpf_stats, on for the runs).
 
@@ -50,6 +53,7 @@ REDIS_REQUESTS_SLOW = 30000     # at the entries: a tenth of the speed
 REDIS_KEYSPACE = 100000
 PROGRAMS = ("malloc_enter", "alloc_return", "free_enter")
 AGAINST = "heaptap, planned sites (against)"
+ONE_READ = "one read a call, planned sites"
 # --against's build of heaptap, or None.
 against = None
 
@@ -81,10 +85,11 @@ def stop(ht):
     return final
 
 
-def empty_probes(pid, sites):
-    """Empty programs at sites [(file, offset, return?)] of process pid; a Proc to end."""
+def empty_probes(pid, sites, read=False):
+    """Empty programs at sites [(file, offset, return?)] of process pid, or with read, ones
+    that read the word at the stack pointer (returns stay empty); a Proc to end."""
     args = [f"{f}:{o}" + (":ret" if r else "") for f, o, r in sites]
-    p = lib.Proc([PROBECOST, str(pid)] + args)
+    p = lib.Proc([PROBECOST] + (["--read"] if read else []) + [str(pid)] + args)
     line = p.read_line()
     if line != "attached":
         raise lib.Failure(f"probecost: {line}: {p.stderr_text()}")
@@ -124,8 +129,8 @@ def alloc_loop(name, preload, rounds):
     def untraced():
         return tight(target)
 
-    def empty(entries):
-        p = empty_probes(pid, plans[entries])
+    def empty(entries, read=False):
+        p = empty_probes(pid, plans[entries], read)
         try:
             return tight(target)
         finally:
@@ -142,6 +147,7 @@ def alloc_loop(name, preload, rounds):
         "untraced": untraced,
         "empty programs, entries": lambda: empty(True),
         "empty programs, planned sites": lambda: empty(False),
+        ONE_READ: lambda: empty(False, True),
         "heaptap --probe-at entry": lambda: traced(True),
         "heaptap, planned sites": lambda: traced(False),
     }
@@ -169,13 +175,13 @@ def program_ids(pid):
     return ids
 
 
-def program_stats(ht):
-    """Run count and time of heaptap's programs (bpf_stats), those of heaptap process ht."""
+def program_stats(proc, names=PROGRAMS):
+    """Run count and time of the programs named of process proc (bpf_stats)."""
     out = subprocess.run(["bpftool", "-j", "prog", "show"], capture_output=True, text=True)
-    ids = program_ids(ht.pid)
+    ids = program_ids(proc.pid)
     return {p["name"]: (p.get("run_cnt", 0), p.get("run_time_ns", 0))
             for p in json.loads(out.stdout or "[]")
-            if p.get("name") in PROGRAMS and p["id"] in ids}
+            if p.get("name") in names and p["id"] in ids}
 
 
 def redis_run(variant):
@@ -199,7 +205,7 @@ def redis_run(variant):
         if variant.startswith("heaptap"):
             ht, _ = heaptap(server.pid, variant == "heaptap --probe-at entry",
                             binary=against if variant == AGAINST else None)
-        elif variant.startswith("empty"):
+        elif variant.startswith("empty") or variant == ONE_READ:
             plan, attached = heaptap(server.pid, False)
             stop(plan)
             # heaptap needs each allocating function's return too: a return probe is a trap
@@ -207,13 +213,15 @@ def redis_run(variant):
             returns = "entries only" not in variant
             probes = empty_probes(server.pid, [(p["path"], p["offset"], p["return"] and returns)
                                                for p in attached["probes"]
-                                               if p["kind"] != "unwind"])
+                                               if p["kind"] != "unwind"], variant == ONE_READ)
         requests = REDIS_REQUESTS_SLOW if "entry" in variant else REDIS_REQUESTS
         out = subprocess.run(["redis-benchmark", "-p", str(port), "-t", "set",
                               "-n", str(requests), "-r", str(REDIS_KEYSPACE), "-q"],
                              capture_output=True, text=True, timeout=1800).stdout
         if ht:
             details["programs"] = program_stats(ht)
+        elif variant == ONE_READ:
+            details["programs"] = program_stats(probes, ("read_word",))
         final = stop(ht) if ht else None
         if probes:
             end_probes(probes)
@@ -231,7 +239,7 @@ def redis_run(variant):
 
 def redis(rounds):
     variants = ["untraced", "empty programs, planned sites",
-                "empty programs, planned sites, entries only", "heaptap --probe-at entry",
+                "empty programs, planned sites, entries only", ONE_READ, "heaptap --probe-at entry",
                 "heaptap, planned sites"] + ([AGAINST] if against else [])
     results = {v: [] for v in variants}
     subprocess.run(["sysctl", "-q", "kernel.bpf_stats_enabled=1"])
@@ -272,6 +280,11 @@ def main(argv):
             for v, ns in results.items():
                 m = statistics.median(ns)
                 print(f"  {v:34} {m:9.0f} {m / base:11.1f} {m / entry:16.2f}")
+            floor = statistics.median(results["empty programs, planned sites"])
+            print("  x the empty programs at the planned sites: " +
+                  ", ".join(f"{v} {statistics.median(results[v]) / floor:.2f}"
+                            for v in (ONE_READ, "heaptap, planned sites", AGAINST)
+                            if v in results))
         results = redis(rounds)
         base = statistics.median(r for r, _ in results["untraced"])
         print(f"\nredis-server (jemalloc), redis-benchmark -t set -r {REDIS_KEYSPACE} -n "
@@ -287,6 +300,11 @@ def main(argv):
         print("  heaptap at its planned sites, per SET: " +
               ", ".join(f"{c:.2f} {f}" for f, c in sorted(calls.items(), key=lambda x: -x[1])))
         floor = statistics.median(r for r, _ in results["empty programs, planned sites"])
+        read = [d["programs"].get("read_word", (0, 0)) for _, d in results[ONE_READ]]
+        print(f"  one read of the stack a call keeps "
+              f"{statistics.median(r for r, _ in results[ONE_READ]) / floor:.3f} of the floor; "
+              f"the read, ns a run (bpf_stats): "
+              f"{statistics.median(t / n for n, t in read if n):.0f}")
         for v, who in (("heaptap, planned sites", "its"), (AGAINST, f"{against}'s")):
             if v not in results:
                 continue

@@ -10,9 +10,12 @@ run) each of heaptap's programs' runs and ns per run. What is left of a pair's t
 kernel's: the traps and the return trampoline.
 
 Variants: dwarf stacks (the default on this target), frame-pointer stacks, sampled (--sample
-64k: most calls skip the stack), --stack-depth 1 (a stack of the caller alone). --against PATH
-adds each variant again with that build of heaptap (an older one), in the same random order;
-no record of such a run is checked against the schema.
+64k: most calls skip the stack), --stack-depth 1 (a stack of the caller alone). And two that
+are not heaptap, at heaptap's planned sites (bench/probecost): empty programs, the traps
+alone, against which full mode is measured; and programs that read the word at the stack
+pointer at each entry, the least any stack costs. --against PATH adds each heaptap variant
+again with that build of heaptap (an older one), in the same random order; no record of such
+a run is checked against the schema.
 """
 import contextlib
 import json
@@ -28,6 +31,9 @@ import lib  # noqa: E402
 import results as results_md  # noqa: E402
 
 ALLOCBENCH = os.path.join(lib.BUILD, "bench", "allocbench")
+PROBECOST = os.path.join(lib.BUILD, "bench", "probecost")
+EMPTY = "empty programs, planned sites"
+ONE_READ = "one read a call, planned sites"
 VARIANTS = {
     "dwarf": [],
     "fp": ["--stack", "fp"],
@@ -93,6 +99,24 @@ def ns_per_pair(target, pairs):
                                                               timeout=600)).group(1))
 
 
+def planned_sites(pid):
+    """heaptap's planned sites in process pid, as probecost takes them: FILE:OFFSET[:ret]."""
+    ht = lib.Heaptap(["-p", str(pid), "-i", "1h"])
+    attached = ht.attached()
+    ht.finish()
+    return [f"{p['path']}:{p['offset']}" + (":ret" if p["return"] else "")
+            for p in attached["probes"] if p["kind"] != "unwind"]
+
+
+def probecost(pid, sites, read):
+    """bench/probecost at sites of process pid (read: its programs read a word); a Proc."""
+    p = lib.Proc([PROBECOST] + (["--read"] if read else []) + [str(pid)] + sites)
+    line = p.read_line()
+    if line != "attached":
+        raise lib.Failure(f"probecost: {line}: {p.stderr_text()}")
+    return p
+
+
 def main(argv):
     builds = {"": lib.HEAPTAP}
     if "--against" in argv:
@@ -105,25 +129,34 @@ def main(argv):
                 for v, args in VARIANTS.items()}
     pairs = int(argv[0]) if argv else 200000
     rounds = int(argv[1]) if len(argv) > 1 else 3
-    results = {v: [] for v in ["untraced"] + list(variants)}
+    others = [EMPTY, ONE_READ]
+    results = {v: [] for v in ["untraced"] + others + list(variants)}
     with bpf_stats():
         target = lib.Target(ALLOCBENCH)
         try:
+            sites = planned_sites(target.target_pid)
             for _ in range(rounds):
-                order = ["untraced"] + list(variants)
+                order = list(results)
                 random.shuffle(order)
                 for v in order:
                     if v == "untraced":
                         results[v].append((ns_per_pair(target, pairs), {}))
                         continue
-                    lib.HEAPTAP = variants[v][1]
-                    ht = lib.Heaptap(["-p", str(target.target_pid), "-i", "1h"]
-                                     + variants[v][0])
-                    ht.attached()
-                    before = programs(ht.pid)
+                    if v in others:
+                        proc = probecost(target.target_pid, sites, v == ONE_READ)
+                    else:
+                        lib.HEAPTAP = variants[v][1]
+                        proc = lib.Heaptap(["-p", str(target.target_pid), "-i", "1h"]
+                                           + variants[v][0])
+                        proc.attached()
+                    before = programs(proc.pid)
                     ns = ns_per_pair(target, pairs)
-                    after = programs(ht.pid)
-                    ht.finish()
+                    after = programs(proc.pid)
+                    if v in others:
+                        proc.popen.stdin.close()
+                        proc.wait()
+                    else:
+                        proc.finish()
                     results[v].append((ns, {k: (after[k][0] - before.get(k, (0, 0))[0],
                                                 after[k][1] - before.get(k, (0, 0))[1])
                                             for k in after}))
@@ -131,9 +164,10 @@ def main(argv):
             target.end()
     with results_md.section("progcost", "against" if len(builds) > 1 else None):
         base = statistics.median(r[0] for r in results["untraced"])
+        programs_ns, traps_ns = {}, {}
         print(f"{rounds} rounds of {pairs} malloc(64)+free pairs, variants in random order; "
               f"medians. Untraced: {base:.0f} ns per pair")
-        for v in variants:
+        for v in others + list(variants):
             ns = statistics.median(r[0] for r in results[v])
             print(f"\n{v}: {ns:.0f} ns per pair ({min(r[0] for r in results[v]):.0f}-"
                   f"{max(r[0] for r in results[v]):.0f}), {ns / base:.0f}x untraced")
@@ -149,8 +183,22 @@ def main(argv):
                 in_programs += per_pair
                 print(f"  {name:24} {statistics.median(runs) / pairs:5.2f} runs per pair, "
                       f"{statistics.median(per):7.0f} ns per run, {per_pair:7.0f} ns per pair")
-            print(f"  {'in heaptap programs':24} {in_programs:7.0f} ns per pair; the rest, "
+            print(f"  {'in its programs':24} {in_programs:7.0f} ns per pair; the rest, "
                   f"{ns - base - in_programs:.0f} ns, the kernel's traps and trampoline")
+            programs_ns[v] = in_programs
+            traps_ns[v] = ns - base - in_programs
+        # The floor: the traps at the planned sites, with empty programs in them. Each
+        # variant's traps as it measured them (they move between variants by more than the
+        # programs do), plus its programs, against them with the empty programs'.
+        print("\nx the empty programs at the planned sites: by the kernel's times (the "
+              "variant's traps and programs over the same traps and the empty programs), and "
+              "by the loop's ns per pair")
+        empty_ns = statistics.median(r[0] for r in results[EMPTY])
+        for v in [ONE_READ] + list(variants):
+            by_kernel = (traps_ns[v] + programs_ns[v]) / (traps_ns[v] + programs_ns[EMPTY])
+            by_loop = statistics.median(r[0] for r in results[v]) / empty_ns
+            print(f"  {v:36} {by_kernel:5.2f} {by_loop:6.2f}   (programs: "
+                  f"{programs_ns[v] - programs_ns[EMPTY]:+.0f} ns a pair)")
     lib.end_started()
     return 0
 

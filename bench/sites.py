@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """What the planned probe sites save, side by side in one run:
-sudo python3 bench/sites.py [ROUNDS] [--against PATH]
+sudo python3 bench/sites.py [ROUNDS] [--against PATH] [--redis] [--depths D,D...]
 
 1. A tight malloc(64)+free loop (bench/targets/allocbench, -O2) against glibc, jemalloc,
    tcmalloc and mimalloc (preloaded): ns per pair untraced; with empty BPF programs at the
@@ -18,6 +18,8 @@ sudo python3 bench/sites.py [ROUNDS] [--against PATH]
 
 --against PATH adds heaptap at its planned sites again with that build (an older one), in
 both parts, in the same random order; its programs' ns a run are printed beside.
+--redis runs the second part alone. --depths D,D... adds, on redis, heaptap at its planned sites with --stack-depth D for each D:
+what its walks cost by depth (redis's stacks are a dozen frames and more deep).
 
 Every variant runs once per round (ROUNDS, default 5), the variants of a round in random
 order; figures are medians over the rounds, ratios against the untraced median. The machine
@@ -56,6 +58,9 @@ AGAINST = "heaptap, planned sites (against)"
 ONE_READ = "one read a call, planned sites"
 # --against's build of heaptap, or None.
 against = None
+# --depths: the --stack-depth variants on redis.
+DEPTH = "heaptap, planned sites, --stack-depth "
+depths = []
 
 
 def free_port():
@@ -64,14 +69,15 @@ def free_port():
         return s.getsockname()[1]
 
 
-def heaptap(pid, entries, verbose=False, binary=None):
-    """heaptap attached to pid, at the entries or its planned sites; binary: another build."""
+def heaptap(pid, entries, verbose=False, binary=None, args=()):
+    """heaptap attached to pid, at the entries or its planned sites; binary: another build;
+    args: more options."""
     ours = lib.HEAPTAP
     lib.HEAPTAP = binary or ours
     try:
         ht = lib.Heaptap(["-p", str(pid), "-i", "1h"] +
                          (["--probe-at", "entry"] if entries else []) +
-                         (["-v"] if verbose else []))
+                         (["-v"] if verbose else []) + list(args))
     finally:
         lib.HEAPTAP = ours
     attached = ht.attached()
@@ -204,7 +210,9 @@ def redis_run(variant):
         ht = probes = None
         if variant.startswith("heaptap"):
             ht, _ = heaptap(server.pid, variant == "heaptap --probe-at entry",
-                            binary=against if variant == AGAINST else None)
+                            binary=against if variant == AGAINST else None,
+                            args=(["--stack-depth", variant[len(DEPTH):]]
+                                  if variant.startswith(DEPTH) else []))
         elif variant.startswith("empty") or variant == ONE_READ:
             plan, attached = heaptap(server.pid, False)
             stop(plan)
@@ -240,7 +248,8 @@ def redis_run(variant):
 def redis(rounds):
     variants = ["untraced", "empty programs, planned sites",
                 "empty programs, planned sites, entries only", ONE_READ, "heaptap --probe-at entry",
-                "heaptap, planned sites"] + ([AGAINST] if against else [])
+                "heaptap, planned sites"] + ([AGAINST] if against else []) + \
+               [f"{DEPTH}{d}" for d in depths]
     results = {v: [] for v in variants}
     subprocess.run(["sysctl", "-q", "kernel.bpf_stats_enabled=1"])
     try:
@@ -258,18 +267,28 @@ def main(argv):
     if os.geteuid() != 0:
         print("the benchmark attaches BPF programs: run it as root")
         return 1
-    global against
+    global against, depths
+    if "--depths" in argv:
+        at = argv.index("--depths")
+        depths = [int(d) for d in argv[at + 1].split(",")]
+        del argv[at:at + 2]
     if "--against" in argv:
         at = argv.index("--against")
         against = os.path.abspath(argv[at + 1])
         del argv[at:at + 2]
         # Another build's records may have fields this one's schema has not.
         lib.validate_record = lambda rec: rec
+    redis_only = "--redis" in argv
+    if redis_only:
+        argv.remove("--redis")
     rounds = int(argv[0]) if argv else 5
-    with results_md.section("sites", "against" if against else None):
-        print(f"malloc(64)+free pairs in a tight loop (allocbench), ns per pair, median of "
-              f"{rounds} rounds x {PAIRS} pairs, variants in random order each round:")
-        for name, preload in ALLOCATORS.items():
+    part = ", ".join(p for p, on in (("redis", redis_only), ("against", against),
+                                     ("depths", depths)) if on)
+    with results_md.section("sites", part or None):
+        if not redis_only:
+            print(f"malloc(64)+free pairs in a tight loop (allocbench), ns per pair, median of "
+                  f"{rounds} rounds x {PAIRS} pairs, variants in random order each round:")
+        for name, preload in ({} if redis_only else ALLOCATORS).items():
             results, emulated, probed, model = alloc_loop(name, preload, rounds)
             base = statistics.median(results["untraced"])
             entry = statistics.median(results["heaptap --probe-at entry"])
@@ -305,7 +324,8 @@ def main(argv):
               f"{statistics.median(r for r, _ in results[ONE_READ]) / floor:.3f} of the floor; "
               f"the read, ns a run (bpf_stats): "
               f"{statistics.median(t / n for n, t in read if n):.0f}")
-        for v, who in (("heaptap, planned sites", "its"), (AGAINST, f"{against}'s")):
+        for v, who in [("heaptap, planned sites", "its"), (AGAINST, f"{against}'s")] + \
+                [(f"{DEPTH}{d}", f"--stack-depth {d}'s") for d in depths]:
             if v not in results:
                 continue
             runs = [d for _, d in results[v]]

@@ -427,17 +427,25 @@ def test_copy_shorter_than_the_stack_gives_one_site():
 def test_pages_never_written_between_frames_cut_no_stack():
     """A thread's stack with 16 KiB never written between its frames: a copy of the stack
     across them fails whole, so the walk copies up to the missing page and goes on above it.
-    Every block has the whole stack, none is cut short, and the walks after the first are
-    the thread's remembered one."""
+    Every block has the whole stack but those whose copy was lost, and the walks after the
+    first are the thread's remembered one. Copies can be lost: a thousand blocks at once
+    down a path not learned yet send copies faster than heaptap reads them, and an attached
+    target's thread does not wait for room (lost 160 of 333 in one run of ten); the stacks
+    of those blocks end where the walk stopped, and are counted as cut."""
     final, _ = leak_stack("holes", "leak 1000")
+    stacks = final["stacks"]
     sites = [s for s in final["sites"] if s["sizes"] == [48]]
-    check("one site for the thread's blocks", [s["live"] for s in sites], [1000])
-    check("its frames, to the thread's start", functions(sites[0])[:5],
-          ["malloc", "leaf", "under", "leaker", "start_thread"])
-    check("stacks cut short", final["stacks"]["truncated"], 0)
+    whole = [s for s in sites if functions(s)[:5] == ["malloc", "leaf", "under", "leaker",
+                                                       "start_thread"]]
+    check("one site with the whole stack", len(whole), 1)
+    check("blocks with the whole stack: all but those whose copy was lost",
+          whole[0]["live"], 1000 - stacks["lost_samples"])
+    check("stacks cut short: those whose copy was lost", stacks["truncated"],
+          stacks["lost_samples"])
+    check("every block at a site", sum(s["live"] for s in sites), 1000)
     check_true("walks remembered: all but those before the rules were known",
-               final["stacks"]["remembered"] >= 1000 - final["stacks"]["samples"] - 1,
-               final["stacks"])
+               stacks["remembered"] >= 1000 - stacks["samples"] - stacks["lost_samples"] - 1,
+               stacks)
 
 
 @test

@@ -8,12 +8,12 @@
 #define SIZE_OVERFLOW (~0ULL)
 
 /* An allocator call begins: the thread's state for it, or NULL when it is not one to count
- * (not a target's thread, nested in another, or entered while probes come or go). tag: a
- * Python object's type (its stack tagged with it), else 0. */
-static __always_inline struct call *begin(void *ctx, __u64 kind, __u64 ptr, __u64 size,
-					  __u64 memptr, __u64 tag)
+ * (not a target's thread, nested in another, or entered while probes come or go). cookie:
+ * the probe's (struct args). tag: a Python object's type (its stack tagged with it), else 0. */
+static __always_inline struct call *begin(void *ctx, __u64 cookie, __u64 kind, __u64 ptr,
+					  __u64 size, __u64 memptr, __u64 tag)
 {
-	__u64 sp = PT_REGS_SP((struct pt_regs *)ctx), cookie;
+	__u64 sp = PT_REGS_SP((struct pt_regs *)ctx);
 	__s64 state;
 	struct call *c = target_call();
 
@@ -33,15 +33,16 @@ static __always_inline struct call *begin(void *ctx, __u64 kind, __u64 ptr, __u6
 	 * the walk's copy of the stack, whose first window the DWARF walk goes on with; alone
 	 * where most calls are not sampled, and walk nothing. */
 	c->win_n = 0;
+	c->copy_size = c->span;
 	if (sample_interval ? bpf_probe_read_user(&c->stack.ips[0], sizeof(__u64), (void *)sp)
 			    : stack_word(c, sp, &c->stack.ips[0]))
 		c->stack.ips[0] = 0;
+	c->copy_size = 0;
 	c->attach = tracing;
 	c->fixup_only = !c->attach;
 	if (c->fixup_only)
 		return NULL;
-	count_fn(ctx);
-	cookie = bpf_get_attach_cookie(ctx);
+	count_fn(cookie);
 	c->fn = heaptap_cookie_fn(cookie);
 	c->pool_ret = heaptap_cookie_pool_ret(cookie);
 	c->ptr = ptr;
@@ -65,9 +66,10 @@ static __always_inline struct call *begin(void *ctx, __u64 kind, __u64 ptr, __u6
 	return c;
 }
 
-static __always_inline int enter(void *ctx, __u64 kind, __u64 ptr, __u64 size, __u64 memptr)
+static __always_inline int enter(void *ctx, __u64 cookie, __u64 kind, __u64 ptr, __u64 size,
+				 __u64 memptr)
 {
-	begin(ctx, kind, ptr, size, memptr, 0);
+	begin(ctx, cookie, kind, ptr, size, memptr, 0);
 	return 0;
 }
 
@@ -83,9 +85,11 @@ static __always_inline __u64 mul_size(__u64 count, __u64 size)
 	return count > limit ? SIZE_OVERFLOW : count * size;
 }
 
-/* The arguments an entry program reads (the first HEAPTAP_COOKIE_ARGS, by position). */
+/* The arguments an entry program reads (the first HEAPTAP_COOKIE_ARGS, by position), and its
+ * probe's attach cookie, read once a program. */
 struct args {
 	__u64 v[HEAPTAP_COOKIE_ARGS];
+	__u64 cookie;
 };
 
 /*
@@ -107,6 +111,7 @@ static __always_inline void read_args(struct pt_regs *ctx, struct args *out)
 
 	for (i = 0; i < HEAPTAP_COOKIE_ARGS; i++)
 		out->v[i] = regs[heaptap_cookie_reg(cookie, i) & (HEAPTAP_GPRS - 1)];
+	out->cookie = cookie;
 }
 
 SEC("uprobe")
@@ -115,7 +120,7 @@ int malloc_enter(struct pt_regs *ctx)
 	struct args a;
 
 	read_args(ctx, &a);
-	return enter(ctx, HEAPTAP_KIND_MALLOC, 0, a.v[0], 0);
+	return enter(ctx, a.cookie, HEAPTAP_KIND_MALLOC, 0, a.v[0], 0);
 }
 
 SEC("uprobe")
@@ -124,7 +129,7 @@ int new_enter(struct pt_regs *ctx)
 	struct args a;
 
 	read_args(ctx, &a);
-	return enter(ctx, HEAPTAP_KIND_NEW, 0, a.v[0], 0);
+	return enter(ctx, a.cookie, HEAPTAP_KIND_NEW, 0, a.v[0], 0);
 }
 
 SEC("uprobe")
@@ -133,7 +138,7 @@ int calloc_enter(struct pt_regs *ctx)
 	struct args a;
 
 	read_args(ctx, &a);
-	return enter(ctx, HEAPTAP_KIND_CALLOC, 0, mul_size(a.v[0], a.v[1]), 0);
+	return enter(ctx, a.cookie, HEAPTAP_KIND_CALLOC, 0, mul_size(a.v[0], a.v[1]), 0);
 }
 
 SEC("uprobe")
@@ -142,7 +147,7 @@ int realloc_enter(struct pt_regs *ctx)
 	struct args a;
 
 	read_args(ctx, &a);
-	return enter(ctx, HEAPTAP_KIND_REALLOC, a.v[0], a.v[1], 0);
+	return enter(ctx, a.cookie, HEAPTAP_KIND_REALLOC, a.v[0], a.v[1], 0);
 }
 
 SEC("uprobe")
@@ -151,7 +156,7 @@ int reallocarray_enter(struct pt_regs *ctx)
 	struct args a;
 
 	read_args(ctx, &a);
-	return enter(ctx, HEAPTAP_KIND_REALLOCARRAY, a.v[0], mul_size(a.v[1], a.v[2]), 0);
+	return enter(ctx, a.cookie, HEAPTAP_KIND_REALLOCARRAY, a.v[0], mul_size(a.v[1], a.v[2]), 0);
 }
 
 /* (alignment, size): the alignment is not read. */
@@ -161,7 +166,7 @@ int memalign_enter(struct pt_regs *ctx)
 	struct args a;
 
 	read_args(ctx, &a);
-	return enter(ctx, HEAPTAP_KIND_MEMALIGN, 0, a.v[1], 0);
+	return enter(ctx, a.cookie, HEAPTAP_KIND_MEMALIGN, 0, a.v[1], 0);
 }
 
 /* (&ptr, alignment, size) */
@@ -171,7 +176,7 @@ int posix_memalign_enter(struct pt_regs *ctx)
 	struct args a;
 
 	read_args(ctx, &a);
-	return enter(ctx, HEAPTAP_KIND_POSIX_MEMALIGN, 0, a.v[2], a.v[0]);
+	return enter(ctx, a.cookie, HEAPTAP_KIND_POSIX_MEMALIGN, 0, a.v[2], a.v[0]);
 }
 
 /*
@@ -196,10 +201,11 @@ int posix_memalign_enter(struct pt_regs *ctx)
 SEC("uprobe")
 int pyobject_enter(struct pt_regs *ctx)
 {
-	__u64 sizes[2], flags, items, size = 0, cookie = bpf_get_attach_cookie(ctx);
+	__u64 sizes[2], flags, items, size = 0, cookie;
 	struct args a;
 
 	read_args(ctx, &a);
+	cookie = a.cookie;
 	items = a.v[1] + (cookie & HEAPTAP_COOKIE_ITEM_MORE ? 1 : 0);
 	if (cookie & HEAPTAP_COOKIE_NO_ITEMS)
 		items = 0;
@@ -216,7 +222,7 @@ int pyobject_enter(struct pt_regs *ctx)
 		if (flags & PY_TPFLAGS_PREHEADER)
 			size += 2 * sizeof(__u64);
 	}
-	begin(ctx, HEAPTAP_KIND_MALLOC, 0, size, 0, a.v[0]);
+	begin(ctx, cookie, HEAPTAP_KIND_MALLOC, 0, size, 0, a.v[0]);
 	return 0;
 }
 

@@ -43,9 +43,10 @@ static __always_inline struct heaptap_proc *proc_of(__u32 tgid)
 			__sync_fetch_and_add(&__p->field, (v));        \
 	} while (0)
 
-static __always_inline void count_fn(void *ctx)
+/* An entry of the function the probe's attach cookie names. */
+static __always_inline void count_fn(__u64 cookie)
 {
-	__u64 fn = heaptap_cookie_fn(bpf_get_attach_cookie(ctx));
+	__u64 fn = heaptap_cookie_fn(cookie);
 
 	if (fn < HEAPTAP_MAX_FUNCS)
 		__sync_fetch_and_add(&fn_calls[fn], 1);

@@ -35,9 +35,9 @@ static __always_inline bool free_recorded(struct call *c, struct heaptap_proc *p
 
 /*
  * Whether a free of a block never seen, by a call whose entry's stack pointer is sp, is the
- * allocator's own memory going back: inside a pool's reset or destroy, or called by the
- * allocator's own code (at the entry, or at a site where the stack pointer is still the
- * entry's, the word at sp is the caller's return address).
+ * allocator's own memory going back: inside a pool's reset or destroy, or (without sampling)
+ * called by the allocator's own code (at the entry, or at a site where the stack pointer is
+ * still the entry's, the word at sp is the caller's return address).
  */
 static __always_inline bool frees_own_memory(struct call *c, __u64 sp)
 {
@@ -49,6 +49,11 @@ static __always_inline bool frees_own_memory(struct call *c, __u64 sp)
 		c->free_all_sp = 0;
 	if (c->free_all_sp)
 		return true;
+	/* With sampling, nearly every such free is of a block not sampled: its caller is not
+	 * read (a read of the stack costs about as much as the rest of the free's program),
+	 * and the allocator's own frees are among untracked_frees. */
+	if (sample_interval)
+		return false;
 	range = bpf_map_lookup_elem(&alloc_ranges, &c->tgid);
 	return range && !bpf_probe_read_user(&caller, sizeof(caller), (void *)sp) &&
 	       caller >= range->lo && caller < range->hi;
@@ -59,9 +64,8 @@ static __always_inline bool frees_own_memory(struct call *c, __u64 sp)
 static __always_inline struct call *do_free(struct pt_regs *ctx)
 {
 	__u64 sp = PT_REGS_SP(ctx), ptr;
+	struct heaptap_fn_stats *st;
 	struct heaptap_block key;
-	__u64 cookie = bpf_get_attach_cookie(ctx);
-	struct heaptap_fn_stats *st = fn_of(heaptap_cookie_fn(cookie));
 	struct heaptap_proc *p;
 	struct call *c;
 	struct args a;
@@ -100,7 +104,8 @@ static __always_inline struct call *do_free(struct pt_regs *ctx)
 	__sync_fetch_and_add(&counters.free_calls, 1);
 	p = proc_of(c->tgid);
 	PROC_ADD_TO(p, free_calls, 1);
-	count_fn(ctx);
+	count_fn(a.cookie);
+	st = fn_of(heaptap_cookie_fn(a.cookie));
 	if (st) {
 		__sync_fetch_and_add(&st->calls, 1);
 		__sync_fetch_and_add(&st->freed, 1);
@@ -110,7 +115,7 @@ static __always_inline struct call *do_free(struct pt_regs *ctx)
 	if (frees_own_memory(c, sp))
 		__sync_fetch_and_add(&counters.own_frees, 1);
 	else
-		untracked_free(c, ptr, cookie & HEAPTAP_COOKIE_UNSEEN);
+		untracked_free(c, ptr, a.cookie & HEAPTAP_COOKIE_UNSEEN);
 	return c;
 }
 

@@ -13,7 +13,7 @@ int pool_alloc_enter(struct pt_regs *ctx)
 	struct args a;
 
 	read_args(ctx, &a);
-	c = begin(ctx, HEAPTAP_KIND_POOL_ALLOC, 0, a.v[1], 0, 0);
+	c = begin(ctx, a.cookie, HEAPTAP_KIND_POOL_ALLOC, 0, a.v[1], 0, 0);
 	if (c)
 		c->pool = a.v[0];
 	return 0;
@@ -30,7 +30,7 @@ static __always_inline struct call *pool_call(struct pt_regs *ctx, __u64 sp)
 	c = target_call();
 	if (!c || nested(c, sp))
 		return NULL;
-	count_fn(ctx);
+	count_fn(bpf_get_attach_cookie(ctx));
 	return c;
 }
 

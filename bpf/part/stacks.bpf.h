@@ -101,6 +101,7 @@ struct walk {
 	__u64 at_ip; /* HEAPTAP_RULE_AT_IP while pc is the first frame's own instruction */
 	__u64 sp;
 	__u64 bp;
+	__u64 top;   /* the highest CFA met: the walk read the stack below it */
 	__u32 words; /* of c->stack filled */
 	__u32 status;
 	/* The memo the walk fills as it reads (memo_of), from entry_sp; where it cannot be
@@ -142,11 +143,14 @@ static __always_inline bool find_stack(struct call *c, __u64 addr)
 
 #define STACK_PAGE 4096
 
-/* Copies the stack from addr into c's window: WINDOW_WORDS words, or fewer, up to end. */
+/* Copies the stack from addr into c's window: WINDOW_WORDS words, or c->copy_size bytes when
+ * it says fewer, up to end. */
 static __always_inline int copy_window(struct call *c, __u64 addr, __u64 end)
 {
 	__u64 size = sizeof(c->win);
 
+	if (c->copy_size && c->copy_size < size)
+		size = c->copy_size;
 	if (end > addr && end - addr < size)
 		size = end - addr;
 	/* Restated for the verifier: a size it can bound. */
@@ -389,6 +393,8 @@ static long walk_step(__u64 i, void *arg)
 		return 1;
 	}
 	remember_word(w, cfa - 8, ra);
+	if (cfa > w->top)
+		w->top = cfa;
 	if (rule->bp_offset) {
 		w->bp_at = cfa + rule->bp_offset;
 		w->bp_read = 1;
@@ -551,6 +557,10 @@ static __always_inline __u64 dwarf_stack(struct call *c, __u64 ip, __u64 sp, __u
 	}
 	if (w.status == WALK_CUT || w.status == WALK_UNKNOWN)
 		__sync_fetch_and_add(&counters.truncated_stacks, 1);
+	/* An entry's next first copy holds what this walk read (and the memos made before it,
+	 * whose walks the span held too), in whole cache lines. */
+	if (!at_ip && w.top > sp && w.top - sp > c->span)
+		c->span = (w.top - sp + 63) & ~63ULL;
 	id = store_stack(c, w.words);
 	/* A walk that ended where the stack does or at --stack-depth is kept; one cut by
 	 * memory it could not read, or sent as a sample, is not. */

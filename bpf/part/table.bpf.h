@@ -34,37 +34,27 @@ static __always_inline struct heaptap_bucket *bucket(__u32 i)
 /* A word of a slot, read once, where it is read (other CPUs change it meanwhile). */
 #define SLOT_WORD(w) (*(volatile __u64 *)&(w))
 
-/* The slot of addr and owner in bucket k, or -1. The address is read again after the
- * owner: a slot given up and taken again between the two reads (another process's block
- * at the address, then another of this process at another) matches neither. */
+/* The slot of addr and owner in bucket k; else -1 - the bucket's free slots (what a put
+ * that finds no record chooses between its two buckets by, in the same pass). The address
+ * is read again after the owner: a slot given up and taken again between the two reads
+ * (another process's block at the address, then another of this process at another)
+ * matches neither. */
 __noinline int slot_in(__u32 k, __u64 addr, __u64 owner)
 {
 	struct heaptap_bucket *b = bucket(k);
-	int i;
+	__u64 at;
+	int i, room = 0;
 
 	if (!b)
 		return -1;
 #pragma unroll
-	for (i = 0; i < HEAPTAP_BUCKET_SLOTS; i++)
-		if (SLOT_WORD(b->addr[i]) == addr && SLOT_WORD(b->owner[i]) == owner &&
-		    SLOT_WORD(b->addr[i]) == addr)
+	for (i = 0; i < HEAPTAP_BUCKET_SLOTS; i++) {
+		at = SLOT_WORD(b->addr[i]);
+		if (at == addr && SLOT_WORD(b->owner[i]) == owner && SLOT_WORD(b->addr[i]) == addr)
 			return i;
-	return -1;
-}
-
-/* The free slots of bucket k. */
-__noinline int room_in(__u32 k)
-{
-	struct heaptap_bucket *b = bucket(k);
-	int i, n = 0;
-
-	if (!b)
-		return 0;
-#pragma unroll
-	for (i = 0; i < HEAPTAP_BUCKET_SLOTS; i++)
-		if (!b->addr[i])
-			n++;
-	return n;
+		room += !at;
+	}
+	return -1 - room;
 }
 
 /* A free slot of bucket k taken for addr, or -1. */
@@ -87,6 +77,8 @@ struct slot {
 	__u32 bucket;
 	__u32 i;
 	__u32 spill_of; /* its key's second bucket + 1, when the slot is a spill bucket's; or 0 */
+	/* Not found: the free slots of its key's first and second buckets, as the look-up saw */
+	__u32 room[2];
 	__u64 owner;
 	__u64 hash;
 };
@@ -105,9 +97,11 @@ static __always_inline bool table_find(const struct heaptap_block *k, struct slo
 	s->bucket = heaptap_bucket_first(s->hash, n);
 	second = heaptap_bucket_second(s->hash, n);
 	i = slot_in(s->bucket, k->addr, s->owner);
+	s->room[0] = -1 - i;
 	if (i < 0) {
 		s->bucket = second;
 		i = slot_in(second, k->addr, s->owner);
+		s->room[1] = -1 - i;
 	}
 	b = i < 0 ? bucket(second) : NULL;
 	if (b && b->spilled) {
@@ -201,7 +195,7 @@ __noinline long table_put(const struct heaptap_block *k, const struct heaptap_al
 	/* Where fewer are, the first on a tie. */
 	s.bucket = first;
 	other = second;
-	if (room_in(second) > room_in(first)) {
+	if (s.room[1] > s.room[0]) {
 		s.bucket = second;
 		other = first;
 	}

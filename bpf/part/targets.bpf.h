@@ -116,6 +116,10 @@ struct call {
 	__u64 stack_lo; /* the mapping of the stack a copy last crossed the end of */
 	__u64 stack_hi;
 	__u64 hole;	/* a page of the stack a copy found missing (0: none) */
+	/* Bytes above an entry's stack pointer that the thread's walks have read, at most: its
+	 * first copy at an entry is this long (0: a whole window), the next ones whole. */
+	__u64 span;
+	__u64 copy_size; /* the next copy's, when not a whole window */
 	struct rule_slot rules[RULE_SLOTS];
 	__u64 known[KNOWN_STACKS];
 	struct walk_memo memos[WALK_MEMOS];

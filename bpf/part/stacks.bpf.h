@@ -532,7 +532,7 @@ static __always_inline __u64 dwarf_stack(struct call *c, __u64 ip, __u64 sp, __u
 			  .entry_sp = sp };
 	/* Remembered: an entry's walk of C frames (Python frames and types are not in it). */
 	bool memo = !at_ip && !c->stack.tag && !c->npy && w.pc;
-	__u64 id;
+	__u64 id, need;
 
 	c->stack.ips[1] = ip;
 	w.memo = memo_of(ip, w.pc, sp);
@@ -557,10 +557,12 @@ static __always_inline __u64 dwarf_stack(struct call *c, __u64 ip, __u64 sp, __u
 	}
 	if (w.status == WALK_CUT || w.status == WALK_UNKNOWN)
 		__sync_fetch_and_add(&counters.truncated_stacks, 1);
-	/* An entry's next first copy holds what this walk read (and the memos made before it,
-	 * whose walks the span held too), in whole cache lines. */
-	if (!at_ip && w.top > sp && w.top - sp > c->span)
-		c->span = (w.top - sp + 63) & ~63ULL;
+	/* An entry's next first copy holds what this walk read (the caller's return address
+	 * at least, all a walk cut at the first frame reads), and what the memos made before
+	 * it read, whose walks the span held too; in whole cache lines. */
+	need = w.top > sp ? w.top - sp : sizeof(__u64);
+	if (!at_ip && need > c->span)
+		c->span = (need + 63) & ~63ULL;
 	id = store_stack(c, w.words);
 	/* A walk that ended where the stack does or at --stack-depth is kept; one cut by
 	 * memory it could not read, or sent as a sample, is not. */

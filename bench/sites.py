@@ -12,14 +12,14 @@ sudo python3 bench/sites.py [ROUNDS] [--against PATH] [--redis] [--depths D,D...
    of a 100,000 key space): requests per second untraced, with empty programs at heaptap's
    planned sites (the traps alone: entries, and the returns heaptap probes; and the entries
    alone, which is what a floor without returns would say), with the one read a call at them,
-   with heaptap --probe-at entry,
-   and with heaptap at its planned sites; each run on a fresh server. Then where the time goes: calls per SET, and
-   what each of heaptap's programs takes a run (the kernel's bpf_stats, on for the runs).
+   with heaptap --probe-at entry, and with heaptap at its planned sites; each run on a fresh
+   server. Then where the time goes: calls per SET, and what each of heaptap's programs takes
+   a run (the kernel's bpf_stats, on for the runs).
 
 --against PATH adds heaptap at its planned sites again with that build (an older one), in
 both parts, in the same random order; its programs' ns a run are printed beside.
---redis runs the second part alone. --depths D,D... adds, on redis, heaptap at its planned sites with --stack-depth D for each D:
-what its walks cost by depth (redis's stacks are a dozen frames and more deep).
+--redis runs the second part alone. --depths D,D... adds, on redis, heaptap at its planned
+sites with --stack-depth D for each D: what its walks cost by depth.
 
 Every variant runs once per round (ROUNDS, default 5), the variants of a round in random
 order; figures are medians over the rounds, ratios against the untraced median. The machine

@@ -286,7 +286,8 @@ __noinline bool memo_word(struct call *c, __u32 i, __u64 off, __u64 val)
 
 static __always_inline void remember_word(struct walk *w, __u64 addr, __u64 val)
 {
-	if (!w->forget && (addr < w->entry_sp || !memo_word(w->c, w->memo, addr - w->entry_sp, val)))
+	if (!w->forget &&
+	    (addr < w->entry_sp || !memo_word(w->c, w->memo, addr - w->entry_sp, val)))
 		w->forget = 1;
 }
 
@@ -315,12 +316,12 @@ static long recall_word(__u64 i, void *arg)
 
 /*
  * The stack id of a walk from the function ip's entry at sp, its caller's return address in
- * c->stack.ips[0] (memo i: memo_of the three), when the thread remembers one from the same entry over the same words of
- * the stack; else 0. Most allocations come from a few paths, called at the same depth each
- * time: then no rule is looked up and nothing hashed. The words are compared in the copy
- * made at the entry, and read further only where a walk went past it. Global, verified once
- * apart from its callers: inlined into each allocating function's program, its loop took
- * the verifier seconds.
+ * c->stack.ips[0] (memo i: memo_of the three), when the thread remembers one from the same
+ * entry over the same words of the stack; else 0. Most allocations come from a few paths,
+ * called at the same depth each time: then no rule is looked up and nothing hashed. The
+ * words are compared in the copy made at the entry, and read further only where a walk went
+ * past it. Global, verified once apart from its callers: inlined into each allocating
+ * function's program, its loop took the verifier seconds.
  */
 __noinline __u64 remembered_walk(struct call *c, __u32 i, __u64 ip, __u64 sp, __u64 bp)
 {

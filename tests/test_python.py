@@ -150,10 +150,13 @@ def python_frames(site):
 def test_python_frames_in_a_pid_namespace_and_a_forked_child():
     """Python frames where the thread's IDs are not the host's: the server in a PID namespace
     of its own (unshare --pid), and a child it forks (os.fork, --follow); each keeps Session
-    objects, counted per process with the frames that made them."""
+    objects, counted per process with the frames that made them. Every site the report has:
+    objects with the same Python frames may be at more than one site (2 to 4 Session sites
+    in 8 runs), and one of a single object fell out of the default top 10 in about one run
+    of twenty (1,999 of 2,000 counted)."""
     target = Target(SCRIPT, wrapper=["unshare", "--pid", "--fork"])
     ht = Heaptap(["-p", str(target.target_pid), "-i", "1h", "--allocator-family", "python",
-                  "--follow"])
+                  "--follow", "--top", "1000"])
     ht.attached()
     target.do("leak 2000")
     child = int(target.do("fork 500"))

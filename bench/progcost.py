@@ -29,9 +29,9 @@ import sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
 import lib  # noqa: E402
 import results as results_md  # noqa: E402
+from sites import empty_probes, end_probes  # noqa: E402
 
 ALLOCBENCH = os.path.join(lib.BUILD, "bench", "allocbench")
-PROBECOST = os.path.join(lib.BUILD, "bench", "probecost")
 EMPTY = "empty programs, planned sites"
 ONE_READ = "one read a call, planned sites"
 VARIANTS = {
@@ -100,21 +100,12 @@ def ns_per_pair(target, pairs):
 
 
 def planned_sites(pid):
-    """heaptap's planned sites in process pid, as probecost takes them: FILE:OFFSET[:ret]."""
+    """heaptap's planned sites in process pid: [(file, offset, return?)]."""
     ht = lib.Heaptap(["-p", str(pid), "-i", "1h"])
     attached = ht.attached()
     ht.finish()
-    return [f"{p['path']}:{p['offset']}" + (":ret" if p["return"] else "")
-            for p in attached["probes"] if p["kind"] != "unwind"]
-
-
-def probecost(pid, sites, read):
-    """bench/probecost at sites of process pid (read: its programs read a word); a Proc."""
-    p = lib.Proc([PROBECOST] + (["--read"] if read else []) + [str(pid)] + sites)
-    line = p.read_line()
-    if line != "attached":
-        raise lib.Failure(f"probecost: {line}: {p.stderr_text()}")
-    return p
+    return [(p["path"], p["offset"], p["return"]) for p in attached["probes"]
+            if p["kind"] != "unwind"]
 
 
 def main(argv):
@@ -143,7 +134,7 @@ def main(argv):
                         results[v].append((ns_per_pair(target, pairs), {}))
                         continue
                     if v in others:
-                        proc = probecost(target.target_pid, sites, v == ONE_READ)
+                        proc = empty_probes(target.target_pid, sites, v == ONE_READ)
                     else:
                         lib.HEAPTAP = variants[v][1]
                         proc = lib.Heaptap(["-p", str(target.target_pid), "-i", "1h"]
@@ -153,8 +144,7 @@ def main(argv):
                     ns = ns_per_pair(target, pairs)
                     after = programs(proc.pid)
                     if v in others:
-                        proc.popen.stdin.close()
-                        proc.wait()
+                        end_probes(proc)
                     else:
                         proc.finish()
                     results[v].append((ns, {k: (after[k][0] - before.get(k, (0, 0))[0],

@@ -26,9 +26,9 @@ def kernel_thread():
         if not entry.isdigit():
             continue
         try:
-            with open(f"/proc/{entry}/stat") as f:
+            with open(f"/proc/{entry}/stat", errors="replace") as f:
                 fields = f.read().rsplit(")", 1)[1].split()
-            with open(f"/proc/{entry}/comm") as f:
+            with open(f"/proc/{entry}/comm", errors="replace") as f:
                 comm = f.read().strip()
         except OSError:
             continue
@@ -44,7 +44,7 @@ def refused(args, status, message, wrapper=()):
     check(f"no report from heaptap {' '.join(args)}", out, "")
 
 
-@test
+@test(sanitized=True)
 def test_bad_input_is_refused_and_harms_nothing():
     target = Target("sizes")
     pid = str(target.target_pid)

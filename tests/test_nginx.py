@@ -22,7 +22,7 @@ def children_of(pid):
     out = []
     for name in os.listdir("/proc"):
         try:
-            with open(f"/proc/{name}/stat") as f:
+            with open(f"/proc/{name}/stat", errors="replace") as f:
                 fields = f.read().rsplit(")", 1)[1].split()
         except (OSError, IndexError):
             continue
@@ -77,7 +77,7 @@ def get(port, path, close=True):
     check("answer", urllib.request.urlopen(req, timeout=10).read(), b"hello\n")
 
 
-@test
+@test(tier="services")
 def test_nginx_workers_followed_as_attached_alone():
     with nginx(2) as (master, workers, port):
         follow = Heaptap(["-p", str(master), "-f", "-i", "300ms"])

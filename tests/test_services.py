@@ -12,7 +12,7 @@ import time
 import urllib.request
 
 from lib import (TARGETS, Failure, Heaptap, Target, check, check_true, functions,
-                 probed_text_intact, test)
+                 private_program, probed_text_intact, test)
 
 LAUNCH = os.path.join(TARGETS, "launch")
 
@@ -248,9 +248,12 @@ def test_a_burst_of_children_each_counted_from_its_first_allocation():
         for p in load:
             p.kill()
             p.wait()
+    # Every child was reaped before the burst's answer: each is heard of, and of its exit.
     rec = wait_record(ht, lambda r: len(r["processes"]) - 1 +
-                      r["processes_folded"]["processes"] + r["inexact"]["lost_procs"] == BURST,
-                      "every child is heard of")
+                      r["processes_folded"]["processes"] + r["inexact"]["lost_procs"] == BURST
+                      and not any(p["alive"] for p in r["processes"]
+                                  if p["parent"] == family.target_pid),
+                      "every child is heard of, and of its exit")
     inexact = rec["inexact"]
     check("children not followed, late or untraced",
           (inexact["lost_procs"], inexact["late_procs"], inexact["untraced_procs"]), (0, 0, 0))
@@ -446,16 +449,17 @@ def test_several_pids_and_programs_started_later():
     check("heaptap exit status", status, 0)
 
     # --comm with none running: waits, says so; Ctrl-C then ends it, nothing traced.
-    ht = Heaptap(["--comm", "launch", "-i", "200ms"])
-    time.sleep(0.5)
+    program, comm = private_program("family")
+    ht = Heaptap(["--comm", comm, "-i", "200ms"])
+    waiting = f"heaptap: no process named {comm} runs yet: waiting for one (Ctrl-C to stop)"
+    ht.stderr_until(waiting)
     final, status = ht.finish()
     check("--comm, none started, Ctrl-C: exit status and records", (status, final), (0, None))
-    check("... and what it said", ht.stderr_text().strip(),
-          "heaptap: no process named launch runs yet: waiting for one (Ctrl-C to stop)")
-    first = Target("family")
-    ht = Heaptap(["--comm", "family", "-i", "200ms"])
+    check("... and what it said", ht.stderr_text().strip(), waiting)
+    first = Target(program)
+    ht = Heaptap(["--comm", comm, "-i", "200ms"])
     ht.attached()
-    later = Target("family")
+    later = Target(program)
     wait_record(ht, lambda r: later.target_pid in by_pid(r), "the new process is in")
     later.do("alloc 4 77")
     rec = wait_record(ht, lambda r: by_pid(r)[later.target_pid]["live"] == 4,
@@ -467,6 +471,7 @@ def test_several_pids_and_programs_started_later():
     check("inexact: the one matched at its exec", rec["inexact"]["late_procs"], 1)
     final, status = ht.finish()
     check("heaptap exit status", status, 0)
+    shutil.rmtree(os.path.dirname(program))
 
 
 @test
@@ -474,20 +479,16 @@ def test_comm_and_exe_wait_for_the_first_process():
     """--comm or --exe with no such process running: heaptap waits for the first to start,
     traces it (and every later one) exactly, and reports it as the session's process. --exe
     on ext4 and on tmpfs (a file system with a device number of its own kind)."""
-    shm = tempfile.mkdtemp(prefix="heaptap-exe-", dir="/dev/shm")
-    copy = os.path.join(shm, "family")
-    shutil.copy(os.path.join(TARGETS, "family"), copy)
-    for option in (["--comm", "family"], ["--exe", os.path.join(TARGETS, "family")],
-                   ["--exe", copy]):
-        program = option[1] if option[0] == "--exe" else "family"
+    disk, comm = private_program("family")
+    shm, _ = private_program("family", "/dev/shm")
+    for option in (["--comm", comm], ["--exe", disk], ["--exe", shm]):
+        program = option[1] if option[0] == "--exe" else disk
         ht = Heaptap(option + ["-i", "200ms"])
-        time.sleep(0.5)
-        check_true(f"{option}: waiting, not gone", ht.popen.poll() is None,
-                   ht.popen.poll() is None or ht.stderr_text())
+        ht.stderr_until("waiting for one")
         first = Target(program)
         attached = ht.attached()
         check(f"{option[0]}: the session's process", (attached["pid"], attached["comm"]),
-              (first.target_pid, "family"))
+              (first.target_pid, comm))
         first.do("alloc 3 100")
         later = Target(program)
         wait_record(ht, lambda r: later.target_pid in by_pid(r), "the later process is in")
@@ -504,10 +505,11 @@ def test_comm_and_exe_wait_for_the_first_process():
         check_true(f"{option[0]}: both still running", first.alive() and later.alive())
         first.end()
         later.end()
-    shutil.rmtree(shm)
+    for path in (disk, shm):
+        shutil.rmtree(os.path.dirname(path))
 
 
-@test
+@test(tier="services")
 def test_html_report_of_a_forked_family_in_chromium():
     """The HTML report of a session of several processes: its processes table, and its flame
     graph with each process's stacks under a root frame of its own (rendered in Chromium)."""

@@ -90,7 +90,7 @@ UNIT_BINS := $(patsubst %,$(OUTPUT)/unit/%,$(UNITS))
 # libFuzzer targets, one per parser of the target's bytes, each with the modules it fuzzes
 # (and those it calls on the bytes) instrumented; whatever else they refer to comes
 # uninstrumented from heaptap's own objects (heaptap.a: all but main).
-FUZZERS := elfsyms cfi unwind maps dump options python procfs
+FUZZERS := $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
 FUZZ_USES_elfsyms := target/elfsyms
 FUZZ_USES_cfi := target/unwind target/cfi base/idmap
 FUZZ_USES_unwind := target/unwind target/stacks base/idmap
@@ -289,7 +289,7 @@ deps:
 	.ci/run deps
 
 # The README's two commands, for those who have make: the demo (PID=... to attach to a
-# process of yours) and the tests (TESTS=name to select).
+# process of yours) and the tests (TESTS=name or a tier, such as core, to select).
 demo:
 	tests/demo.sh $(PID)
 

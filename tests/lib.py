@@ -159,6 +159,7 @@ class Proc:
                                       preexec_fn=as_from_a_terminal(preexec_fn))
         self.pid = self.popen.pid
         self._buf = b""
+        self._err = b""
         self._eof = False
         _started.append(self)
 
@@ -198,7 +199,23 @@ class Proc:
             raise Failure(f"{os.path.basename(self.argv[0])} did not exit within {timeout:.0f}s")
 
     def stderr_text(self):
-        return self.popen.stderr.read().decode() if self.popen.stderr else ""
+        """What it wrote to stderr, to its end (read so far, then the rest)."""
+        rest = self.popen.stderr.read() if self.popen.stderr else b""
+        return (self._err + rest).decode(errors="replace")
+
+    def stderr_until(self, text, timeout=TIMEOUT):
+        """Waits until its stderr holds text; Failure when it ends or the time is up first."""
+        deadline = time.monotonic() + timeout
+        fd = self.popen.stderr.fileno()
+        while text.encode() not in self._err:
+            left = deadline - time.monotonic()
+            ready = select.select([fd], [], [], max(0, left))[0] if left > 0 else []
+            chunk = os.read(fd, 65536) if ready else b""
+            if not chunk:
+                raise Failure(f"{os.path.basename(self.argv[0])}: {text!r} not on stderr "
+                              f"{'by its end' if ready else f'within {timeout:.0f}s'}: "
+                              f"{self._err.decode(errors='replace')[-400:]!r}")
+            self._err += chunk
 
     def end(self):
         """Ends the process by its PID (SIGKILL) if it still runs, and reaps it."""
@@ -293,6 +310,19 @@ class Heaptap(Proc):
         return (finals[-1] if finals else None), status
 
 
+def private_program(name, directory=None):
+    """A copy of the target name, under a name no other test's processes have (--comm and
+    --exe match every process of a name or file, and tests run side by side): (path, its
+    comm), in a new folder under directory (the system's temporary folder by default)."""
+    import shutil
+    import tempfile
+    folder = tempfile.mkdtemp(prefix="heaptap-own-", dir=directory)
+    comm = f"{name[:8]}{os.getpid() % 10**7:07d}"
+    path = os.path.join(folder, comm)
+    shutil.copy(os.path.join(TARGETS, name), path)
+    return path, comm
+
+
 def run_heaptap(args, wrapper=(), timeout=TIMEOUT):
     """heaptap (run through wrapper, such as setpriv) to completion: (status, stdout, stderr)."""
     p = subprocess.run(list(wrapper) + [HEAPTAP] + list(args), capture_output=True,
@@ -318,6 +348,13 @@ def stop_and_wait(pid, timeout=10):
         if time.monotonic() > deadline:
             raise Failure(f"PID {pid} not stopped {timeout} s after SIGSTOP: {states}")
         time.sleep(0.005)
+
+
+def record_time(rec):
+    """A record's "time" (ISO 8601, UTC), in seconds since the epoch, as time.time()'s."""
+    from datetime import datetime, timezone
+    return datetime.strptime(rec["time"], "%Y-%m-%dT%H:%M:%S.%fZ").replace(
+        tzinfo=timezone.utc).timestamp()
 
 
 def size_row(final, size):
@@ -438,10 +475,29 @@ def use_heaptap(path):
             module.HEAPTAP = HEAPTAP
 
 
+# The tiers, in the order the test command runs them; asking for one runs those before it too.
+# unit: no root, seconds to a minute (the unit programs' neighbours: docs against --help,
+# short fuzzing). core: heaptap against the tests' own targets, as root. services: real
+# servers and tools from Debian (PostgreSQL, nginx, redis, Chromium, Go, Prometheus,
+# valgrind, the host agent, the package). soak: long runs (the torture test).
+TIERS = ("unit", "core", "services", "soak")
+# What a test may need beyond its tier: "alone" runs it with no other test beside it (it reads
+# the whole host, as the agent does, or asserts on timing that other tests' load would skew).
+NEEDS = ("alone",)
 TESTS = []
 
 
-def test(fn):
-    """Registers a test; tests run in the order their modules define them."""
-    TESTS.append(fn)
-    return fn
+def test(fn=None, *, tier="core", needs=(), sanitized=False):
+    """Registers a test: @test, or @test(tier=..., needs=(...), sanitized=True). sanitized: run
+    once more against heaptap built with the sanitizers, where the test command builds it.
+    Tests run in the order their modules define them, unless run in parallel (tests/run.py)."""
+    def register(fn):
+        if tier not in TIERS:
+            raise ValueError(f"{fn.__name__}: no tier {tier!r} (tiers: {', '.join(TIERS)})")
+        unknown = set(needs) - set(NEEDS)
+        if unknown:
+            raise ValueError(f"{fn.__name__}: unknown needs {sorted(unknown)}")
+        fn.tier, fn.needs, fn.sanitized = tier, frozenset(needs), sanitized
+        TESTS.append(fn)
+        return fn
+    return register(fn) if fn else register

@@ -1,52 +1,39 @@
 #!/usr/bin/env python3
-"""Runs heaptap's tests: python3 tests/run.py [NAME...] (as root; NAME selects by substring).
+"""Runs heaptap's tests: python3 tests/run.py [-j N] [--list] [WORD...]
 
-With HEAPTAP_SANITIZED=build-san/heaptap (made by `make SANITIZE=1`; tests/test.sh sets
-it), the tests of SANITIZED among those selected run once more against that binary, and
-fail on any report of AddressSanitizer, LeakSanitizer or UndefinedBehaviorSanitizer.
+A WORD that is a tier (unit, core, services, soak: lib.TIERS) selects that tier and those
+before it; any other WORD selects the tests whose names contain it, whatever their tier. No
+WORD: every test. Tests run N at a time (default: the CPUs plus one), each in a process of its
+own, the longest first (by the durations of earlier runs, kept in build/test-times.json);
+a test that needs to be alone runs with nothing beside it, after the others. Each prints one
+line when it ends, with what it printed above it. Root is needed for every tier but unit.
+
+With HEAPTAP_SANITIZED=build-san/heaptap (made by `make SANITIZE=1`; tests/test.sh sets it),
+the selected tests declared sanitized run once more against that binary, and fail on any
+report of AddressSanitizer, LeakSanitizer or UndefinedBehaviorSanitizer.
 
 Ends with the line "N passed, N failed"; exits 0 only when nothing failed.
 """
+import argparse
 import glob
 import importlib
+import json
 import os
-import shutil
+import select
 import signal
 import sys
+import tempfile
 import time
 import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import lib  # noqa: E402
 
-# Run again under the sanitizers: a test per area of heaptap's user side, chosen to run
-# most of its code in about a minute: accounting, DWARF stacks (and crafted stacks and ELF
-# files), every output, block dumps, threads, the leak check (on SIGUSR1 and at an exit),
-# sampling, bad input, detaching, a plan made anew at exec. Not --watch's test: its exact page count needs each fault's stack unwound
-# before the final report, which the slower sanitized build misses now and then.
-SANITIZED = [
-    "test_size_mix_and_leaking_sites",
-    "test_every_entry_point_and_realloc_case",
-    "test_eight_threads_exact_totals",
-    "test_stack_without_frame_pointers_matches_gdb",
-    "test_cplusplus_names_are_demangled",
-    "test_no_cfi_frame_with_rbp_near_2_to_the_64",
-    "test_crafted_elf_files_mapped_executable",
-    "test_pprof_read_by_go_tool_pprof",
-    "test_folded_values_add_up_to_live_bytes",
-    "test_prometheus_scrapes_listen",
-    "test_html_report_keeps_target_strings_as_text",
-    "test_interval_reports_until_duration",
-    "test_dump_shows_string_and_class",
-    "test_live_bytes_by_thread_exited_included",
-    "test_leak_check_categories_exact",
-    "test_leak_summary_of_the_textbook_program",
-    "test_sampled_estimates_hold_the_truth",
-    "test_bad_input_is_refused_and_harms_nothing",
-    "test_clean_detach_on_sigint",
-    "test_own_allocator_through_two_execs",
-    "test_python_objects_counted_by_class_as_the_collector_counts_them",
-]
+TIMES = os.path.join(lib.BUILD, "test-times.json")
+# A test not timed before is taken for one of this many seconds.
+UNTIMED_S = 20.0
+# A test still running after this long is interrupted (and fails): no run hangs for good.
+LIMIT_S = 900
 
 
 def sanitizer_reports(directory):
@@ -62,69 +49,224 @@ def sanitizer_reports(directory):
     return found
 
 
-def run_test(t, label, reports=None):
-    """Runs one test; reports: a directory the sanitizers write to, checked after it."""
-    start = time.monotonic()
-    if reports:
-        shutil.rmtree(reports, ignore_errors=True)
-        os.makedirs(reports)
+class Job:
+    """One run of a test: against the binary under test, or the sanitized one."""
+
+    def __init__(self, test, sanitized=None, reports=None):
+        self.test = test
+        self.sanitized = sanitized
+        self.reports = reports
+        self.label = test.__name__ + (" (sanitized)" if sanitized else "")
+        self.pid = None
+        self.pipe = None
+        self.output = None
+        self.start = None
+        self.interrupted = False
+
+
+def verdict_of(job):
+    """Runs the job's test in this process: its verdict."""
+    if job.sanitized:
+        lib.use_heaptap(job.sanitized)
+    if job.reports:
         # LeakSanitizer stays on: heaptap frees what it holds before it exits, libdw and
         # libelf included (dwfl_end, elf_end), so a leak report is heaptap's own.
-        os.environ["ASAN_OPTIONS"] = f"log_path={reports}/asan:detect_leaks=1"
-        os.environ["UBSAN_OPTIONS"] = f"log_path={reports}/ubsan:print_stacktrace=1"
+        os.environ["ASAN_OPTIONS"] = f"log_path={job.reports}/asan:detect_leaks=1"
+        os.environ["UBSAN_OPTIONS"] = f"log_path={job.reports}/ubsan:print_stacktrace=1"
     try:
-        t()
+        job.test()
         verdict = "ok"
     except lib.Failure as e:
         verdict = f"FAIL: {e}"
+    except KeyboardInterrupt:
+        verdict = f"FAIL: interrupted (still running after {LIMIT_S} s, or Ctrl-C)"
     except Exception:
         verdict = "ERROR:\n" + traceback.format_exc()
     finally:
         lib.end_started()
-    if reports:
-        found = sanitizer_reports(reports)
+    if job.reports:
+        found = sanitizer_reports(job.reports)
         if found:
             verdict = ("FAIL: " if verdict == "ok" else verdict + "; ") + "sanitizer: " + \
                 "; ".join(found)
-    print(f"{label:48s} {time.monotonic() - start:6.1f}s  {verdict}", flush=True)
-    return verdict == "ok"
+    return verdict
+
+
+def start(job):
+    """Forks a process that runs the job, its output into a file of its own."""
+    if job.reports:
+        import shutil
+        shutil.rmtree(job.reports, ignore_errors=True)
+        os.makedirs(job.reports)
+    job.output = tempfile.TemporaryFile()
+    r, w = os.pipe()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:
+        os.close(r)
+        # A process group of its own: interrupting the test reaches it, not its siblings.
+        os.setpgid(0, 0)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        os.dup2(job.output.fileno(), 1)
+        os.dup2(job.output.fileno(), 2)
+        verdict = verdict_of(job)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.write(w, verdict.encode())
+        os._exit(0)
+    os.close(w)
+    job.pid, job.pipe, job.start = pid, r, time.monotonic()
+
+
+def finish(job):
+    """Reaps the job's process: its verdict, and what it printed."""
+    chunks = []
+    while True:
+        chunk = os.read(job.pipe, 65536)
+        if not chunk:
+            break
+        chunks.append(chunk)
+    os.close(job.pipe)
+    _, status = os.waitpid(job.pid, 0)
+    verdict = b"".join(chunks).decode(errors="replace")
+    if not verdict:
+        verdict = f"ERROR: the test's process ended without a verdict (wait status {status})"
+    job.output.seek(0)
+    printed = job.output.read().decode(errors="replace")
+    job.output.close()
+    return verdict, printed
+
+
+def load_times():
+    try:
+        with open(TIMES) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return {}
+
+
+def save_times(times):
+    try:
+        os.makedirs(os.path.dirname(TIMES), exist_ok=True)
+        with open(TIMES + ".new", "w") as f:
+            json.dump(times, f, indent=0, sort_keys=True)
+        os.replace(TIMES + ".new", TIMES)
+    except OSError:
+        pass
+
+
+def select_tests(words):
+    """The tests the words select, in their modules' order."""
+    tiers = [w for w in words if w in lib.TIERS]
+    names = [w for w in words if w not in lib.TIERS]
+    upto = max((lib.TIERS.index(t) for t in tiers), default=-1)
+    chosen = []
+    for t in lib.TESTS:
+        by_tier = lib.TIERS.index(t.tier) <= upto
+        by_name = any(n in t.__name__ for n in names)
+        if not words or by_tier or by_name:
+            chosen.append(t)
+    return chosen
+
+
+def schedule(jobs, times):
+    """The order to start jobs in: by tier, the longest first, those alone last."""
+    def key(job):
+        t = job.test
+        return ("alone" in t.needs, lib.TIERS.index(t.tier) if "alone" not in t.needs else 0,
+                -times.get(job.label, UNTIMED_S))
+    return sorted(jobs, key=key)
+
+
+def run(jobs, parallel, times):
+    queue = list(jobs)
+    running = {}
+    try:
+        return serve(queue, running, parallel, times)
+    except KeyboardInterrupt:
+        # Each test runs in a process group of its own: Ctrl-C reaches only the runner, which
+        # hands it on, and the tests end their processes before the runner ends.
+        for job in running.values():
+            os.killpg(job.pid, signal.SIGINT)
+        for job in running.values():
+            finish(job)
+        raise
+
+
+def serve(queue, running, parallel, times):
+    """Starts the queue's jobs as room frees up; (passed, failed) once all have ended."""
+    passed = failed = 0
+    while queue or running:
+        while queue and len(running) < parallel:
+            alone = "alone" in queue[0].test.needs
+            if running and (alone or any("alone" in j.test.needs for j in running.values())):
+                break
+            job = queue.pop(0)
+            start(job)
+            running[job.pipe] = job
+        ready, _, _ = select.select(list(running), [], [], 5)
+        now = time.monotonic()
+        for job in running.values():
+            if not job.interrupted and now - job.start > LIMIT_S:
+                job.interrupted = True
+                os.killpg(job.pid, signal.SIGINT)
+        for fd in ready:
+            job = running.pop(fd)
+            verdict, printed = finish(job)
+            took = time.monotonic() - job.start
+            times[job.label] = round(took, 1)
+            if printed.strip():
+                print(printed.rstrip())
+            print(f"{job.label:48s} {took:6.1f}s  {verdict}", flush=True)
+            if verdict == "ok":
+                passed += 1
+            else:
+                failed += 1
+    return passed, failed
 
 
 def main(argv):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("-j", type=int, default=(os.cpu_count() or 1) + 1, metavar="N",
+                        help="tests run at a time (default: the CPUs plus one)")
+    parser.add_argument("--list", action="store_true",
+                        help="list the tests selected, with their tier and needs, and exit")
+    parser.add_argument("words", nargs="*", help=f"tiers ({', '.join(lib.TIERS)}) or names")
+    args = parser.parse_args(argv)
     # Started in the background by a shell, the runner would ignore SIGINT, and so would
     # every program it starts: tests stop servers' clients (pgbench) with SIGINT.
     signal.signal(signal.SIGINT, signal.default_int_handler)
-    if os.geteuid() != 0:
-        print("heaptap's tests attach BPF programs: run them as root (sudo make test)")
+    for path in sorted(glob.glob(os.path.join(os.path.dirname(__file__), "test_*.py"))):
+        importlib.import_module(os.path.basename(path)[:-3])
+    selected = select_tests(args.words)
+    if args.list:
+        for t in selected:
+            extra = ", ".join(sorted(t.needs) + (["sanitized"] if t.sanitized else []))
+            print(f"{t.tier:9s} {t.__name__}" + (f"  ({extra})" if extra else ""))
+        return 0
+    if os.geteuid() != 0 and any(t.tier != "unit" for t in selected):
+        print("heaptap's tests attach BPF programs: run them as root (sudo make test); "
+              "without root, only the unit tier runs (python3 tests/run.py unit)")
         return 1
     sanitized = os.environ.get("HEAPTAP_SANITIZED")
     for binary in [lib.HEAPTAP] + ([sanitized] if sanitized else []):
         if not os.access(binary, os.X_OK):
             print(f"{binary} is missing: run make first (make SANITIZE=1 for build-san/)")
             return 1
-    for path in sorted(glob.glob(os.path.join(os.path.dirname(__file__), "test_*.py"))):
-        importlib.import_module(os.path.basename(path)[:-3])
-    selected = [t for t in lib.TESTS if not argv or any(a in t.__name__ for a in argv)]
-    passed = failed = 0
-    for t in selected:
-        if run_test(t, t.__name__):
-            passed += 1
-        else:
-            failed += 1
+    jobs = [Job(t) for t in selected]
     if sanitized:
-        by_name = {t.__name__: t for t in lib.TESTS}
-        for name in SANITIZED:
-            if name not in by_name and not argv:
-                print(f"{name + ' (sanitized)':48s}    0.0s  FAIL: no such test", flush=True)
-                failed += 1
-        lib.use_heaptap(sanitized)
         reports = os.path.join(os.path.dirname(os.path.abspath(sanitized)), "reports")
-        for t in [by_name[n] for n in SANITIZED if by_name.get(n) in selected]:
-            if run_test(t, t.__name__ + " (sanitized)", os.path.join(reports, t.__name__)):
-                passed += 1
-            else:
-                failed += 1
-    print(f"{passed} passed, {failed} failed")
+        jobs += [Job(t, os.path.abspath(sanitized), os.path.join(reports, t.__name__))
+                 for t in selected if t.sanitized]
+    times = load_times()
+    began = time.monotonic()
+    try:
+        passed, failed = run(schedule(jobs, times), max(1, args.j), times)
+    finally:
+        save_times(times)
+    print(f"{passed} passed, {failed} failed ({time.monotonic() - began:.0f} s, "
+          f"{max(1, args.j)} at a time)")
     return 1 if failed else 0
 
 

@@ -1,12 +1,26 @@
 #!/bin/sh
-# The README's test command (sudo tests/test.sh [NAME...]): installs what is missing,
-# builds, runs the unit tests (seconds, unprivileged: make unit), then every test against
-# real targets (the fuzzers among them), then a share of them again against heaptap built
-# with the sanitizers (build-san/, see tests/run.py). Ends with "N passed, N failed".
+# The README's test command: sudo tests/test.sh [TIER | NAME...]
+# Installs what is missing, builds, runs the unit programs (seconds, unprivileged: make unit),
+# then the tests of tests/run.py in tiers: unit, core, services, soak (lib.TIERS). A TIER runs
+# that tier and those before it (`tests/test.sh core`: the quick check); a NAME the tests
+# whose names hold it; nothing, every test. Beyond the core tier, the tests declared
+# sanitized run once more against heaptap built with the sanitizers (build-san/). Ends with
+# "N passed, N failed".
 set -e
 cd "$(dirname "$0")/.."
 .ci/run deps
-make -s WERROR="${WERROR:-0}"
+jobs=$(nproc)
+make -s -j"$jobs" WERROR="${WERROR:-0}"
 make -s WERROR="${WERROR:-0}" unit
-make -s WERROR="${WERROR:-0}" SANITIZE=1 all unit
-HEAPTAP_SANITIZED=build-san/heaptap exec python3 tests/run.py "$@"
+sanitize=1
+for word in "$@"; do
+	case "$word" in
+	unit | core) sanitize=0 ;;
+	services | soak) sanitize=1 && break ;;
+	esac
+done
+if [ "$sanitize" = 1 ]; then
+	make -s -j"$jobs" WERROR="${WERROR:-0}" SANITIZE=1 all unit
+	export HEAPTAP_SANITIZED=build-san/heaptap
+fi
+exec python3 tests/run.py "$@"

@@ -60,7 +60,7 @@ def check_mix(final):
     check("16-byte site's sizes", sites[(160, 10)]["sizes"], [16])
 
 
-@test
+@test(sanitized=True)
 def test_size_mix_and_leaking_sites():
     target = Target("sizes")
     attached, final, _ = traced(target, "mix")
@@ -74,7 +74,7 @@ def test_size_mix_and_leaking_sites():
           size_row(final, 5000)["max"]), (960, 1023, 4608, 5119))
 
 
-@test
+@test(sanitized=True)
 def test_every_entry_point_and_realloc_case():
     target = Target("apis")
     _, final, result = traced(target, "all")
@@ -117,7 +117,7 @@ def test_every_entry_point_and_realloc_case():
           final["alloc_calls"], sum(c[0] for c in calls.values()))
 
 
-@test
+@test(sanitized=True)
 def test_eight_threads_exact_totals():
     target = Target("threads")
     _, final, _ = traced(target, "go")

@@ -11,7 +11,7 @@ from lib import Heaptap, Target, check, check_true, functions, size_row, test
 from test_accounting import check_exact
 
 
-@test
+@test(sanitized=True)
 def test_no_cfi_frame_with_rbp_near_2_to_the_64():
     # wildbp's nocfi_call sets rbp to -16 and calls malloc and free: the rule heaptap
     # guesses for a frame without CFI reads the caller at rbp + 8, which is 2^64 - 8.
@@ -104,7 +104,7 @@ CRAFTED = {
 }
 
 
-@test
+@test(sanitized=True)
 def test_crafted_elf_files_mapped_executable():
     with tempfile.TemporaryDirectory() as tmp:
         paths = []

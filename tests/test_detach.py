@@ -43,7 +43,7 @@ def detach_by(sig, links=None):
     check("result of a run after heaptap", target.do(f"work {ROUNDS}"), untraced)
 
 
-@test
+@test(sanitized=True)
 def test_clean_detach_on_sigint():
     detach_by(signal.SIGINT)
 

@@ -1,20 +1,35 @@
-"""Every parser of bytes the target controls, fuzzed for a bounded time (HEAPTAP_FUZZ_TIME
-seconds each, default 25; `make fuzz FUZZ_TIME=600` for longer runs) under AddressSanitizer
-and UndefinedBehaviorSanitizer, after the inputs that once crashed it. A crash, a leak,
-undefined behaviour or a hang fails the test, naming the input and how to rerun it."""
+"""Every parser of bytes the target controls, fuzzed under AddressSanitizer and
+UndefinedBehaviorSanitizer after the inputs that once crashed it: briefly in the unit tier
+(HEAPTAP_FUZZ_TIME seconds each, default 5), longer in the soak tier (HEAPTAP_FUZZ_SOAK_TIME,
+default 30); `make fuzz FUZZ_TIME=600` for long runs. A crash, a leak, undefined behaviour or
+a hang fails the test, naming the input and how to rerun it."""
 import os
+import re
 import sys
 
-from lib import ROOT, Failure, test
+from lib import ROOT, Failure, check, test
 
 sys.path.insert(0, os.path.join(ROOT, "tests", "fuzz"))
 import run_fuzzers as fuzzers  # noqa: E402
 
-SECONDS = int(os.environ.get("HEAPTAP_FUZZ_TIME", "25"))
+SHORT = int(os.environ.get("HEAPTAP_FUZZ_TIME", "5"))
+LONG = int(os.environ.get("HEAPTAP_FUZZ_SOAK_TIME", "30"))
+
+# What each fuzzer reads, as its tests are named: one for each tests/fuzz/fuzz_NAME.c.
+PARSERS = {
+    "elfsyms": "elf_symbols_segments_and_dynamic_section",
+    "cfi": "cfi_rule_derivation",
+    "unwind": "stack_copy_unwinder",
+    "maps": "proc_maps_and_smaps_lines",
+    "procfs": "proc_stat_status_and_cgroup_of_every_process",
+    "dump": "block_dumps_strings_and_escaping",
+    "options": "command_lines",
+    "python": "python_location_tables",
+}
 
 
-def fuzzed(name):
-    result = fuzzers.fuzz(name, SECONDS)
+def fuzzed(name, seconds):
+    result = fuzzers.fuzz(name, seconds, work=f"{name}-{seconds}s")
     print(f"  {fuzzers.describe(result)}", flush=True)
     if not result.ok:
         raise Failure(f"fuzz_{name}: {result.problem}")
@@ -22,41 +37,25 @@ def fuzzed(name):
         raise Failure(f"fuzz_{name} ran no input")
 
 
-@test
-def test_fuzz_elf_symbols_segments_and_dynamic_section():
-    fuzzed("elfsyms")
+def register(name, what, tier, seconds, suffix=""):
+    def run():
+        fuzzed(name, seconds)
+    run.__name__ = f"test_fuzz_{what}{suffix}"
+    test(tier=tier)(run)
 
 
-@test
-def test_fuzz_cfi_rule_derivation():
-    fuzzed("cfi")
+for _name, _what in PARSERS.items():
+    register(_name, _what, "unit", SHORT)
+for _name, _what in PARSERS.items():
+    register(_name, _what, "soak", LONG, "_for_longer")
 
 
-@test
-def test_fuzz_stack_copy_unwinder():
-    fuzzed("unwind")
-
-
-@test
-def test_fuzz_proc_maps_and_smaps_lines():
-    fuzzed("maps")
-
-
-@test
-def test_fuzz_proc_stat_status_and_cgroup_of_every_process():
-    fuzzed("procfs")
-
-
-@test
-def test_fuzz_block_dumps_strings_and_escaping():
-    fuzzed("dump")
-
-
-@test
-def test_fuzz_command_lines():
-    fuzzed("options")
-
-
-@test
-def test_fuzz_python_location_tables():
-    fuzzed("python")
+@test(tier="unit")
+def test_every_fuzzer_is_run_and_documented():
+    """Each fuzzer of tests/fuzz/ has its tests here and its row in doc/testing.md's table."""
+    check("fuzzers with tests", sorted(PARSERS), fuzzers.FUZZERS)
+    with open(os.path.join(ROOT, "doc", "testing.md")) as f:
+        text = f.read()
+    table = text[text.index("| fuzzer | what it reads"):].split("\n\n")[0]
+    rows = re.findall(r"^\| `(\w+)` \|", table, re.M)
+    check("fuzzers in doc/testing.md's table", sorted(rows), fuzzers.FUZZERS)

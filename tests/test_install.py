@@ -57,7 +57,7 @@ def tagged(section):
     return tags
 
 
-@test
+@test(tier="unit")
 def test_man_page_lists_the_codes_exit_statuses_environment_and_files():
     """EXIT STATUS lists exactly the exit statuses of base/settings.h (and --leak-exit-code's
     N); ENVIRONMENT exactly the variables of base/env.c's table, which the code reads through
@@ -99,7 +99,7 @@ def test_man_page_lists_the_codes_exit_statuses_environment_and_files():
           [])
 
 
-@test
+@test(tier="unit")
 def test_version_lives_in_debian_changelog():
     """The one place: debian/changelog's first line; --version says it, CHANGELOG.md's newest
     section is named by it."""
@@ -203,7 +203,7 @@ def completes_in_zsh(directory, tmp):
         check(f"zsh offers for {line!r}", offered, sorted(want))
 
 
-@test
+@test(tier="services")
 def test_make_install_runs_from_anywhere_and_uninstall_takes_it_all_out():
     """make install from a copy of the tree into a DESTDIR, the copy's build folder then
     removed: the installed heaptap traces the demo, knows the commit VERSION gives a tree
@@ -256,7 +256,7 @@ def package_installed():
     return "installed" in p.stdout
 
 
-@test
+@test(tier="services")
 def test_package_builds_installs_traces_and_purges():
     """dpkg-buildpackage makes heaptap_*.deb from a clean copy of the tree, lintian finds no
     error in it, apt installs it, /usr/bin/heaptap traces the demo, apt-get purge takes it

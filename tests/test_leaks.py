@@ -126,7 +126,7 @@ def test_exit_on_alert():
     target.do("wait")
 
 
-@test
+@test(sanitized=True)
 def test_live_bytes_by_thread_exited_included():
     target = Target("workers")
     ht = Heaptap(["-p", str(target.target_pid), "-i", "1h"])
@@ -149,7 +149,7 @@ def test_live_bytes_by_thread_exited_included():
     check("no other thread", sorted(set(by_tid) - {target.target_pid}), sorted(tids + [stayer]))
 
 
-@test
+@test(sanitized=True)
 def test_dump_shows_string_and_class():
     target = Target("dumps")
     ht = Heaptap(["-p", str(target.target_pid), "-i", "1h"])

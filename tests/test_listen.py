@@ -139,7 +139,7 @@ def soft_nofile(pid):
     raise Failure(f"no open-file limit in /proc/{pid}/limits")
 
 
-@test
+@test(tier="services")
 def test_listen_answers_every_scrape_under_idle_and_slowloris_clients():
     d = out_dir("listen-load")
     port = free_port()
@@ -215,7 +215,7 @@ def test_listen_answers_every_scrape_under_idle_and_slowloris_clients():
     prom.wait()
 
 
-@test
+@test(tier="services")
 def test_listen_serves_heap_profiles_to_go_tool_pprof():
     target = Target("sizes")
     port = free_port()
@@ -278,7 +278,7 @@ def string_table(profile):
     return strings
 
 
-@test
+@test(tier="services")
 def test_listen_and_pprof_with_names_that_are_not_utf8():
     d = out_dir("listen-hostile")
     port = free_port()

@@ -144,7 +144,7 @@ def check_at_exit(name, final):
     return lc
 
 
-@test
+@test(tier="services")
 def test_leak_summary_equals_memcheck_on_debian_programs():
     """For each program: heaptap's categories (blocks and bytes) at the exit equal memcheck's;
     the allocator's heap is not a root (every block known); no stack copy lost."""
@@ -171,7 +171,7 @@ TEXTBOOK = {"definitely_lost": (11, 1048), "indirectly_lost": (3, 144), "possibl
             "still_reachable": (5, 1000)}
 
 
-@test
+@test(tier="services", sanitized=True)
 def test_leak_summary_of_the_textbook_program():
     """Definitely, indirectly, possibly lost and still reachable, as memcheck has them; loss
     records largest first, the lost list's head leading its 3 indirectly lost nodes."""
@@ -205,7 +205,7 @@ def test_leak_summary_of_the_textbook_program():
                text[-3000:])
 
 
-@test
+@test(tier="services")
 def test_heuristics_as_memcheck():
     """tests/targets/heuristics.cc: one block for each of memcheck's heuristics. With all,
     none, and each one alone, the categories and the share of each heuristic equal

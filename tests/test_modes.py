@@ -7,7 +7,7 @@ from lib import (Heaptap, Target, check, check_true, functions, probed_text_inta
                  run_heaptap, test, uprobes_of)
 
 
-@test
+@test(sanitized=True)
 def test_sampled_estimates_hold_the_truth():
     target = Target("growth")
     ht = Heaptap(["-p", str(target.target_pid), "-i", "1h", "--sample", "16k"])
@@ -86,8 +86,11 @@ def test_sampled_figures_have_one_meaning_everywhere():
     check("free calls: every call", calls["free"]["calls"], 20001)
 
 
-@test
+@test(needs=("alone",))
 def test_live_mode_takes_its_probes_out_between_windows():
+    """--live's windows and pauses: probes out while paused, the target's loss within the
+    budget. Alone: the loss is a share of the target's CPU time, which other tests' load
+    would inflate."""
     target = Target("storm")
     # A 1% budget against a target that does nothing but allocate: short windows, long pauses.
     ht = Heaptap(["-p", str(target.target_pid), "--live", "--window", "300ms",

@@ -67,7 +67,7 @@ def pprof_top(source, index=None):
     return flat, out.stdout
 
 
-@test
+@test(tier="services", sanitized=True)
 def test_pprof_read_by_go_tool_pprof():
     d = out_dir("pprof")
     path = os.path.join(d, "heap.pb.gz")
@@ -96,7 +96,7 @@ def test_pprof_read_by_go_tool_pprof():
                    out)
 
 
-@test
+@test(sanitized=True)
 def test_folded_values_add_up_to_live_bytes():
     d = out_dir("folded")
     path = os.path.join(d, "live.folded")
@@ -358,7 +358,7 @@ def start_prometheus(d, port):
     return prom, query
 
 
-@test
+@test(tier="services", sanitized=True)
 def test_prometheus_scrapes_listen():
     d = out_dir("prometheus")
     port = free_port()
@@ -398,7 +398,7 @@ def test_prometheus_scrapes_listen():
     check_mix(final)
 
 
-@test
+@test(tier="unit")
 def test_man_page_matches_help():
     page = os.path.join(ROOT, "doc", "heaptap.8")
     help_text = subprocess.run([HEAPTAP, "--help"], capture_output=True, text=True).stdout
@@ -548,7 +548,7 @@ def page_checks(dom, err):
     check("console messages", console, [])
 
 
-@test
+@test(tier="services")
 def test_html_report_renders_in_chromium():
     d = out_dir("html")
     path = os.path.join(d, "report.html")
@@ -721,7 +721,7 @@ def hostile_report():
     }
 
 
-@test
+@test(sanitized=True)
 def test_html_report_keeps_target_strings_as_text():
     """Names, thread names and block contents come from the traced process: the page shows
     them as text, never as markup. The page is the one heaptap builds in
@@ -785,7 +785,7 @@ def test_html_report_keeps_target_strings_as_text():
           [["42", HOSTILE[:15], "59,872", "585", ""], ["43", "?", "0", "0", "exited"]])
 
 
-@test
+@test(tier="services")
 def test_a_new_output_is_one_file_and_one_row():
     """The structure's promise: a new format is its formatter's file and a row of the table
     in user/report/outputs.c. A toy format is added so to a copy of the tree, which is built and

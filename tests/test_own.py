@@ -87,7 +87,7 @@ def test_own_allocator_exact_by_pid():
     check_exact(final)
 
 
-@test
+@test(sanitized=True)
 def test_own_allocator_through_two_execs():
     """sh execs env, which execs the program: the functions are found in the program's
     image, with the table of links made anew for its larger plan."""

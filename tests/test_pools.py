@@ -209,7 +209,7 @@ def test_glib_slices_by_allocator_family():
     target.end()
 
 
-@test
+@test(tier="services")
 def test_glib_slices_of_a_debian_program():
     """glib-compile-schemas (Debian's libglib2.0-bin) checking the system's schemas (those of
     gsettings-desktop-schemas, which .ci/run installs), launched
@@ -302,7 +302,7 @@ def serve_and_hold(port, requests, held):
     return out
 
 
-@test
+@test(tier="services")
 def test_nginx_pools_by_allocator_family():
     """nginx's pools (one per connection, one per request) come and go with the requests:
     nothing stays live; connections kept alive hold their pools' blocks, on top by the
@@ -370,7 +370,7 @@ def prepared_sites(rec):
     return [s for s in rec["sites"] if "PrepareQuery" in functions(s)]
 
 
-@test
+@test(tier="services")
 def test_postgres_contexts_by_allocator_family():
     """A backend's memory contexts: what queries palloc goes with the contexts reset or
     deleted per query and per row; statements prepared and never deallocated (a client's

@@ -34,7 +34,7 @@ def requests(port, n, errors):
             errors.append(e)
 
 
-@test
+@test(sanitized=True)
 def test_python_objects_counted_by_class_as_the_collector_counts_them():
     target = Target(SCRIPT)
     port = int(target.do("port"))

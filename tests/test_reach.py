@@ -37,7 +37,7 @@ def check_record(name, rec):
         check(f"{name}: {function}'s blocks", categories(site["leak_check"]), expected)
 
 
-@test
+@test(sanitized=True)
 def test_leak_check_categories_exact():
     target = Target("reach")
     ht = Heaptap(["-p", str(target.target_pid), "-i", "1h", "--leak-check"])

@@ -38,7 +38,7 @@ def start_redis(port, workdir):
     return redis
 
 
-@test
+@test(tier="services")
 def test_redis_set_path_through_jemalloc():
     port = free_port()
     with tempfile.TemporaryDirectory(prefix="heaptap-redis-") as workdir:
@@ -63,7 +63,7 @@ def test_redis_set_path_through_jemalloc():
     check_true("redis-server still serving", redis.popen.poll() is None)
 
 
-@test
+@test(tier="services")
 def test_redis_bgsave_child_followed():
     """redis forks a child for BGSAVE: with --follow it is traced (its parent, its calls, its
     end), the server serving on."""

@@ -8,7 +8,7 @@ from lib import (HEAPTAP, Heaptap, Proc, Target, check, check_true, functions, s
 from test_accounting import check_mix, traced
 
 
-@test
+@test(sanitized=True)
 def test_interval_reports_until_duration():
     target = Target("sizes")
     target.do("mix")

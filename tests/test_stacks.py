@@ -56,7 +56,7 @@ def gdb_backtrace(program, commands, size):
             if int(num) > 0]
 
 
-@test
+@test(sanitized=True)
 def test_stack_without_frame_pointers_matches_gdb():
     final, frames = leak_stack("deep", "deep")
     check("stack mode chosen for objects without frame pointers", final["stacks"]["mode"],
@@ -82,7 +82,7 @@ def test_inlined_call_is_shown_as_inlined():
     check("no offset into an inlined function", frames[1]["offset"], None)
 
 
-@test
+@test(sanitized=True)
 def test_cplusplus_names_are_demangled():
     _, frames = leak_stack("cxxnames", "open")
     check("frames", functions({"stack": frames})[:4],

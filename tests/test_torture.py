@@ -16,7 +16,7 @@ MAX_TIME_S = 90
 LAST_CYCLE_S = 150
 
 
-@test
+@test(tier="soak")
 def test_torture_short():
     """Against the 8-thread storm, the forker and 1,000 threads, in full, leak-check and live
     modes: no thread left stopped, no breakpoint or uprobe left, the untraced checksums, every

@@ -10,6 +10,7 @@ build/fuzz/crashes/. Prints, per fuzzer, the executions run and the coverage rea
 (libFuzzer's cov: edges and ft: features). Exits 1 if any fuzzer failed.
 """
 import argparse
+import glob
 import os
 import re
 import shutil
@@ -19,7 +20,9 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BUILD = os.path.join(ROOT, "build", "fuzz")
 REGRESSIONS = os.path.join(ROOT, "tests", "fuzz", "regressions")
-FUZZERS = ["elfsyms", "cfi", "unwind", "maps", "dump", "options", "python"]
+# One fuzzer a tests/fuzz/fuzz_NAME.c, as the Makefile builds them.
+FUZZERS = sorted(os.path.basename(f)[len("fuzz_"):-len(".c")]
+                 for f in glob.glob(os.path.join(ROOT, "tests", "fuzz", "fuzz_*.c")))
 # Inputs longer than heaptap ever reads are not worth mutating.
 MAX_LEN = {"dump": 4096, "maps": 65536, "options": 4096}
 
@@ -71,8 +74,10 @@ def replay(name, binary, result):
                           f"{binary} {directory}/*")
 
 
-def fuzz(name, seconds, keep=False):
-    """Replays the regressions, then fuzzes name for seconds; returns a Result."""
+def fuzz(name, seconds, keep=False, work=None):
+    """Replays the regressions, then fuzzes name for seconds; returns a Result. work: the
+    folder under build/fuzz/work/ for what it finds (default: name; runs at once need their
+    own)."""
     result = Result(name)
     binary = os.path.join(BUILD, f"fuzz_{name}")
     if not os.access(binary, os.X_OK):
@@ -82,7 +87,7 @@ def fuzz(name, seconds, keep=False):
     replay(name, binary, result)
     if not result.ok:
         return result
-    work = os.path.join(BUILD, "work", name)
+    work = os.path.join(BUILD, "work", work or name)
     crashes = os.path.join(BUILD, "crashes")
     if not keep:
         shutil.rmtree(work, ignore_errors=True)

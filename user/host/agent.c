@@ -5,15 +5,12 @@
 #include <math.h>
 #include <poll.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <unistd.h>
-
-#include <bpf/libbpf.h>
 
 #include "base/array.h"
 #include "base/clock.h"
@@ -57,14 +54,6 @@ struct agent {
 	int status;
 };
 
-static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list args)
-{
-	/* heaptap reports failures itself; libbpf's own account is detail for -v. */
-	if (!log__verbose() || level == LIBBPF_DEBUG)
-		return 0;
-	return vfprintf(stderr, fmt, args);
-}
-
 /* A private directory for the escalations' profiles: systemd's RuntimeDirectory when there is
  * one, else under /tmp; made 0700. */
 static int make_dir(struct agent *a)
@@ -104,7 +93,7 @@ static int setup(struct agent *a)
 	int err;
 
 	log__set_verbose(opts->verbose);
-	libbpf_set_print(libbpf_print);
+	log__libbpf();
 	unsetenv("DEBUGINFOD_URLS");
 	signal(SIGPIPE, SIG_IGN);
 	a->ticks_per_s = sysconf(_SC_CLK_TCK);

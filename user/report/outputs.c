@@ -25,3 +25,39 @@ const size_t noutputs = sizeof(outputs) / sizeof(outputs[0]);
 
 _Static_assert(sizeof(outputs) / sizeof(outputs[0]) <= OUTPUTS_MAX,
 	       "struct options has room for OUTPUTS_MAX files");
+
+static int write_file(FILE *f, size_t file, const void *r)
+{
+	return outputs[file].write(f, r);
+}
+
+static int render_metrics(FILE *f, const void *r)
+{
+	return report__prometheus(f, r);
+}
+
+static int render_profile(FILE *f, const void *r)
+{
+	return report__pprof_body(f, r);
+}
+
+/* --listen: the metrics, and one copy of the profile behind either default sample type. */
+static const struct serve_route routes[] = {
+	{ "/metrics", SERVE_METRICS, render_metrics },
+	{ "/debug/pprof/heap", SERVE_PROFILE, render_profile, true, PPROF_INUSE_SPACE },
+	{ "/debug/pprof/allocs", SERVE_PROFILE, render_profile, true, PPROF_ALLOC_SPACE },
+};
+
+const struct publication outputs_publication = {
+	.write = write_file,
+	.nfiles = sizeof(outputs) / sizeof(outputs[0]),
+	.listen = {
+		.index = "heaptap serves, refreshed at each report:\n"
+			 "  /metrics             Prometheus metrics\n"
+			 "  /debug/pprof/heap    the heap profile (pprof, gzip'd; inuse_space by "
+			 "default)\n"
+			 "  /debug/pprof/allocs  the same profile, alloc_space by default\n",
+		.routes = routes,
+		.nroutes = sizeof(routes) / sizeof(routes[0]),
+	},
+};

@@ -237,19 +237,8 @@ int report__prometheus(FILE *f, const struct report *r);
  * want (the host's metrics are written with it too); negative errno. */
 int report__prom_label(FILE *f, const char *name, const char *value);
 
-/* The sample types of report__pprof's profile, in its order; inuse_space is its default. */
-enum pprof_type { PPROF_INUSE_OBJECTS, PPROF_INUSE_SPACE, PPROF_ALLOC_OBJECTS, PPROF_ALLOC_SPACE };
-
-/*
- * report__pprof's profile in two pieces, so that one copy serves it under either default
- * sample type (Go's heap and allocs profiles): report__pprof_body writes a gzip member of the
- * profile without a default sample type, report__pprof_default a gzip member of a few bytes
- * setting one. A gzip reader reads members one after the other, and a protobuf message
- * followed by another is their merge: body then default is the whole profile.
- */
+/* report__pprof's profile without a default sample type (one gzip member, pprof.h): the
+ * body --listen serves under either default (Go's heap and allocs profiles). */
 int report__pprof_body(FILE *f, const struct report *r);
-int report__pprof_default(FILE *f, enum pprof_type type);
-/* One gzip member of n bytes (a profile encoded elsewhere, the host's merged one). */
-int report__gzip(FILE *f, const uint8_t *data, size_t n);
 
 #endif

@@ -316,7 +316,11 @@ int session__report(struct session *s, const char *type, const struct leak_check
 		s->fixup_failures_said = snap.counters.fixup_failures;
 	}
 	made_ns = clock__now_ns();
-	err = publish__report(s->publisher, &r);
+	/* A report asked for (SIGUSR1, with its leak check) is not dropped either. */
+	err = publish__report(s->publisher, &r,
+			      !strcmp(type, "final") ? PUBLISH_FINAL
+			      : leak		     ? PUBLISH_KEPT
+						     : PUBLISH_INTERVAL);
 	vlog("report %" PRIu64 ": %zu sites, read in %.1f ms, written in %.1f ms", r.number,
 	     snap.nsites, (made_ns - start_ns) / 1e6, (clock__now_ns() - made_ns) / 1e6);
 	if (s->have_prev)

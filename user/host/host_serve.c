@@ -38,12 +38,6 @@ static int render_merged(FILE *f, const void *ctx)
 	return err;
 }
 
-static const struct serve_route routes[] = {
-	{ "/metrics", SERVE_METRICS, render_metrics },
-	{ "/debug/pprof/heap", SERVE_PROFILE, render_merged, true, PPROF_INUSE_SPACE },
-	{ "/debug/pprof/allocs", SERVE_PROFILE, render_merged, true, PPROF_ALLOC_SPACE },
-};
-
 /* The report itself, no other file: the host's formats are its report and what it serves. */
 const struct publication host_publication = {
 	.write = write_report,
@@ -58,8 +52,7 @@ const struct publication host_publication = {
 			 "  /debug/pprof/allocs        the same, alloc_space by default\n"
 			 "  /debug/pprof/heap?pid=PID  one process's: the latest of its latest "
 			 "escalation\n",
-		.routes = routes,
-		.nroutes = sizeof(routes) / sizeof(routes[0]),
+		.render = { [SERVE_METRICS] = render_metrics, [SERVE_PROFILE] = render_merged },
 	},
 };
 

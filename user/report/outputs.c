@@ -41,13 +41,6 @@ static int render_profile(FILE *f, const void *r)
 	return report__pprof_body(f, r);
 }
 
-/* --listen: the metrics, and one copy of the profile behind either default sample type. */
-static const struct serve_route routes[] = {
-	{ "/metrics", SERVE_METRICS, render_metrics },
-	{ "/debug/pprof/heap", SERVE_PROFILE, render_profile, true, PPROF_INUSE_SPACE },
-	{ "/debug/pprof/allocs", SERVE_PROFILE, render_profile, true, PPROF_ALLOC_SPACE },
-};
-
 const struct publication outputs_publication = {
 	.write = write_file,
 	.nfiles = sizeof(outputs) / sizeof(outputs[0]),
@@ -57,7 +50,6 @@ const struct publication outputs_publication = {
 			 "  /debug/pprof/heap    the heap profile (pprof, gzip'd; inuse_space by "
 			 "default)\n"
 			 "  /debug/pprof/allocs  the same profile, alloc_space by default\n",
-		.routes = routes,
-		.nroutes = sizeof(routes) / sizeof(routes[0]),
+		.render = { [SERVE_METRICS] = render_metrics, [SERVE_PROFILE] = render_profile },
 	},
 };

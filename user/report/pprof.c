@@ -149,32 +149,38 @@ Mapping *pprof__mapping(struct pprof *p)
 	return m;
 }
 
+/* n messages at at, each size bytes and a copy of init, and pointers to them at ptrs (what
+ * follows a location or a sample in its allocation). */
+static void fill(void **ptrs, void *at, size_t n, size_t size, const void *init)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		ptrs[i] = (char *)at + i * size;
+		memcpy(ptrs[i], init, size);
+	}
+}
+
 Location *pprof__location(struct pprof *p, size_t nlines)
 {
+	static const Line line = PERFTOOLS__PROFILES__LINE__INIT;
 	Location *loc = malloc(sizeof(*loc) + nlines * (sizeof(Line *) + sizeof(Line)));
-	Line *lines;
-	size_t i;
 
 	if (!append(&p->locations, &p->nlocations, &p->cap_locations, loc))
 		return NULL;
 	*loc = (Location)PERFTOOLS__PROFILES__LOCATION__INIT;
 	loc->id = p->nlocations;
 	loc->line = (Line **)(loc + 1);
-	lines = (Line *)(loc->line + nlines);
-	for (i = 0; i < nlines; i++) {
-		lines[i] = (Line)PERFTOOLS__PROFILES__LINE__INIT;
-		loc->line[i] = &lines[i];
-	}
 	loc->n_line = nlines;
+	fill((void **)loc->line, loc->line + nlines, nlines, sizeof(line), &line);
 	return loc;
 }
 
 Sample *pprof__sample(struct pprof *p, size_t nlocations, size_t nlabels)
 {
+	static const Label label = PERFTOOLS__PROFILES__LABEL__INIT;
 	Sample *s = malloc(sizeof(*s) + PPROF_TYPES * sizeof(int64_t) +
 			   nlocations * sizeof(uint64_t) + nlabels * (sizeof(Label *) + sizeof(Label)));
-	Label *labels;
-	size_t i;
 
 	if (!append(&p->samples, &p->nsamples, &p->cap_samples, s))
 		return NULL;
@@ -184,12 +190,8 @@ Sample *pprof__sample(struct pprof *p, size_t nlocations, size_t nlabels)
 	memset(s->value, 0, PPROF_TYPES * sizeof(int64_t));
 	s->location_id = (uint64_t *)(s->value + PPROF_TYPES);
 	s->label = (Label **)(s->location_id + nlocations);
-	labels = (Label *)(s->label + nlabels);
-	for (i = 0; i < nlabels; i++) {
-		labels[i] = (Label)PERFTOOLS__PROFILES__LABEL__INIT;
-		s->label[i] = &labels[i];
-	}
 	s->n_label = nlabels;
+	fill((void **)s->label, s->label + nlabels, nlabels, sizeof(label), &label);
 	return s;
 }
 

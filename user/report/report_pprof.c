@@ -157,7 +157,7 @@ static Sample *new_sample(struct builder *b, uint64_t stack_id, uint32_t fn, siz
 		return NULL;
 	/* The allocator function is dropped, unless it is all there is; with --watch the
 	 * first address is the instruction that wrote the page, a frame like any other. */
-	if (st && st->n > 1 && !b->r->opts->watch)
+	if (st && st->n > 1 && !b->r->figures->pages)
 		first = 1;
 	if (st && !first && report__fn_name(b->r, fn))
 		alias = syms__demangle(b->r->syms, report__fn_name(b->r, fn));
@@ -199,7 +199,7 @@ static int process_samples(struct builder *b, const struct site *site, Sample *m
 {
 	unsigned int k;
 
-	if (!b->r->procs || b->r->procs->n < 2 || b->r->opts->sample_bytes)
+	if (!b->r->procs || b->r->procs->n < 2 || b->r->figures->sampled)
 		return 0;
 	for (k = 0; k < site->nprocs && k < SITE_PROCS; k++) {
 		Sample *smp = new_sample(b, site->stack_id, site->fn, 1);
@@ -225,7 +225,7 @@ static void unsample(const struct report *r, uint64_t *allocs, uint64_t *bytes)
 {
 	double p;
 
-	if (!r->opts->sample_bytes || !*allocs)
+	if (!r->figures->sampled || !*allocs)
 		return;
 	p = -expm1(-((double)*bytes / *allocs) / r->opts->sample_bytes);
 	*allocs = llround(*allocs / p);
@@ -277,7 +277,7 @@ static int encode(const struct report *r, uint8_t **out, size_t *size)
 
 	if (!err && (asprintf(&comments[0], "heaptap %s, pid %d (%s), %s", version__number(),
 			      r->pid, r->comm,
-			      r->opts->watch ? "--watch: new pages by the stack that wrote them"
+			      r->figures->pages ? "--watch: new pages by the stack that wrote them"
 					     : "allocations since attach") < 0 ||
 		     asprintf(&comments[1], "allocator %s", r->allocator->file.name) < 0))
 		err = -ENOMEM;
@@ -286,7 +286,7 @@ static int encode(const struct report *r, uint8_t **out, size_t *size)
 		about.time_nanos = (int64_t)now.tv_sec * 1000000000 + now.tv_nsec -
 				   (int64_t)snapshot__age(r->snap, r->attach_ns);
 		about.duration_nanos = snapshot__age(r->snap, r->attach_ns);
-		about.period = r->opts->sample_bytes ? (int64_t)r->opts->sample_bytes : 1;
+		about.period = r->figures->sampled ? (int64_t)r->opts->sample_bytes : 1;
 		err = pprof__encode(b.p, &about, out, size);
 	}
 	free(comments[0]);

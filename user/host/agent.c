@@ -22,6 +22,7 @@
 #include "host/census.h"
 #include "host/escalation.h"
 #include "host/host_json.h"
+#include "host/host_rank.h"
 #include "host/host_report.h"
 #include "host/host_serve.h"
 #include "host/lifecycle.h"
@@ -384,7 +385,7 @@ static void report(struct agent *a, bool final)
 	r.own_cpu_s = own_cpu_ns(a) / 1e9;
 	r.own_rss = proc__rss(0);
 	r.traced_rss = traced__rss(a->traced);
-	if (host_report__rank(&r, list, n)) {
+	if (host_rank__make(&r, list, n)) {
 		elog("out of memory: no report");
 	} else {
 		check_alarms(a, &r, list, n, now);
@@ -392,7 +393,7 @@ static void report(struct agent *a, bool final)
 		r.nalerts = a->nalerts;
 		publish(a, &r, list, n);
 	}
-	host_report__free(&r);
+	host_rank__free(&r);
 	alarms__reap(&a->alarms, 0);
 	census__sweep(a->census, drop, a->traced);
 }

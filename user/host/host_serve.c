@@ -70,9 +70,12 @@ int host_serve__profiles(struct serve *s, struct host_profiles *served,
 	int err = 0;
 
 	for (k = 0; k < served->n; k++) {
-		for (i = 0; i < n; i++)
-			if (procs[i]->pid == served->pids[k] && procs[i]->profile && !procs[i]->gone)
+		for (i = 0; i < n; i++) {
+			const struct hproc *p = procs[i];
+
+			if (p->pid == served->pids[k] && p->profile && !p->gone)
 				break;
+		}
 		if (i < n) {
 			served->pids[kept++] = served->pids[k];
 			continue;

@@ -24,7 +24,8 @@ static uint64_t sort_value(const struct size_row *row, enum sort_key key)
 static int cmp_rows(const void *a, const void *b, void *key)
 {
 	const struct size_row *x = a, *y = b;
-	uint64_t vx = sort_value(x, *(enum sort_key *)key), vy = sort_value(y, *(enum sort_key *)key);
+	enum sort_key k = *(enum sort_key *)key;
+	uint64_t vx = sort_value(x, k), vy = sort_value(y, k);
 
 	if (vx != vy)
 		return vx > vy ? -1 : 1;
@@ -380,7 +381,8 @@ static int leak_fns(const struct report *r, struct report_analysis *a)
 	for (i = s->nsites; !err && i-- > 0;)
 		err = idmap__put(&sites, s->sites[i].stack_id, (void *)&s->sites[i]);
 	for (i = 0; i < r->leak->nrecords; i++) {
-		const struct site *site = err ? NULL : idmap__get(&sites, r->leak->records[i].stack_id);
+		uint64_t stack_id = r->leak->records[i].stack_id;
+		const struct site *site = err ? NULL : idmap__get(&sites, stack_id);
 
 		a->leak_fns[i] = site ? site->fn : UINT32_MAX;
 	}

@@ -179,8 +179,9 @@ Location *pprof__location(struct pprof *p, size_t nlines)
 Sample *pprof__sample(struct pprof *p, size_t nlocations, size_t nlabels)
 {
 	static const Label label = PERFTOOLS__PROFILES__LABEL__INIT;
-	Sample *s = malloc(sizeof(*s) + PPROF_TYPES * sizeof(int64_t) +
-			   nlocations * sizeof(uint64_t) + nlabels * (sizeof(Label *) + sizeof(Label)));
+	size_t size = sizeof(Sample) + PPROF_TYPES * sizeof(int64_t) +
+		      nlocations * sizeof(uint64_t) + nlabels * (sizeof(Label *) + sizeof(Label));
+	Sample *s = malloc(size);
 
 	if (!append(&p->samples, &p->nsamples, &p->cap_samples, s))
 		return NULL;

@@ -21,7 +21,6 @@
 #include "report/version.h"
 
 typedef Perftools__Profiles__Sample Sample;
-typedef Perftools__Profiles__Label Label;
 typedef Perftools__Profiles__Mapping Mapping;
 typedef Perftools__Profiles__Location Location;
 
@@ -108,9 +107,8 @@ static uint64_t location_id(struct builder *b, const struct stack *st, uint64_t 
 	loc->mapping_id = mapping_id(b, si, addr);
 	for (i = 0; i < si->nframes; i++) {
 		const struct sym_frame *fr = &si->frames[i];
-		int64_t name = alias && i + 1 == si->nframes ? pprof__string(b->p, alias)
-			       : fr->function		     ? pprof__string(b->p, fr->function)
-							     : anonymous_name(b, si, addr);
+		const char *known = alias && i + 1 == si->nframes ? alias : fr->function;
+		int64_t name = known ? pprof__string(b->p, known) : anonymous_name(b, si, addr);
 		int64_t file = pprof__string(b->p, fr->file);
 
 		if (name < 0 || file < 0)

@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <bpf/libbpf.h>
+
 #include "base/escape.h"
 #include "base/log.h"
 
@@ -61,4 +63,17 @@ const char *log__value(const char *s)
 
 	escape__into(s ? s : "(null)", LOG_VALUE_MAX, buf, sizeof(bufs[0]));
 	return buf;
+}
+
+static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list args)
+{
+	/* heaptap reports failures itself; libbpf's own account is detail for -v. */
+	if (!verbose || level == LIBBPF_DEBUG)
+		return 0;
+	return vfprintf(stderr, fmt, args);
+}
+
+void log__libbpf(void)
+{
+	libbpf_set_print(libbpf_print);
 }

@@ -17,6 +17,10 @@ void elog(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Said with -v only. */
 void vlog(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* libbpf's own messages said here: its warnings and information with -v, as vlog's, never its
+ * debug lines (heaptap says what failed itself). */
+void log__libbpf(void);
+
 /* Echo limit of log__value: enough to recognise a value, never a flood. */
 #define LOG_VALUE_MAX 64
 

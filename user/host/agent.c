@@ -5,7 +5,6 @@
 #include <math.h>
 #include <poll.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,25 +12,24 @@
 #include <sys/signalfd.h>
 #include <unistd.h>
 
-#include <bpf/libbpf.h>
 
 #include "base/array.h"
 #include "base/clock.h"
 #include "base/env.h"
 #include "base/log.h"
-#include "base/output.h"
 #include "host/agent.h"
 #include "host/budget.h"
 #include "host/census.h"
 #include "host/escalation.h"
 #include "host/host_json.h"
+#include "host/host_rank.h"
 #include "host/host_report.h"
 #include "host/host_serve.h"
 #include "host/lifecycle.h"
 #include "host/procfs.h"
 #include "host/tiers.h"
 #include "host/traced.h"
-#include "report/outputs.h"
+#include "report/publish.h"
 #include "target/proc.h"
 #include "target/target.h"
 
@@ -43,7 +41,8 @@ struct agent {
 	struct census *census;
 	struct lifecycle *life;
 	struct traced *traced;
-	struct host_serve *serve;
+	struct publisher *publisher;
+	struct host_profiles profiles; /* the processes' own, at --listen */
 	struct budget budget;
 	struct alarms alarms; /* the host's, and every --on-alert command */
 	struct host_alert *alerts;
@@ -56,14 +55,6 @@ struct agent {
 	bool stop;
 	int status;
 };
-
-static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list args)
-{
-	/* heaptap reports failures itself; libbpf's own account is detail for -v. */
-	if (!log__verbose() || level == LIBBPF_DEBUG)
-		return 0;
-	return vfprintf(stderr, fmt, args);
-}
 
 /* A private directory for the escalations' profiles: systemd's RuntimeDirectory when there is
  * one, else under /tmp; made 0700. */
@@ -104,7 +95,7 @@ static int setup(struct agent *a)
 	int err;
 
 	log__set_verbose(opts->verbose);
-	libbpf_set_print(libbpf_print);
+	log__libbpf();
 	unsetenv("DEBUGINFOD_URLS");
 	signal(SIGPIPE, SIG_IGN);
 	a->ticks_per_s = sysconf(_SC_CLK_TCK);
@@ -118,18 +109,10 @@ static int setup(struct agent *a)
 	a->alarms.threshold[ALARM_GROWTH] = opts->alert_growth;
 	a->alarms.threshold[ALARM_RSS] = opts->alert_rss;
 	err = target__check_privileges();
-	if (!err && opts->files[OUTPUT_REPORT]) {
-		struct output_error e = {};
-
-		err = output__check(opts->files[OUTPUT_REPORT], &e);
-		if (err) {
-			char *why = output__strerror(opts->files[OUTPUT_REPORT], &e);
-
-			elog("cannot write %s: %s", log__value(opts->files[OUTPUT_REPORT]),
-			     why ? why : strerror(-err));
-			free(why);
-		}
-	}
+	if (!err)
+		err = publish__open(opts, &host_publication, &a->publisher);
+	if (!err && publish__serve(a->publisher))
+		err = host_serve__start(publish__serve(a->publisher));
 	if (!err)
 		err = census__new(&opts->host, &a->census);
 	if (!err)
@@ -137,9 +120,7 @@ static int setup(struct agent *a)
 	if (!err)
 		err = make_dir(a);
 	if (!err)
-		err = traced__new(opts, a->dir, opts->json ? stdout : NULL, &a->traced);
-	if (!err && opts->listen)
-		err = host_serve__start(opts->listen, &a->serve);
+		err = traced__new(opts, a->dir, opts->json ? a->publisher : NULL, &a->traced);
 	return err;
 }
 
@@ -267,6 +248,19 @@ static void escalate(struct agent *a, struct hproc *const *list, size_t n, uint6
 			up[i]->cooldown_until_ns = now_ns + a->opts->host.cooldown_ms * 1000000ULL;
 }
 
+/* A host alert's record, for standard output. */
+struct alert_record {
+	const struct host_alert *al;
+	uint64_t time_ns;
+};
+
+static int write_alert(FILE *f, const void *ctx)
+{
+	const struct alert_record *rec = ctx;
+
+	return host_json__alert(f, rec->al, rec->time_ns);
+}
+
 static void fired(struct agent *a, const struct hproc *p, const struct alarm_event *ev,
 		  const struct alarm_figures *fig, uint64_t now_ns)
 {
@@ -290,7 +284,7 @@ static void fired(struct agent *a, const struct hproc *p, const struct alarm_eve
 	*al = (struct host_alert){ .pid = p ? p->pid : 0, .ev = *ev };
 	snprintf(al->comm, sizeof(al->comm), "%s", p ? p->comm : "");
 	if (a->opts->json)
-		host_json__alert(stdout, al, now_ns);
+		publish__stdout(a->publisher, write_alert, &(struct alert_record){ al, now_ns });
 	if (a->opts->exit_on_alert) {
 		a->stop = true;
 		a->status = EXIT_ALERT;
@@ -336,39 +330,18 @@ static void check_alarms(struct agent *a, const struct host_report *r, struct hp
 		fired(a, NULL, &ev[k], &fig, now_ns);
 }
 
-struct publish_ctx {
-	const struct host_report *r;
-	bool json;
-};
-
-static int write_report(FILE *f, const void *ctx)
+/* Standard output or -o's file, what --listen serves, and each process's own profile there.
+ * No report is dropped from standard output: the host's JSON has no count of them. */
+static void publish(struct agent *a, const struct host_report *r, struct hproc *const *list,
+		    size_t n)
 {
-	const struct publish_ctx *c = ctx;
-
-	return c->json ? host_report__json(f, c->r) : host_report__text(f, c->r);
-}
-
-/* Standard output, -o's file, and what --listen serves. */
-static void publish(struct agent *a, const struct host_report *r, struct hproc *const *list, size_t n)
-{
-	const char *path = a->opts->files[OUTPUT_REPORT];
-	struct publish_ctx c = { r, a->opts->json };
-	struct output_error e = {};
+	const struct host_published hp = { r, list, n };
+	struct serve *s = publish__serve(a->publisher);
 	int err;
 
-	if (path) {
-		err = output__write(path, a->opts->file_mode, write_report, &c, &e);
-		if (err) {
-			char *why = output__strerror(path, &e);
-
-			elog("cannot write %s: %s", log__value(path), why ? why : strerror(-err));
-			free(why);
-		}
-	} else {
-		write_report(stdout, &c);
-	}
-	if (a->serve && (err = host_serve__report(a->serve, r, list, n)))
-		elog("--listen: this report is not served: %s", strerror(-err));
+	publish__report(a->publisher, &hp, r->final ? PUBLISH_FINAL : PUBLISH_KEPT);
+	if (s && (err = host_serve__profiles(s, &a->profiles, list, n)))
+		elog("--listen: the processes' own profiles are not served: %s", strerror(-err));
 }
 
 static void drop(struct hproc *p, void *ctx)
@@ -412,7 +385,7 @@ static void report(struct agent *a, bool final)
 	r.own_cpu_s = own_cpu_ns(a) / 1e9;
 	r.own_rss = proc__rss(0);
 	r.traced_rss = traced__rss(a->traced);
-	if (host_report__rank(&r, list, n)) {
+	if (host_rank__make(&r, list, n)) {
 		elog("out of memory: no report");
 	} else {
 		check_alarms(a, &r, list, n, now);
@@ -420,7 +393,7 @@ static void report(struct agent *a, bool final)
 		r.nalerts = a->nalerts;
 		publish(a, &r, list, n);
 	}
-	host_report__free(&r);
+	host_rank__free(&r);
 	alarms__reap(&a->alarms, 0);
 	census__sweep(a->census, drop, a->traced);
 }
@@ -471,7 +444,8 @@ static void wait_events(struct agent *a, int sigfd, uint64_t next_ns, bool endin
 static void teardown(struct agent *a)
 {
 	traced__free(a->traced);
-	host_serve__stop(a->serve);
+	publish__stop(a->publisher);
+	host_serve__free(&a->profiles);
 	lifecycle__close(a->life);
 	census__free(a->census);
 	alarms__reap(&a->alarms, 2000);

@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "base/array.h"
 #include "base/escape.h"
 #include "base/log.h"
 #include "host/escalation.h"
@@ -45,15 +46,9 @@ struct escalation {
 /* n more bytes at the end of a line being read, NUL-terminated. */
 static int append(char **buf, size_t *len, size_t *cap, const char *s, size_t n)
 {
-	if (*len + n + 1 > *cap) {
-		size_t want = (*len + n + 1) * 2;
-		char *grown = realloc(*buf, want);
-
-		if (!grown)
-			return -ENOMEM;
-		*buf = grown;
-		*cap = want;
-	}
+	/* Room for the NUL at *len + n. */
+	if (array__reserve(buf, cap, *len + n, 1))
+		return -ENOMEM;
 	memcpy(*buf + *len, s, n);
 	*len += n;
 	(*buf)[*len] = '\0';

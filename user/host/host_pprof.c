@@ -1,9 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Each process's profile is decoded, its ids moved past the profiles' before it and its
- * strings into one table, and its samples given the labels; the merged profile points into
- * the decoded ones, which are freed once it is encoded. A profile that is not one of
- * heaptap's (other sample types) is left out.
+ * Each process's profile is decoded and added to one profile (report/pprof.h): its strings,
+ * mappings, functions, locations and samples given the merge's indexes and ids, its samples
+ * labelled. A profile that is not one of heaptap's (other sample types) is left out.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -13,14 +12,17 @@
 #include <zlib.h>
 
 #include "base/array.h"
-#include "base/escape.h"
 #include "base/idmap.h"
 #include "host/host_pprof.h"
 #include "profile.pb-c.h"
+#include "report/pprof.h"
 
 typedef Perftools__Profiles__Profile Profile;
 typedef Perftools__Profiles__Sample Sample;
 typedef Perftools__Profiles__Label Label;
+typedef Perftools__Profiles__Mapping Mapping;
+typedef Perftools__Profiles__Location Location;
+typedef Perftools__Profiles__Function Function;
 
 /* A profile decompresses to at most this: heaptap's own are well under. */
 #define PPROF_MAX_BYTES (256 << 20)
@@ -62,233 +64,177 @@ static int gunzip(const uint8_t *data, size_t n, uint8_t **out, size_t *size)
 	return 0;
 }
 
-/* The merged profile being made: its strings (pointing into the decoded profiles, or
- * strings of its own), and its arrays. */
-struct merge {
-	char **strings;
-	size_t nstrings, cap_strings;
-	struct idmap index; /* hash of a string -> its index + 1 */
-	char **own;	    /* strings it made (labels' values): freed with it */
-	size_t nown, cap_own;
-	Sample **samples;
-	size_t nsamples, cap_samples;
-	Perftools__Profiles__Location **locations;
-	size_t nlocations, cap_locations;
-	Perftools__Profiles__Function **functions;
-	size_t nfunctions, cap_functions;
-	Perftools__Profiles__Mapping **mappings;
-	size_t nmappings, cap_mappings;
-	uint64_t next_location, next_function, next_mapping; /* ids given so far */
-	Profile **decoded;
-	size_t ndecoded, cap_decoded;
-	Profile *first; /* whose sample types the merged profile has */
-};
-
-static uint64_t hash(const char *s)
-{
-	uint64_t h = 0xcbf29ce484222325ULL;
-
-	/* FNV-1a: keys of a hash table, nothing more. */
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 0x100000001b3ULL;
-	return h;
-}
-
-/* The merged index of s (which must outlive the merge), added if new; -1 on failure. */
-static int64_t intern(struct merge *m, char *s)
-{
-	uint64_t key = hash(s);
-	uintptr_t slot;
-
-	while ((slot = (uintptr_t)idmap__get(&m->index, key))) {
-		if (!strcmp(m->strings[slot - 1], s))
-			return slot - 1;
-		key++;
-	}
-	if (array__reserve(&m->strings, &m->cap_strings, m->nstrings, sizeof(char *)))
-		return -1;
-	m->strings[m->nstrings++] = s;
-	if (idmap__put(&m->index, key, (void *)(uintptr_t)m->nstrings))
-		return -1;
-	return m->nstrings - 1;
-}
-
-/* A string of the merge's own: kept, and interned. */
-static int64_t intern_own(struct merge *m, const char *s)
-{
-	char *copy = escape__dup(s);
-
-	if (!copy || array__reserve(&m->own, &m->cap_own, m->nown, sizeof(char *))) {
-		free(copy);
-		return -1;
-	}
-	m->own[m->nown++] = copy;
-	return intern(m, copy);
-}
-
-/* The sample types of heaptap's profiles, first in the string table after "" (as
- * report_pprof.c puts them, so that a default sample type's field is the same bytes). */
-static const char *const types[][2] = {
-	{ "inuse_objects", "count" },
-	{ "inuse_space", "bytes" },
-	{ "alloc_objects", "count" },
-	{ "alloc_space", "bytes" },
-};
-#define NTYPES (sizeof(types) / sizeof(types[0]))
-
 static const char *str(const Profile *p, int64_t i)
 {
 	return i >= 0 && (size_t)i < p->n_string_table && p->string_table[i] ? p->string_table[i]
 									     : "";
 }
 
+/* Whether p's sample types are heaptap's (pprof.h): another profile is left out. */
 static bool heaptap_types(const Profile *p)
 {
+	const char *unit;
 	size_t i;
 
-	if (p->n_sample_type != NTYPES)
+	if (p->n_sample_type != PPROF_TYPES)
 		return false;
-	for (i = 0; i < NTYPES; i++)
-		if (strcmp(str(p, p->sample_type[i]->type), types[i][0]) ||
-		    strcmp(str(p, p->sample_type[i]->unit), types[i][1]))
+	for (i = 0; i < PPROF_TYPES; i++)
+		if (strcmp(str(p, p->sample_type[i]->type), pprof__type(i, &unit)) ||
+		    strcmp(str(p, p->sample_type[i]->unit), unit))
 			return false;
 	return true;
 }
 
-/* Appends n pointers to an array of the merge's. */
-static int append(void *array, size_t *len, size_t *cap, void *const *v, size_t n)
-{
-	void ***a = array;
+/* One process's profile on its way into the merge: its strings' indexes in the merge, and
+ * its ids' there. */
+struct adding {
+	struct pprof *m;
+	const Profile *p;
+	int64_t *strings;
+	struct idmap mappings, functions, locations; /* its id -> the merge's */
+};
 
-	if (n && array__reserve(array, cap, *len + n - 1, sizeof(void *)))
-		return -ENOMEM;
-	if (n)
-		memcpy(*a + *len, v, n * sizeof(void *));
-	*len += n;
+/* The merge's index of one of p's strings (an index out of p's table: ""). */
+static int64_t string_of(const struct adding *a, int64_t i)
+{
+	return a->strings[i >= 0 && (size_t)i < a->p->n_string_table ? i : 0];
+}
+
+/* The merge's id of one of p's (0 for none, or one p does not have). */
+static uint64_t id_of(const struct idmap *ids, uint64_t id)
+{
+	return (uintptr_t)idmap__get(ids, id);
+}
+
+static int add_mappings(struct adding *a)
+{
+	size_t i;
+
+	for (i = 0; i < a->p->n_mapping; i++) {
+		const Mapping *from = a->p->mapping[i];
+		Mapping *to = pprof__mapping(a->m);
+
+		if (!to)
+			return -ENOMEM;
+		to->memory_start = from->memory_start;
+		to->memory_limit = from->memory_limit;
+		to->file_offset = from->file_offset;
+		to->filename = string_of(a, from->filename);
+		to->build_id = string_of(a, from->build_id);
+		to->has_functions = from->has_functions;
+		to->has_filenames = from->has_filenames;
+		to->has_line_numbers = from->has_line_numbers;
+		to->has_inline_frames = from->has_inline_frames;
+		if (idmap__put(&a->mappings, from->id, (void *)(uintptr_t)to->id))
+			return -ENOMEM;
+	}
 	return 0;
 }
 
-/* A sample's labels: its own but "pid", then pid and comm. */
-static int label(Sample *s, const Profile *p, const int64_t *map, const int64_t keys[3], int pid)
+/* Functions and locations: heaptap's functions are a name and a file, shared by every
+ * process that has them. */
+static int add_locations(struct adding *a)
 {
-	Label **v = calloc(s->n_label + 2, sizeof(*v)), *add[2];
-	size_t i, n = 0;
-
-	add[0] = malloc(sizeof(Label));
-	add[1] = malloc(sizeof(Label));
-	if (!v || !add[0] || !add[1]) {
-		free(v);
-		free(add[0]);
-		free(add[1]);
-		return -ENOMEM;
-	}
-	for (i = 0; i < s->n_label; i++) {
-		Label *l = s->label[i];
-
-		if (!strcmp(str(p, l->key), "pid")) {
-			perftools__profiles__label__free_unpacked(l, NULL);
-			continue;
-		}
-		l->key = map[l->key >= 0 && (size_t)l->key < p->n_string_table ? l->key : 0];
-		l->str = map[l->str >= 0 && (size_t)l->str < p->n_string_table ? l->str : 0];
-		l->num_unit =
-			map[l->num_unit >= 0 && (size_t)l->num_unit < p->n_string_table ? l->num_unit : 0];
-		v[n++] = l;
-	}
-	*add[0] = (Label)PERFTOOLS__PROFILES__LABEL__INIT;
-	add[0]->key = keys[0];
-	add[0]->num = pid;
-	*add[1] = (Label)PERFTOOLS__PROFILES__LABEL__INIT;
-	add[1]->key = keys[1];
-	add[1]->str = keys[2];
-	v[n++] = add[0];
-	v[n++] = add[1];
-	free(s->label);
-	s->label = v;
-	s->n_label = n;
-	return 0;
-}
-
-/* The index a string of p has in the merge. */
-#define R(i) map[(i) >= 0 && (size_t)(i) < p->n_string_table ? (i) : 0]
-
-/* p's ids moved past the merge's so far, its strings into the merge's table. */
-static int add_profile(struct merge *m, Profile *p, int pid, const char *comm)
-{
-	uint64_t maxl = 0, maxf = 0, maxm = 0;
-	int64_t *map = calloc(p->n_string_table ? p->n_string_table : 1, sizeof(*map)), keys[3];
 	size_t i, k;
-	int err = map ? 0 : -ENOMEM;
 
-	for (i = 0; !err && i < p->n_string_table; i++)
-		if ((map[i] = intern(m, p->string_table[i] ? p->string_table[i] : "")) < 0)
-			err = -ENOMEM;
-	keys[0] = intern_own(m, "pid");
-	keys[1] = intern_own(m, "comm");
-	keys[2] = intern_own(m, comm);
-	if (err || keys[0] < 0 || keys[1] < 0 || keys[2] < 0) {
-		free(map);
+	for (i = 0; i < a->p->n_function; i++) {
+		const Function *from = a->p->function[i];
+		uint64_t id = pprof__function(a->m, string_of(a, from->name),
+					      string_of(a, from->filename));
+
+		if (!id || idmap__put(&a->functions, from->id, (void *)(uintptr_t)id))
+			return -ENOMEM;
+	}
+	for (i = 0; i < a->p->n_location; i++) {
+		const Location *from = a->p->location[i];
+		Location *to = pprof__location(a->m, from->n_line);
+
+		if (!to)
+			return -ENOMEM;
+		to->address = from->address;
+		to->mapping_id = id_of(&a->mappings, from->mapping_id);
+		for (k = 0; k < from->n_line; k++) {
+			to->line[k]->function_id = id_of(&a->functions, from->line[k]->function_id);
+			to->line[k]->line = from->line[k]->line;
+		}
+		if (idmap__put(&a->locations, from->id, (void *)(uintptr_t)to->id))
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+/* Samples, each with its labels but "pid", then pid and comm (keys: their strings). */
+static int add_samples(struct adding *a, int pid, const int64_t keys[3])
+{
+	size_t i, k, n;
+
+	for (i = 0; i < a->p->n_sample; i++) {
+		const Sample *from = a->p->sample[i];
+		Sample *to;
+
+		for (k = n = 0; k < from->n_label; k++)
+			n += !!strcmp(str(a->p, from->label[k]->key), "pid");
+		to = pprof__sample(a->m, from->n_location_id, n + 2);
+		if (!to)
+			return -ENOMEM;
+		for (k = 0; k < from->n_location_id; k++)
+			to->location_id[to->n_location_id++] =
+				id_of(&a->locations, from->location_id[k]);
+		for (k = 0; k < from->n_value && k < PPROF_TYPES; k++)
+			to->value[k] = from->value[k];
+		for (k = n = 0; k < from->n_label; k++) {
+			const Label *l = from->label[k];
+
+			if (!strcmp(str(a->p, l->key), "pid"))
+				continue;
+			to->label[n]->key = string_of(a, l->key);
+			to->label[n]->str = string_of(a, l->str);
+			to->label[n]->num = l->num;
+			to->label[n++]->num_unit = string_of(a, l->num_unit);
+		}
+		to->label[n]->key = keys[0];
+		to->label[n++]->num = pid;
+		to->label[n]->key = keys[1];
+		to->label[n]->str = keys[2];
+	}
+	return 0;
+}
+
+/* p's strings, mappings, functions, locations and samples added to the merge m. */
+static int add_profile(struct pprof *m, const Profile *p, int pid, const char *comm)
+{
+	struct adding a = { .m = m, .p = p };
+	int64_t keys[3];
+	size_t i;
+	int err = 0;
+
+	a.strings = calloc(p->n_string_table ? p->n_string_table : 1, sizeof(*a.strings));
+	if (!a.strings)
 		return -ENOMEM;
-	}
-	for (i = 0; i < p->n_mapping; i++) {
-		Perftools__Profiles__Mapping *mp = p->mapping[i];
-
-		maxm = mp->id > maxm ? mp->id : maxm;
-		mp->id += m->next_mapping;
-		mp->filename = R(mp->filename);
-		mp->build_id = R(mp->build_id);
-	}
-	for (i = 0; i < p->n_function; i++) {
-		Perftools__Profiles__Function *f = p->function[i];
-
-		maxf = f->id > maxf ? f->id : maxf;
-		f->id += m->next_function;
-		f->name = R(f->name);
-		f->system_name = R(f->system_name);
-		f->filename = R(f->filename);
-	}
-	for (i = 0; i < p->n_location; i++) {
-		Perftools__Profiles__Location *l = p->location[i];
-
-		maxl = l->id > maxl ? l->id : maxl;
-		l->id += m->next_location;
-		if (l->mapping_id)
-			l->mapping_id += m->next_mapping;
-		for (k = 0; k < l->n_line; k++)
-			if (l->line[k]->function_id)
-				l->line[k]->function_id += m->next_function;
-	}
-	for (i = 0; !err && i < p->n_sample; i++) {
-		Sample *s = p->sample[i];
-
-		for (k = 0; k < s->n_location_id; k++)
-			s->location_id[k] += m->next_location;
-		err = label(s, p, map, keys, pid);
-	}
-	free(map);
-	m->next_location += maxl;
-	m->next_function += maxf;
-	m->next_mapping += maxm;
-	if (!err)
-		err = append(&m->samples, &m->nsamples, &m->cap_samples, (void **)p->sample,
-			     p->n_sample) ?:
-		      append(&m->locations, &m->nlocations, &m->cap_locations, (void **)p->location,
-			     p->n_location) ?:
-		      append(&m->functions, &m->nfunctions, &m->cap_functions, (void **)p->function,
-			     p->n_function) ?:
-		      append(&m->mappings, &m->nmappings, &m->cap_mappings, (void **)p->mapping,
-			     p->n_mapping);
+	for (i = 0; !err && i < p->n_string_table; i++)
+		if ((a.strings[i] = pprof__string(m, p->string_table[i])) < 0)
+			err = -ENOMEM;
+	keys[0] = pprof__string(m, "pid");
+	keys[1] = pprof__string(m, "comm");
+	keys[2] = pprof__string(m, comm);
+	if (!err && (keys[0] < 0 || keys[1] < 0 || keys[2] < 0))
+		err = -ENOMEM;
+	err = err ?: add_mappings(&a) ?: add_locations(&a) ?: add_samples(&a, pid, keys);
+	free(a.strings);
+	idmap__free(&a.mappings);
+	idmap__free(&a.functions);
+	idmap__free(&a.locations);
 	return err;
 }
-#undef R
 
-/* p's profile decoded and added; a profile that cannot be read is left out. */
-static int add_process(struct merge *m, const struct hproc *p)
+/* p's profile decoded and added; a profile that cannot be read, or is not heaptap's, is left
+ * out. *period: the first one's. */
+static int add_process(struct pprof *m, const struct hproc *p, int64_t *period)
 {
 	uint8_t *raw = NULL;
 	size_t len = 0;
 	Profile *prof;
-	int err;
+	int err = 0;
 
 	if (gunzip(p->profile, p->profile_size, &raw, &len))
 		return 0;
@@ -296,91 +242,34 @@ static int add_process(struct merge *m, const struct hproc *p)
 	free(raw);
 	if (!prof)
 		return 0;
-	if (!heaptap_types(prof) ||
-	    append(&m->decoded, &m->ndecoded, &m->cap_decoded, (void **)&prof, 1)) {
-		perftools__profiles__profile__free_unpacked(prof, NULL);
-		return 0;
+	if (heaptap_types(prof)) {
+		if (!*period)
+			*period = prof->period;
+		err = add_profile(m, prof, p->pid, p->comm);
 	}
-	err = add_profile(m, prof, p->pid, p->comm);
+	perftools__profiles__profile__free_unpacked(prof, NULL);
 	return err;
-}
-
-static void merge__free(struct merge *m)
-{
-	size_t i;
-
-	for (i = 0; i < m->ndecoded; i++)
-		perftools__profiles__profile__free_unpacked(m->decoded[i], NULL);
-	for (i = 0; i < m->nown; i++)
-		free(m->own[i]);
-	free(m->decoded);
-	free(m->own);
-	free(m->strings);
-	free(m->samples);
-	free(m->locations);
-	free(m->functions);
-	free(m->mappings);
-	idmap__free(&m->index);
 }
 
 int host_pprof__merge(struct hproc *const *procs, size_t n, uint8_t **out, size_t *size)
 {
-	Perftools__Profiles__ValueType vt[NTYPES], period = PERFTOOLS__PROFILES__VALUE_TYPE__INIT;
-	Perftools__Profiles__ValueType *vtp[NTYPES];
-	Profile prof = PERFTOOLS__PROFILES__PROFILE__INIT;
-	struct merge m = {};
+	static const char *const comment = "heaptap --all: the latest profile of each process "
+					   "traced, labelled by pid and comm";
+	struct pprof_about about = { .comments = &comment, .ncomments = 1 };
+	struct pprof *m = pprof__new();
 	struct timespec now;
-	int64_t comment;
 	size_t i;
-	int err = 0;
+	int err = m ? 0 : -ENOMEM;
 
-	/* "" first, then the types' names, where report_pprof.c has them. */
-	if (intern_own(&m, "") != 0)
-		err = -ENOMEM;
-	for (i = 0; !err && i < NTYPES; i++) {
-		vt[i] = (Perftools__Profiles__ValueType)PERFTOOLS__PROFILES__VALUE_TYPE__INIT;
-		vt[i].type = intern_own(&m, types[i][0]);
-		vtp[i] = &vt[i];
-		err = vt[i].type != (int64_t)i + 1 ? -ENOMEM : 0;
-	}
-	for (i = 0; !err && i < NTYPES; i++)
-		if ((vt[i].unit = intern_own(&m, types[i][1])) < 0)
-			err = -ENOMEM;
-	period.type = intern_own(&m, "space");
-	period.unit = intern_own(&m, "bytes");
-	comment = intern_own(&m, "heaptap --all: the latest profile of each process traced, "
-				 "labelled by pid and comm");
 	for (i = 0; !err && i < n; i++)
 		if (procs[i]->profile && !procs[i]->gone)
-			err = add_process(&m, procs[i]);
-	if (!err && (period.type < 0 || period.unit < 0 || comment < 0))
-		err = -ENOMEM;
+			err = add_process(m, procs[i], &about.period);
 	if (!err) {
 		clock_gettime(CLOCK_REALTIME, &now);
-		prof.n_sample_type = NTYPES;
-		prof.sample_type = vtp;
-		prof.sample = m.samples;
-		prof.n_sample = m.nsamples;
-		prof.location = m.locations;
-		prof.n_location = m.nlocations;
-		prof.function = m.functions;
-		prof.n_function = m.nfunctions;
-		prof.mapping = m.mappings;
-		prof.n_mapping = m.nmappings;
-		prof.string_table = m.strings;
-		prof.n_string_table = m.nstrings;
-		prof.time_nanos = (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
-		prof.period_type = &period;
-		prof.period = m.ndecoded ? m.decoded[0]->period : 1;
-		prof.comment = &comment;
-		prof.n_comment = 1;
-		*size = perftools__profiles__profile__get_packed_size(&prof);
-		*out = malloc(*size ? *size : 1);
-		if (!*out)
-			err = -ENOMEM;
-		else
-			perftools__profiles__profile__pack(&prof, *out);
+		about.time_nanos = (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
+		about.period = about.period ?: 1;
+		err = pprof__encode(m, &about, out, size);
 	}
-	merge__free(&m);
+	pprof__free(m);
 	return err;
 }

@@ -43,7 +43,7 @@ struct host_report {
 	bool final;
 	struct census_counts counts;
 	struct hostwatch_counters notices;
-	/* The processes ranked (tiers.h), the first --top and every traced one: */
+	/* The processes ranked (tiers.h; host_rank.h), the first --top and every traced one: */
 	struct host_row *rows;
 	size_t nrows;
 	struct hproc **order; /* every process ranked, fastest growth first */
@@ -61,10 +61,6 @@ struct host_report {
 	size_t nalerts;
 	uint64_t alerts_total[ALARMS]; /* alarms fired since the start, processes' and host's */
 };
-
-/* Ranks procs into r->rows (malloc'd: host_report__free) and sums the totals. */
-int host_report__rank(struct host_report *r, struct hproc *const *procs, size_t n);
-void host_report__free(struct host_report *r);
 
 /* The unit of a cgroup path (procfs__unit), "" for none; into a buffer of 256. */
 const char *host_report__unit(const struct hproc *p, char *buf, size_t size);

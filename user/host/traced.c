@@ -33,13 +33,14 @@ struct trace {
 struct traced {
 	const struct options *opts;
 	const char *dir;
-	FILE *records;
+	struct publisher *records;
 	struct trace *v;
 	size_t n, cap;
 	struct host_escalations counts;
 };
 
-int traced__new(const struct options *opts, const char *dir, FILE *records, struct traced **out)
+int traced__new(const struct options *opts, const char *dir, struct publisher *records,
+		struct traced **out)
 {
 	struct traced *t = calloc(1, sizeof(*t));
 
@@ -50,6 +51,12 @@ int traced__new(const struct options *opts, const char *dir, FILE *records, stru
 	t->dir = dir;
 	t->records = records;
 	return 0;
+}
+
+/* A "tier" record, for standard output. */
+static int write_tier(FILE *f, const void *change)
+{
+	return host_json__tier(f, change);
 }
 
 static void say_growth(char *buf, size_t size, const struct hproc *p)
@@ -99,12 +106,13 @@ int traced__start(struct traced *t, struct hproc *p, double share, uint64_t now_
 	elog("PID %d (%s): proc -> live: %s; traced within %.2f%% of its time", p->pid, tr->comm,
 	     why, share * 100);
 	if (t->records)
-		host_json__tier(t->records, &(struct tier_change){ .p = p,
-								   .from = TIER_PROC,
-								   .to = TIER_LIVE,
-								   .reason = why,
-								   .share = share,
-								   .time_ns = now_ns });
+		publish__stdout(t->records, write_tier,
+				&(struct tier_change){ .p = p,
+						       .from = TIER_PROC,
+						       .to = TIER_LIVE,
+						       .reason = why,
+						       .share = share,
+						       .time_ns = now_ns });
 	return 0;
 }
 
@@ -274,7 +282,7 @@ static void finish(struct traced *t, struct trace *tr, uint64_t now_ns)
 		p->profile_size = size;
 	}
 	if (t->records)
-		host_json__tier(t->records,
+		publish__stdout(t->records, write_tier,
 				&(struct tier_change){ .p = p,
 						       .from = TIER_LIVE,
 						       .to = TIER_PROC,

@@ -16,11 +16,14 @@
 #include "base/settings.h"
 #include "host/host_report.h"
 #include "host/hproc.h"
+#include "report/publish.h"
 
 struct traced;
 
-/* opts and dir must outlive it; records: where "tier" records go (NULL: none). */
-int traced__new(const struct options *opts, const char *dir, FILE *records, struct traced **out);
+/* opts and dir must outlive it; records: whose standard output "tier" records go to (NULL:
+ * none). */
+int traced__new(const struct options *opts, const char *dir, struct publisher *records,
+		struct traced **out);
 /* Ends every escalation (SIGINT, then SIGKILL after its grace), each process brought down. */
 void traced__end(struct traced *t);
 /* Ends every escalation left, and frees. NULL is fine. */

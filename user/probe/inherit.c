@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/array.h"
 #include "base/log.h"
 #include "probe/attacher.h"
 #include "probe/closer.h"
@@ -108,17 +109,7 @@ int inherit__call(int prog_fd, const char *path, uint64_t offset, bool retprobe,
 	for (i = 0; i < calls.n && !same_key(&calls.v[i].key, &key); i++)
 		;
 	if (i == calls.n) {
-		if (calls.n == calls.cap) {
-			size_t cap = calls.cap ? 2 * calls.cap : 64;
-			struct call *more = realloc(calls.v, cap * sizeof(*more));
-
-			if (!more)
-				err = -ENOMEM;
-			else {
-				calls.v = more;
-				calls.cap = cap;
-			}
-		}
+		err = array__reserve(&calls.v, &calls.cap, calls.n, sizeof(*calls.v));
 		err = err ?: make_call(&key, path, pid, &calls.v[i]);
 		if (!err)
 			calls.n++;

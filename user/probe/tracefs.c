@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/array.h"
 #include "base/log.h"
 #include "probe/tracefs.h"
 
@@ -224,14 +225,7 @@ static size_t list_group(const char *in, char ***out)
 	while (d && (e = readdir(d))) {
 		if (e->d_type != DT_DIR || e->d_name[0] == '.')
 			continue;
-		if (n == cap) {
-			char **more = realloc(v, (cap = cap ? 2 * cap : 16) * sizeof(*v));
-
-			if (!more)
-				break;
-			v = more;
-		}
-		if (!(v[n] = strdup(e->d_name)))
+		if (array__reserve(&v, &cap, n, sizeof(*v)) || !(v[n] = strdup(e->d_name)))
 			break;
 		n++;
 	}

@@ -23,6 +23,7 @@
 
 #include <microhttpd.h>
 
+#include "base/array.h"
 #include "base/clock.h"
 #include "base/escape.h"
 #include "base/listen.h"
@@ -81,7 +82,7 @@ struct http_server {
 	bool running;
 	pthread_mutex_t lock; /* routes: published by the reports, read by the server thread */
 	struct route *routes;
-	size_t nroutes;
+	size_t nroutes, cap_routes;
 	struct MHD_Response *not_found, *not_allowed;
 	struct conn *conns;
 };
@@ -178,7 +179,7 @@ int http__publish(struct http_server *s, const char *path, const struct http_rep
 	struct MHD_IoVec *iov = calloc(n ? n : 1, sizeof(*iov));
 	struct answer *a = malloc(sizeof(*a) + n * sizeof(a->bufs[0]));
 	struct MHD_Response *resp, *old;
-	struct route *r = NULL, *grown;
+	struct route *r = NULL;
 	size_t i;
 
 	if (!iov || !a) {
@@ -207,17 +208,13 @@ int http__publish(struct http_server *s, const char *path, const struct http_rep
 	for (i = 0; i < s->nroutes && !r; i++)
 		if (!strcmp(s->routes[i].path, path))
 			r = &s->routes[i];
-	if (!r) {
-		grown = realloc(s->routes, (s->nroutes + 1) * sizeof(*grown));
-		if (grown) {
-			s->routes = grown;
-			r = &grown[s->nroutes];
-			*r = (struct route){ .path = strdup(path) };
-			if (r->path)
-				s->nroutes++;
-			else
-				r = NULL;
-		}
+	if (!r && !array__reserve(&s->routes, &s->cap_routes, s->nroutes, sizeof(*s->routes))) {
+		r = &s->routes[s->nroutes];
+		*r = (struct route){ .path = strdup(path) };
+		if (r->path)
+			s->nroutes++;
+		else
+			r = NULL;
 	}
 	old = r ? r->response : resp;
 	if (r) {

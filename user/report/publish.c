@@ -9,7 +9,6 @@
 #include "base/output.h"
 #include "report/outputs.h"
 #include "report/publish.h"
-#include "report/report.h"
 #include "report/serve.h"
 
 /*
@@ -43,6 +42,7 @@ struct stdout_writer {
 
 struct publisher {
 	const struct options *opts;
+	const struct publication *what;
 	struct serve *serve; /* --listen */
 	int errors[OUTPUTS_MAX]; /* of the last attempt at each file */
 	struct stdout_writer out;
@@ -166,7 +166,8 @@ static void say_failure(const char *option, const char *path, const struct outpu
 	free(why);
 }
 
-int publish__start(const struct options *opts, struct publisher **out)
+int publish__open(const struct options *opts, const struct publication *what,
+		  struct publisher **out)
 {
 	struct publisher *p = calloc(1, sizeof(*p));
 	struct output_error e;
@@ -177,7 +178,8 @@ int publish__start(const struct options *opts, struct publisher **out)
 	if (!p)
 		return -ENOMEM;
 	p->opts = opts;
-	for (i = 0; i < noutputs; i++) {
+	p->what = what;
+	for (i = 0; i < what->nfiles; i++) {
 		if (!opts->files[i])
 			continue;
 		err = output__check(opts->files[i], &e);
@@ -186,7 +188,7 @@ int publish__start(const struct options *opts, struct publisher **out)
 			goto fail;
 		}
 	}
-	if (opts->listen && (err = serve__start(opts->listen, &p->serve)))
+	if (opts->listen && (err = serve__start(opts->listen, &what->listen, &p->serve)))
 		goto fail;
 	pthread_mutex_init(&p->out.lock, NULL);
 	pthread_cond_init(&p->out.changed, NULL);
@@ -199,48 +201,49 @@ fail:
 	return err;
 }
 
-/* One row's report, for output__write's callback. */
-struct row_report {
-	const struct output *row;
-	const struct report *r;
+int publish__start(const struct options *opts, struct publisher **out)
+{
+	return publish__open(opts, &outputs_publication, out);
+}
+
+/* One file of a report, for output__write's callback and standard output's. */
+struct file_report {
+	const struct publication *what;
+	size_t file;
+	const void *report;
 };
 
-static int write_row(FILE *f, const void *ctx)
+static int write_file(FILE *f, const void *ctx)
 {
-	const struct row_report *rr = ctx;
+	const struct file_report *fr = ctx;
 
-	return rr->row->write(f, rr->r);
+	return fr->what->write(f, fr->file, fr->report);
 }
 
-static int write_report(FILE *f, const void *ctx)
-{
-	return outputs[OUTPUT_REPORT].write(f, ctx);
-}
-
-int publish__report(struct publisher *p, const struct report *r)
+int publish__report(struct publisher *p, const void *report, enum publish_kind kind)
 {
 	const struct options *o = p->opts;
-	bool final = !strcmp(r->type, "final");
+	bool final = kind == PUBLISH_FINAL;
+	struct file_report fr = { p->what, OUTPUT_REPORT, report };
 	struct output_error e;
 	int err = 0, files_err = 0;
 	size_t i;
 
 	/* The final report is written before heaptap goes on (its end). */
 	if (!o->files[OUTPUT_REPORT]) {
-		/* One asked for (SIGUSR1, with its leak check) is not dropped either. */
-		err = queue_stdout(&p->out, write_report, r, !final && !r->leak, final);
+		err = queue_stdout(&p->out, write_file, &fr, kind == PUBLISH_INTERVAL, final);
 		if (err && !p->out.running)
 			elog("cannot write the report: %s", strerror(-err));
 		else if (!final)
 			err = 0;
 	}
-	for (i = 0; i < noutputs; i++) {
-		struct row_report ctx = { &outputs[i], r };
+	for (i = 0; i < p->what->nfiles; i++) {
 		int fe;
 
 		if (!o->files[i])
 			continue;
-		fe = output__write(o->files[i], o->file_mode, write_row, &ctx, &e);
+		fr.file = i;
+		fe = output__write(o->files[i], o->file_mode, write_file, &fr, &e);
 		/* Said once, not at every report while the disk stays full. */
 		if (fe && (fe != p->errors[i] || final))
 			say_failure(outputs[i].option, o->files[i], &e,
@@ -251,7 +254,7 @@ int publish__report(struct publisher *p, const struct report *r)
 		files_err = files_err ?: fe;
 	}
 	if (p->serve) {
-		int se = serve__report(p->serve, r);
+		int se = serve__report(p->serve, report);
 
 		if (se) {
 			elog("cannot update what --listen serves: %s", strerror(-se));
@@ -259,6 +262,11 @@ int publish__report(struct publisher *p, const struct report *r)
 		}
 	}
 	return err ?: final ? files_err : 0;
+}
+
+struct serve *publish__serve(struct publisher *p)
+{
+	return p ? p->serve : NULL;
 }
 
 void publish__stop(struct publisher *p)

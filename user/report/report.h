@@ -1,5 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 */
-/* What one report holds, and the formats it is printed in (text, JSON lines). */
+/*
+ * What one report holds: the session's figures (struct report) and their analysis, made once
+ * (struct report_analysis, analysis.c), and the formats that write it out, each from them.
+ */
 #ifndef HEAPTAP_REPORT_H
 #define HEAPTAP_REPORT_H
 
@@ -23,11 +26,115 @@
 #include "account/timeline.h"
 #include "target/unwind.h"
 
+/*
+ * What a tracer's figures are, which the formats read to word and mark them (never the
+ * options): blocks or pages, exact or estimated, and how the sites are ranked. The session
+ * fills it in from its mode (session/reporting.c).
+ */
+struct figures {
+	const char *mode; /* "full", "live" or "watch": the mode's name in records and metrics */
+	bool pages;	  /* new pages of anonymous memory by the stack that wrote each, not blocks */
+	bool sampled;	  /* estimates from the blocks sampled (--sample): marked ~, with margins */
+	bool by_growth;	  /* the sites ranked by growth, not by live bytes */
+};
+
+/* A site the report shows, in its order. */
+struct shown_site {
+	const struct site *site;
+	size_t index;	    /* into snap->sites */
+	bool judged;	    /* the history has a trend of it */
+	struct trend trend; /* when judged */
+	double growth;	    /* bytes per second, the trend's; NAN when not judged */
+};
+
+/* A site whose live bytes grew steadily: the likely leaks. */
+struct suspect {
+	size_t site; /* index into snap->sites */
+	struct trend trend;
+};
+
+#define CHANGES_TOP 5
+
+/* A site's change since the previous report. */
+struct site_change {
+	uint64_t stack_id;
+	const struct site *site; /* NULL when gone */
+	int64_t delta_bytes;
+	int64_t delta_blocks;
+	bool is_new;
+	bool gone;
+};
+
+struct changes {
+	double since_s;
+	int64_t live_bytes;
+	int64_t live;
+	size_t new_sites;
+	size_t gone_sites;
+	struct site_change top[CHANGES_TOP]; /* the largest changes, in bytes */
+	size_t ntop;
+};
+
+struct size_row {
+	uint64_t min;
+	uint64_t max;
+	struct heaptap_size_class c;
+};
+
+/* Allocations, frees and their bytes since attach. */
+struct totals {
+	uint64_t allocs;
+	uint64_t frees;
+	uint64_t alloc_bytes;
+	uint64_t free_bytes;
+};
+
+/* A process of the session as reports show it: its counters and live blocks now, or when it
+ * exited. */
+struct report_process {
+	const struct process *p;
+	struct heaptap_proc c;
+	uint64_t live;
+	uint64_t live_bytes;
+};
+
+/*
+ * A report's analysis: made once per report from the snapshot and the history (analysis.h),
+ * before any format reads it; the formats only write it out. Figures are estimated where
+ * sampled (sizes and totals by size class); with pages, live is the new pages' bytes and
+ * count.
+ */
+struct report_analysis {
+	double live, live_blocks;
+	double live_margin; /* live's 95% margin: 0 unless sampled */
+	double peak;	    /* the highest live bytes since attach */
+	uint64_t peak_ns;   /* when (CLOCK_MONOTONIC); 0 while nothing was allocated */
+	struct totals totals;
+	uint64_t inexact; /* the inexact causes' counts, summed */
+	struct size_row sizes[HEAPTAP_SIZE_CLASSES]; /* the classes used so far, by --sort */
+	size_t nsizes;
+	struct shown_site *sites; /* the sites shown, at most --top: by live bytes or growth */
+	size_t nsites;
+	struct suspect *suspects; /* every one, fastest first */
+	size_t nsuspects;
+	bool has_changes; /* since the previous report: none for the first, nor for pages */
+	struct changes changes;
+	const struct site_total **peak_sites; /* what held the most at the peak, at most --top */
+	size_t npeak_sites;
+	struct report_process *procs; /* every process traced, in the order taken in */
+	size_t nprocs;
+	struct report_process **alive; /* those alive, the most live bytes first */
+	size_t nalive;
+	uint32_t *leak_fns; /* each leak record's allocator function (its site's fn), or
+			     * UINT32_MAX */
+};
+
 struct report {
 	const char *type; /* "interval" or "final" */
 	int pid;
 	const char *comm;
 	const struct options *opts;
+	const struct figures *figures;
 	const struct allocator *allocator;
 	const struct probes *probes; /* the first process's plan */
 	size_t links;		     /* probes attached, in every process */
@@ -61,6 +168,7 @@ struct report {
 	size_t nalerts;
 	double growth; /* live bytes per second over the latest reports; NAN: too few */
 	uint64_t number; /* of the report in the session, from 1 */
+	struct report_analysis analysis; /* zeros in the attached record's report */
 };
 
 /* The attach plan's functions (none with --watch): how many, and the name of the one a
@@ -75,50 +183,6 @@ static inline const char *report__fn_name(const struct report *r, uint32_t fn)
 	return fn < report__nprobes(r) ? r->probes->v[fn].name : NULL;
 }
 
-/* A site whose live bytes grew steadily: the likely leaks. */
-struct suspect {
-	size_t site; /* index into snap->sites */
-	struct trend trend;
-};
-
-/* Sites whose trend is a leak, fastest first; malloc'd, NULL when none. */
-size_t report__suspects(const struct report *r, struct suspect **out);
-
-#define CHANGES_TOP 5
-
-/* A site's change since the previous report. */
-struct site_change {
-	uint64_t stack_id;
-	const struct site *site; /* NULL when gone */
-	int64_t delta_bytes;
-	int64_t delta_blocks;
-	bool is_new;
-	bool gone;
-};
-
-struct changes {
-	double since_s;
-	int64_t live_bytes;
-	int64_t live;
-	size_t new_sites;
-	size_t gone_sites;
-	struct site_change top[CHANGES_TOP]; /* the largest changes, in bytes */
-	size_t ntop;
-};
-
-/* What changed since the previous report; false for the first one. */
-bool report__changes(const struct report *r, struct changes *c);
-
-/* The sites that held the most at the peak of live bytes, most first, at most --top;
- * malloc'd array of pointers into snap->totals. */
-size_t report__peak_sites(const struct report *r, const struct site_total ***out);
-
-struct size_row {
-	uint64_t min;
-	uint64_t max;
-	struct heaptap_size_class c;
-};
-
 /* A counter of things not accounted exactly: its JSON name, and what it means in the text. */
 struct inexact_cause {
 	const char *key;
@@ -129,8 +193,12 @@ struct inexact_cause {
 extern const struct inexact_cause report__inexact_causes[];
 extern const size_t report__ninexact_causes;
 
-/* The size classes used so far, in --sort order; returns how many, into rows[CLASSES]. */
-size_t report__size_rows(const struct report *r, struct size_row *rows);
+/* A cause's count. */
+uint64_t report__inexact_count(const struct heaptap_counters *c, const struct inexact_cause *cause);
+
+/* A rate per second of a counter, now and at the previous report (the whole session's in
+ * the final report). */
+double report__rate(const struct report *r, uint64_t now, uint64_t before);
 
 /*
  * A site's live bytes and blocks as the flame graphs split them: in a session of several
@@ -145,38 +213,22 @@ int report__site_shares(const struct report *r, const struct site *site,
 /* The symbols a stack's addresses are named by: those of its image. */
 struct syms *report__syms(const struct report *r, const struct stack *st);
 
-/* A process of the session as reports show it: its counters and live blocks now, or when it
- * exited. */
-struct report_process {
-	const struct process *p;
-	struct heaptap_proc c;
-	uint64_t live;
-	uint64_t live_bytes;
-};
-
-/* Every process traced, in the order they were taken in (malloc'd into *out); 0 when out of
- * memory. */
-size_t report__processes(const struct report *r, struct report_process **out);
-double report__rate(const struct report *r, uint64_t now, uint64_t before);
-/* The sum of the inexact causes; a cause's own count. */
-uint64_t report__inexact(const struct heaptap_counters *c);
-uint64_t report__inexact_count(const struct heaptap_counters *c, const struct inexact_cause *cause);
-
 /* The allocator function a site's blocks came from, demangled: the name of its stack's first
  * frame, which aliases (glibc's __libc_malloc, tcmalloc's tc_new) would otherwise pick. */
 const char *report__site_function(const struct report *r, const struct site *site);
-/* The allocator function (a site's fn) of the site of stack_id; UINT32_MAX when none. */
-uint32_t report__stack_fn(const struct report *r, uint64_t stack_id);
+
+/* A site's live bytes, estimated when sampled; their 95% margin (0 when every block is
+ * tracked). */
+uint64_t report__site_bytes(const struct report *r, const struct site *site);
+double report__margin(const struct site *site);
 
 /*
- * The sites to show, as indexes into snap->sites, at most --top: by live bytes, or with
- * --live by growth (bytes per second, NAN where too few points), most first. *n set;
- * malloc'd, NULL (and *n 0) when there is nothing to show.
+ * Calls frame(name, ctx) for each frame of a site's stack, the outermost first and its
+ * allocator function last, an inlined call as a frame of its own; where nothing names an
+ * address, the name is its module's file name and offset. Negative errno on failure.
  */
-size_t *report__site_order(const struct report *r, double **growth, size_t *n);
-
-/* A site's estimated live bytes' 95% margin (0 when every block is tracked). */
-double report__margin(const struct site *site);
+int report__stack_names(const struct report *r, const struct site *site,
+			int (*frame)(const char *name, void *ctx), void *ctx);
 
 /* Whether the program has allocator family i (families.h) and the session does not trace
  * it. */
@@ -197,36 +249,6 @@ struct json_object;
 /* The JSON record of report__json, for formats that embed it. */
 struct json_object *report__json_object(const struct report *r);
 
-/* Live bytes (and blocks, when not NULL): what the sampled blocks stand for when sampled
- * (every live block, young ones included); with --watch, the new pages. */
-double report__live(const struct report *r, double *blocks);
-/* The 95% margin of report__live's bytes: 0 unless sampled. */
-double report__live_margin(const struct report *r);
-/* The highest live bytes since attach: estimated when sampled, as report__live; and when
- * it was reached (CLOCK_MONOTONIC; 0 while nothing was allocated). */
-double report__peak(const struct report *r);
-uint64_t report__peak_ns(const struct report *r);
-
-/* The report's totals: allocations, frees and their bytes since attach, estimated where
- * sampled (by size class). */
-struct totals {
-	uint64_t allocs;
-	uint64_t frees;
-	uint64_t alloc_bytes;
-	uint64_t free_bytes;
-};
-void report__totals(const struct report *r, struct totals *t);
-
-/* A site's live bytes, estimated when sampled. */
-uint64_t report__site_bytes(const struct report *r, const struct site *site);
-/*
- * Calls frame(name, ctx) for each frame of a site's stack, the outermost first and its
- * allocator function last, an inlined call as a frame of its own; where nothing names an
- * address, the name is its module's file name and offset. Negative errno on failure.
- */
-int report__stack_names(const struct report *r, const struct site *site,
-			int (*frame)(const char *name, void *ctx), void *ctx);
-
 /* The files of --folded, --pprof and --html; negative errno on failure. */
 int report__folded(FILE *f, const struct report *r);
 int report__pprof(FILE *f, const struct report *r);
@@ -237,19 +259,8 @@ int report__prometheus(FILE *f, const struct report *r);
  * want (the host's metrics are written with it too); negative errno. */
 int report__prom_label(FILE *f, const char *name, const char *value);
 
-/* The sample types of report__pprof's profile, in its order; inuse_space is its default. */
-enum pprof_type { PPROF_INUSE_OBJECTS, PPROF_INUSE_SPACE, PPROF_ALLOC_OBJECTS, PPROF_ALLOC_SPACE };
-
-/*
- * report__pprof's profile in two pieces, so that one copy serves it under either default
- * sample type (Go's heap and allocs profiles): report__pprof_body writes a gzip member of the
- * profile without a default sample type, report__pprof_default a gzip member of a few bytes
- * setting one. A gzip reader reads members one after the other, and a protobuf message
- * followed by another is their merge: body then default is the whole profile.
- */
+/* report__pprof's profile without a default sample type (one gzip member, pprof.h): the
+ * body --listen serves under either default (Go's heap and allocs profiles). */
 int report__pprof_body(FILE *f, const struct report *r);
-int report__pprof_default(FILE *f, enum pprof_type type);
-/* One gzip member of n bytes (a profile encoded elsewhere, the host's merged one). */
-int report__gzip(FILE *f, const uint8_t *data, size_t n);
 
 #endif

@@ -30,13 +30,13 @@ static json_object *named(uint64_t address, const char *name)
 	return o;
 }
 
-static json_object *inexact(const struct heaptap_counters *c)
+static json_object *inexact(const struct report *r)
 {
+	const struct heaptap_counters *c = &r->snap->counters;
 	json_object *o = json_object_new_object();
-
 	size_t i;
 
-	put(o, "total", u64(report__inexact(c)));
+	put(o, "total", u64(r->analysis.inexact));
 	for (i = 0; i < report__ninexact_causes; i++)
 		put(o, report__inexact_causes[i].key,
 		    u64(report__inexact_count(c, &report__inexact_causes[i])));
@@ -109,14 +109,11 @@ static json_object *functions(const struct report *r)
 
 static json_object *sizes(const struct report *r)
 {
-	struct size_row *rows = calloc(HEAPTAP_SIZE_CLASSES, sizeof(*rows));
+	const struct size_row *rows = r->analysis.sizes;
 	json_object *a = json_object_new_array();
-	size_t i, n;
+	size_t i;
 
-	if (!rows)
-		return a;
-	n = report__size_rows(r, rows);
-	for (i = 0; i < n; i++) {
+	for (i = 0; i < r->analysis.nsizes; i++) {
 		const struct heaptap_size_class *c = &rows[i].c;
 		json_object *e = json_object_new_object();
 
@@ -129,7 +126,6 @@ static json_object *sizes(const struct report *r)
 		put(e, "total_bytes", u64(c->alloc_bytes));
 		json_object_array_add(a, e);
 	}
-	free(rows);
 	return a;
 }
 
@@ -195,15 +191,14 @@ static json_object *site_processes(const struct site *site)
 static json_object *sites(const struct report *r)
 {
 	const struct snapshot *s = r->snap;
+	const struct shown_site *shown = r->analysis.sites;
 	json_object *a = json_object_new_array();
-	double *growth;
-	size_t i, n, *order = report__site_order(r, &growth, &n);
 	const struct leak_counts *lc;
-	struct trend t;
 	unsigned int k;
+	size_t i;
 
-	for (i = 0; i < n; i++) {
-		const struct site *site = &s->sites[order[i]];
+	for (i = 0; i < r->analysis.nsites; i++) {
+		const struct site *site = shown[i].site;
 		json_object *e = json_object_new_object(), *sz = json_object_new_array();
 
 		put(e, "live_bytes", u64(site->live_bytes));
@@ -211,8 +206,7 @@ static json_object *sites(const struct report *r)
 		put(e, "est_bytes", num(site->est_bytes));
 		put(e, "est_blocks", num(site->est_blocks));
 		put(e, "est_bytes_margin", num(report__margin(site)));
-		put(e, "growth_bytes_per_hour",
-		    num(growth[i] * 3600));
+		put(e, "growth_bytes_per_hour", num(shown[i].growth * 3600));
 		for (k = 0; k < site->nsizes; k++)
 			json_object_array_add(sz, u64(site->sizes[k]));
 		put(e, "sizes", sz);
@@ -230,15 +224,12 @@ static json_object *sites(const struct report *r)
 		put(e, "processes_total", u64(site->nprocs));
 		put(e, "pool", named(site->pool, site->pool_name));
 		put(e, "object_type", named(site->object_type, site->object_type_name));
-		put(e, "trend",
-		    r->history && history__trend(r->history, site->stack_id, &t) ? trend(&t) : NULL);
+		put(e, "trend", shown[i].judged ? trend(&shown[i].trend) : NULL);
 		put(e, "blocks", dumps(r, site));
 		lc = r->leak ? leak_check__site(r->leak, site->stack_id) : NULL;
 		put(e, "leak_check", lc ? json__counts(lc->blocks, lc->bytes) : NULL);
 		json_object_array_add(a, e);
 	}
-	free(order);
-	free(growth);
 	return a;
 }
 
@@ -274,11 +265,11 @@ static json_object *processes_folded(const struct report *r)
 /* Every process traced: who it is, what it did, what it holds (or held at its exit). */
 static json_object *processes(const struct report *r)
 {
+	const struct report_process *v = r->analysis.procs;
 	json_object *a = json_object_new_array();
-	struct report_process *v;
-	size_t n = report__processes(r, &v), i;
+	size_t i;
 
-	for (i = 0; i < n; i++) {
+	for (i = 0; i < r->analysis.nprocs; i++) {
 		const struct process *p = v[i].p;
 		json_object *e = json_object_new_object();
 
@@ -298,17 +289,16 @@ static json_object *processes(const struct report *r)
 		put(e, "dropped_at_exec_bytes", u64(p->dropped_at_exec_bytes));
 		json_object_array_add(a, e);
 	}
-	free(v);
 	return a;
 }
 
 static json_object *suspects(const struct report *r)
 {
+	const struct suspect *v = r->analysis.suspects;
 	json_object *a = json_object_new_array();
-	struct suspect *v;
-	size_t i, n = report__suspects(r, &v);
+	size_t i;
 
-	for (i = 0; i < n && i < r->opts->top; i++) {
+	for (i = 0; i < r->analysis.nsuspects && i < r->opts->top; i++) {
 		const struct site *site = &r->snap->sites[v[i].site];
 		json_object *e = json_object_new_object();
 
@@ -331,33 +321,32 @@ static json_object *suspects(const struct report *r)
 		put(e, "blocks", dumps(r, site));
 		json_object_array_add(a, e);
 	}
-	free(v);
 	return a;
 }
 
 static json_object *changes(const struct report *r)
 {
+	const struct changes *c = &r->analysis.changes;
 	json_object *o, *a;
-	struct changes c;
 	size_t i;
 
-	if (!report__changes(r, &c))
+	if (!r->analysis.has_changes)
 		return NULL;
 	o = json_object_new_object();
 	a = json_object_new_array();
-	put(o, "since_s", num(c.since_s));
-	put(o, "live_bytes", json_object_new_int64(c.live_bytes));
-	put(o, "live", json_object_new_int64(c.live));
-	put(o, "new_sites", u64(c.new_sites));
-	put(o, "gone_sites", u64(c.gone_sites));
-	for (i = 0; i < c.ntop; i++) {
+	put(o, "since_s", num(c->since_s));
+	put(o, "live_bytes", json_object_new_int64(c->live_bytes));
+	put(o, "live", json_object_new_int64(c->live));
+	put(o, "new_sites", u64(c->new_sites));
+	put(o, "gone_sites", u64(c->gone_sites));
+	for (i = 0; i < c->ntop; i++) {
 		json_object *e = json_object_new_object();
 
-		put(e, "stack_id", hex(c.top[i].stack_id));
-		put(e, "live_bytes", json_object_new_int64(c.top[i].delta_bytes));
-		put(e, "live", json_object_new_int64(c.top[i].delta_blocks));
-		put(e, "new", json_object_new_boolean(c.top[i].is_new));
-		put(e, "gone", json_object_new_boolean(c.top[i].gone));
+		put(e, "stack_id", hex(c->top[i].stack_id));
+		put(e, "live_bytes", json_object_new_int64(c->top[i].delta_bytes));
+		put(e, "live", json_object_new_int64(c->top[i].delta_blocks));
+		put(e, "new", json_object_new_boolean(c->top[i].is_new));
+		put(e, "gone", json_object_new_boolean(c->top[i].gone));
 		json_object_array_add(a, e);
 	}
 	put(o, "sites", a);
@@ -401,11 +390,11 @@ static json_object *ages(const struct report *r)
 
 static json_object *peak_sites(const struct report *r)
 {
+	const struct site_total *const *v = r->analysis.peak_sites;
 	json_object *a = json_object_new_array();
-	const struct site_total **v;
-	size_t i, n = report__peak_sites(r, &v);
+	size_t i;
 
-	for (i = 0; i < n; i++) {
+	for (i = 0; i < r->analysis.npeak_sites; i++) {
 		const struct site site = { .stack_id = v[i]->stack_id, .fn = v[i]->fn };
 		json_object *e = json_object_new_object();
 
@@ -415,7 +404,6 @@ static json_object *peak_sites(const struct report *r)
 		put(e, "stack", json__frames(r, &site));
 		json_object_array_add(a, e);
 	}
-	free(v);
 	return a;
 }
 
@@ -450,7 +438,7 @@ void report__alert_json(FILE *f, const struct report *r, const struct alarm_even
 		put(o, key, json_object_get(val));
 	}
 	json_object_put(a);
-	put(o, "live_bytes", u64(llround(report__live(r, NULL))));
+	put(o, "live_bytes", u64(llround(r->analysis.live)));
 	put(o, "rss_bytes", u64(r->rss));
 	put(o, "growth_bytes_per_hour", num(r->growth * 3600));
 	put(o, "elapsed_s", seconds(r->snap->time_ns - r->attach_ns));
@@ -461,15 +449,14 @@ void report__alert_json(FILE *f, const struct report *r, const struct alarm_even
 static void put_calls(json_object *o, const struct report *r)
 {
 	const struct heaptap_counters *c = &r->snap->counters;
-	struct totals t;
+	const struct totals *t = &r->analysis.totals;
 
-	report__totals(r, &t);
 	put(o, "alloc_calls", u64(c->alloc_calls));
 	put(o, "free_calls", u64(c->free_calls));
-	put(o, "allocs", u64(t.allocs));
-	put(o, "frees", u64(t.frees));
-	put(o, "alloc_bytes", u64(t.alloc_bytes));
-	put(o, "free_bytes", u64(t.free_bytes));
+	put(o, "allocs", u64(t->allocs));
+	put(o, "frees", u64(t->frees));
+	put(o, "alloc_bytes", u64(t->alloc_bytes));
+	put(o, "free_bytes", u64(t->free_bytes));
 	put(o, "failed_calls", u64(c->failed));
 	put(o, "unwound_calls", u64(c->unwound));
 	put(o, "fixup_failures", u64(c->fixup_failures));
@@ -497,10 +484,7 @@ static void put_mode(json_object *o, const struct report *r)
 
 	put(o, "untracked_frees", u64(c->untracked_frees));
 	put(o, "stacks", stacks(r));
-	put(o, "mode",
-	    json_object_new_string(r->duty	    ? "live"
-				   : r->opts->watch ? "watch"
-						    : "full"));
+	put(o, "mode", json_object_new_string(r->figures->mode));
 	put(o, "pages_touched", u64(c->pages_touched));
 	put(o, "sample_bytes", u64(r->opts->sample_bytes));
 	if (r->duty) {
@@ -551,16 +535,15 @@ static json_object *self_figures(const struct report *r)
 json_object *report__json_object(const struct report *r)
 {
 	const struct heaptap_counters *c = &r->snap->counters;
+	const struct report_analysis *an = &r->analysis;
 	json_object *o = json__record(r, r->type, r->snap->time_ns);
-	double live, live_blocks;
-	uint64_t peak_ns = report__peak_ns(r);
+	uint64_t peak_ns = an->peak_ns;
 
-	live = report__live(r, &live_blocks);
 	put(o, "elapsed_s", seconds(r->snap->time_ns - r->attach_ns));
-	put(o, "live_bytes", u64(llround(live)));
-	put(o, "live_allocs", u64(llround(live_blocks)));
-	put(o, "live_bytes_margin", u64(llround(report__live_margin(r))));
-	put(o, "peak_bytes", u64(llround(report__peak(r))));
+	put(o, "live_bytes", u64(llround(an->live)));
+	put(o, "live_allocs", u64(llround(an->live_blocks)));
+	put(o, "live_bytes_margin", u64(llround(an->live_margin)));
+	put(o, "peak_bytes", u64(llround(an->peak)));
 	put(o, "peak_time", peak_ns ? json__timestamp(peak_ns) : NULL);
 	put(o, "peak_elapsed_s",
 	    peak_ns ? seconds(peak_ns > r->attach_ns ? peak_ns - r->attach_ns : 0) : NULL);
@@ -568,7 +551,7 @@ json_object *report__json_object(const struct report *r)
 	put_mode(o, r);
 	put(o, "rss_bytes", u64(r->rss));
 	put(o, "heaptap", self_figures(r));
-	put(o, "inexact", inexact(c));
+	put(o, "inexact", inexact(r));
 	put(o, "processes", processes(r));
 	put(o, "processes_folded", processes_folded(r));
 	put(o, "dropped_blocks", u64(r->snap->dropped_blocks));

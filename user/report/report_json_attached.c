@@ -66,10 +66,7 @@ void report__attached_json(FILE *f, const struct report *r)
 	if (r->probes && r->probes->unwinding)
 		put(settings, "exception_fixup",
 		    json_object_new_string(r->probes->fixup == FIXUP_BPF ? "bpf" : "loader"));
-	put(settings, "mode",
-	    json_object_new_string(r->opts->live    ? "live"
-				   : r->opts->watch ? "watch"
-						    : "full"));
+	put(settings, "mode", json_object_new_string(r->figures->mode));
 	put(settings, "level", json_object_new_string(r->opts->level_malloc ? "malloc" : "own"));
 	put(o, "settings", settings);
 	json__emit(f, o);

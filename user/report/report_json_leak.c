@@ -70,8 +70,7 @@ static json_object *loss_records(const struct report *r, const struct leak_check
 
 	for (size_t i = 0; i < lc->nrecords; i++) {
 		const struct leak_record *rec = &lc->records[i];
-		const struct site site = { .stack_id = rec->stack_id,
-					   .fn = report__stack_fn(r, rec->stack_id) };
+		const struct site site = { .stack_id = rec->stack_id, .fn = r->analysis.leak_fns[i] };
 		json_object *e = json_object_new_object();
 
 		put(e, "kind", json_object_new_string(reach__kind_name(rec->kind)));

@@ -88,9 +88,9 @@ static void size_classes(struct prom *p, const struct report *r)
 		"Blocks of the size class allocated since attach.",
 		"Bytes in blocks of the size class allocated since attach.",
 	};
-	struct size_row rows[HEAPTAP_SIZE_CLASSES];
+	const struct size_row *rows = r->analysis.sizes;
 	struct pow2_class c[65] = {};
-	size_t n = report__size_rows(r, rows), i;
+	size_t n = r->analysis.nsizes, i;
 	char name[48];
 	unsigned int k;
 
@@ -130,7 +130,7 @@ static void size_classes(struct prom *p, const struct report *r)
 static const struct sym_frame *site_frame(const struct report *r, const struct site *site)
 {
 	const struct stack *st = stacks__get(r->stacks, site->stack_id);
-	size_t k = r->opts->watch ? 0 : 1;
+	size_t k = r->figures->pages ? 0 : 1;
 
 	if (!st || st->n <= k)
 		return NULL;
@@ -139,14 +139,13 @@ static const struct sym_frame *site_frame(const struct report *r, const struct s
 
 static void sites(struct prom *p, const struct report *r)
 {
-	double *growth = NULL;
-	size_t n = 0, *order = report__site_order(r, &growth, &n), i;
+	size_t i;
 
 	family(p, "heaptap_site_live_bytes", "gauge",
 	       "Live bytes of a top site (by rank, as in heaptap's report), estimated when "
 	       "sampled.");
-	for (i = 0; i < n; i++) {
-		const struct site *site = &r->snap->sites[order[i]];
+	for (i = 0; i < r->analysis.nsites; i++) {
+		const struct site *site = r->analysis.sites[i].site;
 		const struct sym_frame *fr = site_frame(r, site);
 		const char *file = fr && fr->file ? strrchr(fr->file, '/') : NULL;
 		char rank[24], *where = NULL;
@@ -168,29 +167,25 @@ static void sites(struct prom *p, const struct report *r)
 		fprintf(p->f, "} %" PRIu64 "\n", report__site_bytes(r, site));
 		free(where);
 	}
-	free(order);
-	free(growth);
 }
 
 static void counters(struct prom *p, const struct report *r)
 {
 	const struct heaptap_counters *c = &r->snap->counters;
-	double live_bytes, live;
 	size_t i;
 
 	single(p, "heaptap_up", "gauge", "1 while the target is traced, 0 once it has exited.",
 	       !r->target_exited);
-	live_bytes = report__live(r, &live);
 	single(p, "heaptap_live_bytes", "gauge",
 	       "Bytes allocated since attach and not freed (estimated when sampled; with "
 	       "--watch: bytes of new pages).",
-	       round(live_bytes));
+	       round(r->analysis.live));
 	single(p, "heaptap_live_objects", "gauge",
 	       "Blocks allocated since attach and not freed (estimated when sampled; with "
 	       "--watch: new pages).",
-	       round(live));
+	       round(r->analysis.live_blocks));
 	single(p, "heaptap_peak_bytes", "gauge", "The highest live bytes since attach.",
-	       round(report__peak(r)));
+	       round(r->analysis.peak));
 	single(p, "heaptap_allocs_total", "counter",
 	       "Blocks recorded (all, or sampled) since attach.", c->allocs);
 	single(p, "heaptap_frees_total", "counter", "Recorded blocks freed since.", c->frees);
@@ -214,8 +209,7 @@ static void counters(struct prom *p, const struct report *r)
 static void health(struct prom *p, const struct report *r)
 {
 	const struct heaptap_counters *c = &r->snap->counters;
-	struct suspect *v;
-	size_t i, suspects;
+	size_t i;
 	int k;
 
 	family(p, "heaptap_inexact_total", "counter",
@@ -231,10 +225,9 @@ static void health(struct prom *p, const struct report *r)
 		       "Slope of live bytes over the latest 20 reports (what --alert-growth "
 		       "checks).",
 		       r->growth * 3600);
-	suspects = report__suspects(r, &v);
-	free(v);
 	single(p, "heaptap_suspects", "gauge",
-	       "Sites whose live bytes grow steadily: likely leaks (see heaptap(8)).", suspects);
+	       "Sites whose live bytes grow steadily: likely leaks (see heaptap(8)).",
+	       r->analysis.nsuspects);
 	if (r->alarms) {
 		family(p, "heaptap_alerts_total", "counter", "Alarms fired, by alarm.");
 		for (k = 0; k < ALARMS; k++) {
@@ -265,15 +258,6 @@ static void health(struct prom *p, const struct report *r)
  * workers a service forks. */
 #define PROM_PROCESSES 20
 
-static int by_process_bytes(const void *a, const void *b)
-{
-	const struct report_process *x = a, *y = b;
-
-	if (x->live_bytes != y->live_bytes)
-		return x->live_bytes > y->live_bytes ? -1 : 1;
-	return x->p->t.pid - y->p->t.pid;
-}
-
 /* The processes traced now, the PROM_PROCESSES with the most live bytes, and how many. */
 static void processes(struct prom *p, const struct report *r)
 {
@@ -283,28 +267,24 @@ static void processes(struct prom *p, const struct report *r)
 		"Live bytes of a traced process (the first 20 by live bytes).",
 		"Blocks a traced process allocated since it was traced (the same 20).",
 	};
-	struct report_process *v;
-	size_t n = report__processes(r, &v), alive = 0, i, k;
+	struct report_process *const *v = r->analysis.alive;
+	size_t alive = r->analysis.nalive, i, k;
 
-	for (i = 0; i < n; i++)
-		if (!v[i].p->exited_ns)
-			v[alive++] = v[i];
-	qsort(v, alive, sizeof(*v), by_process_bytes);
 	single(p, "heaptap_processes", "gauge", "Processes traced now.", alive);
 	for (k = 0; k < 2; k++) {
 		family(p, names[k], k ? "counter" : "gauge", helps[k]);
 		for (i = 0; i < alive && i < PROM_PROCESSES; i++) {
 			char pid[16];
 
-			snprintf(pid, sizeof(pid), "%d", v[i].p->t.pid);
+			snprintf(pid, sizeof(pid), "%d", v[i]->p->t.pid);
 			fprintf(p->f, "%s{", names[k]);
 			label(p, "pid", pid);
 			fputc(',', p->f);
-			label(p, "comm", v[i].p->t.comm);
-			fprintf(p->f, "} %" PRIu64 "\n", k ? (uint64_t)v[i].c.allocs : v[i].live_bytes);
+			label(p, "comm", v[i]->p->t.comm);
+			fprintf(p->f, "} %" PRIu64 "\n",
+				k ? (uint64_t)v[i]->c.allocs : v[i]->live_bytes);
 		}
 	}
-	free(v);
 }
 
 int report__prometheus(FILE *f, const struct report *r)
@@ -321,7 +301,7 @@ int report__prometheus(FILE *f, const struct report *r)
 	fputc(',', f);
 	label(&p, "allocator", r->allocator->file.name);
 	fputc(',', f);
-	label(&p, "mode", r->duty ? "live" : r->opts->watch ? "watch" : "full");
+	label(&p, "mode", r->figures->mode);
 	fputs("} 1\n", f);
 	counters(&p, r);
 	size_classes(&p, r);

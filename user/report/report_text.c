@@ -50,18 +50,18 @@ static void title(FILE *f, const struct report *r)
 static void figures(FILE *f, const struct report *r)
 {
 	const struct heaptap_counters *c = &r->snap->counters;
+	const struct report_analysis *an = &r->analysis;
+	const char *estimated = r->figures->sampled ? "~" : "";
 	char a[32], b[32], d[32], e[32], t[32];
-	uint64_t peak_ns = report__peak_ns(r);
-	double live, blocks;
+	uint64_t peak_ns = an->peak_ns;
 
-	live = report__live(r, &blocks);
-	fprintf(f, "live       %s%s in %s blocks", r->opts->sample_bytes ? "~" : "",
-		bytes(a, sizeof(a), llround(live)), count(b, sizeof(b), llround(blocks)));
-	if (report__live_margin(r) > 0)
-		fprintf(f, " (+/- %s)", bytes(a, sizeof(a), llround(report__live_margin(r))));
+	fprintf(f, "live       %s%s in %s blocks", estimated, bytes(a, sizeof(a), llround(an->live)),
+		count(b, sizeof(b), llround(an->live_blocks)));
+	if (an->live_margin > 0)
+		fprintf(f, " (+/- %s)", bytes(a, sizeof(a), llround(an->live_margin)));
 	if (peak_ns)
-		fprintf(f, "   peak %s%s at %s (+%s)", r->opts->sample_bytes ? "~" : "",
-			bytes(e, sizeof(e), llround(report__peak(r))),
+		fprintf(f, "   peak %s%s at %s (+%s)", estimated,
+			bytes(e, sizeof(e), llround(an->peak)),
 			clock_time(t, sizeof(t), peak_ns),
 			duration(d, sizeof(d), peak_ns > r->attach_ns ? peak_ns - r->attach_ns : 0));
 	fprintf(f, "\n");
@@ -103,12 +103,12 @@ static void modes(FILE *f, const struct report *r)
 			duration(a, sizeof(a), r->duty->window_ns), r->duty->traced * 100,
 			r->duty->slowdown * 100, r->duty->budget * 100,
 			r->duty->window_slowdown * 100, r->traced_now ? "" : "; paused now");
-	if (r->opts->watch)
+	if (r->figures->pages)
 		fprintf(f,
 			"watch      no allocator probes: %s new pages of anonymous memory written "
 			"since attach, by the stack that wrote each first\n",
 			count(a, sizeof(a), c->pages_touched));
-	if (r->opts->sample_bytes)
+	if (r->figures->sampled)
 		fprintf(f,
 			"sampling   1 block in ~%s allocated: figures marked ~ and the size table "
 			"are estimates; %s frees of blocks not sampled\n",
@@ -121,7 +121,7 @@ static void costs(FILE *f, const struct report *r)
 {
 	const struct heaptap_counters *c = &r->snap->counters;
 	char a[32], b[32], d[32], e[32];
-	uint64_t inexact = report__inexact(c);
+	uint64_t inexact = r->analysis.inexact;
 	const char *sep = ": ";
 	size_t i;
 
@@ -165,13 +165,10 @@ static void header(FILE *f, const struct report *r)
 
 static void size_table(FILE *f, const struct report *r)
 {
-	struct size_row *rows = calloc(HEAPTAP_SIZE_CLASSES, sizeof(*rows));
+	const struct size_row *rows = r->analysis.sizes;
+	size_t i, n = r->analysis.nsizes;
 	char range[48], v[5][32];
-	size_t i, n;
 
-	if (!rows)
-		return;
-	n = report__size_rows(r, rows);
 	fprintf(f,
 		"\nSIZE (bytes)                 ALLOCS        FREES         LIVE    LIVE BYTES   "
 		"TOTAL BYTES   (by %s)\n",
@@ -194,7 +191,6 @@ static void size_table(FILE *f, const struct report *r)
 	}
 	if (!n)
 		fprintf(f, "(no allocations since attach)\n");
-	free(rows);
 }
 
 static void site_sizes(FILE *f, const struct site *s)
@@ -281,36 +277,35 @@ static void site_processes(FILE *f, const struct site *site)
 static void sites(FILE *f, const struct report *r)
 {
 	const struct snapshot *s = r->snap;
-	struct trend t;
+	const struct shown_site *shown = r->analysis.sites;
+	size_t i, n = r->analysis.nsites;
 	char a[32], b[32], d[32];
-	double *growth;
-	size_t i, n, *order;
 
 	if (!r->opts->top)
 		return;
-	order = report__site_order(r, &growth, &n);
 	fprintf(f, "\nTOP %zu OF %zu %s BY %s", n, s->nsites,
-		r->opts->watch ? "STACKS WRITING NEW PAGES" : "SITES",
-		r->duty || r->opts->watch ? "GROWTH" : "LIVE BYTES");
+		r->figures->pages ? "STACKS WRITING NEW PAGES" : "SITES",
+		r->figures->by_growth ? "GROWTH" : "LIVE BYTES");
 	if (r->opts->min_age_ns)
 		fprintf(f, " (%s blocks younger than %s hidden)", count(a, sizeof(a), s->young),
 			duration(d, sizeof(d), r->opts->min_age_ns));
 	fprintf(f, "\n");
 	for (i = 0; i < n; i++) {
-		const struct site *site = &s->sites[order[i]];
+		const struct site *site = shown[i].site;
+		double growth = shown[i].growth;
 
-		if (r->opts->watch) {
+		if (r->figures->pages) {
 			fprintf(f, "#%zu  %s in %s new pages", i + 1,
 				bytes(a, sizeof(a), site->live_bytes),
 				count(b, sizeof(b), site->live));
-			if (!isnan(growth[i]))
-				fprintf(f, ", %s %s/h", growth[i] >= 0 ? "growing" : "shrinking",
-					bytes(a, sizeof(a), fabs(growth[i]) * 3600));
+			if (!isnan(growth))
+				fprintf(f, ", %s %s/h", growth >= 0 ? "growing" : "shrinking",
+					bytes(a, sizeof(a), fabs(growth) * 3600));
 			fprintf(f, "\n");
 			text__stack(f, r, site);
 			continue;
 		}
-		if (r->opts->sample_bytes)
+		if (r->figures->sampled)
 			fprintf(f, "#%zu  ~%s (+-%s) live in ~%.0f blocks (%s sampled), ", i + 1,
 				bytes(a, sizeof(a), site->est_bytes),
 				bytes(b, sizeof(b), report__margin(site)), site->est_blocks,
@@ -321,11 +316,11 @@ static void sites(FILE *f, const struct report *r)
 				count(b, sizeof(b), site->live));
 		site_sizes(f, site);
 		fprintf(f, ", oldest %s", duration(d, sizeof(d), snapshot__age(s, site->oldest_ns)));
-		if (!isnan(growth[i]))
-			fprintf(f, ", %s %s/h", growth[i] >= 0 ? "growing" : "shrinking",
-				bytes(a, sizeof(a), fabs(growth[i]) * 3600));
-		if (r->history && history__trend(r->history, site->stack_id, &t))
-			fprintf(f, " [%s]", history__trend_name(t.kind));
+		if (!isnan(growth))
+			fprintf(f, ", %s %s/h", growth >= 0 ? "growing" : "shrinking",
+				bytes(a, sizeof(a), fabs(growth) * 3600));
+		if (shown[i].judged)
+			fprintf(f, " [%s]", history__trend_name(shown[i].trend.kind));
 		fprintf(f, "\n");
 		site_processes(f, site);
 		if (site->pool)
@@ -339,19 +334,16 @@ static void sites(FILE *f, const struct report *r)
 		leak_counts(f, r, site);
 		dumps(f, site);
 	}
-	free(order);
-	free(growth);
 }
 
 static void suspects(FILE *f, const struct report *r)
 {
-	struct suspect *v;
+	const struct suspect *v = r->analysis.suspects;
+	size_t i, n = r->analysis.nsuspects;
 	char a[32], b[32], d[32], e[32], g[32];
-	size_t i, n;
 
-	if (r->opts->watch)
+	if (r->figures->pages)
 		return;
-	n = report__suspects(r, &v);
 	if (!n) {
 		fprintf(f,
 			"\nSUSPECTS   none: no site's live bytes grew steadily over %u reports "
@@ -370,26 +362,25 @@ static void suspects(FILE *f, const struct report *r)
 			i + 1, bytes(a, sizeof(a), t->growth * 3600),
 			bytes(b, sizeof(b), t->growth * 86400), t->fit, t->steadiness, t->confidence,
 			bytes(d, sizeof(d),
-			      r->opts->sample_bytes ? (uint64_t)site->est_bytes : site->live_bytes),
+			      r->figures->sampled ? (uint64_t)site->est_bytes : site->live_bytes),
 			count(e, sizeof(e), site->live), duration(g, sizeof(g), t->span_s * 1e9));
 		text__stack(f, r, site);
 	}
-	free(v);
 }
 
 static void changes(FILE *f, const struct report *r)
 {
-	struct changes c;
+	const struct changes *c = &r->analysis.changes;
 	char a[32], d[32];
 	size_t i;
 
-	if (!report__changes(r, &c))
+	if (!r->analysis.has_changes)
 		return;
 	fprintf(f, "\nCHANGES    in %s: live %c%s, %+" PRId64 " blocks; %zu new sites, %zu gone\n",
-		duration(d, sizeof(d), c.since_s * 1e9), c.live_bytes < 0 ? '-' : '+',
-		bytes(a, sizeof(a), llabs(c.live_bytes)), c.live, c.new_sites, c.gone_sites);
-	for (i = 0; i < c.ntop; i++) {
-		const struct site_change *sc = &c.top[i];
+		duration(d, sizeof(d), c->since_s * 1e9), c->live_bytes < 0 ? '-' : '+',
+		bytes(a, sizeof(a), llabs(c->live_bytes)), c->live, c->new_sites, c->gone_sites);
+	for (i = 0; i < c->ntop; i++) {
+		const struct site_change *sc = &c->top[i];
 		const struct stack *st = stacks__get(r->stacks, sc->stack_id);
 		const char *where = "?";
 
@@ -411,7 +402,7 @@ static void threads(FILE *f, const struct report *r)
 	char a[32], b[32];
 	size_t i;
 
-	if (!s->nthreads || r->opts->watch)
+	if (!s->nthreads || r->figures->pages)
 		return;
 	fprintf(f, "\nTHREADS    live blocks by the thread that allocated them\n");
 	fprintf(f, "  %8s  %-16s %12s %12s\n", "TID", "NAME", "LIVE BYTES", "BLOCKS");
@@ -429,16 +420,17 @@ static void threads(FILE *f, const struct report *r)
 /* With more than one process: each one's figures, those that exited with their end. */
 static void processes(FILE *f, const struct report *r)
 {
-	struct report_process *v;
-	size_t n = report__processes(r, &v), i;
+	const struct report_process *v = r->analysis.procs;
+	size_t n = r->analysis.nprocs, i;
+	bool pages = r->figures->pages;
 	char a[32], b[32], c[32], d[32];
 
-	if (n > 1 && !r->opts->watch) {
+	if (n > 1 && !pages) {
 		fprintf(f, "\nPROCESSES  %zu traced\n", n + r->procs->folded.processes);
 		fprintf(f, "  %8s %8s  %-16s %12s %12s %12s %12s\n", "PID", "PARENT", "NAME", "ALLOCS",
 			"FREES", "LIVE BYTES", "BLOCKS");
 	}
-	for (i = 0; n > 1 && i < n && !r->opts->watch; i++) {
+	for (i = 0; n > 1 && i < n && !pages; i++) {
 		const struct process *p = v[i].p;
 
 		fprintf(f, "  %8d %8d  %-16s %12s %12s %12s %12s", p->t.pid, p->parent, p->t.comm,
@@ -451,7 +443,7 @@ static void processes(FILE *f, const struct report *r)
 			fprintf(f, "  (traced %.1f ms after its start)", p->late_ns / 1e6);
 		fprintf(f, "%s\n", p->exited_ns ? "  (exited: held at its exit)" : "");
 	}
-	if (n > 1 && !r->opts->watch && r->procs->folded.processes) {
+	if (n > 1 && !pages && r->procs->folded.processes) {
 		const struct procs_folded *fo = &r->procs->folded;
 
 		fprintf(f, "  %8s %8s  %-16s %12s %12s %12s %12s  (%" PRIu64 " more that exited "
@@ -459,7 +451,6 @@ static void processes(FILE *f, const struct report *r)
 			count(b, sizeof(b), fo->end.frees), count(c, sizeof(c), fo->live_bytes),
 			count(d, sizeof(d), fo->live), fo->processes);
 	}
-	free(v);
 }
 
 static void ages(FILE *f, const struct report *r)
@@ -470,7 +461,7 @@ static void ages(FILE *f, const struct report *r)
 	char a[32], b[32];
 	int i;
 
-	if (r->opts->watch || !(s->counters.allocs - s->counters.frees))
+	if (r->figures->pages || !(s->counters.allocs - s->counters.frees))
 		return;
 	fprintf(f, "\nAGES      ");
 	for (i = 0; i < AGE_BUCKETS; i++)
@@ -484,14 +475,11 @@ static void ages(FILE *f, const struct report *r)
 static void at_peak(FILE *f, const struct report *r)
 {
 	const struct heaptap_counters *c = &r->snap->counters;
-	const struct site_total **v;
+	const struct site_total *const *v = r->analysis.peak_sites;
+	size_t i, n = r->analysis.npeak_sites;
 	char a[32], b[32], t[32], d[32];
-	size_t i, n;
 
-	if (strcmp(r->type, "final") || r->opts->watch || r->opts->sample_bytes)
-		return;
-	n = report__peak_sites(r, &v);
-	if (!n)
+	if (strcmp(r->type, "final") || r->figures->pages || r->figures->sampled || !n)
 		return;
 	fprintf(f, "\nAT THE PEAK  %s at %s (+%s), held by\n", bytes(a, sizeof(a), c->peak_bytes),
 		clock_time(t, sizeof(t), c->peak_ns),
@@ -504,7 +492,6 @@ static void at_peak(FILE *f, const struct report *r)
 			count(b, sizeof(b), v[i]->peak_live));
 		text__stack(f, r, &site);
 	}
-	free(v);
 }
 
 static void alerts(FILE *f, const struct report *r)
@@ -523,7 +510,7 @@ int report__text(FILE *f, const struct report *r)
 	header(f, r);
 	alerts(f, r);
 	suspects(f, r);
-	if (!r->opts->watch)
+	if (!r->figures->pages)
 		size_table(f, r);
 	sites(f, r);
 	changes(f, r);

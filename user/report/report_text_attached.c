@@ -11,7 +11,7 @@ void report__attached_text(FILE *f, const struct report *r)
 	const char *name;
 	size_t i, skipped = 0;
 
-	if (r->opts->watch) {
+	if (r->figures->pages) {
 		fprintf(f,
 			"heaptap: watching PID %d (%s): new pages of anonymous memory, by the "
 			"stack that writes each first\n",

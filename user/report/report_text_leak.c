@@ -90,8 +90,7 @@ static void loss_records(FILE *f, const struct report *r, const struct leak_chec
 
 	for (i = 0; i < lc->nrecords; i++) {
 		const struct leak_record *rec = &lc->records[i];
-		const struct site site = { .stack_id = rec->stack_id,
-					   .fn = report__stack_fn(r, rec->stack_id) };
+		const struct site site = { .stack_id = rec->stack_id, .fn = r->analysis.leak_fns[i] };
 
 		if (rec->kind == REACH_REACHABLE && reachable++ >= r->opts->top)
 			continue;

@@ -7,8 +7,6 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include <bpf/libbpf.h>
-
 #include <linux/types.h>
 
 #include "base/escape.h"
@@ -21,14 +19,6 @@
 #include "target/allocator.h"
 #include "target/allocator_program.h"
 #include "target/target.h"
-
-static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list args)
-{
-	/* heaptap reports failures itself; libbpf's own account is detail for -v. */
-	if (!log__verbose() || level == LIBBPF_DEBUG)
-		return 0;
-	return vfprintf(stderr, fmt, args);
-}
 
 /* A running process, by PID, with its image; the same PID twice is one. */
 static int add_running(struct session *s, int pid, int parent, bool said)
@@ -153,7 +143,7 @@ int session__open(struct session *s, const struct options *opts)
 	s->alarms.threshold[ALARM_GROWTH] = opts->alert_growth;
 	s->alarms.threshold[ALARM_RSS] = opts->alert_rss;
 	log__set_verbose(opts->verbose);
-	libbpf_set_print(libbpf_print);
+	log__libbpf();
 	/* No network lookups for debug information: only what is on this machine. */
 	unsetenv("DEBUGINFOD_URLS");
 	signal(SIGPIPE, SIG_IGN);

@@ -20,6 +20,7 @@
 #include "heaptap.h"
 #include "heaptap.skel.h"
 #include "probe/overhead.h"
+#include "report/analysis.h"
 #include "report/publish.h"
 #include "report/report.h"
 #include "session/reporting.h"
@@ -52,6 +53,18 @@ static const struct unwind_stats *unwind_stats(struct session *s)
 	return &s->unwind;
 }
 
+/*
+ * What each mode's figures are, unsampled and sampled (--sample; --live samples always):
+ * the formats read this, never the options. The tracers are to own theirs.
+ */
+static const struct figures mode_figures[][2] = {
+	[MODE_FULL] = { { .mode = "full" }, { .mode = "full", .sampled = true } },
+	[MODE_LIVE] = { { .mode = "live", .by_growth = true },
+			{ .mode = "live", .sampled = true, .by_growth = true } },
+	[MODE_WATCH] = { { .mode = "watch", .pages = true, .by_growth = true },
+			 { .mode = "watch", .pages = true, .sampled = true, .by_growth = true } },
+};
+
 /* The report's frame: what the session is, before any figure is read. */
 static struct report build_report(struct session *s, const char *type)
 {
@@ -66,6 +79,7 @@ static struct report build_report(struct session *s, const char *type)
 		.pid = s->target->pid,
 		.comm = s->target->comm,
 		.opts = &s->opts,
+		.figures = &mode_figures[s->mode][s->opts.sample_bytes != 0],
 		.allocator = s->allocator,
 		.probes = s->probes,
 		.links = links,
@@ -214,38 +228,32 @@ static void read_dumps(struct session *s, struct report *r, struct snapshot *sna
 {
 	const struct dump_sources dump = { .max = s->opts.dump_bytes, .alive = alive,
 					   .ctx = s };
-	struct suspect *sus;
-	double *growth;
-	size_t i, n, nsus, *order;
+	const struct report_analysis *a = &r->analysis;
+	size_t i;
 
 	if (s->mode == MODE_WATCH || !procs__alive(&s->procs))
 		return;
-	order = report__site_order(r, &growth, &n);
-	for (i = 0; i < n && i < DUMP_SITES && s->opts.dump_bytes; i++)
-		snapshot__dump_site(&snap->sites[order[i]], &dump);
+	for (i = 0; i < a->nsites && i < DUMP_SITES && s->opts.dump_bytes; i++)
+		snapshot__dump_site(&snap->sites[a->sites[i].index], &dump);
 	/* Every site the report shows says its pool, and its objects' type. */
-	for (i = 0; i < n && i < s->opts.top; i++) {
+	for (i = 0; i < a->nsites && i < s->opts.top; i++) {
 		if (s->pools)
-			read_pool(s, &snap->sites[order[i]]);
-		read_object_type(s, &snap->sites[order[i]]);
+			read_pool(s, &snap->sites[a->sites[i].index]);
+		read_object_type(s, &snap->sites[a->sites[i].index]);
 	}
-	nsus = report__suspects(r, &sus);
-	for (i = 0; i < nsus && i < DUMP_SITES; i++) {
+	for (i = 0; i < a->nsuspects && i < DUMP_SITES; i++) {
 		if (s->opts.dump_bytes)
-			snapshot__dump_site(&snap->sites[sus[i].site], &dump);
+			snapshot__dump_site(&snap->sites[a->suspects[i].site], &dump);
 		if (s->pools)
-			read_pool(s, &snap->sites[sus[i].site]);
-		read_object_type(s, &snap->sites[sus[i].site]);
+			read_pool(s, &snap->sites[a->suspects[i].site]);
+		read_object_type(s, &snap->sites[a->suspects[i].site]);
 	}
-	free(order);
-	free(growth);
-	free(sus);
 }
 
 /* The alarms this report's figures fire: said, recorded, their commands run. */
 static void judge(struct session *s, struct report *r, struct alarm_event *alerts)
 {
-	struct alarm_figures fig = { .live = report__live(r, NULL),
+	struct alarm_figures fig = { .live = r->analysis.live,
 				     .growth = r->growth * 3600,
 				     .rss = r->rss ? r->rss : NAN };
 	struct alarm_context ctx = {
@@ -297,10 +305,13 @@ int session__report(struct session *s, const char *type, const struct leak_check
 	r.reports_dropped = publish__dropped(s->publisher);
 	drain__stats(s->rings, &r.backlog);
 	r.slowdown = procs__alive(&s->procs) ? slowdown(s, &snap) : NAN;
+	/* The report's analysis, once, for every format and the alarms. */
+	if (analysis__make(&r))
+		elog("out of memory: this report's sites are not all said");
 	timeline__add(&s->timeline,
 		      &(struct timeline_point){ .time_ns = snap.time_ns,
-						.live_bytes = llround(report__live(&r, NULL)),
-						.peak_bytes = llround(report__peak(&r)),
+						.live_bytes = llround(r.analysis.live),
+						.peak_bytes = llround(r.analysis.peak),
 						.rss = r.rss });
 	r.growth = timeline__growth(&s->timeline);
 	read_dumps(s, &r, &snap);
@@ -316,9 +327,14 @@ int session__report(struct session *s, const char *type, const struct leak_check
 		s->fixup_failures_said = snap.counters.fixup_failures;
 	}
 	made_ns = clock__now_ns();
-	err = publish__report(s->publisher, &r);
+	/* A report asked for (SIGUSR1, with its leak check) is not dropped either. */
+	err = publish__report(s->publisher, &r,
+			      !strcmp(type, "final") ? PUBLISH_FINAL
+			      : leak		     ? PUBLISH_KEPT
+						     : PUBLISH_INTERVAL);
 	vlog("report %" PRIu64 ": %zu sites, read in %.1f ms, written in %.1f ms", r.number,
 	     snap.nsites, (made_ns - start_ns) / 1e6, (clock__now_ns() - made_ns) / 1e6);
+	analysis__free(&r.analysis);
 	if (s->have_prev)
 		snapshot__free(&s->prev);
 	s->prev = snap;

@@ -27,7 +27,7 @@ struct elf_syms {
 	size_t framed; /* of those, the ones that set up a frame pointer */
 	char *soname;
 	char **needed;
-	size_t nneeded;
+	size_t nneeded, cap_needed;
 };
 
 static int add_sym(struct elf_syms *s, const char *name, const GElf_Sym *sym, bool exported)
@@ -113,11 +113,9 @@ static int read_dynamic(struct elf_syms *s, Elf *elf, Elf_Scn *scn, GElf_Shdr *s
 			if (!s->soname)
 				return -ENOMEM;
 		} else {
-			char **grown = realloc(s->needed, (s->nneeded + 1) * sizeof(*grown));
-
-			if (!grown)
+			if (array__reserve(&s->needed, &s->cap_needed, s->nneeded,
+					   sizeof(*s->needed)))
 				return -ENOMEM;
-			s->needed = grown;
 			s->needed[s->nneeded] = strdup(str);
 			if (!s->needed[s->nneeded])
 				return -ENOMEM;

@@ -10,6 +10,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "base/array.h"
 #include "base/escape.h"
 #include "target/proc.h"
 
@@ -194,17 +195,10 @@ int proc_maps__parse(char *text, struct proc_maps *out)
 			next = line + strlen(line);
 		if (parse_map_line(line, &m))
 			continue;
-		if (out->n == cap) {
-			struct proc_map *grown;
-
-			cap = cap ? cap * 2 : 64;
-			grown = realloc(out->maps, cap * sizeof(*grown));
-			if (!grown) {
-				free(m.path);
-				err = -ENOMEM;
-				break;
-			}
-			out->maps = grown;
+		if (array__reserve(&out->maps, &cap, out->n, sizeof(*out->maps))) {
+			free(m.path);
+			err = -ENOMEM;
+			break;
 		}
 		out->maps[out->n++] = m;
 	}

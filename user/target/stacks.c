@@ -8,6 +8,7 @@
 
 #include <linux/types.h>
 
+#include "base/array.h"
 #include "base/idmap.h"
 #include "heaptap.h"
 #include "target/stacks.h"
@@ -38,7 +39,7 @@ struct stacks {
  */
 struct cut {
 	uint64_t to;	   /* the longer stack that took it in; 0: none yet */
-	size_t n;
+	size_t n, cap;
 	uint64_t *samples; /* the samples whose stack it is, until taken in */
 };
 
@@ -207,7 +208,6 @@ static int note_cut(struct stacks *s, uint64_t id, uint64_t sample_id)
 {
 	struct cut *c = idmap__get(&s->cuts, id);
 	const struct stack *longer;
-	uint64_t *grown;
 
 	if (!c) {
 		c = calloc(1, sizeof(*c));
@@ -223,10 +223,8 @@ static int note_cut(struct stacks *s, uint64_t id, uint64_t sample_id)
 	}
 	if (c->to)
 		return idmap__put(&s->samples, sample_id, (void *)(uintptr_t)c->to);
-	grown = realloc(c->samples, (c->n + 1) * sizeof(c->samples[0]));
-	if (!grown)
+	if (array__reserve(&c->samples, &c->cap, c->n, sizeof(c->samples[0])))
 		return -ENOMEM;
-	c->samples = grown;
 	c->samples[c->n++] = sample_id;
 	return 0;
 }

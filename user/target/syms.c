@@ -16,6 +16,7 @@
 #include "target/cfi.h"
 #include "target/elfsyms.h"
 #include "base/escape.h"
+#include "base/hash.h"
 #include "heaptap.h"
 #include "base/idmap.h"
 #include "base/log.h"
@@ -187,15 +188,6 @@ static const char *keep(struct syms *s, char *owned)
 	return owned;
 }
 
-static uint64_t hash_name(const char *name)
-{
-	uint64_t h = 0xcbf29ce484222325ULL; /* FNV-1a */
-
-	for (; *name; name++)
-		h = (h ^ (unsigned char)*name) * 0x100000001b3ULL;
-	return h;
-}
-
 static const char *demangle(struct syms *s, const char *name)
 {
 	char *plain, *d;
@@ -220,7 +212,7 @@ const char *syms__demangle(struct syms *s, const char *name)
 
 	if (!name)
 		return NULL;
-	h = hash_name(name);
+	h = hash__string(name);
 	head = idmap__get(&s->demangled, h);
 	for (d = head; d; d = d->next)
 		if (!strcmp(d->name, name))

@@ -34,8 +34,14 @@ def run(heaptap, options, command, stdin, json_out):
     return p.returncode, p.stdout.decode(errors="replace")
 
 
+# The launched target's own lines ("ready PID", "done COMMAND"), which share heaptap's standard
+# output and may land inside a long record (a pipe's write is atomic only up to 4 KiB).
+TARGET_LINE = re.compile(r"(?:ready \d+|done [\w ]*)\n")
+
+
 def records(text):
-    return [json.loads(line) for line in text.splitlines() if line.startswith("{")]
+    return [json.loads(line) for line in TARGET_LINE.sub("", text).splitlines()
+            if line.startswith("{")]
 
 
 def mask(a, b):

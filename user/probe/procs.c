@@ -134,7 +134,9 @@ bool procs__inherit(struct process *p, struct process *parent, uint64_t start_ns
 	p->roots = calloc(n + 1, sizeof(*p->roots));
 	if (!p->roots)
 		return false;
-	memcpy(p->roots, parent->roots, parent->nroots * sizeof(*p->roots));
+	/* A parent with no roots may have none allocated: memcpy's source must not be NULL. */
+	if (parent->nroots)
+		memcpy(p->roots, parent->roots, parent->nroots * sizeof(*p->roots));
 	if (own)
 		p->roots[parent->nroots] = parent;
 	p->nroots = n;

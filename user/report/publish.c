@@ -229,14 +229,6 @@ int publish__report(struct publisher *p, const void *report, enum publish_kind k
 	int err = 0, files_err = 0;
 	size_t i;
 
-	/* The final report is written before heaptap goes on (its end). */
-	if (!o->files[OUTPUT_REPORT]) {
-		err = queue_stdout(&p->out, write_file, &fr, kind == PUBLISH_INTERVAL, final);
-		if (err && !p->out.running)
-			elog("cannot write the report: %s", strerror(-err));
-		else if (!final)
-			err = 0;
-	}
 	for (i = 0; i < p->what->nfiles; i++) {
 		int fe;
 
@@ -260,6 +252,16 @@ int publish__report(struct publisher *p, const void *report, enum publish_kind k
 			elog("cannot update what --listen serves: %s", strerror(-se));
 			files_err = files_err ?: se;
 		}
+	}
+	/* Standard output last: whoever reads a report there finds the files and what --listen
+	 * serves at least as new. The final report is written before heaptap goes on. */
+	if (!o->files[OUTPUT_REPORT]) {
+		fr.file = OUTPUT_REPORT;
+		err = queue_stdout(&p->out, write_file, &fr, kind == PUBLISH_INTERVAL, final);
+		if (err && !p->out.running)
+			elog("cannot write the report: %s", strerror(-err));
+		else if (!final)
+			err = 0;
 	}
 	return err ?: final ? files_err : 0;
 }

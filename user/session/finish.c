@@ -128,13 +128,11 @@ int session__close(struct session *s, int err)
 	alarms__reap(&s->alarms, 5000);
 	publish__stop(s->publisher);
 	if (s->tracer)
-		s->tracer->free(s);
+		s->tracer->ops->free(s->tracer);
 	session__unwatch_processes(s);
 	drain__free(s->rings);
 	block_table__release();
 	heaptap_bpf__destroy(s->skel);
-	if (s->stats_fd >= 0)
-		close(s->stats_fd);
 	if (s->have_prev)
 		snapshot__free(&s->prev);
 	history__free(s->history);

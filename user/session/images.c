@@ -118,7 +118,7 @@ int images__place(struct session *s, struct process *p, struct allocator *a, uin
 	im->processes = 1;
 	p->image = im;
 	p->image_id = im->id;
-	return s->tracer->plan(s, im);
+	return s->tracer->ops->plan(s->tracer, im);
 }
 
 /* The symbols and unwinder of an image (the BPF object loaded). */

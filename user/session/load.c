@@ -55,7 +55,6 @@ static void configure(struct session *s)
 		skel->rodata->sample_waiters_max = CPU_COUNT(&cpus) - 1;
 	}
 	skel->rodata->sample_interval = s->opts.sample_bytes;
-	skel->rodata->watch = s->mode == MODE_WATCH;
 	skel->rodata->follow_forks = s->opts.follow;
 	if (s->opts.comm)
 		strncpy((char *)skel->rodata->match_comm, s->opts.comm,
@@ -103,74 +102,17 @@ static void configure(struct session *s)
 	bpf_map__set_max_entries(skel->maps.samples, s->stack_mode == HEAPTAP_STACK_FP ? 4096 : ring);
 	bpf_map__set_max_entries(skel->maps.unwind_rules,
 				 s->stack_mode == HEAPTAP_STACK_FP ? 1 : HEAPTAP_MAX_RULES);
-	/* --watch keeps no blocks: the smallest table. */
-	skel->rodata->max_blocks = s->mode == MODE_WATCH ? 1 : s->opts.max_allocs;
+	bpf_map__set_max_entries(skel->maps.stacks, s->opts.max_stacks);
+	/* Each mode's own programs are off until its tracer switches them on. */
+	bpf_program__set_autoload(skel->progs.page_fault, false);
+	bpf_program__set_autoload(skel->progs.unwind_write, false);
+	bpf_program__set_autoload(skel->progs.unwind_wait, false);
+	bpf_map__set_max_entries(skel->maps.growth, 1);
+	skel->rodata->max_blocks = s->opts.max_allocs;
+	s->tracer->ops->configure(s->tracer, skel);
+	/* The table of blocks as large as the tracer keeps (--watch keeps none). */
 	skel->rodata->table_buckets = heaptap_table_buckets(skel->rodata->max_blocks);
 	bpf_map__set_max_entries(skel->maps.allocs, skel->rodata->table_buckets);
-	bpf_map__set_max_entries(skel->maps.stacks, s->opts.max_stacks);
-	s->tracer->configure(s);
-}
-
-/* What a probe hit costs here: --live keeps its duty cycle within budget with it, --listen
- * serves the slowdown estimated from it. */
-/* -v: what each probed function's calls cost in traps, as measured, and the floor of a
- * malloc and free pair here (what empty programs at the same sites would cost). */
-static void say_model(const struct session *s)
-{
-	double malloc_ns = 0, free_ns = 0;
-	size_t i;
-
-	for (i = 0; s->probes && i < s->probes->n; i++) {
-		const struct probe *pr = &s->probes->v[i];
-		double ns;
-
-		if (pr->skipped || pr->kind == PROBE_UNWIND)
-			continue;
-		ns = overhead__hit_ns(pr, &s->costs);
-		vlog("  %-32s %s%s: %.2f us a call", pr->name, insn__trap_name(pr->site.trap),
-		     pr->returns ? " and a return" : "", ns / 1e3);
-		if (!strcmp(pr->name, "malloc"))
-			malloc_ns = ns;
-		if (!strcmp(pr->name, "free"))
-			free_ns = ns;
-	}
-	if (malloc_ns && free_ns)
-		vlog("the floor of a malloc and free pair here: %.2f us in traps",
-		     (malloc_ns + free_ns) / 1e3);
-}
-
-static void calibrate(struct session *s)
-{
-	if (s->mode == MODE_LIVE)
-		s->duty = (struct duty_cycle){ .window_ns = s->opts.window_ms * 1000000ULL,
-					       .budget = s->opts.max_overhead,
-					       .traced = 1 };
-	if (s->mode == MODE_WATCH ||
-	    (s->mode != MODE_LIVE && !(s->opts.listen && s->mode == MODE_FULL) &&
-	     !log__verbose()))
-		return;
-	s->calibrated = true;
-	/* --live: what heaptap's own programs take is counted in each window's slowdown. */
-	if (s->mode == MODE_LIVE) {
-		s->stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
-		if (s->stats_fd < 0)
-			vlog("the kernel does not count BPF programs' run time (%s): a window's "
-			     "slowdown is its traps' alone", strerror(errno));
-	}
-	if (overhead__calibrate(s->skel, &s->costs)) {
-		s->costs = (struct probe_costs){ 5000, 20000, 5000, 5000 };
-		elog("could not measure what a probe costs here; assuming 5 us emulated, 20 us "
-		     "single-stepped");
-		return;
-	}
-	vlog("a probe hit costs %.2f us emulated, %.2f us single-stepped, %s%.2f us a return",
-	     s->costs.emulated / 1e3, s->costs.stepped / 1e3,
-	     s->costs.optimized ? "" : "(no optimized nop5 here) ", s->costs.ret / 1e3);
-	if (s->costs.optimized)
-		vlog("a probe hit on an optimized 5-byte nop costs %.2f us",
-		     s->costs.optimized / 1e3);
-	if (log__verbose())
-		say_model(s);
 }
 
 /* A new stack: hold open every object it passes through, while they are still mapped. */
@@ -272,13 +214,11 @@ int session__load(struct session *s)
 		     log__verbose() ? "" : " (-v shows the verifier's log)");
 		return err;
 	}
-	if (s->mode != MODE_WATCH)
-		probes__lend_programs(s->skel);
 	for (i = 0; !err && i < s->procs.n; i++)
 		err = add_target(s, s->procs.v[i]);
+	err = err ?: s->tracer->ops->loaded(s->tracer);
 	if (err)
 		return err;
-	calibrate(s);
 	err = sampling__fill(s->skel, s->opts.sample_bytes);
 	if (err) {
 		elog("cannot set up sampling: %s", strerror(-err));

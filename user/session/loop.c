@@ -2,7 +2,7 @@
 /*
  * The session's loop: a report every interval until a signal, the duration, the target's
  * exit or an alarm with --exit-on-alert; new stacks and samples served as they come;
- * SIGUSR1's reports on demand; --live's windows and pauses.
+ * SIGUSR1's reports on demand; a paced tracer's turns (--live's windows and pauses).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -23,106 +23,13 @@
 #include "heaptap.h"
 #include "heaptap.skel.h"
 #include "probe/fixups.h"
+#include "probe/overhead.h"
 #include "probe/plan.h"
 #include "session/loop.h"
 #include "session/processes.h"
 #include "session/reporting.h"
 #include "target/allocator.h"
 #include "target/proc.h"
-
-/* --live: a window begins, its probes put in since own_ns (heaptap's own CPU time then); when
- * it ends, in *next. */
-static void begin_window(struct session *s, uint64_t *next, uint64_t own_ns)
-{
-	s->window_own_ns = own_ns;
-	s->window_cpu_ns = session__cpu_ns(s);
-	s->window_programs_ns = overhead__programs_ns(s->skel);
-	memcpy(s->window_calls, s->skel->bss->fn_calls, sizeof(s->window_calls));
-	s->window_start_ns = clock__now_ns();
-	if (!s->live_start_ns)
-		s->live_start_ns = s->window_start_ns;
-	*next = s->window_start_ns + duty__window_ns(&s->duty);
-}
-
-/* What heaptap's own CPU time since own_ns cost the target, over ran_ns in which it ran
- * cpu_ns. */
-static double own_loss(struct session *s, uint64_t own_ns, uint64_t cpu_ns, uint64_t ran_ns)
-{
-	return overhead__own_loss_ns(overhead__own_cpu_ns() - own_ns, cpu_ns, ran_ns,
-				     overhead__shared_cpus(s->target->pid));
-}
-
-/* At a pause's end: what heaptap cost the target meanwhile (its detach, reports, rings
- * served) is charged; the pause goes on if that put the target over its budget. */
-static uint64_t end_pause(struct session *s)
-{
-	uint64_t now = clock__now_ns(), ran = now - s->pause_start_ns,
-		 cpu = session__cpu_ns(s) - s->pause_cpu_ns;
-	double loss = own_loss(s, s->pause_own_ns, cpu, ran);
-	uint64_t more = duty__paused(&s->duty, ran, loss, cpu + loss);
-
-	s->pause_start_ns = now;
-	s->pause_own_ns = overhead__own_cpu_ns();
-	s->pause_cpu_ns = session__cpu_ns(s);
-	return more;
-}
-
-/* Runs what, counting heaptap's CPU time meanwhile in *ns. */
-#define COUNTED(ns, what)                                            \
-	({                                                           \
-		uint64_t counted_from = overhead__own_cpu_ns();      \
-		__typeof__(what) counted = (what);                   \
-		*(ns) += overhead__own_cpu_ns() - counted_from;      \
-		counted;                                             \
-	})
-
-/* --live: at the end of a window, go on or pause; at the end of a pause, attach again. */
-static int duty_turn(struct session *s, uint64_t *next)
-{
-	uint64_t pause, own, cpu;
-	double loss;
-	int err;
-
-	if (!s->attached) {
-		pause = end_pause(s);
-		if (pause) {
-			*next = clock__now_ns() + pause;
-			return 0;
-		}
-		own = overhead__own_cpu_ns();
-		err = COUNTED(&s->activities.attach_ns, session__attach_all(s, -1));
-		if (err)
-			return err;
-		begin_window(s, next, own);
-		return 0;
-	}
-	/* The target's time in probe hits (the traps, as calibrated, and heaptap's programs),
-	 * and heaptap's own share of its CPUs, the window's attach included. */
-	cpu = session__cpu_ns(s) - s->window_cpu_ns;
-	loss = own_loss(s, s->window_own_ns, cpu, clock__now_ns() - s->window_start_ns);
-	pause = duty__pause_ns(&s->duty,
-			       overhead__trap_ns(s->probes, &s->costs, s->window_calls,
-						 (const uint64_t *)s->skel->bss->fn_calls) +
-				       (overhead__programs_ns(s->skel) - s->window_programs_ns) + loss,
-			       cpu + loss);
-	if (!pause) {
-		begin_window(s, next, overhead__own_cpu_ns());
-		return 0;
-	}
-	if (s->duty.windows == 1)
-		for (size_t i = 0; i < s->procs.nimages; i++)
-			if (s->procs.images[i]->plan)
-				probes__retire_unused(s->procs.images[i]->plan,
-						      (const uint64_t *)s->skel->bss->fn_calls);
-	s->pause_own_ns = overhead__own_cpu_ns();
-	s->pause_cpu_ns = session__cpu_ns(s);
-	COUNTED(&s->activities.detach_ns, (session__detach_all(s), 0));
-	s->pause_start_ns = clock__now_ns();
-	*next = s->pause_start_ns + pause;
-	vlog("window %" PRIu64 ": slowdown %.1f%% while tracing, pausing %.1fs", s->duty.windows,
-	     s->duty.window_slowdown * 100, pause / 1e9);
-	return 0;
-}
 
 /* Retries for what is not there yet: 10 ms, then twice as long each time, up to 1 s (a
  * process that does not allocate makes no trampoline for a long time). */
@@ -235,6 +142,31 @@ static enum event serve(struct session *s, int epfd, int fd, int sigfd, int *err
 	return more_to_come(s) ? EVENT_NONE : EVENT_END;
 }
 
+/* What is due now besides reports (the layout looked for, pools' blocks reaped); the
+ * earliest of wake and when the next is due. */
+static uint64_t chores(struct session *s, uint64_t now, uint64_t wake)
+{
+	/* What is not there yet is looked for again, but not at every turn: a read of a large
+	 * program's maps costs a millisecond. */
+	if (!s->layout_known && now - s->layout_tried_ns >= s->layout_retry_ns) {
+		s->layout_known = publish_layout(s);
+		s->layout_tried_ns = now;
+		s->layout_retry_ns = s->layout_retry_ns ? 2 * s->layout_retry_ns : LAYOUT_RETRY_NS;
+		if (s->layout_retry_ns > LAYOUT_RETRY_MAX_NS)
+			s->layout_retry_ns = LAYOUT_RETRY_MAX_NS;
+	}
+	/* Blocks pools freed leave the maps soon, keeping room for new ones. */
+	if (s->pools && now - s->reaped_ns >= POOL_REAP_NS) {
+		accounting__reap_pools(s->skel);
+		s->reaped_ns = now;
+	}
+	if (s->pools && s->reaped_ns + POOL_REAP_NS < wake)
+		wake = s->reaped_ns + POOL_REAP_NS;
+	if (!s->layout_known && s->layout_tried_ns + s->layout_retry_ns < wake)
+		wake = s->layout_tried_ns + s->layout_retry_ns;
+	return wake;
+}
+
 int session__run(struct session *s, int sigfd)
 {
 	uint64_t interval = s->opts.interval_ms * 1000000ULL;
@@ -243,8 +175,8 @@ int session__run(struct session *s, int sigfd)
 
 	if (s->opts.duration_ms)
 		end = s->attach_ns + s->opts.duration_ms * 1000000ULL;
-	if (s->mode == MODE_LIVE)
-		begin_window(s, &turn, s->window_own_ns);
+	if (s->tracer->ops->deadline)
+		turn = s->tracer->ops->deadline(s->tracer);
 	epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (epfd < 0 || add_fd(epfd, sigfd) || add_fd(epfd, drain__fd(s->rings)) ||
 	    (reach__hold_fd(s->hold) >= 0 && add_fd(epfd, reach__hold_fd(s->hold)))) {
@@ -263,30 +195,11 @@ int session__run(struct session *s, int sigfd)
 		uint64_t now = clock__now_ns(), wake;
 		int n, i;
 
-		/* What is not there yet is looked for again, but not at every turn: a read of
-		 * a large program's maps costs a millisecond. */
-		if (!s->layout_known && now - s->layout_tried_ns >= s->layout_retry_ns) {
-			s->layout_known = publish_layout(s);
-			s->layout_tried_ns = now;
-			s->layout_retry_ns = s->layout_retry_ns ? 2 * s->layout_retry_ns
-							       : LAYOUT_RETRY_NS;
-			if (s->layout_retry_ns > LAYOUT_RETRY_MAX_NS)
-				s->layout_retry_ns = LAYOUT_RETRY_MAX_NS;
-		}
-		/* Blocks pools freed leave the maps soon, keeping room for new ones. */
-		if (s->pools && now - s->reaped_ns >= POOL_REAP_NS) {
-			accounting__reap_pools(s->skel);
-			s->reaped_ns = now;
-		}
 		/* Held at its exit, as a check meanwhile may have learned. */
 		if (now >= end || reach__hold_exiting(s->hold, NULL))
 			goto out;
-		wake = next < end ? next : end;
+		wake = chores(s, now, next < end ? next : end);
 		wake = turn < wake ? turn : wake;
-		if (s->pools && s->reaped_ns + POOL_REAP_NS < wake)
-			wake = s->reaped_ns + POOL_REAP_NS;
-		if (!s->layout_known && s->layout_tried_ns + s->layout_retry_ns < wake)
-			wake = s->layout_tried_ns + s->layout_retry_ns;
 		/* Signals and the target's exit are heard between reports, however long. */
 		n = epoll_wait(epfd, evs, 4, now >= wake ? 0 : (wake - now + 999999) / 1000000);
 		if (n < 0 && errno != EINTR)
@@ -295,12 +208,17 @@ int session__run(struct session *s, int sigfd)
 			if (serve(s, epfd, evs[i].data.fd, sigfd, &err) == EVENT_END)
 				goto out;
 		session__detach_exited(s);
-		if (!err && clock__now_ns() >= turn)
-			err = duty_turn(s, &turn);
+		if (!err && clock__now_ns() >= turn) {
+			err = s->tracer->ops->turn(s->tracer);
+			turn = s->tracer->ops->deadline(s->tracer);
+		}
 		if (s->alarm_exit)
 			break;
 		if (clock__now_ns() >= next && !err) {
-			err = COUNTED(&s->activities.report_ns, session__report(s, "interval", NULL));
+			uint64_t from = overhead__own_cpu_ns();
+
+			err = session__report(s, "interval", NULL);
+			s->activities.report_ns += overhead__own_cpu_ns() - from;
 			now = clock__now_ns();
 			while (next <= now)
 				next += interval;

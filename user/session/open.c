@@ -136,9 +136,7 @@ int session__open(struct session *s, const struct options *opts)
 	size_t i;
 	int err;
 
-	*s = (struct session){ .opts = *opts, .epfd = -1, .stats_fd = -1 };
-	s->mode = opts->watch ? MODE_WATCH : opts->live ? MODE_LIVE : MODE_FULL;
-	s->tracer = tracers__for(s->mode);
+	*s = (struct session){ .opts = *opts, .epfd = -1 };
 	s->alarms.threshold[ALARM_LIVE] = opts->alert_live;
 	s->alarms.threshold[ALARM_GROWTH] = opts->alert_growth;
 	s->alarms.threshold[ALARM_RSS] = opts->alert_rss;
@@ -152,12 +150,10 @@ int session__open(struct session *s, const struct options *opts)
 	err = target__check_privileges() ?: check_matching(s);
 	if (err)
 		return err;
-	/* Links are made by a process of heaptap's own, started while heaptap is small. */
-	if (s->mode != MODE_WATCH && (err = attacher__start()))
-		elog("cannot start heaptap's attacher (%s): probes are put in by heaptap itself "
-		     "(a SIGKILL to heaptap while it puts one in can leave a breakpoint)",
-		     strerror(-err));
-	err = find_targets(s);
+	/* The mode's tracer, while heaptap is small (the probes' attacher is a process). */
+	err = tracers__find(opts->watch ? "watch" : opts->live ? "live" : "full")
+		      ->ops->open(s, &s->tracer);
+	err = err ?: find_targets(s);
 	if (err)
 		return err;
 	/* The first process is the session's own: launched, or the first -p. The others come

@@ -137,11 +137,11 @@ static void exec_image(struct session *s, struct process *p, uint32_t id, uint64
 		p->links = (struct probe_links){};
 		p->attached = false;
 	} else {
-		s->tracer->detach(s, p);
+		s->tracer->ops->detach(s->tracer, p);
 	}
 	p->started_ns = exec_ns;
 	p->ever_attached = false;
-	if (!s->tracer->attach(s, p, -1, true))
+	if (!s->tracer->ops->attach(s->tracer, p, -1, true))
 		session__traced_now(p);
 }
 
@@ -223,7 +223,7 @@ void session__process_event(struct session *s, const struct heaptap_proc_event *
 		__atomic_fetch_add(&s->skel->bss->counters.late_procs, 1, __ATOMIC_RELAXED);
 		p->started_ns = e->time_ns;
 		p->late_ns = clock__now_ns() - e->time_ns;
-		if (s->attached && !s->tracer->attach(s, p, -1, true)) {
+		if (s->attached && !s->tracer->ops->attach(s->tracer, p, -1, true)) {
 			session__traced_now(p);
 			vlog("PID %d (%s) traced too, %s %d: heard of %.1f ms after, probes in "
 			     "%.1f ms later", p->t.pid, p->t.comm,
@@ -286,7 +286,7 @@ void session__detach_exited(struct session *s)
 			if (p->heirs)
 				continue;
 		}
-		s->tracer->detach(s, p);
+		s->tracer->ops->detach(s->tracer, p);
 		return;
 	}
 }

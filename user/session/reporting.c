@@ -53,17 +53,6 @@ static const struct unwind_stats *unwind_stats(struct session *s)
 	return &s->unwind;
 }
 
-/*
- * What each mode's figures are, unsampled and sampled (--sample; --live samples always):
- * the formats read this, never the options. The tracers are to own theirs.
- */
-static const struct figures mode_figures[][2] = {
-	[MODE_FULL] = { { .mode = "full" }, { .mode = "full", .sampled = true } },
-	[MODE_LIVE] = { { .mode = "live", .by_growth = true },
-			{ .mode = "live", .sampled = true, .by_growth = true } },
-	[MODE_WATCH] = { { .mode = "watch", .pages = true, .by_growth = true },
-			 { .mode = "watch", .pages = true, .sampled = true, .by_growth = true } },
-};
 
 /* The report's frame: what the session is, before any figure is read. */
 static struct report build_report(struct session *s, const char *type)
@@ -72,14 +61,15 @@ static struct report build_report(struct session *s, const char *type)
 
 	for (i = 0; i < s->procs.n; i++)
 		links += s->procs.v[i]->links.count;
-	if (s->mode == MODE_LIVE && s->activities.since_ns)
+	struct report r;
+
+	if (s->activities.since_ns)
 		s->activities.own_ns = overhead__own_cpu_ns() - s->activities.since_ns;
-	return (struct report){
+	r = (struct report){
 		.type = type,
 		.pid = s->target->pid,
 		.comm = s->target->comm,
 		.opts = &s->opts,
-		.figures = &mode_figures[s->mode][s->opts.sample_bytes != 0],
 		.allocator = s->allocator,
 		.probes = s->probes,
 		.links = links,
@@ -95,13 +85,14 @@ static struct report build_report(struct session *s, const char *type)
 		.stack_mode = s->stack_mode,
 		.unwind = s->stack_mode != HEAPTAP_STACK_FP ? unwind_stats(s) : NULL,
 		.history = s->history,
-		.duty = s->mode == MODE_LIVE ? &s->duty : NULL,
-		.activities = s->mode == MODE_LIVE ? &s->activities : NULL,
 		.traced_now = s->attached,
 		.timeline = &s->timeline,
 		.alarms = &s->alarms,
 		.leak_note = strcmp(type ? type : "", "final") ? NULL : s->leak_note,
 	};
+	/* What the mode's figures are, and what it adds (--live: its duty cycle). */
+	s->tracer->ops->describe(s->tracer, &r);
+	return r;
 }
 
 static int write_attached(FILE *f, const void *r)
@@ -132,30 +123,6 @@ static int write_alert(FILE *f, const void *ctx)
 
 	report__alert_json(f, a->r, a->ev);
 	return 0;
-}
-
-/* The target's time in probe hits since the previous report, over its CPU time meanwhile. */
-static double slowdown(struct session *s, const struct snapshot *snap)
-{
-	static const uint64_t none[HEAPTAP_MAX_FUNCS];
-	uint64_t cpu = session__cpu_ns(s);
-	double trap;
-
-	if (s->mode == MODE_LIVE) {
-		uint64_t now = clock__now_ns();
-
-		if (s->live_start_ns)
-			duty__now(&s->duty, now - s->live_start_ns,
-				  s->attached ? now - s->window_start_ns : 0);
-		return s->duty.slowdown;
-	}
-	if (!s->calibrated || !cpu || cpu <= s->report_cpu_ns)
-		return NAN;
-	trap = overhead__trap_ns(s->probes, &s->costs, s->have_prev ? s->prev.fn_calls : none,
-				 snap->fn_calls);
-	trap /= cpu - s->report_cpu_ns;
-	s->report_cpu_ns = cpu;
-	return trap;
 }
 
 /* Whether a process runs still, and its symbols, for its blocks' dumps. */
@@ -231,7 +198,7 @@ static void read_dumps(struct session *s, struct report *r, struct snapshot *sna
 	const struct report_analysis *a = &r->analysis;
 	size_t i;
 
-	if (s->mode == MODE_WATCH || !procs__alive(&s->procs))
+	if (r->figures->pages || !procs__alive(&s->procs))
 		return;
 	for (i = 0; i < a->nsites && i < DUMP_SITES && s->opts.dump_bytes; i++)
 		snapshot__dump_site(&snap->sites[a->sites[i].index], &dump);
@@ -285,7 +252,7 @@ int session__report(struct session *s, const char *type, const struct leak_check
 	 * unwinding's figures are read after it. */
 	drain__flush(s->rings);
 	r = build_report(s, type);
-	err = s->tracer->snapshot(s, &snap);
+	err = s->tracer->ops->snapshot(s->tracer, &snap);
 	if (!err)
 		err = history__add(s->history, &snap);
 	if (err) {
@@ -304,7 +271,9 @@ int session__report(struct session *s, const char *type, const struct leak_check
 	r.self_maps = accounting__map_bytes(s->skel);
 	r.reports_dropped = publish__dropped(s->publisher);
 	drain__stats(s->rings, &r.backlog);
-	r.slowdown = procs__alive(&s->procs) ? slowdown(s, &snap) : NAN;
+	r.slowdown = procs__alive(&s->procs) && s->tracer->ops->slowdown
+			     ? s->tracer->ops->slowdown(s->tracer, &snap)
+			     : NAN;
 	/* The report's analysis, once, for every format and the alarms. */
 	if (analysis__make(&r))
 		elog("out of memory: this report's sites are not all said");

@@ -64,9 +64,9 @@ int session__attach_all(struct session *s, int stop_fd)
 	freeze(s);
 	for (i = 0; !err && i < s->procs.n; i++)
 		if (!s->procs.v[i]->exited_ns && !s->procs.v[i]->attached)
-			err = s->tracer->attach(s, s->procs.v[i], stop_fd, false);
+			err = s->tracer->ops->attach(s->tracer, s->procs.v[i], stop_fd, false);
 	if (err) {
-		s->tracer->detach(s, NULL);
+		s->tracer->ops->detach(s->tracer, NULL);
 		return err;
 	}
 	for (i = 0; i < s->procs.n; i++)
@@ -80,7 +80,7 @@ int session__attach_all(struct session *s, int stop_fd)
 void session__detach_all(struct session *s)
 {
 	freeze(s);
-	s->tracer->detach(s, NULL);
+	s->tracer->ops->detach(s->tracer, NULL);
 	procs__inherit_reset(&s->procs);
 	s->attached = false;
 }
@@ -170,7 +170,7 @@ int session__leak_check(struct session *s, enum leak_trigger trigger)
 		.trigger = trigger,
 		/* Every block of its heap known: a command traced from its start, every block
 		 * recorded (none sampled out, none left out of a full map). */
-		.all_blocks_known = s->target->launched && s->mode == MODE_FULL &&
+		.all_blocks_known = s->target->launched && s->tracer->continuous &&
 				    !s->opts.sample_bytes && !s->skel->bss->counters.dropped_allocs,
 		.glibc = allocator__is_glibc(s->allocator),
 		.heuristics = s->opts.leak_heuristics,

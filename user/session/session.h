@@ -6,9 +6,9 @@
  * a report every interval until a signal, the duration or the target's exit), finish (leak
  * check, detach, final report), close.
  *
- * What is traced is a tracer's business (struct tracer_ops, one row each in tracers.c): the
- * allocator's probes (full and --live modes) or the page-fault watcher (--watch). The rest of
- * the session is the same.
+ * What is traced is a tracer's business (struct tracer_ops, tracer.h; a mode a row of
+ * tracers.c): the allocator's probes (full mode), the same in paced windows (--live), or the
+ * page-fault watcher (--watch). The rest of the session is the same.
  */
 #ifndef HEAPTAP_SESSION_H
 #define HEAPTAP_SESSION_H
@@ -21,53 +21,23 @@
 #include "account/leak_check.h"
 #include "base/settings.h"
 #include "probe/duty.h"
-#include "probe/overhead.h"
 #include "probe/procs.h"
+#include "session/tracer.h"
 #include "target/target.h"
 #include "account/timeline.h"
 #include "target/unwind.h"
 
-enum mode {
-	MODE_FULL,  /* every call traced */
-	MODE_LIVE,  /* windows of sampled tracing within an overhead budget */
-	MODE_WATCH, /* no allocator probes: new pages, by the stack that writes them */
-};
-
-struct session;
-
-/* What a session traces, and how: the allocator's probes, or page faults. */
-struct tracer_ops {
-	const char *name;
-	/* Before the BPF object is opened, or when a process comes with a new image: what to
-	 * attach in the image, where. */
-	int (*plan)(struct session *s, struct image *im);
-	/* On the opened object, before it is loaded: the programs to load, map sizes. */
-	void (*configure)(struct session *s);
-	/* One process's probes in; -EINTR when stop_fd (-1: none) turned readable, with
-	 * nothing of it left in. late: added while others are traced. Says why it failed. */
-	int (*attach)(struct session *s, struct process *p, int stop_fd, bool late);
-	/* The accounting as it stands. */
-	int (*snapshot)(struct session *s, struct snapshot *out);
-	/* Every process's probes out (nothing attached is fine); or p's, and with them those of
-	 * every process that has exited (each detach waits a grace period: together, one). */
-	void (*detach)(struct session *s, struct process *p);
-	/* Frees what the tracer holds. */
-	void (*free)(struct session *s);
-};
-
 struct session {
 	struct options opts;
-	enum mode mode;
-	const struct tracer_ops *tracer;
+	struct tracer *tracer; /* what is traced, and how: the mode's (tracers.h) */
 	struct procs procs;	/* every process traced, and their images */
 	struct target *target;	/* the first of them: launched, or the first -p */
 	char *program;		/* launched: the program file the command runs */
 	struct allocator *allocator; /* the first's (its image's), as are probes, syms, unwinder */
 	int stack_mode; /* enum heaptap_stack_mode */
 	struct heaptap_bpf *skel;
-	struct probes *probes;	/* the probe tracer's plan for the first image; NULL with --watch */
+	struct probes *probes;	/* the first image's plan (its tracer's); NULL when it plans none */
 	uint32_t attaches;	/* attaches so far: the BPF side's `tracing` while traced */
-	struct bpf_link *watch; /* the fault tracer's program */
 	struct bpf_link *fork_link, *exec_link; /* forks (--follow), execs and matches */
 	/* --follow: when each fork began (a child inherits every probe in by then) */
 	struct bpf_link *fork_start_links[4];
@@ -76,8 +46,6 @@ struct session {
 	uint64_t dropped_bytes;
 	struct heaptap_size_class dropped_classes[HEAPTAP_SIZE_CLASSES]; /* by size class */
 	struct unwind_stats unwind; /* every image's, summed at each report */
-	struct fixups *fixups;	/* exceptions' return addresses, written by heaptap */
-	bool fixups_failed;	/* they could not be started (said once) */
 	uint64_t fixup_failures_said; /* exceptions not let out, already said on stderr */
 	struct stacks *stacks;
 	struct syms *syms;
@@ -107,24 +75,9 @@ struct session {
 	uint64_t swept_ns;	  /* when the BPF side's processes were last checked */
 	bool alarm_exit;    /* --exit-on-alert, and an alarm fired */
 	uint64_t attach_ns; /* CLOCK_MONOTONIC when tracing began */
-	/* What probes cost the target: measured for --live and --listen */
-	bool calibrated;
-	struct probe_costs costs;
-	uint64_t report_cpu_ns;			  /* the target's CPU time at the last report */
-	struct duty_cycle duty;			  /* --live */
-	uint64_t window_cpu_ns;			  /* the target's CPU time when the window began */
-	uint64_t live_start_ns;	  /* CLOCK_MONOTONIC when the first window began */
-	uint64_t window_start_ns; /* and when the latest one did */
-	uint64_t window_programs_ns; /* heaptap's programs' run time then (overhead.h) */
-	int stats_fd;		     /* --live: the kernel counts programs' run time while open */
-	uint64_t window_calls[HEAPTAP_MAX_FUNCS]; /* fn_calls when the window began */
-	/* heaptap's own CPU time (overhead.h) when the window's attach began, and when the
-	 * pause began (its detach included), with the target's CPU time then */
-	uint64_t window_own_ns;
-	uint64_t pause_start_ns;
-	uint64_t pause_own_ns;
-	uint64_t pause_cpu_ns;
-	/* --live: heaptap's own CPU time, by what it did (a bench prints it, JSON live) */
+	uint64_t attach_own_ns; /* heaptap's own CPU time (overhead.h) as the attach began */
+	uint64_t start_cpu_ns;	/* the targets' CPU time once it was done */
+	/* heaptap's own CPU time, by what it did (--live's reports say it) */
 	struct live_activities activities;
 };
 

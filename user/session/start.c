@@ -150,10 +150,11 @@ int session__start(struct session *s, int sigfd)
 	/* Attach, for these processes only; a Ctrl-C meanwhile takes everything out again. */
 	vlog("attaching to %zu process%s", s->procs.n, s->procs.n == 1 ? "" : "es");
 	stage_ns = clock__now_ns();
-	/* --live: the first window's cost counts from here, its attach included. */
-	s->window_own_ns = s->activities.since_ns = overhead__own_cpu_ns();
+	/* heaptap's own CPU time counts from here, the attach included (--live's first window
+	 * costs it). */
+	s->attach_own_ns = s->activities.since_ns = overhead__own_cpu_ns();
 	err = session__attach_all(s, sigfd);
-	s->activities.attach_ns = overhead__own_cpu_ns() - s->window_own_ns;
+	s->activities.attach_ns = overhead__own_cpu_ns() - s->attach_own_ns;
 	if (err == -EINTR) {
 		elog("interrupted while attaching: no probe is left, nothing was traced");
 		return 0;
@@ -162,7 +163,7 @@ int session__start(struct session *s, int sigfd)
 		return err;
 	s->started = true;
 	s->attach_ns = clock__now_ns();
-	s->report_cpu_ns = session__cpu_ns(s);
+	s->start_cpu_ns = session__cpu_ns(s);
 	for (i = 0; i < s->procs.n; i++)
 		links += s->procs.v[i]->links.count;
 	vlog("%zu probes attached in %.1f ms%s", links, (s->attach_ns - stage_ns) / 1e6,

@@ -3,7 +3,7 @@
 #ifndef HEAPTAP_TRACER_WATCH_H
 #define HEAPTAP_TRACER_WATCH_H
 
-#include "session/session.h"
+#include "session/tracer.h"
 
 extern const struct tracer_ops fault_tracer;
 

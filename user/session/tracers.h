@@ -1,11 +1,20 @@
 /* SPDX-License-Identifier: GPL-2.0 */
-/* The tracers, one row each: which traces a mode. */
+/* The modes of tracing, one row each: a name and its tracer's ops. */
 #ifndef HEAPTAP_TRACERS_H
 #define HEAPTAP_TRACERS_H
 
-#include "session/session.h"
+#include <stddef.h>
 
-/* The tracer of mode. */
-const struct tracer_ops *tracers__for(enum mode mode);
+#include "session/tracer.h"
+
+struct mode {
+	const char *name; /* as --json's settings.mode and the metrics' mode label say it */
+	const struct tracer_ops *ops;
+};
+
+/* The mode named name; NULL if none. */
+const struct mode *tracers__find(const char *name);
+/* Mode i, in the table's order; NULL past the last. */
+const struct mode *tracers__get(size_t i);
 
 #endif

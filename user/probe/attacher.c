@@ -183,9 +183,8 @@ static bool no_sample_read;
  * children of a forking target losing hundreds of calls). A context whose scheduled events
  * include an inherited one that reads itself in its samples is never swapped (kernels from
  * 6.12, which also want the TID sampled with it): no sample is ever written (the anchor has
- * no program), the flag only keeps each task's events its own. Measured here: a pipe's round
- * trip between two traced processes on one CPU, 6 us untraced, 17 us with every member
- * enabled, (see bench/follow.py) with the anchor alone.
+ * no program), the flag only keeps each task's events its own; what the anchor costs a
+ * round trip between two traced processes is bench/inherit.py's to measure.
  */
 static int tracepoint_link(const struct link_spec *l, int *event)
 {

@@ -74,8 +74,8 @@ int insn__decode_flow(struct insn_decoder *d, const uint8_t *code, size_t len, u
 /* What the kernel does on a breakpoint hit at an instruction. */
 enum insn_trap {
 	INSN_REFUSED,  /* no uprobe may go there */
-	INSN_STEPPED,  /* a copy is single-stepped: two traps (20 to 45 us in the VM measured) */
-	INSN_EMULATED, /* the kernel does what the instruction does: one trap (0.6 us there) */
+	INSN_STEPPED,  /* a copy is single-stepped: two traps, the dearest kind */
+	INSN_EMULATED, /* the kernel does what the instruction does: one trap */
 	INSN_OPTIMIZED, /* a 5-byte nop the kernel turns into a call of its uprobe trampoline
 			 * once hit: a system call, no trap (x86-64, from 6.18) */
 };

@@ -5,7 +5,7 @@
  *
  * A breakpoint on an instruction the kernel emulates (a push, a jump, a call, a conditional
  * jump) costs one trap; on any other the kernel single-steps a copy, a second trap, which in
- * a VM can cost thirty times as much (0.6 against 20 to 45 us where heaptap was measured).
+ * a VM can cost many times as much (doc/probe-sites.md has the figures).
  * Allocators often start with a compare or a move and reach an emulated instruction a few
  * bytes later: the planner walks from the entry along the path every call takes, and stops
  * at the first instruction the kernel emulates, provided that

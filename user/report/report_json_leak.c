@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0
-#include "account/leak_check.h"
+#include "leak/leak.h"
 #include "report/json.h"
 #include "report/report.h"
 #include "report/report_json_leak.h"

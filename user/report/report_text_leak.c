@@ -2,7 +2,7 @@
 #include <inttypes.h>
 #include <string.h>
 
-#include "account/leak_check.h"
+#include "leak/leak.h"
 #include "report/report.h"
 #include "report/report_text_leak.h"
 #include "report/text.h"

@@ -4,13 +4,10 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
-#include "account/reach_heuristics.h"
-#include "account/reach_maps.h"
-#include "account/reach_read.h"
-#include "account/reach_roots.h"
-#include "account/reach_scan.h"
-#include "account/reach_tracer.h"
 #include "base/clock.h"
+#include "leak/maps.h"
+#include "leak/scan.h"
+#include "leak/tracer.h"
 
 #define RED_ZONE 128 /* x86-64 ABI: leaf functions may keep data below the stack pointer */
 
@@ -45,7 +42,7 @@ static int data_range(struct scan *s, uint64_t a, uint64_t b, bool read)
 	if (b <= a)
 		return 0;
 	if (read)
-		return scan__batch_add(s, a, b - a, ROOT);
+		return scan__batch_add(s, a, b - a, FROM_ROOT);
 	s->st->unreadable_bytes += b - a;
 	s->skipped_data = true;
 	return 0;
@@ -66,7 +63,7 @@ static int add_root(struct scan *s, uint64_t a, uint64_t b, bool read)
 	if (s->map_fd < 0)
 		return data_range(s, a, b, read);
 	/* PAGEMAP_SCAN passes over holes in the page tables, not page by page. */
-	for (uint64_t at = a & ~(PAGE - 1); !s->no_pm_scan && at < b && !s->late;) {
+	for (uint64_t at = a & ~(TARGET_PAGE - 1); !s->no_pm_scan && at < b && !s->late;) {
 		int r;
 
 		arg = (struct reach_pm_scan_arg){
@@ -101,20 +98,20 @@ static int add_root(struct scan *s, uint64_t a, uint64_t b, bool read)
 	}
 	if (!s->no_pm_scan)
 		return 0;
-	for (uint64_t page = a / PAGE, last = (b + PAGE - 1) / PAGE; page < last && !s->late;) {
+	for (uint64_t page = a / TARGET_PAGE, last = (b + TARGET_PAGE - 1) / TARGET_PAGE; page < last && !s->late;) {
 		size_t want = last - page < 4096 ? last - page : 4096;
 		ssize_t got = pread(s->map_fd, entries, want * 8, page * 8);
 		uint64_t run = 0; /* first page of the current run of pages to read, or 0 */
 
 		if (got <= 0)
-			return data_range(s, page * PAGE > a ? page * PAGE : a, b, read);
+			return data_range(s, page * TARGET_PAGE > a ? page * TARGET_PAGE : a, b, read);
 		for (size_t i = 0; i < (size_t)got / 8; i++, page++) {
 			bool data = entries[i] & (PM_PRESENT | PM_SWAP);
 
 			if (data && !run)
 				run = page;
 			if (!data && run) {
-				err = data_range(s, run * PAGE > a ? run * PAGE : a, page * PAGE,
+				err = data_range(s, run * TARGET_PAGE > a ? run * TARGET_PAGE : a, page * TARGET_PAGE,
 						 read);
 				if (err)
 					return err;
@@ -122,8 +119,8 @@ static int add_root(struct scan *s, uint64_t a, uint64_t b, bool read)
 			}
 		}
 		if (run) {
-			err = data_range(s, run * PAGE > a ? run * PAGE : a,
-					 page * PAGE < b ? page * PAGE : b, read);
+			err = data_range(s, run * TARGET_PAGE > a ? run * TARGET_PAGE : a,
+					 page * TARGET_PAGE < b ? page * TARGET_PAGE : b, read);
 			if (err)
 				return err;
 		}
@@ -134,7 +131,7 @@ static int add_root(struct scan *s, uint64_t a, uint64_t b, bool read)
 }
 
 /* A thread's words (registers) as roots; its stack pointer into sp[] unless it is on a block. */
-static void thread_roots(struct scan *s, const struct reach_thread *t, uint64_t *sp, size_t *nsp)
+static void thread_roots(struct scan *s, const struct traced_thread *t, uint64_t *sp, size_t *nsp)
 {
 	long b;
 
@@ -181,7 +178,7 @@ static enum reach_root_kind root_kind(const struct mapping *m, bool stack)
 	return m->anon ? REACH_ROOT_ANON : REACH_ROOT_DATA;
 }
 
-int scan__read_memory(struct scan *s, struct reach_pause *p, const struct reach_opts *o)
+int scan__read_memory(struct scan *s, struct leak_pause *p, const struct reach_opts *o)
 {
 	struct mapping *maps = s->maps;
 	size_t nmaps = s->nmaps, nsp = 0, m = 0;
@@ -192,7 +189,7 @@ int scan__read_memory(struct scan *s, struct reach_pause *p, const struct reach_
 	if (!sp)
 		return -ENOMEM;
 	for (size_t i = 0; i < p->n; i++) {
-		const struct reach_thread *t = &p->threads[i];
+		const struct traced_thread *t = &p->threads[i];
 
 		if (t->state != THREAD_GONE)
 			thread_roots(s, t, sp, &nsp);

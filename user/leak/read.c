@@ -9,9 +9,8 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#include "account/reach_read.h"
-#include "account/reach_scan.h"
 #include "base/clock.h"
+#include "leak/scan.h"
 
 /* Reads from remote[0..k) what it can: bytes read, or negative errno if the process is gone. */
 static ssize_t read_some(struct scan *s, struct iovec *loc, struct iovec *rem, size_t k)
@@ -46,8 +45,8 @@ static ssize_t read_some(struct scan *s, struct iovec *loc, struct iovec *rem, s
 
 void scan__read_words(struct scan *s, const uint64_t *addr, uint64_t *out, size_t n, size_t stride)
 {
-	for (size_t i = 0; i < n; i += BATCH) {
-		size_t k = n - i < BATCH ? n - i : BATCH;
+	for (size_t i = 0; i < n; i += READ_MAX_PIECES) {
+		size_t k = n - i < READ_MAX_PIECES ? n - i : READ_MAX_PIECES;
 		ssize_t r;
 
 		for (size_t j = 0; j < k; j++) {
@@ -104,7 +103,7 @@ static int read_all(struct scan *s, struct iovec *loc, struct iovec *rem, size_t
 			return 0;
 		/* The read stopped at a page it could not read: pass over that page. */
 		at = (uint64_t)rem[i].iov_base;
-		skip = ((at | (PAGE - 1)) + 1) - at;
+		skip = ((at | (TARGET_PAGE - 1)) + 1) - at;
 		if (skip > rem[i].iov_len)
 			skip = rem[i].iov_len;
 		memset(loc[i].iov_base, 0, skip);
@@ -133,7 +132,7 @@ int scan__batch_flush(struct scan *s)
 	for (size_t i = 0; i < s->k; i++) {
 		const uint64_t *w = s->buf + off / 8;
 
-		if (s->id[i] == ROOT)
+		if (s->id[i] == FROM_ROOT)
 			scan__root(s, s->addr[i], w, s->len[i]);
 		else
 			scan__block_words(s, s->id[i], w, s->len[i] / 8);
@@ -152,12 +151,12 @@ int scan__batch_add(struct scan *s, uint64_t addr, uint64_t len, uint32_t id)
 		uint64_t take;
 		int err;
 
-		if (s->k == BATCH || s->used == BUF_SIZE) {
+		if (s->k == READ_MAX_PIECES || s->used == READ_BUF_BYTES) {
 			err = scan__batch_flush(s);
 			if (err)
 				return err;
 		}
-		take = BUF_SIZE - s->used < len ? BUF_SIZE - s->used : len;
+		take = READ_BUF_BYTES - s->used < len ? READ_BUF_BYTES - s->used : len;
 		s->addr[s->k] = addr;
 		s->len[s->k] = take;
 		s->id[s->k++] = id;

@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "account/reach_maps.h"
 #include "base/array.h"
+#include "leak/maps.h"
 
 /*
  * VmFlags (/proc/PID/smaps) of mappings a read may wait on without bound. Userfaultfd:
@@ -48,7 +48,7 @@ static bool root_mapping(const char *perms, const char *name)
 	return true;
 }
 
-int reach__read_maps(int pid, struct mapping **out, size_t *n)
+int maps__read(int pid, struct mapping **out, size_t *n)
 {
 	struct mapping *maps = NULL, *cur = NULL;
 	size_t cap = 0, size = 0;
@@ -108,7 +108,7 @@ cleanup:
 	return err;
 }
 
-const struct mapping *reach__mapping_of(const struct mapping *maps, size_t n, uint64_t addr)
+const struct mapping *maps__find(const struct mapping *maps, size_t n, uint64_t addr)
 {
 	size_t lo = 0, hi = n;
 

@@ -177,7 +177,7 @@ static int run_steps(struct scan *s, struct reach_block *blocks, struct leak_pau
 }
 
 int scan__classify(struct leak_pause *p, struct reach_block *blocks, size_t n,
-		    const struct reach_opts *opts, struct reach_stats *st)
+		   const struct reach_opts *opts, struct reach_stats *st)
 {
 	const struct reach_opts none = { 0 };
 	const struct reach_opts *o = opts ? opts : &none;

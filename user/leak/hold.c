@@ -457,7 +457,8 @@ int leak_hold__pause(struct leak_hold *h, uint64_t stop_wait_ns, struct leak_pau
 	if (!h || !h->holder)
 		return -ESRCH;
 	memcpy(req + 1, &stop_wait_ns, sizeof(stop_wait_ns));
-	/* As leak_pause__start: a quarter more than the threads get, for the registers and answer. */
+	/* As leak_pause__start: a quarter more than the threads get, for the registers and the
+	 * answer. */
 	deadline = clock__now_ns() + stop_wait_ns + stop_wait_ns / 4;
 	err = tracer__write_all(h->cmd_fd, req, sizeof(req));
 	while (!err && !(err = hold_read(h, &a, deadline)) && a.type != TRACER_PAUSED)

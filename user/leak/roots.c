@@ -98,21 +98,23 @@ static int add_root(struct scan *s, uint64_t a, uint64_t b, bool read)
 	}
 	if (!s->no_pm_scan)
 		return 0;
-	for (uint64_t page = a / TARGET_PAGE, last = (b + TARGET_PAGE - 1) / TARGET_PAGE; page < last && !s->late;) {
+	for (uint64_t page = a / TARGET_PAGE, last = (b + TARGET_PAGE - 1) / TARGET_PAGE;
+	     page < last && !s->late;) {
 		size_t want = last - page < 4096 ? last - page : 4096;
 		ssize_t got = pread(s->map_fd, entries, want * 8, page * 8);
 		uint64_t run = 0; /* first page of the current run of pages to read, or 0 */
 
 		if (got <= 0)
-			return data_range(s, page * TARGET_PAGE > a ? page * TARGET_PAGE : a, b, read);
+			return data_range(s, page * TARGET_PAGE > a ? page * TARGET_PAGE : a, b,
+					  read);
 		for (size_t i = 0; i < (size_t)got / 8; i++, page++) {
 			bool data = entries[i] & (PM_PRESENT | PM_SWAP);
 
 			if (data && !run)
 				run = page;
 			if (!data && run) {
-				err = data_range(s, run * TARGET_PAGE > a ? run * TARGET_PAGE : a, page * TARGET_PAGE,
-						 read);
+				err = data_range(s, run * TARGET_PAGE > a ? run * TARGET_PAGE : a,
+						 page * TARGET_PAGE, read);
 				if (err)
 					return err;
 				run = 0;

@@ -264,7 +264,7 @@ int scan__index_blocks(struct scan *s, const struct reach_block *blocks)
 }
 
 struct scan *scan__new(const struct leak_pause *p, size_t n, struct reach_stats *st,
-			      uint64_t deadline)
+		       uint64_t deadline)
 {
 	struct scan *s = calloc(1, sizeof(*s));
 	char path[64];

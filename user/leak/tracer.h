@@ -64,7 +64,7 @@ struct tracer_answer {
 struct leak_pause {
 	int pid;
 	struct leak_hold *hold; /* the holder stopped the threads, or NULL: the tracer did */
-	bool exiting;		 /* holder: the process is held at its exit */
+	bool exiting;		/* holder: the process is held at its exit */
 	int exit_status;
 	uint64_t exit_ns; /* holder: when it was held there */
 	pid_t tracer;	  /* the process holding the threads, 0 once it has ended */

@@ -7,10 +7,12 @@
  *
  * Roots: each stopped thread's general registers and its stack from 128 bytes below its stack
  * pointer (the x86-64 red zone); every other private mapping the process can write (data and
- * bss of every object, [heap], anonymous memory), less the tracked blocks themselves, whose
- * contents count only once the block is reached. Not read: shared mappings (a pointer into
- * this process's heap means nothing to the other side), the kernel's and device mappings, and
- * pages that hold nothing (never touched, or the zero page). Never read, because a read could
+ * bss of every object, [heap], anonymous memory), or has made unreadable and may make readable
+ * again (PROT_NONE: read through the protection, as a debugger reads, the pages it wrote
+ * only), less the tracked blocks themselves, whose contents count only once the block is
+ * reached. Not read: shared mappings (a pointer into this process's heap means nothing to the
+ * other side), code and constants, the kernel's and device mappings, and pages that hold
+ * nothing (never touched, or the zero page). Never read, because a read could
  * wait without bound on a stopped thread or a device: mappings registered with userfaultfd and
  * device memory; their pages that may hold data leave the check incomplete, as does a thread
  * that could not be stopped (its registers are unknown).
@@ -83,8 +85,18 @@ struct reach_stats {
 	unsigned int regions;	   /* root mappings scanned, stacks included */
 	unsigned int threads;	   /* threads stopped (their registers are roots) */
 	unsigned int late_threads; /* threads that did not stop in time */
-	/* root mappings not read: a read could wait on a stopped thread or a device */
+	/* root mappings not read: a read could wait on a stopped thread or a device; their span */
 	unsigned int skipped_regions;
+	uint64_t skipped_bytes;
+	/* root mappings the process may not read now (PROT_NONE, write-only) but may make
+	 * readable again, read through that protection as a debugger reads them, and the bytes
+	 * read there (the pages the process wrote) */
+	unsigned int protected_regions;
+	uint64_t protected_bytes;
+	/* such mappings where the process never wrote a page (guard pages, reservations):
+	 * nothing to read; their span */
+	unsigned int unwritten_regions;
+	uint64_t unwritten_bytes;
 	unsigned int incomplete; /* enum reach_reason bits; 0 when complete */
 	/* false when incomplete: then a kind is either REACH_REACHABLE or REACH_KINDS */
 	bool complete;

@@ -10,8 +10,11 @@
 
 struct mapping {
 	uint64_t start, end;
-	bool heap;     /* the allocator's: [heap], a glibc arena */
-	bool root;     /* readable, writable, private: scanned for pointers */
+	bool heap; /* the allocator's: [heap], a glibc arena */
+	/* private, and writable now or readable no more (but it may be again): scanned */
+	bool root;
+	/* not readable now: a root is read through the protection, the pages written only */
+	bool protected;
 	bool unsafe;   /* a read may wait without bound: never read */
 	bool anon;     /* no file: anonymous memory */
 	bool exec;     /* executable: code */

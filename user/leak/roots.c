@@ -25,43 +25,102 @@ struct reach_pm_scan_arg {
 };
 
 #define REACH_PAGEMAP_SCAN _IOWR('f', 16, struct reach_pm_scan_arg)
+#define PAGE_IS_FILE (1 << 2)
 #define PAGE_IS_PRESENT (1 << 3)
 #define PAGE_IS_SWAPPED (1 << 4)
 #define PAGE_IS_PFNZERO (1 << 5)
-#define PM_PRESENT (1ULL << 63) /* /proc/PID/pagemap entry bits */
-#define PM_SWAP (1ULL << 62)
+
+/* What becomes of the bytes of a range that may hold data. */
+struct range_use {
+	uint32_t id; /* FROM_ROOT, or the block they are part of */
+	bool read;   /* read them; else only count them as unreadable (a read could wait) */
+	/*
+	 * The mapping is not readable now: they are read through its protection, and only the
+	 * pages the process wrote are (a page never written would be faulted in by the read;
+	 * a file's page holds the file's bytes, not pointers the program stored).
+	 */
+	bool through;
+	uint64_t queued; /* out: bytes queued for reading */
+};
 
 /*
- * The bytes of [a, b) that may hold data, read as roots (read) or only counted as unreadable:
- * a mapping skipped because reading it could wait holds data in these bytes all the same.
+ * The bytes of [a, b) that may hold data, read or only counted as unreadable: a mapping
+ * skipped because reading it could wait holds data in these bytes all the same.
  */
-static int data_range(struct scan *s, uint64_t a, uint64_t b, bool read)
+static int data_range(struct scan *s, uint64_t a, uint64_t b, struct range_use *use)
 {
 	a &= ~7ULL;
 	b &= ~7ULL;
 	if (b <= a)
 		return 0;
-	if (read)
-		return scan__batch_add(s, a, b - a, FROM_ROOT);
+	if (use->read) {
+		use->queued += b - a;
+		return scan__batch_add(s, a, b - a, use->id, use->through);
+	}
 	s->st->unreadable_bytes += b - a;
 	s->skipped_data = true;
 	return 0;
 }
 
-/*
- * Queues (or counts) the pages of [a, b) that may hold data: present or swapped, not the zero
- * page. Neither PAGEMAP_SCAN nor /proc/PID/pagemap fault a page in: they never wait on the
- * target.
- */
-static int add_root(struct scan *s, uint64_t a, uint64_t b, bool read)
+/* The pages of [a, b) with data, as /proc/PID/pagemap lists them (before Linux 6.7). */
+static int pagemap_ranges(struct scan *s, uint64_t a, uint64_t b, struct range_use *use)
 {
-	struct reach_page_region vec[256];
-	struct reach_pm_scan_arg arg;
 	uint64_t entries[4096];
 	int err;
 
+	for (uint64_t page = a / TARGET_PAGE, last = (b + TARGET_PAGE - 1) / TARGET_PAGE;
+	     page < last && !s->late;) {
+		size_t want = last - page < 4096 ? last - page : 4096;
+		ssize_t got = pread(s->map_fd, entries, want * 8, page * 8);
+		uint64_t run = 0; /* first page of the current run of pages to read, or 0 */
+
+		/* A protected mapping's pages written cannot be told then: none is read. */
+		if (got <= 0 && use->through)
+			return 0;
+		if (got <= 0)
+			return data_range(s, page * TARGET_PAGE > a ? page * TARGET_PAGE : a, b,
+					  use);
+		for (size_t i = 0; i < (size_t)got / 8; i++, page++) {
+			bool data = (entries[i] & (PM_PRESENT | PM_SWAP)) &&
+				    !(use->through && (entries[i] & PM_FILE));
+
+			if (data && !run)
+				run = page;
+			if (!data && run) {
+				err = data_range(s, run * TARGET_PAGE > a ? run * TARGET_PAGE : a,
+						 page * TARGET_PAGE, use);
+				if (err)
+					return err;
+				run = 0;
+			}
+		}
+		if (run) {
+			err = data_range(s, run * TARGET_PAGE > a ? run * TARGET_PAGE : a,
+					 page * TARGET_PAGE < b ? page * TARGET_PAGE : b, use);
+			if (err)
+				return err;
+		}
+		if (s->deadline && clock__now_ns() > s->deadline)
+			s->late = true;
+	}
+	return 0;
+}
+
+/*
+ * Queues (or counts) the pages of [a, b) that may hold data: present or swapped, not the zero
+ * page (through a protection, not a file's page either). Neither PAGEMAP_SCAN nor
+ * /proc/PID/pagemap fault a page in: they never wait on the target.
+ */
+static int add_data(struct scan *s, uint64_t a, uint64_t b, struct range_use *use)
+{
+	uint64_t skip = PAGE_IS_PFNZERO | (use->through ? PAGE_IS_FILE : 0);
+	struct reach_page_region vec[256];
+	struct reach_pm_scan_arg arg;
+	int err;
+
+	/* Without pagemap, a read through a protection would fault in pages never written. */
 	if (s->map_fd < 0)
-		return data_range(s, a, b, read);
+		return use->through ? 0 : data_range(s, a, b, use);
 	/* PAGEMAP_SCAN passes over holes in the page tables, not page by page. */
 	for (uint64_t at = a & ~(TARGET_PAGE - 1); !s->no_pm_scan && at < b && !s->late;) {
 		int r;
@@ -72,8 +131,8 @@ static int add_root(struct scan *s, uint64_t a, uint64_t b, bool read)
 			.end = b,
 			.vec = (uint64_t)vec,
 			.vec_len = sizeof(vec) / sizeof(vec[0]),
-			.category_inverted = PAGE_IS_PFNZERO,
-			.category_mask = PAGE_IS_PFNZERO,
+			.category_inverted = skip,
+			.category_mask = skip,
 			.category_anyof_mask = PAGE_IS_PRESENT | PAGE_IS_SWAPPED,
 			.return_mask = PAGE_IS_PRESENT | PAGE_IS_SWAPPED,
 		};
@@ -86,7 +145,7 @@ static int add_root(struct scan *s, uint64_t a, uint64_t b, bool read)
 		}
 		for (int i = 0; i < r; i++) {
 			err = data_range(s, vec[i].start > a ? vec[i].start : a,
-					 vec[i].end < b ? vec[i].end : b, read);
+					 vec[i].end < b ? vec[i].end : b, use);
 			if (err)
 				return err;
 		}
@@ -96,40 +155,7 @@ static int add_root(struct scan *s, uint64_t a, uint64_t b, bool read)
 		if (s->deadline && clock__now_ns() > s->deadline)
 			s->late = true;
 	}
-	if (!s->no_pm_scan)
-		return 0;
-	for (uint64_t page = a / TARGET_PAGE, last = (b + TARGET_PAGE - 1) / TARGET_PAGE;
-	     page < last && !s->late;) {
-		size_t want = last - page < 4096 ? last - page : 4096;
-		ssize_t got = pread(s->map_fd, entries, want * 8, page * 8);
-		uint64_t run = 0; /* first page of the current run of pages to read, or 0 */
-
-		if (got <= 0)
-			return data_range(s, page * TARGET_PAGE > a ? page * TARGET_PAGE : a, b,
-					  read);
-		for (size_t i = 0; i < (size_t)got / 8; i++, page++) {
-			bool data = entries[i] & (PM_PRESENT | PM_SWAP);
-
-			if (data && !run)
-				run = page;
-			if (!data && run) {
-				err = data_range(s, run * TARGET_PAGE > a ? run * TARGET_PAGE : a,
-						 page * TARGET_PAGE, read);
-				if (err)
-					return err;
-				run = 0;
-			}
-		}
-		if (run) {
-			err = data_range(s, run * TARGET_PAGE > a ? run * TARGET_PAGE : a,
-					 page * TARGET_PAGE < b ? page * TARGET_PAGE : b, read);
-			if (err)
-				return err;
-		}
-		if (s->deadline && clock__now_ns() > s->deadline)
-			s->late = true;
-	}
-	return 0;
+	return s->no_pm_scan ? pagemap_ranges(s, a, b, use) : 0;
 }
 
 /* A thread's words (registers) as roots; its stack pointer into sp[] unless it is on a block. */
@@ -180,36 +206,30 @@ static enum reach_root_kind root_kind(const struct mapping *m, bool stack)
 	return m->anon ? REACH_ROOT_ANON : REACH_ROOT_DATA;
 }
 
-int scan__read_memory(struct scan *s, struct leak_pause *p, const struct reach_opts *o)
+/* The root mappings: read (through a protection where the process took read access away),
+ * or counted where a read could wait or nothing was ever written. */
+static int read_mappings(struct scan *s, const uint64_t *sp, size_t nsp)
 {
+	struct reach_stats *st = s->st;
 	struct mapping *maps = s->maps;
-	size_t nmaps = s->nmaps, nsp = 0, m = 0;
-	uint64_t *sp = NULL;
-	int err = 0;
+	int err;
 
-	sp = calloc(p->n ? p->n : 1, sizeof(*sp));
-	if (!sp)
-		return -ENOMEM;
-	for (size_t i = 0; i < p->n; i++) {
-		const struct traced_thread *t = &p->threads[i];
-
-		if (t->state != THREAD_GONE)
-			thread_roots(s, t, sp, &nsp);
-	}
-	s->st->heap_roots = s->st->nheaps && !(o->all_blocks_known && o->glibc);
-	for (size_t i = 0; i < nmaps && !s->late; i++) {
+	for (size_t i = 0; i < s->nmaps && !s->late; i++) {
+		struct range_use use = { .id = FROM_ROOT, .read = true };
 		uint64_t from = maps[i].start, lowest = UINT64_MAX;
 		enum reach_root_kind kind;
 
-		if (maps[i].heap && !s->st->heap_roots)
+		if (maps[i].heap && !st->heap_roots)
 			maps[i].root = false;
 		if (!maps[i].root)
 			continue;
 		if (maps[i].unsafe) {
-			s->st->skipped_regions++;
-			err = add_root(s, maps[i].start, maps[i].end, false);
+			st->skipped_regions++;
+			st->skipped_bytes += maps[i].end - maps[i].start;
+			use.read = false;
+			err = add_data(s, maps[i].start, maps[i].end, &use);
 			if (err)
-				goto cleanup;
+				return err;
 			continue;
 		}
 		/* A stack is live from its lowest stack pointer up; what lies below is stale. */
@@ -218,17 +238,36 @@ int scan__read_memory(struct scan *s, struct leak_pause *p, const struct reach_o
 				lowest = sp[t];
 		if (lowest != UINT64_MAX && lowest - maps[i].start > RED_ZONE)
 			from = lowest - RED_ZONE;
-		s->st->regions++;
-		kind = root_kind(&maps[i], lowest != UINT64_MAX);
-		s->st->root_regions[kind]++;
-		s->st->root_bytes[kind] += maps[i].end - from;
-		err = add_root(s, from, maps[i].end, true);
+		use.through = maps[i].protected;
+		err = add_data(s, from, maps[i].end, &use);
 		if (err)
-			goto cleanup;
+			return err;
+		/* Guard pages, reservations: no access, and nothing ever written there. */
+		if (use.through && !use.queued) {
+			st->unwritten_regions++;
+			st->unwritten_bytes += maps[i].end - maps[i].start;
+			continue;
+		}
+		st->protected_regions += use.through;
+		st->regions++;
+		kind = root_kind(&maps[i], lowest != UINT64_MAX);
+		st->root_regions[kind]++;
+		st->root_bytes[kind] += maps[i].end - from;
 	}
-	/* Blocks in root mappings were read with them (untouched pages hold only zeros). */
+	return 0;
+}
+
+/* The blocks outside root mappings (those in them were read with them: the pages not read
+ * there hold only zeros). */
+static int read_other_blocks(struct scan *s)
+{
+	const struct mapping *maps = s->maps;
+	size_t nmaps = s->nmaps, m = 0;
+	int err;
+
 	for (size_t j = 0; j < s->n && !s->late; j++) {
 		uint64_t a = (s->blk[j].start + 7) & ~7ULL, b = s->blk[j].end & ~7ULL;
+		struct range_use use = { .id = j, .read = true };
 		bool unsafe = false;
 
 		while (m < nmaps && maps[m].end <= s->blk[j].start)
@@ -243,17 +282,40 @@ int scan__read_memory(struct scan *s, struct leak_pause *p, const struct reach_o
 			s->skipped_data = true;
 			continue;
 		}
-		if (b > a) {
-			err = scan__batch_add(s, a, b - a, j);
-			if (err)
-				goto cleanup;
-		}
+		/* In the allocator's heap, not a root, that the process made unreadable. */
+		use.through = m < nmaps && maps[m].start <= s->blk[j].start && maps[m].protected;
+		err = use.through ? add_data(s, a, b, &use)
+		      : b > a	  ? scan__batch_add(s, a, b - a, j, false)
+				  : 0;
+		if (err)
+			return err;
 	}
-	err = scan__batch_flush(s);
+	return 0;
+}
+
+int scan__read_memory(struct scan *s, struct leak_pause *p, const struct reach_opts *o)
+{
+	uint64_t *sp = NULL;
+	size_t nsp = 0;
+	int err;
+
+	sp = calloc(p->n ? p->n : 1, sizeof(*sp));
+	if (!sp)
+		return -ENOMEM;
+	for (size_t i = 0; i < p->n; i++) {
+		const struct traced_thread *t = &p->threads[i];
+
+		if (t->state != THREAD_GONE)
+			thread_roots(s, t, sp, &nsp);
+	}
+	s->st->heap_roots = s->st->nheaps && !(o->all_blocks_known && o->glibc);
+	err = read_mappings(s, sp, nsp);
+	if (!err)
+		err = read_other_blocks(s);
+	if (!err)
+		err = scan__batch_flush(s);
 	if (!err && s->nmi && !s->late)
 		scan__resolve_mi(s);
-	err = err ?: s->err;
-cleanup:
 	free(sp);
-	return err;
+	return err ?: s->err;
 }

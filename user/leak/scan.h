@@ -53,6 +53,10 @@ struct reach_opts {
 #define READ_BUF_BYTES (1U << 20)
 /* The pieces one read takes at most: UIO_MAXIOV, what process_vm_readv accepts. */
 #define READ_MAX_PIECES 1024
+/* A /proc/PID/pagemap entry's bits: a page in memory, swapped out, a file's (or shared). */
+#define PM_PRESENT (1ULL << 63)
+#define PM_SWAP (1ULL << 62)
+#define PM_FILE (1ULL << 61)
 
 enum block_state { BLOCK_UNREACHED, BLOCK_POSSIBLE, BLOCK_REACHABLE };
 
@@ -118,14 +122,16 @@ struct scan {
 	size_t reach_top, loose_top;
 	int err;
 
-	/* reading: pieces queued for one process_vm_readv into buf */
+	/* reading: pieces queued for one read into buf */
 	uint64_t *buf;
 	struct iovec loc[READ_MAX_PIECES], rem[READ_MAX_PIECES];
 	uint64_t addr[READ_MAX_PIECES], len[READ_MAX_PIECES];
 	uint32_t id[READ_MAX_PIECES]; /* FROM_ROOT, or the block the piece is part of */
 	size_t k, used;
-	int mem_fd; /* /proc/PID/mem, when process_vm_readv is not allowed */
-	int map_fd; /* /proc/PID/pagemap, -1 if it cannot be read */
+	bool through;	  /* the pieces queued lie where the process may not read now */
+	bool no_vm_readv; /* process_vm_readv is not allowed: /proc/PID/mem for all */
+	int mem_fd;	  /* /proc/PID/mem: reads through protections, as a debugger's */
+	int map_fd;	  /* /proc/PID/pagemap, -1 if it cannot be read */
 	bool no_pm_scan;
 	uint64_t deadline; /* 0: none */
 	bool late;	   /* the budget ran out */
@@ -207,16 +213,24 @@ struct scan *scan__new(const struct leak_pause *p, size_t n, struct reach_stats 
 
 void scan__free(struct scan *s);
 
-/* read.c: the paused target's memory read, in batches of large pieces, or word by word. */
+/*
+ * read.c: the paused target's memory read, in batches of large pieces, or word by word. Memory
+ * the process cannot read now (PROT_NONE, write-only) but may make readable again is read as a
+ * debugger reads it, through /proc/PID/mem, which passes over the protection of such a mapping
+ * (process_vm_readv does not); only pages the process wrote, since a read of another faults it
+ * in.
+ */
 
-/* Reads stride words at each addr[i] into out[i * stride..]; 0 where unreadable. Not counted. */
+/* Reads stride words at each addr[i] into out[i * stride..]; 0 where unreadable, or never
+ * written where the process may not read. Not counted. */
 void scan__read_words(struct scan *s, const uint64_t *addr, uint64_t *out, size_t n, size_t stride);
 
 /* Reads the pieces queued and hands their words to scan__root or scan__block_words. */
 int scan__batch_flush(struct scan *s);
 
-/* Queues len bytes at addr (both 8-aligned) for reading and scanning, as part of id. */
-int scan__batch_add(struct scan *s, uint64_t addr, uint64_t len, uint32_t id);
+/* Queues len bytes at addr (both 8-aligned) for reading and scanning, as part of id; through:
+ * they lie where the process may not read now, in pages it wrote. */
+int scan__batch_add(struct scan *s, uint64_t addr, uint64_t len, uint32_t id, bool through);
 
 /* roots.c: what the process can reach. */
 

@@ -118,7 +118,8 @@ static int add_data(struct scan *s, uint64_t a, uint64_t b, struct range_use *us
 	struct reach_pm_scan_arg arg;
 	int err;
 
-	/* Without pagemap, a read through a protection would fault in pages never written. */
+	/* Without pagemap, a read through a protection would fault in pages never written: such
+	 * a mapping is not read (and counts among those never written). */
 	if (s->map_fd < 0)
 		return use->through ? 0 : data_range(s, a, b, use);
 	/* PAGEMAP_SCAN passes over holes in the page tables, not page by page. */
@@ -284,9 +285,10 @@ static int read_other_blocks(struct scan *s)
 		}
 		/* In the allocator's heap, not a root, that the process made unreadable. */
 		use.through = m < nmaps && maps[m].start <= s->blk[j].start && maps[m].protected;
-		err = use.through ? add_data(s, a, b, &use)
-		      : b > a	  ? scan__batch_add(s, a, b - a, j, false)
-				  : 0;
+		if (use.through)
+			err = add_data(s, a, b, &use);
+		else
+			err = b > a ? scan__batch_add(s, a, b - a, j, false) : 0;
 		if (err)
 			return err;
 	}

@@ -329,7 +329,7 @@ def mapping(pid, start):
     raise Failure(f"no mapping of PID {pid} starts at {start:#x}")
 
 
-@test
+@test(sanitized=True)
 def test_leak_check_reads_memory_made_unreadable_and_faults_nothing_in():
     """tests/targets/protected.c, attached: the only pointer to a block lies in memory the
     program made PROT_NONE (a raw mprotect), beside a PROT_NONE guard it never touched. The

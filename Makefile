@@ -215,8 +215,8 @@ $(UNIT_BINS): $(OUTPUT)/unit/%: $(OUTPUT)/unit/%.o $(OUTPUT)/heaptap.a
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) $(SAN_FLAGS) $^ $(LIBS) -o $@
 
-# The layout of user/ checked first (tests/layout.sh: layers, no cycles, sizes), then the
-# unit tests.
+# The layout of user/ checked first (tests/layout.sh: the folders' graph, private headers,
+# no cycles, sizes), then the unit tests.
 unit: $(UNIT_BINS)
 	$(Q)tests/layout.sh
 	$(Q)tests/unit/run.sh $(UNIT_BINS)

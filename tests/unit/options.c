@@ -8,7 +8,7 @@
 #include <errno.h>
 #include <getopt.h>
 
-#include "account/reach.h"
+#include "leak/leak.h"
 #include "probe/probes.h"
 #include "report/options.h"
 #include "report/outputs.h"

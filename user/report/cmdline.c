@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 #include <string.h>
 
-#include "account/reach.h"
+#include "leak/leak.h"
 #include "probe/probes.h"
 #include "report/cmdline.h"
 #include "report/outputs.h"

@@ -9,7 +9,7 @@
 
 #include <linux/types.h>
 
-#include "account/reach.h"
+#include "leak/leak.h"
 #include "base/listen.h"
 #include "base/log.h"
 #include "base/output.h"

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * The leak check's tracer processes, and what they do to the threads (internal to reach_*.c).
+ * The target's threads stopped for a check (private to user/leak/): the tracer processes, what
+ * they do to the threads, and the two ways a check's pause is made (pause.c: a tracer of its
+ * own; hold.c: the holder that holds the process to its exit).
  *
  * The threads are seized by a process of heaptap's own, the tracer, and never by heaptap: a
  * thread in an uninterruptible sleep (a vfork parent, a hung NFS read) cannot be stopped, nor
@@ -12,8 +14,8 @@
  * if a request hangs in the kernel (exec in progress holds cred_guard_mutex, which
  * PTRACE_SEIZE takes): that lets every thread go too, as does heaptap's own end.
  */
-#ifndef HEAPTAP_REACH_TRACER_H
-#define HEAPTAP_REACH_TRACER_H
+#ifndef HEAPTAP_LEAK_TRACER_H
+#define HEAPTAP_LEAK_TRACER_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -21,8 +23,11 @@
 #include <sys/types.h>
 #include <sys/user.h>
 
+struct leak_hold;
+struct reach_stats;
+
 /* Beyond this many listings, threads are being created faster than they can be stopped. */
-#define MAX_ROUNDS 1000
+#define MAX_LISTINGS 1000
 /* What the tracer may take to let the threads go once asked: PTRACE_DETACH takes microseconds. */
 #define RESUME_WAIT_MS 200
 #define REG_WORDS (sizeof(struct user_regs_struct) / 8)
@@ -30,7 +35,7 @@
 /* RUNNING once the tracer has given up waiting: a late thread, seized and never stopped. */
 enum thread_state { THREAD_RUNNING, THREAD_STOPPED, THREAD_GONE };
 
-struct reach_thread {
+struct traced_thread {
 	int tid;
 	int sig;    /* a signal that arrived meanwhile: delivered at detach */
 	int status; /* of its stop, as waitid tells it: (event << 8) | signal */
@@ -45,27 +50,27 @@ struct reach_thread {
 	uint64_t words[REG_WORDS];
 };
 
-/* What a tracer process says (MSG_PAUSED: then n struct reach_thread). */
-enum tracer_msg { MSG_HELD, MSG_PAUSED, MSG_RESUMED, MSG_EXIT };
+/* What a tracer process says (TRACER_PAUSED: then n struct traced_thread). */
+enum tracer_msg { TRACER_HELD, TRACER_PAUSED, TRACER_RESUMED, TRACER_EXIT };
 
 struct tracer_answer {
 	int type; /* enum tracer_msg */
 	int err;
 	uint32_t n;
-	int status; /* MSG_EXIT: the exit's wait status */
+	int status; /* TRACER_EXIT: the exit's wait status */
 	uint64_t stop_ns;
 };
 
-struct reach_pause {
+struct leak_pause {
 	int pid;
-	struct reach_hold *hold; /* the holder stopped the threads, or NULL: the tracer did */
-	bool exiting;		 /* holder: the process is held at its exit */
+	struct leak_hold *hold; /* the holder stopped the threads, or NULL: the tracer did */
+	bool exiting;		/* holder: the process is held at its exit */
 	int exit_status;
 	uint64_t exit_ns; /* holder: when it was held there */
 	pid_t tracer;	  /* the process holding the threads, 0 once it has ended */
 	int answer_fd;	  /* from the tracer: its answer, then end of file when it exits */
 	int release_fd;	  /* to the tracer: a byte, or end of file, and it lets the threads go */
-	struct reach_thread *threads;
+	struct traced_thread *threads;
 	size_t n, cap;
 	unsigned int late;  /* threads seized that did not stop in time */
 	long seize_options; /* the holder's: a thread seized for a pause stays seized */
@@ -76,10 +81,10 @@ struct reach_pause {
 const char *tracer__status_value(int pid, int tid, const char *key, char *buf, size_t size);
 
 /* Thread tid of p's table, or NULL. */
-struct reach_thread *tracer__find_thread(struct reach_pause *p, int tid);
+struct traced_thread *tracer__find_thread(struct leak_pause *p, int tid);
 
 /* Room for one more thread, made before seizing it: no thread may be seized and forgotten. */
-int tracer__reserve_thread(struct reach_pause *p);
+int tracer__reserve_thread(struct leak_pause *p);
 
 /*
  * Takes what the seized threads have to report, without waiting, and without consuming it
@@ -87,7 +92,7 @@ int tracer__reserve_thread(struct reach_pause *p);
  * if the tracer is killed before it detaches the thread. Exited threads are left unreaped for
  * the same reason: the tracer's exit releases them.
  */
-bool tracer__poll_stops(struct reach_pause *p, bool *progress);
+bool tracer__poll_stops(struct leak_pause *p, bool *progress);
 
 /*
  * Stops every thread it can before the deadline. A stopped thread creates no thread, and a
@@ -96,19 +101,19 @@ bool tracer__poll_stops(struct reach_pause *p, bool *progress);
  * still running at the deadline are late: seized, and in the kernel (a thread running user
  * code stops within microseconds), where they stay until they are let go.
  */
-int tracer__stop_all(struct reach_pause *p, uint64_t deadline);
+int tracer__stop_all(struct leak_pause *p, uint64_t deadline);
 
 /* Registers of the stopped threads; what can be known of the late ones. */
-void tracer__take_registers(struct reach_pause *p);
+void tracer__take_registers(struct leak_pause *p);
 
 /* The stopped threads detached; the late ones are let go by the tracer's exit. */
-void tracer__detach_stopped(struct reach_pause *p);
+void tracer__detach_stopped(struct leak_pause *p);
 
 /* Writes len bytes to fd, through interruptions and short writes; negative errno. */
 int tracer__write_all(int fd, const void *buf, size_t len);
 
 /* What every tracer process does first. */
-void tracer__setup(struct reach_pause *p, pid_t parent);
+void tracer__setup(struct leak_pause *p, pid_t parent);
 
 /* Reads len bytes from fd before the deadline: -ETIMEDOUT after it, -EPIPE at end of file. */
 int tracer__read_by(int fd, void *buf, size_t len, uint64_t deadline);
@@ -122,7 +127,7 @@ int tracer__read_by(int fd, void *buf, size_t len, uint64_t deadline);
 void tracer__end_process(pid_t *proc, int answer_fd, int *cmd_fd, int wait_ms);
 
 /* Closes p's pipes, frees its threads and p. */
-void tracer__free_pause(struct reach_pause *p);
+void tracer__free_pause(struct leak_pause *p);
 
 /*
  * A helper process for pid (the tracer of a pause, the holder at an exit), refused for a
@@ -131,5 +136,39 @@ void tracer__free_pause(struct reach_pause *p);
  * with *answer_fd and *cmd_fd the other ends. Negative errno, nothing left open, on failure.
  */
 pid_t tracer__fork(int pid, int *answer_fd, int *cmd_fd);
+
+/*
+ * Stops every thread of pid: a tracer process of heaptap's own PTRACE_SEIZEs and
+ * PTRACE_INTERRUPTs each task of /proc/PID/task, listing it again until no new thread appears
+ * and /proc's thread count agrees (threads created meanwhile are stopped in turn; stopped ones
+ * create none), so the caller can read heaptap's block map while nothing allocates. A thread
+ * found group-stopped (SIGSTOP) is seized and stopped all the same. Blocked system calls
+ * restart on resume, as under a debugger. Threads get stop_wait_ns to stop; one that has not
+ * by then (an uninterruptible sleep: vfork, a hung NFS read) is late: it stays seized, so it
+ * runs no code of the process's until resume, and makes the check incomplete. Negative errno,
+ * reach__strerror() tells the user why: -EBUSY already traced (debugger, strace; checked
+ * before anything is stopped), -EPERM not allowed, -ESRCH no such process, -ETIMEDOUT the
+ * tracer did not answer in time (a request stuck in the kernel). Returns at most 5/4 of
+ * stop_wait_ns after the tracer starts, error or not, and on error no thread is left stopped
+ * or traced.
+ */
+int leak_pause__start(int pid, uint64_t stop_wait_ns, struct leak_pause **out);
+
+/*
+ * Resumes every thread (PTRACE_DETACH, re-delivering any signal that arrived meanwhile; a
+ * group-stopped thread goes back to its stop) and frees p; accepts NULL. Late threads are let
+ * go by the tracer's exit, untraced, without waiting for them: each runs on when it wakes.
+ * Waits for the tracer at most RESUME_WAIT_MS, then kills it, which lets every thread go as
+ * well. A pause by the holder is ended by the holder (leak_hold__resume). Fills st->pause_s
+ * when st is not NULL.
+ */
+void leak_pause__end(struct leak_pause *p, struct reach_stats *st);
+
+/* As leak_pause__start, by the holder; -ESRCH once it has ended. */
+int leak_hold__pause(struct leak_hold *h, uint64_t stop_wait_ns, struct leak_pause **out);
+
+/* The holder's threads go on (but those held at the exit), after a check's pause by it: it
+ * says when they have. */
+void leak_hold__resume(struct leak_pause *p);
 
 #endif

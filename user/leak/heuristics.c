@@ -2,10 +2,8 @@
 #include <errno.h>
 #include <stdlib.h>
 
-#include "account/reach_heuristics.h"
-#include "account/reach_maps.h"
-#include "account/reach_read.h"
-#include "account/reach_scan.h"
+#include "leak/maps.h"
+#include "leak/scan.h"
 
 /*
  * Whether v is the address of a vtable, as a C++ object's first word (and a base part's)
@@ -14,7 +12,7 @@
  */
 static bool is_vtable(struct scan *s, uint64_t v)
 {
-	const struct mapping *m = v && !(v & 7) ? reach__mapping_of(s->maps, s->nmaps, v) : NULL;
+	const struct mapping *m = v && !(v & 7) ? maps__find(s->maps, s->nmaps, v) : NULL;
 	size_t slot = (v >> 3) & (VTABLE_CACHE - 1);
 	uint64_t entry = 0;
 	bool yes;
@@ -24,7 +22,7 @@ static bool is_vtable(struct scan *s, uint64_t v)
 	if ((s->vt_addr[slot] & ~1ULL) == v)
 		return s->vt_addr[slot] & 1;
 	scan__read_words(s, &v, &entry, 1, 1);
-	m = reach__mapping_of(s->maps, s->nmaps, entry);
+	m = maps__find(s->maps, s->nmaps, entry);
 	yes = m && m->exec;
 	s->vt_addr[slot] = v | yes;
 	return yes;
@@ -37,11 +35,11 @@ int scan__read_heads(struct scan *s, const struct reach_opts *o)
 
 	if (!heuristics && !o->glibc)
 		return 0;
-	s->hflags = heuristics ? calloc(s->n + 1, 1) : NULL;
+	s->head = heuristics ? calloc(s->n + 1, 1) : NULL;
 	s->chunk_end = o->glibc ? calloc(s->n + 1, sizeof(*s->chunk_end)) : NULL;
 	addr = malloc((s->n + 1) * sizeof(*addr));
 	head = malloc((s->n + 1) * 3 * sizeof(*head));
-	if ((heuristics && !s->hflags) || (o->glibc && !s->chunk_end) || !addr || !head) {
+	if ((heuristics && !s->head) || (o->glibc && !s->chunk_end) || !addr || !head) {
 		free(addr);
 		free(head);
 		return -ENOMEM;
@@ -51,7 +49,7 @@ int scan__read_heads(struct scan *s, const struct reach_opts *o)
 		addr[i] = s->blk[i].start - (o->glibc ? 8 : 0);
 	scan__read_words(s, addr, head, s->n, 3);
 	for (size_t i = 0; i < s->n; i++) {
-		const struct mapping *m = reach__mapping_of(s->maps, s->nmaps, s->blk[i].start);
+		const struct mapping *m = maps__find(s->maps, s->nmaps, s->blk[i].start);
 		const uint64_t *h = &head[3 * i + !!o->glibc];
 		uint64_t size = s->blk[i].end - s->blk[i].start, chunk = h[-1] & ~7ULL, w0 = h[0],
 			 w1 = h[1];
@@ -66,15 +64,15 @@ int scan__read_heads(struct scan *s, const struct reach_opts *o)
 		if (!heuristics)
 			continue;
 		if ((heuristics & REACH_HEUR_STDSTRING) && size >= 25 && w1 == size - 25 && w0 <= w1)
-			f |= HF_STDSTRING;
+			f |= HEAD_STDSTRING;
 		if ((heuristics & REACH_HEUR_LENGTH64) && size >= 8 && w0 == size - 8)
-			f |= HF_LENGTH64;
+			f |= HEAD_LENGTH64;
 		if ((heuristics & REACH_HEUR_NEWARRAY) && size > 8 && w0 && w0 <= size - 8 &&
 		    !((size - 8) % w0))
-			f |= HF_NEWARRAY;
+			f |= HEAD_NEWARRAY;
 		if ((heuristics & REACH_HEUR_MULTIPLE) && is_vtable(s, w0))
-			f |= HF_VTABLE;
-		s->hflags[i] = f;
+			f |= HEAD_VTABLE;
+		s->head[i] = f;
 	}
 	free(addr);
 	free(head);
@@ -98,7 +96,7 @@ void scan__resolve_mi(struct scan *s)
 
 		if (!is_vtable(s, word[i]))
 			continue;
-		if (s->mi[i].from == ROOT)
+		if (s->mi[i].from == FROM_ROOT)
 			scan__mark(s, s->mi[i].to, how);
 		else
 			scan__add_pointer(s, s->mi[i].from, s->mi[i].to | how);

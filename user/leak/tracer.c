@@ -12,9 +12,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "account/reach_tracer.h"
 #include "base/array.h"
 #include "base/clock.h"
+#include "leak/tracer.h"
 
 const char *tracer__status_value(int pid, int tid, const char *key, char *buf, size_t size)
 {
@@ -44,7 +44,7 @@ const char *tracer__status_value(int pid, int tid, const char *key, char *buf, s
 	return NULL;
 }
 
-struct reach_thread *tracer__find_thread(struct reach_pause *p, int tid)
+struct traced_thread *tracer__find_thread(struct leak_pause *p, int tid)
 {
 	for (size_t i = 0; i < p->n; i++)
 		if (p->threads[i].tid == tid)
@@ -52,15 +52,15 @@ struct reach_thread *tracer__find_thread(struct reach_pause *p, int tid)
 	return NULL;
 }
 
-int tracer__reserve_thread(struct reach_pause *p)
+int tracer__reserve_thread(struct leak_pause *p)
 {
 	return array__reserve(&p->threads, &p->cap, p->n, sizeof(*p->threads));
 }
 
 /* Seizes and interrupts one thread; 0 also when it vanished or is exiting. */
-static int stop_thread(struct reach_pause *p, int tid)
+static int stop_thread(struct leak_pause *p, int tid)
 {
-	struct reach_thread *t;
+	struct traced_thread *t;
 	const char *v;
 	char buf[4096];
 	int err;
@@ -69,7 +69,7 @@ static int stop_thread(struct reach_pause *p, int tid)
 	if (err)
 		return err;
 	t = &p->threads[p->n];
-	*t = (struct reach_thread){ .tid = tid, .state = THREAD_RUNNING };
+	*t = (struct traced_thread){ .tid = tid, .state = THREAD_RUNNING };
 	/*
 	 * A thread group-stopped (SIGSTOP) is seized all the same: the kernel moves it to a
 	 * ptrace stop at once, and back to the group stop when it is let go.
@@ -104,12 +104,12 @@ static int stop_thread(struct reach_pause *p, int tid)
 	return 0;
 }
 
-bool tracer__poll_stops(struct reach_pause *p, bool *progress)
+bool tracer__poll_stops(struct leak_pause *p, bool *progress)
 {
 	bool waiting = false;
 
 	for (size_t i = 0; i < p->n; i++) {
-		struct reach_thread *t = &p->threads[i];
+		struct traced_thread *t = &p->threads[i];
 		siginfo_t info = { 0 };
 
 		if (t->state != THREAD_RUNNING)
@@ -138,7 +138,7 @@ bool tracer__poll_stops(struct reach_pause *p, bool *progress)
 }
 
 /* Waits until every seized thread has stopped or exited: -ETIMEDOUT past the deadline. */
-static int wait_stops(struct reach_pause *p, uint64_t deadline)
+static int wait_stops(struct leak_pause *p, uint64_t deadline)
 {
 	unsigned int nap_us = 5;
 
@@ -157,7 +157,7 @@ static int wait_stops(struct reach_pause *p, uint64_t deadline)
 }
 
 /* Stops the threads /proc/PID/task lists that are not stopped yet; *added counts them. */
-static int stop_listed(struct reach_pause *p, int *added)
+static int stop_listed(struct leak_pause *p, int *added)
 {
 	struct dirent *d;
 	char path[64];
@@ -184,7 +184,7 @@ static int stop_listed(struct reach_pause *p, int *added)
 }
 
 /* Whether /proc's count of threads is no more than the ones stopped or exiting. */
-static bool all_counted(struct reach_pause *p)
+static bool all_counted(struct leak_pause *p)
 {
 	size_t held = 0;
 	const char *v;
@@ -198,12 +198,12 @@ static bool all_counted(struct reach_pause *p)
 	return (size_t)atol(v) <= held;
 }
 
-int tracer__stop_all(struct reach_pause *p, uint64_t deadline)
+int tracer__stop_all(struct leak_pause *p, uint64_t deadline)
 {
 	int err, added, round;
 
 	for (round = 0;; round++) {
-		if (round == MAX_ROUNDS)
+		if (round == MAX_LISTINGS)
 			return -EAGAIN;
 		err = stop_listed(p, &added);
 		if (err)
@@ -224,7 +224,7 @@ int tracer__stop_all(struct reach_pause *p, uint64_t deadline)
  * six arguments (the registers that carried them) and its stack pointer; only the stack
  * pointer and the instruction pointer when it waits outside a system call (a page fault).
  */
-static void late_thread_words(int pid, struct reach_thread *t)
+static void late_thread_words(int pid, struct traced_thread *t)
 {
 	char path[64], buf[512], *at, *end;
 	uint64_t v[9];
@@ -261,14 +261,14 @@ static void late_thread_words(int pid, struct reach_thread *t)
 	}
 }
 
-void tracer__take_registers(struct reach_pause *p)
+void tracer__take_registers(struct leak_pause *p)
 {
 	bool progress;
 
 	/* A late thread that stopped since counts as stopped. */
 	tracer__poll_stops(p, &progress);
 	for (size_t i = 0; i < p->n; i++) {
-		struct reach_thread *t = &p->threads[i];
+		struct traced_thread *t = &p->threads[i];
 		struct user_regs_struct regs;
 
 		if (t->state == THREAD_RUNNING) {
@@ -284,13 +284,13 @@ void tracer__take_registers(struct reach_pause *p)
 	}
 }
 
-void tracer__detach_stopped(struct reach_pause *p)
+void tracer__detach_stopped(struct leak_pause *p)
 {
 	bool progress;
 
 	tracer__poll_stops(p, &progress);
 	for (size_t i = 0; i < p->n; i++) {
-		struct reach_thread *t = &p->threads[i];
+		struct traced_thread *t = &p->threads[i];
 
 		/* On failure the thread was killed: its end is the kernel's and its parent's. */
 		if (t->state == THREAD_STOPPED)
@@ -315,7 +315,7 @@ int tracer__write_all(int fd, const void *buf, size_t len)
 	return 0;
 }
 
-void tracer__setup(struct reach_pause *p, pid_t parent)
+void tracer__setup(struct leak_pause *p, pid_t parent)
 {
 	unsigned int lo, hi;
 
@@ -403,7 +403,7 @@ void tracer__end_process(pid_t *proc, int answer_fd, int *cmd_fd, int wait_ms)
 	*proc = 0;
 }
 
-void tracer__free_pause(struct reach_pause *p)
+void tracer__free_pause(struct leak_pause *p)
 {
 	if (p->answer_fd >= 0)
 		close(p->answer_fd);

@@ -11,9 +11,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "account/reach_hold.h"
-#include "account/reach_tracer.h"
 #include "base/clock.h"
+#include "leak/leak.h"
+#include "leak/tracer.h"
 
 /*
  * With --leak-check the tracer process stays for the whole session: the holder. It seizes
@@ -29,7 +29,7 @@
 /* The longest the holder may take to seize the threads, or to answer a request. */
 #define HOLD_WAIT_MS 2000
 
-struct reach_hold {
+struct leak_hold {
 	int pid;
 	pid_t holder;	 /* 0 once it has ended */
 	int answer_fd;	 /* from the holder: its messages, end of file when it exits */
@@ -53,7 +53,7 @@ static bool pending(int pid, int tid, const char *key, int sig)
 }
 
 /* Whether thread u is in its exit stop, served or not. */
-static bool at_exit(const struct reach_thread *u)
+static bool at_exit(const struct traced_thread *u)
 {
 	siginfo_t info = { 0 };
 
@@ -69,7 +69,7 @@ static bool at_exit(const struct reach_thread *u)
  * thread that was between taking that SIGKILL and its exit stop passes for alive: then t goes
  * on exiting, and that thread, the last to stop, holds the process (and its memory) instead.
  */
-static bool process_exiting(struct reach_pause *p, const struct reach_thread *t)
+static bool process_exiting(struct leak_pause *p, const struct traced_thread *t)
 {
 	char path[64], buf[4096];
 	struct dirent *d;
@@ -82,7 +82,7 @@ static bool process_exiting(struct reach_pause *p, const struct reach_thread *t)
 		return true;
 	while (exiting && (d = readdir(dir))) {
 		int tid = atoi(d->d_name);
-		const struct reach_thread *u = tid > 0 ? tracer__find_thread(p, tid) : NULL;
+		const struct traced_thread *u = tid > 0 ? tracer__find_thread(p, tid) : NULL;
 		const char *v;
 
 		if (tid <= 0 || tid == t->tid || (u && (u->at_exit || u->past_exit || at_exit(u))))
@@ -98,11 +98,11 @@ static bool process_exiting(struct reach_pause *p, const struct reach_thread *t)
 }
 
 /* Seizes every thread of the process, stopping none; threads they create are seized at birth. */
-static int seize_all(struct reach_pause *p)
+static int seize_all(struct leak_pause *p)
 {
 	int round, added;
 
-	for (round = 0; round < MAX_ROUNDS; round++) {
+	for (round = 0; round < MAX_LISTINGS; round++) {
 		struct dirent *d;
 		char path[64];
 		DIR *dir;
@@ -144,7 +144,7 @@ static int seize_all(struct reach_pause *p)
 					break;
 				}
 			}
-			p->threads[p->n++] = (struct reach_thread){ .tid = tid };
+			p->threads[p->n++] = (struct traced_thread){ .tid = tid };
 			added++;
 		}
 		closedir(dir);
@@ -156,7 +156,7 @@ static int seize_all(struct reach_pause *p)
 	return -EAGAIN;
 }
 
-static void send_msg(struct reach_pause *p, int type, int err, int status)
+static void send_msg(struct leak_pause *p, int type, int err, int status)
 {
 	struct tracer_answer a = { .type = type, .err = err, .status = status };
 
@@ -168,10 +168,10 @@ static void send_msg(struct reach_pause *p, int type, int err, int status)
  * is not lost should the holder be killed first) served as the process would be untraced,
  * but a thread's exit stop when the process exits: that one is held, and heaptap told.
  */
-static void serve_stops(struct reach_pause *p)
+static void serve_stops(struct leak_pause *p)
 {
 	for (size_t i = 0; i < p->n; i++) {
-		struct reach_thread *t = &p->threads[i];
+		struct traced_thread *t = &p->threads[i];
 		siginfo_t info = { 0 };
 		unsigned long msg = 0;
 		int event, sig;
@@ -205,7 +205,7 @@ static void serve_stops(struct reach_pause *p)
 					p->exiting = true;
 					p->exit_status = msg;
 					p->exit_ns = clock__now_ns();
-					send_msg(p, MSG_EXIT, 0, msg);
+					send_msg(p, TRACER_EXIT, 0, msg);
 				}
 				continue;
 			}
@@ -216,7 +216,7 @@ static void serve_stops(struct reach_pause *p)
 			/* The new thread is seized already; its first stop is served in turn. */
 			if (!ptrace(PTRACE_GETEVENTMSG, t->tid, NULL, &msg) && msg &&
 			    !tracer__find_thread(p, msg) && !tracer__reserve_thread(p)) {
-				p->threads[p->n++] = (struct reach_thread){ .tid = msg };
+				p->threads[p->n++] = (struct traced_thread){ .tid = msg };
 				t = &p->threads[i];
 			}
 			ptrace(PTRACE_CONT, t->tid, NULL, NULL);
@@ -235,7 +235,7 @@ static void serve_stops(struct reach_pause *p)
 }
 
 /* Threads that ended are forgotten, so that the table stays the size of the process. */
-static void forget_gone(struct reach_pause *p)
+static void forget_gone(struct leak_pause *p)
 {
 	size_t k = 0;
 
@@ -250,10 +250,10 @@ static void forget_gone(struct reach_pause *p)
  * A thread held at its exit stays held; one that stopped at its exit meanwhile is left in
  * that stop for serve_stops to judge.
  */
-static void resume_held(struct reach_pause *p)
+static void resume_held(struct leak_pause *p)
 {
 	for (size_t i = 0; i < p->n; i++) {
-		struct reach_thread *t = &p->threads[i];
+		struct traced_thread *t = &p->threads[i];
 		int event = t->status >> 8, sig = t->status & 0xff;
 
 		if (t->state != THREAD_STOPPED || t->at_exit)
@@ -270,15 +270,15 @@ static void resume_held(struct reach_pause *p)
 }
 
 /* A check's pause, by the holder: as tracer_main's, the threads seized already. */
-static void pause_held(struct reach_pause *p, uint64_t stop_wait_ns)
+static void pause_held(struct leak_pause *p, uint64_t stop_wait_ns)
 {
 	uint64_t deadline = clock__now_ns() + stop_wait_ns;
-	struct tracer_answer a = { .type = MSG_PAUSED };
+	struct tracer_answer a = { .type = TRACER_PAUSED };
 
 	forget_gone(p);
 	p->stop_ns = 0;
 	for (size_t i = 0; i < p->n; i++) {
-		struct reach_thread *t = &p->threads[i];
+		struct traced_thread *t = &p->threads[i];
 
 		t->has_sp = false;
 		t->nwords = 0;
@@ -306,7 +306,7 @@ static void pause_held(struct reach_pause *p, uint64_t stop_wait_ns)
 }
 
 /* The holder process: seizes, answers, then serves stops and heaptap's requests. */
-static void __attribute__((noreturn)) holder_main(struct reach_pause *p, pid_t parent)
+static void __attribute__((noreturn)) holder_main(struct leak_pause *p, pid_t parent)
 {
 	struct pollfd pfd[2];
 	sigset_t set;
@@ -320,7 +320,7 @@ static void __attribute__((noreturn)) holder_main(struct reach_pause *p, pid_t p
 	sigprocmask(SIG_BLOCK, &set, NULL);
 	sfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
 	err = sfd < 0 ? -errno : seize_all(p);
-	send_msg(p, MSG_HELD, err, 0);
+	send_msg(p, TRACER_HELD, err, 0);
 	if (err)
 		_exit(0);
 	pfd[0] = (struct pollfd){ .fd = p->release_fd, .events = POLLIN };
@@ -344,7 +344,7 @@ static void __attribute__((noreturn)) holder_main(struct reach_pause *p, pid_t p
 			pause_held(p, wait_ns);
 		else if (c == 'r') {
 			resume_held(p);
-			send_msg(p, MSG_RESUMED, 0, p->exit_status);
+			send_msg(p, TRACER_RESUMED, 0, p->exit_status);
 		}
 	}
 	tracer__detach_stopped(p);
@@ -352,22 +352,22 @@ static void __attribute__((noreturn)) holder_main(struct reach_pause *p, pid_t p
 }
 
 /* The holder's next message by the deadline; its exit, when it says so, noted on the way. */
-static int hold_read(struct reach_hold *h, struct tracer_answer *a, uint64_t deadline)
+static int hold_read(struct leak_hold *h, struct tracer_answer *a, uint64_t deadline)
 {
 	int err = tracer__read_by(h->answer_fd, a, sizeof(*a), deadline);
 
-	if (!err && a->type == MSG_EXIT) {
+	if (!err && a->type == TRACER_EXIT) {
 		h->exiting = true;
 		h->exit_status = a->status;
 	}
 	return err;
 }
 
-int reach__hold(int pid, struct reach_hold **out)
+int leak_hold__start(int pid, struct leak_hold **out)
 {
 	struct tracer_answer a;
-	struct reach_pause *p;
-	struct reach_hold *h;
+	struct leak_pause *p;
+	struct leak_hold *h;
 	pid_t self = getpid();
 	int err;
 
@@ -393,7 +393,7 @@ int reach__hold(int pid, struct reach_hold **out)
 		goto cleanup;
 	}
 	err = hold_read(h, &a, clock__now_ns() + HOLD_WAIT_MS * 1000000ULL);
-	if (!err && a.type != MSG_HELD)
+	if (!err && a.type != TRACER_HELD)
 		err = -EPROTO;
 	if (!err)
 		err = a.err;
@@ -402,19 +402,19 @@ int reach__hold(int pid, struct reach_hold **out)
 cleanup:
 	free(p);
 	if (err) {
-		reach__release(h);
+		leak_hold__release(h);
 		return err;
 	}
 	*out = h;
 	return 0;
 }
 
-int reach__hold_fd(const struct reach_hold *h)
+int leak_hold__fd(const struct leak_hold *h)
 {
 	return h && h->holder ? h->answer_fd : -1;
 }
 
-bool reach__hold_serve(struct reach_hold *h)
+bool leak_hold__serve(struct leak_hold *h)
 {
 	struct tracer_answer a;
 	int err;
@@ -428,14 +428,14 @@ bool reach__hold_serve(struct reach_hold *h)
 	return h->exiting;
 }
 
-bool reach__hold_exiting(const struct reach_hold *h, int *status)
+bool leak_hold__exiting(const struct leak_hold *h, int *status)
 {
 	if (h && h->exiting && status)
 		*status = h->exit_status;
 	return h && h->exiting;
 }
 
-void reach__release(struct reach_hold *h)
+void leak_hold__release(struct leak_hold *h)
 {
 	if (!h)
 		return;
@@ -445,11 +445,11 @@ void reach__release(struct reach_hold *h)
 	free(h);
 }
 
-int reach__pause_held(struct reach_hold *h, uint64_t stop_wait_ns, struct reach_pause **out)
+int leak_hold__pause(struct leak_hold *h, uint64_t stop_wait_ns, struct leak_pause **out)
 {
 	char req[1 + sizeof(uint64_t)] = { 'p' };
 	struct tracer_answer a;
-	struct reach_pause *p;
+	struct leak_pause *p;
 	uint64_t deadline;
 	int err;
 
@@ -457,10 +457,11 @@ int reach__pause_held(struct reach_hold *h, uint64_t stop_wait_ns, struct reach_
 	if (!h || !h->holder)
 		return -ESRCH;
 	memcpy(req + 1, &stop_wait_ns, sizeof(stop_wait_ns));
-	/* As reach__pause: a quarter more than the threads get, for the registers and answer. */
+	/* As leak_pause__start: a quarter more than the threads get, for the registers and the
+	 * answer. */
 	deadline = clock__now_ns() + stop_wait_ns + stop_wait_ns / 4;
 	err = tracer__write_all(h->cmd_fd, req, sizeof(req));
-	while (!err && !(err = hold_read(h, &a, deadline)) && a.type != MSG_PAUSED)
+	while (!err && !(err = hold_read(h, &a, deadline)) && a.type != TRACER_PAUSED)
 		;
 	if (err) {
 		/* Stuck in a request, or gone: its end lets every thread go. */
@@ -497,9 +498,9 @@ int reach__pause_held(struct reach_hold *h, uint64_t stop_wait_ns, struct reach_
 	return 0;
 }
 
-void reach__hold_resume(struct reach_pause *p)
+void leak_hold__resume(struct leak_pause *p)
 {
-	struct reach_hold *h = p->hold;
+	struct leak_hold *h = p->hold;
 	uint64_t deadline = clock__now_ns() + RESUME_WAIT_MS * 1000000ULL;
 	struct tracer_answer a;
 	int err;
@@ -507,7 +508,7 @@ void reach__hold_resume(struct reach_pause *p)
 	if (!h->holder)
 		return;
 	err = tracer__write_all(h->cmd_fd, "r", 1);
-	while (!err && !(err = hold_read(h, &a, deadline)) && a.type != MSG_RESUMED)
+	while (!err && !(err = hold_read(h, &a, deadline)) && a.type != TRACER_RESUMED)
 		;
 	if (err)
 		tracer__end_process(&h->holder, h->answer_fd, &h->cmd_fd, 0);

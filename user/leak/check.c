@@ -5,13 +5,12 @@
 #include <string.h>
 
 #include "account/accounting.h"
-#include "account/leak_check.h"
-#include "account/reach_classify.h"
-#include "account/reach_hold.h"
-#include "account/reach_pause.h"
 #include "base/array.h"
 #include "base/clock.h"
 #include "base/log.h"
+#include "leak/leak.h"
+#include "leak/scan.h"
+#include "leak/tracer.h"
 
 /* At most this long, and half the pause allowed, for the threads to stop. */
 #define STOP_WAIT_NS (2ULL * 1000000000)
@@ -109,7 +108,7 @@ int leak_check__run(struct heaptap_bpf *skel, struct stacks *stacks, int pid,
 {
 	uint64_t max_pause_ns = opts->max_pause_ns;
 	uint64_t start = clock__now_ns(), stop_wait, elapsed;
-	struct reach_pause *pause = NULL;
+	struct leak_pause *pause = NULL;
 	struct reach_block *rb = NULL;
 	struct live_block *blocks = NULL;
 	size_t i, n = 0;
@@ -125,8 +124,8 @@ int leak_check__run(struct heaptap_bpf *skel, struct stacks *stacks, int pid,
 	 */
 	stop_wait = max_pause_ns / 2 < STOP_WAIT_NS ? max_pause_ns / 2 : STOP_WAIT_NS;
 	/* The holder, where there is one, is the process's tracer: it stops the threads. */
-	err = opts->hold ? reach__pause_held(opts->hold, stop_wait, &pause)
-			 : reach__pause(pid, stop_wait, &pause);
+	err = opts->hold ? leak_hold__pause(opts->hold, stop_wait, &pause)
+			 : leak_pause__start(pid, stop_wait, &pause);
 	if (err) {
 		elog("leak check not done: %s", reach__strerror(err));
 		return err;
@@ -140,7 +139,7 @@ int leak_check__run(struct heaptap_bpf *skel, struct stacks *stacks, int pid,
 		rb[i] = (struct reach_block){ .addr = blocks[i].addr, .size = blocks[i].size };
 	elapsed = clock__now_ns() - start;
 	if (!err)
-		err = reach__classify(
+		err = scan__classify(
 			pause, rb, n,
 			&(struct reach_opts){
 				.budget_ns = max_pause_ns > elapsed ? max_pause_ns - elapsed : 1,
@@ -149,7 +148,7 @@ int leak_check__run(struct heaptap_bpf *skel, struct stacks *stacks, int pid,
 				.heuristics = opts->heuristics,
 			},
 			&out->stats);
-	reach__resume(pause, &out->stats);
+	leak_pause__end(pause, &out->stats);
 	for (i = 0; !err && i < n; i++)
 		err = count(out, blocks, rb, i);
 	if (!err)

@@ -3,20 +3,19 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "account/reach_hold.h"
-#include "account/reach_pause.h"
-#include "account/reach_tracer.h"
 #include "base/clock.h"
+#include "leak/leak.h"
+#include "leak/tracer.h"
 
 /*
  * The tracer process: stops the threads for at most stop_wait_ns, answers, waits to be told,
  * lets them go.
  */
 static void __attribute__((noreturn))
-tracer_main(struct reach_pause *p, pid_t parent, uint64_t stop_wait_ns)
+tracer_main(struct leak_pause *p, pid_t parent, uint64_t stop_wait_ns)
 {
 	uint64_t deadline = clock__now_ns() + stop_wait_ns;
-	struct tracer_answer a = { .type = MSG_PAUSED };
+	struct tracer_answer a = { .type = TRACER_PAUSED };
 	char c;
 
 	tracer__setup(p, parent);
@@ -33,16 +32,16 @@ tracer_main(struct reach_pause *p, pid_t parent, uint64_t stop_wait_ns)
 	_exit(0);
 }
 
-static void end_tracer(struct reach_pause *p, int wait_ms)
+static void end_tracer(struct leak_pause *p, int wait_ms)
 {
 	tracer__end_process(&p->tracer, p->answer_fd, &p->release_fd, wait_ms);
 }
 
-int reach__pause(int pid, uint64_t stop_wait_ns, struct reach_pause **out)
+int leak_pause__start(int pid, uint64_t stop_wait_ns, struct leak_pause **out)
 {
 	uint64_t deadline;
 	struct tracer_answer a;
-	struct reach_pause *p;
+	struct leak_pause *p;
 	pid_t self = getpid();
 	int err;
 
@@ -97,12 +96,12 @@ cleanup:
 	return err;
 }
 
-void reach__resume(struct reach_pause *p, struct reach_stats *st)
+void leak_pause__end(struct leak_pause *p, struct reach_stats *st)
 {
 	if (!p)
 		return;
 	if (p->hold)
-		reach__hold_resume(p);
+		leak_hold__resume(p);
 	else
 		end_tracer(p, RESUME_WAIT_MS);
 	if (st)

@@ -6,24 +6,24 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "account/reach_scan.h"
-#include "account/reach_tracer.h"
 #include "base/array.h"
+#include "leak/scan.h"
+#include "leak/tracer.h"
 
 void scan__mark(struct scan *s, uint32_t i, uint32_t how)
 {
 	if (how & (PTR_START | PTR_HEUR)) {
-		uint8_t h = how & PTR_START ? NO_HEUR : (how & PTR_HEUR_ID) >> PTR_HEUR_SHIFT;
+		uint8_t h = how & PTR_START ? NO_HEURISTIC : (how & PTR_HEUR_ID) >> PTR_HEUR_SHIFT;
 
-		if (s->state[i] != REACHABLE) {
-			s->state[i] = REACHABLE;
+		if (s->state[i] != BLOCK_REACHABLE) {
+			s->state[i] = BLOCK_REACHABLE;
 			s->heur[i] = h;
 			s->reach_stack[s->reach_top++] = i;
-		} else if (h == NO_HEUR) {
-			s->heur[i] = NO_HEUR; /* reachable by its start too */
+		} else if (h == NO_HEURISTIC) {
+			s->heur[i] = NO_HEURISTIC; /* reachable by its start too */
 		}
-	} else if (s->state[i] == UNREACHED) {
-		s->state[i] = POSSIBLE;
+	} else if (s->state[i] == BLOCK_UNREACHED) {
+		s->state[i] = BLOCK_POSSIBLE;
 		s->loose_stack[s->loose_top++] = i;
 	}
 }
@@ -45,7 +45,7 @@ static void queue_mi(struct scan *s, uint32_t from, uint32_t to, uint64_t addr)
 #define PTR_IGNORED UINT32_MAX
 
 /*
- * The kind of a pointer w into block i (from: ROOT or the block holding it): to its start;
+ * The kind of a pointer w into block i (from: FROM_ROOT or the block holding it): to its start;
  * to its inside where a heuristic accepts it (memcheck's, in memcheck's order: stdstring,
  * length64, newarray, multipleinheritance), or else to its inside. PTR_IGNORED: glibc's
  * own pointer to the header of the chunk after the block's, which lies in the block's last
@@ -61,16 +61,16 @@ static uint32_t pointer_kind(struct scan *s, uint32_t i, uint64_t w, uint32_t fr
 		return PTR_START;
 	if (s->chunk_end && off == s->chunk_end[i])
 		return PTR_IGNORED;
-	if (!s->hflags)
+	if (!s->head)
 		return 0;
-	f = s->hflags[i];
-	if (off == 24 && (f & HF_STDSTRING))
+	f = s->head[i];
+	if (off == 24 && (f & HEAD_STDSTRING))
 		return PTR_HEUR | (0U << PTR_HEUR_SHIFT);
-	if (off == 8 && (f & HF_LENGTH64))
+	if (off == 8 && (f & HEAD_LENGTH64))
 		return PTR_HEUR | (1U << PTR_HEUR_SHIFT);
-	if (off == 8 && (f & HF_NEWARRAY))
+	if (off == 8 && (f & HEAD_NEWARRAY))
 		return PTR_HEUR | (2U << PTR_HEUR_SHIFT);
-	if ((f & HF_VTABLE) && !(off & 7))
+	if ((f & HEAD_VTABLE) && !(off & 7))
 		queue_mi(s, from, i, w);
 	return 0;
 }
@@ -86,7 +86,7 @@ void scan__root_words(struct scan *s, const uint64_t *w, size_t nw)
 		if (w[k] - lo >= span)
 			continue;
 		i = scan__find_block(s, w[k]);
-		if (i >= 0 && (how = pointer_kind(s, i, w[k], ROOT)) != PTR_IGNORED)
+		if (i >= 0 && (how = pointer_kind(s, i, w[k], FROM_ROOT)) != PTR_IGNORED)
 			scan__mark(s, i, how);
 	}
 }
@@ -263,8 +263,8 @@ int scan__index_blocks(struct scan *s, const struct reach_block *blocks)
 	return 0;
 }
 
-struct scan *scan__new(const struct reach_pause *p, size_t n, struct reach_stats *st,
-			      uint64_t deadline)
+struct scan *scan__new(const struct leak_pause *p, size_t n, struct reach_stats *st,
+		       uint64_t deadline)
 {
 	struct scan *s = calloc(1, sizeof(*s));
 	char path[64];
@@ -285,7 +285,7 @@ struct scan *scan__new(const struct reach_pause *p, size_t n, struct reach_stats
 	s->deadline = deadline;
 	snprintf(path, sizeof(path), "/proc/%d/pagemap", s->pid);
 	s->map_fd = open(path, O_RDONLY | O_CLOEXEC);
-	s->buf = malloc(BUF_SIZE);
+	s->buf = malloc(READ_BUF_BYTES);
 	s->blk = malloc(n * sizeof(*s->blk) + 1);
 	s->state = calloc(n + 1, 1);
 	s->heur = malloc(n + 1);
@@ -304,7 +304,7 @@ void scan__free(struct scan *s)
 	free(s->blk);
 	free(s->state);
 	free(s->heur);
-	free(s->hflags);
+	free(s->head);
 	free(s->chunk_end);
 	free(s->mi);
 	free(s->maps);

@@ -2,7 +2,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "account/reach.h"
+#include "leak/leak.h"
 
 const char *reach__kind_name(enum reach_kind k)
 {

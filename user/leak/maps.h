@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 */
-/* The mappings of the paused target that matter to a check: its roots, and those never read. */
-#ifndef HEAPTAP_REACH_MAPS_H
-#define HEAPTAP_REACH_MAPS_H
+/* The paused target's mappings as a check sees them: its roots, and those never read (private
+ * to user/leak/). */
+#ifndef HEAPTAP_LEAK_MAPS_H
+#define HEAPTAP_LEAK_MAPS_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -9,8 +10,11 @@
 
 struct mapping {
 	uint64_t start, end;
-	bool heap;     /* the allocator's: [heap], a glibc arena */
-	bool root;     /* readable, writable, private: scanned for pointers */
+	bool heap; /* the allocator's: [heap], a glibc arena */
+	/* private, and writable now or readable no more (but it may be again): scanned */
+	bool root;
+	/* not readable now: a root is read through the protection, the pages written only */
+	bool protected;
 	bool unsafe;   /* a read may wait without bound: never read */
 	bool anon;     /* no file: anonymous memory */
 	bool exec;     /* executable: code */
@@ -22,9 +26,9 @@ struct mapping {
  * flags that tell the latter are in /proc/PID/smaps only, read while the threads are stopped:
  * a mapping may be registered with userfaultfd at any time before.
  */
-int reach__read_maps(int pid, struct mapping **out, size_t *n);
+int maps__read(int pid, struct mapping **out, size_t *n);
 
 /* The mapping of maps[0..n) (in address order) holding addr, or NULL. */
-const struct mapping *reach__mapping_of(const struct mapping *maps, size_t n, uint64_t addr);
+const struct mapping *maps__find(const struct mapping *maps, size_t n, uint64_t addr);
 
 #endif

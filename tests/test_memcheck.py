@@ -104,7 +104,29 @@ def memcheck(cmd, heuristics="all", stdin=None):
             cats[k] = (count(m.group(2)), count(m.group(1)))
     heur = {h: (count(m.group(2)), count(m.group(1))) for h in HEURISTICS
             for m in [re.search(rf"\b{h}\s*: ([\d,]+) bytes in ([\d,]+) blocks", err)] if m}
+    # Loss records of blocks held by chance alignment, as ALIGNED_BY_CHANCE says.
+    for m in re.finditer(r"([\d,]+) bytes in ([\d,]+) blocks are possibly lost in loss record"
+                         r"[^\n]*\n((?:==\d+==\s+(?:at|by) [^\n]*\n)+)", err):
+        if any(f in m.group(3) for f in ALIGNED_BY_CHANCE):
+            moved = (count(m.group(2)), count(m.group(1)))
+            cats = held_by_chance(cats, moved)
     return cats, heur, took
+
+
+# Blocks allocated here are held by a pointer to their first aligned address (ld.so's
+# _dl_find_object segments): the block's start when the allocator happened to return an
+# aligned one, else an interior pointer. memcheck's allocator and glibc's return different
+# addresses, so either tool may call such a block possibly lost where the other finds it
+# reachable; both are counted reachable for the comparison.
+ALIGNED_BY_CHANCE = ("_dlfo_mappings_segment_allocate", "_dl_find_object_update")
+
+
+def held_by_chance(cats, moved):
+    """cats with moved (blocks, bytes) taken from possibly lost into still reachable."""
+    out = dict(cats)
+    out["possibly_lost"] = tuple(a - b for a, b in zip(cats["possibly_lost"], moved))
+    out["still_reachable"] = tuple(a + b for a, b in zip(cats["still_reachable"], moved))
+    return out
 
 
 def heaptap(cmd, args=(), stdin=None, output=None):
@@ -157,7 +179,12 @@ def test_leak_summary_equals_memcheck_on_debian_programs():
         expected, _, vg_s = memcheck(cmd)
         final, status, ht_s = heaptap(cmd)
         lc = check_at_exit(name, final)
-        check(f"{name}: categories as memcheck's", categories(lc), expected)
+        got = categories(lc)
+        for r in lc["loss_records"]:
+            if r["kind"] == "possibly_lost" and \
+                    any(f in ALIGNED_BY_CHANCE for f in functions({"stack": r["stack"]})):
+                got = held_by_chance(got, (r["blocks"], r["bytes"]))
+        check(f"{name}: categories as memcheck's", got, expected)
         check(f"{name}: the heap is not a root", (lc["heap"]["roots"], lc["heap"]["why"]),
               (False, "every_block_known"))
         check(f"{name}: the program's own status", status, 0)

@@ -414,7 +414,7 @@ unsigned int insn__kernel_version(void)
 	else
 		version = INSN_KERNEL(major, minor);
 	/* A probe on a 5-byte nop becomes a call, no trap (base/kernel.c: how it is found). */
-	if (kernel__features()->uprobe_syscall == KERNEL_YES)
+	if (kernel__has(KERNEL_UPROBE_SYSCALL) == KERNEL_YES)
 		version |= INSN_KERNEL_UPROBE_SYSCALL;
 	return version;
 }

@@ -1,8 +1,9 @@
-"""heaptap on the kernels Debian 12 users run: 6.1 (the oldest in the archive, heaptap's floor)
-and 6.12 (backports), booted under QEMU with this machine's root shared read-only over 9p,
-and a core set of the tests run inside: exact counts and the leak site, DWARF stacks, a
+"""heaptap on the kernels users run. Debian 12's own, booted under QEMU with this machine's root
+shared read-only over 9p: the oldest 6.1 in the archive (heaptap's floor) and the newest 6.12,
+each running a core set of the tests inside: exact counts and the leak site, DWARF stacks, a
 forked child counted, a detach that leaves the text as the file's, a C++ exception through a
-probed operator new (BPF writing user memory: those kernels allow it), the leak check.
+probed operator new (BPF writing user memory: those kernels allow it), the leak check. And a
+kernel without a feature heaptap needs, as heaptap sees it here: refused in one line.
 
 The kernel packages are downloaded with apt-get (never installed) and unpacked under
 build/kernels/, where they stay for the next run. The guest is a busybox initramfs that

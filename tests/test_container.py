@@ -116,7 +116,8 @@ def test_the_image_names_a_leaking_process_of_the_host():
         package(context)
         t1 = time.monotonic()
         # RUN steps in a chroot (buildah's), with the host's network for apt.
-        run(["podman", "build", "--isolation=chroot", "--network=host", "--build-arg",
+        run(["podman", "build", "--isolation=chroot", "--network=host", "--layers=false",
+             "--build-arg",
              f"BASE={BASE_IMAGE}", "-f", CONTAINERFILE, "-t", IMAGE, context],
             "podman builds the image")
     t2 = time.monotonic()
@@ -140,6 +141,7 @@ def test_the_image_names_a_leaking_process_of_the_host():
         if ht and ht.popen.poll() is None:
             finish(ht)
         subprocess.run(["podman", "rm", "-f", name], capture_output=True)
+        subprocess.run(["podman", "rmi", "-f", IMAGE], capture_output=True)
         shutil.rmtree(os.path.dirname(path), ignore_errors=True)
     t3 = time.monotonic()
     print(f"    base and package {t1 - t0:.0f} s, image {t2 - t1:.0f} s, the leaker named in "

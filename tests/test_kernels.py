@@ -76,6 +76,11 @@ def fetch_kernel(package):
         with tempfile.TemporaryDirectory(dir=KERNELS) as tmp:
             got = subprocess.run(["apt-get", "download", package], cwd=tmp, capture_output=True,
                                  text=True)
+            if got.returncode:
+                # Lists older than the archive name a version it no longer has.
+                subprocess.run(["apt-get", "update", "-qq"], capture_output=True)
+                got = subprocess.run(["apt-get", "download", package], cwd=tmp,
+                                     capture_output=True, text=True)
             debs = glob.glob(os.path.join(tmp, "*.deb"))
             check_true(f"apt-get download {package}", got.returncode == 0 and debs,
                        got.stderr.strip()[-400:])

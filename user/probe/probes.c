@@ -9,6 +9,7 @@
 
 #include <linux/types.h>
 
+#include "base/kernel.h"
 #include "base/log.h"
 #include "heaptap.h"
 #include "heaptap.skel.h"
@@ -144,7 +145,7 @@ enum probe_links_mode probes__choose_links(struct heaptap_bpf *skel, enum probe_
 		want = LINKS_AUTO;
 	}
 	if (want == LINKS_AUTO)
-		want = insn__kernel_version() >= INSN_KERNEL(6, 6) ? LINKS_MULTI : LINKS_SINGLE;
+		want = kernel__has(KERNEL_UPROBE_MULTI) == KERNEL_YES ? LINKS_MULTI : LINKS_SINGLE;
 	links_mode = want;
 	if (want == LINKS_MULTI)
 		bpf_object__for_each_program(prog, skel->obj)

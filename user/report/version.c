@@ -21,19 +21,20 @@ static json_object *has(enum kernel_has has)
 
 void version__print(FILE *f, bool json)
 {
-	const struct kernel_features *k = kernel__features();
+	char libbpf[32], needed[512], optional[512];
 	json_object *o, *kernel;
-	char libbpf[32];
+	int i;
 
 	/* The library heaptap runs with, which may be newer than the one it was built with. */
 	snprintf(libbpf, sizeof(libbpf), "%u.%u", libbpf_major_version(), libbpf_minor_version());
 	if (!json) {
+		kernel__list(needed, sizeof(needed), true);
+		kernel__list(optional, sizeof(optional), false);
 		fprintf(f,
-			"heaptap %s (commit %s), libbpf %s, kernel %s: uprobe_multi %s, BTF %s, "
-			"uprobe syscall %s\n",
-			HEAPTAP_VERSION, HEAPTAP_COMMIT, libbpf, k->release,
-			kernel__has_name(k->uprobe_multi), kernel__has_name(k->btf),
-			kernel__has_name(k->uprobe_syscall));
+			"heaptap %s (commit %s), libbpf %s, kernel %s, runs on Linux %s or newer; "
+			"needed: %s; optional: %s\n",
+			HEAPTAP_VERSION, HEAPTAP_COMMIT, libbpf, kernel__release(), kernel__floor(),
+			needed, optional);
 		return;
 	}
 	o = json_object_new_object();
@@ -41,10 +42,10 @@ void version__print(FILE *f, bool json)
 	put(o, "version", json_object_new_string(HEAPTAP_VERSION));
 	put(o, "commit", json_object_new_string(HEAPTAP_COMMIT));
 	put(o, "libbpf", json_object_new_string(libbpf));
-	put(kernel, "release", json_object_new_string(k->release));
-	put(kernel, "uprobe_multi", has(k->uprobe_multi));
-	put(kernel, "btf", has(k->btf));
-	put(kernel, "uprobe_syscall", has(k->uprobe_syscall));
+	put(kernel, "release", json_object_new_string(kernel__release()));
+	put(kernel, "floor", json_object_new_string(kernel__floor()));
+	for (i = 0; kernel__feature(i); i++)
+		put(kernel, kernel__feature(i)->key, has(kernel__has(i)));
 	put(o, "kernel", kernel);
 	json__emit(f, o);
 }

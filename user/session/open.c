@@ -10,6 +10,7 @@
 #include <linux/types.h>
 
 #include "base/escape.h"
+#include "base/kernel.h"
 #include "base/log.h"
 #include "heaptap.h"
 #include "probe/attacher.h"
@@ -146,8 +147,8 @@ int session__open(struct session *s, const struct options *opts)
 	unsetenv("DEBUGINFOD_URLS");
 	signal(SIGPIPE, SIG_IGN);
 
-	/* Nothing is touched without the privileges to finish the job. */
-	err = target__check_privileges() ?: check_matching(s);
+	/* Nothing is touched without the privileges and the kernel to finish the job. */
+	err = target__check_privileges() ?: kernel__check() ?: check_matching(s);
 	if (err)
 		return err;
 	/* The mode's tracer, while heaptap is small (the probes' attacher is a process). */

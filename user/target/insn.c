@@ -414,13 +414,13 @@ unsigned int insn__kernel_version(void)
 	else
 		version = INSN_KERNEL(major, minor);
 	/* A probe on a 5-byte nop becomes a call, no trap (base/kernel.c: how it is found). */
-	if (kernel__features()->uprobe_syscall == KERNEL_YES)
+	if (kernel__has(KERNEL_UPROBE_SYSCALL) == KERNEL_YES)
 		version |= INSN_KERNEL_UPROBE_SYSCALL;
 	return version;
 }
 
 /*
- * After the kernel's arch/x86/kernel/uprobes.c, as it is from 5.17 (heaptap's oldest) on:
+ * After the kernel's arch/x86/kernel/uprobes.c, as it is from 5.17 on (heaptap needs 6.1):
  * uprobe_init_insn() refuses instructions with an es, cs, ss, ds or lock prefix;
  * branch_setup_xol_ops() emulates jmp rel8/rel32, call rel32 and the conditional jumps,
  * and refuses them with a 66 prefix; push_setup_xol_ops() (new in 5.17) emulates a push of

@@ -16,7 +16,7 @@ import os
 import re
 import sys
 
-LAYERS = ["base", "target", "probe", "account", "report", "session", "host"]
+LAYERS = ["base", "target", "probe", "account", "report", "session", "host", "cli"]
 TOP = len(LAYERS)  # user/*.c: main, above every layer
 MAX_FILE = 800
 MAX_FUNCTION = 80

@@ -13,7 +13,7 @@
 
 #include "base/log.h"
 #include "host/agent.h"
-#include "report/options.h"
+#include "cli/options.h"
 #include "session/finish.h"
 #include "session/load.h"
 #include "session/loop.h"

@@ -10,9 +10,9 @@
 
 #include <json-c/json.h>
 
-#include "report/cmdline.h"
-#include "report/options.h"
-#include "report/version.h"
+#include "base/build.h"
+#include "cli/cmdline.h"
+#include "cli/options.h"
 #include "unit.h"
 
 struct run {
@@ -182,7 +182,7 @@ static void version_json(void)
 	CHECK_I64(r.status, 1, "--version --json: printed, exit 0");
 	CHECK_TRUE(o && json_object_is_type(o, json_type_object), "an object: %s", r.printed);
 	CHECK_TRUE(json_object_object_get_ex(o, "version", &v) &&
-			   !strcmp(json_object_get_string(v), version__number()),
+			   !strcmp(json_object_get_string(v), build__version()),
 		   "version");
 	CHECK_TRUE(json_object_object_get_ex(o, "commit", &v) && *json_object_get_string(v),
 		   "commit");
@@ -197,7 +197,7 @@ static void version_json(void)
 		   "kernel's features");
 	/* The line says the same. */
 	json_object_object_get_ex(o, "commit", &v);
-	snprintf(want, sizeof(want), "heaptap %s (commit %s), libbpf ", version__number(),
+	snprintf(want, sizeof(want), "heaptap %s (commit %s), libbpf ", build__version(),
 		 json_object_get_string(v));
 	CHECK_TRUE(!strncmp(line.printed, want, strlen(want)), "the line: %s", line.printed);
 	json_object_put(o);

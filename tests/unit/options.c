@@ -9,10 +9,10 @@
 #include <getopt.h>
 
 #include "account/reach.h"
+#include "base/build.h"
+#include "cli/options.h"
 #include "probe/probes.h"
-#include "report/options.h"
 #include "report/outputs.h"
-#include "report/version.h"
 #include "unit.h"
 
 #define MAX_ARGS 16
@@ -529,7 +529,7 @@ static void usage(void)
 	p = parse(ARGS("-V", "-p", "1"));
 	CHECK_I64(p->status, 1, "-V: done, exit 0");
 	CHECK_TRUE(!strncmp(p->printed, "heaptap ", 8) &&
-			   !strncmp(p->printed + 8, version__number(), strlen(version__number())),
+			   !strncmp(p->printed + 8, build__version(), strlen(build__version())),
 		   "-V: heaptap and its version first: %s", p->printed);
 	CHECK_TRUE(strstr(p->printed, " (commit ") && strstr(p->printed, "), libbpf ") &&
 			   strstr(p->printed, ", kernel ") && strstr(p->printed, ": uprobe_multi "),

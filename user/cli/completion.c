@@ -3,8 +3,8 @@
 #include <string.h>
 
 #include "base/log.h"
-#include "report/cmdline.h"
-#include "report/completion.h"
+#include "cli/cmdline.h"
+#include "cli/completion.h"
 
 /*
  * Whether s can stand in a script as it is, unquoted in bash and inside zsh's single quotes:

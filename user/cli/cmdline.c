@@ -3,7 +3,7 @@
 
 #include "account/reach.h"
 #include "probe/probes.h"
-#include "report/cmdline.h"
+#include "cli/cmdline.h"
 #include "report/outputs.h"
 #include "target/families.h"
 

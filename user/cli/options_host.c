@@ -6,8 +6,8 @@
 
 #include "base/log.h"
 #include "base/units.h"
-#include "report/cmdline.h"
-#include "report/options_host.h"
+#include "cli/cmdline.h"
+#include "cli/options_host.h"
 #include "report/outputs.h"
 
 /* Processes traced at once, at most: each is a heaptap of its own. */

@@ -3,15 +3,10 @@
 
 #include <bpf/libbpf.h>
 
+#include "base/build.h"
 #include "base/kernel.h"
-#include "heaptap_version.h" /* made by the Makefile: HEAPTAP_VERSION, HEAPTAP_COMMIT */
+#include "cli/version.h"
 #include "report/json.h"
-#include "report/version.h"
-
-const char *version__number(void)
-{
-	return HEAPTAP_VERSION;
-}
 
 /* true, false, or null when it cannot be told. */
 static json_object *has(enum kernel_has has)
@@ -31,15 +26,15 @@ void version__print(FILE *f, bool json)
 		fprintf(f,
 			"heaptap %s (commit %s), libbpf %s, kernel %s: uprobe_multi %s, BTF %s, "
 			"uprobe syscall %s\n",
-			HEAPTAP_VERSION, HEAPTAP_COMMIT, libbpf, k->release,
+			build__version(), build__commit(), libbpf, k->release,
 			kernel__has_name(k->uprobe_multi), kernel__has_name(k->btf),
 			kernel__has_name(k->uprobe_syscall));
 		return;
 	}
 	o = json_object_new_object();
 	kernel = json_object_new_object();
-	put(o, "version", json_object_new_string(HEAPTAP_VERSION));
-	put(o, "commit", json_object_new_string(HEAPTAP_COMMIT));
+	put(o, "version", json_object_new_string(build__version()));
+	put(o, "commit", json_object_new_string(build__commit()));
 	put(o, "libbpf", json_object_new_string(libbpf));
 	put(kernel, "release", json_object_new_string(k->release));
 	put(kernel, "uprobe_multi", has(k->uprobe_multi));

@@ -6,7 +6,7 @@
 
 #include "heaptap.h"
 #include "report/outputs.h"
-#include "report/usage.h"
+#include "cli/usage.h"
 
 /* --help, around the lines of the output files (outputs.c). */
 static const char usage_head[] =

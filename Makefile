@@ -96,8 +96,8 @@ FUZZ_USES_cfi := target/unwind target/cfi base/idmap
 FUZZ_USES_unwind := target/unwind target/stacks base/idmap
 FUZZ_USES_maps := target/proc
 FUZZ_USES_dump := account/dump base/escape base/log
-FUZZ_USES_options := cli/options cli/options_host cli/cmdline base/units base/settings \
-	target/families target/loader base/listen base/log base/escape
+FUZZ_USES_options := cli/options cli/cmdline cli/values cli/setters cli/rules base/units \
+	base/settings base/alloc_spec target/families target/loader base/listen base/log base/escape
 FUZZ_USES_python := target/python
 FUZZ_USES_procfs := host/procfs
 FUZZ_BINS := $(patsubst %,$(OUTPUT)/fuzz/fuzz_%,$(FUZZERS))

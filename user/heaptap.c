@@ -12,8 +12,8 @@
 #include <unistd.h>
 
 #include "base/log.h"
-#include "host/agent.h"
 #include "cli/options.h"
+#include "host/agent.h"
 #include "session/finish.h"
 #include "session/load.h"
 #include "session/loop.h"

@@ -5,6 +5,32 @@
 #include "base/log.h"
 #include "cli/cmdline.h"
 #include "cli/completion.h"
+#include "cli/values.h"
+
+/* What a shell offers for an option's value. */
+enum option_value {
+	VALUE_NONE, /* the option takes none */
+	VALUE_TEXT, /* a number, a time, a spec, a command: nothing to offer */
+	VALUE_FILE,
+	VALUE_PID,
+	VALUE_COMM,  /* a process's name */
+	VALUE_NAMES, /* one of the names names() gives */
+	VALUE_LIST,  /* names() gives its words, several separated by commas */
+};
+
+static enum option_value value_of(const struct cli_option *o)
+{
+	if (!o->arg)
+		return VALUE_NONE;
+	switch (o->complete) {
+	case COMPLETE_FILE: return VALUE_FILE;
+	case COMPLETE_PID: return VALUE_PID;
+	case COMPLETE_COMM: return VALUE_COMM;
+	case COMPLETE_LIST: return VALUE_LIST;
+	case COMPLETE_KIND: break;
+	}
+	return o->kind == KIND_NAME ? VALUE_NAMES : VALUE_TEXT;
+}
 
 /*
  * Whether s can stand in a script as it is, unquoted in bash and inside zsh's single quotes:
@@ -18,7 +44,7 @@ static bool plain(const char *s)
 }
 
 /* The names of o's values, separated by spaces. */
-static void put_names(FILE *f, const struct cmdline_option *o)
+static void put_names(FILE *f, const struct cli_option *o)
 {
 	const char *name;
 	size_t i;
@@ -32,7 +58,7 @@ static void put_names(FILE *f, const struct cmdline_option *o)
 }
 
 /* How an option is written: "-p|--pid", or "--pid" alone without a letter (sep: "|"). */
-static void put_forms(FILE *f, const struct cmdline_option *o, const char *sep)
+static void put_forms(FILE *f, const struct cli_option *o, const char *sep)
 {
 	if (o->letter)
 		fprintf(f, "-%c%s", o->letter, sep);
@@ -42,12 +68,12 @@ static void put_forms(FILE *f, const struct cmdline_option *o, const char *sep)
 /* A case arm of the options whose values are of this kind, with its action; none if none. */
 static void bash_arm(FILE *f, enum option_value kind, const char *action)
 {
-	struct cmdline_option o;
+	struct cli_option o;
 	bool any = false;
 	size_t i;
 
 	for (i = 0; cmdline__get(i, &o); i++) {
-		if (o.value != kind || o.hidden || !plain(o.name))
+		if (value_of(&o) != kind || o.hidden || !plain(o.name))
 			continue;
 		fputs(any ? "|" : "\t", f);
 		put_forms(f, &o, "|");
@@ -60,15 +86,15 @@ static void bash_arm(FILE *f, enum option_value kind, const char *action)
 /* The arms of options that take one of a set of names, or a list of them. */
 static void bash_name_arms(FILE *f)
 {
-	struct cmdline_option o;
+	struct cli_option o;
 	size_t i;
 
 	for (i = 0; cmdline__get(i, &o); i++) {
-		if ((o.value != VALUE_NAMES && o.value != VALUE_LIST) || o.hidden || !plain(o.name))
+		if ((value_of(&o) != VALUE_NAMES && value_of(&o) != VALUE_LIST) || o.hidden || !plain(o.name))
 			continue;
 		fputc('\t', f);
 		put_forms(f, &o, "|");
-		fputs(o.value == VALUE_LIST ? ")\n\t\t_heaptap_list '" : ")\n\t\t_heaptap_words '",
+		fputs(value_of(&o) == VALUE_LIST ? ")\n\t\t_heaptap_list '" : ")\n\t\t_heaptap_words '",
 		      f);
 		put_names(f, &o);
 		fputs("'\n\t\treturn\n\t\t;;\n", f);
@@ -78,14 +104,14 @@ static void bash_name_arms(FILE *f)
 /* Every option as a word, and those that take a value, each list between spaces. */
 static void bash_options(FILE *f)
 {
-	struct cmdline_option o;
+	struct cli_option o;
 	size_t i;
 	int valued;
 
 	for (valued = 0; valued < 2; valued++) {
 		fputs(valued ? "\tlocal valued=' " : "\tlocal options=' ", f);
 		for (i = 0; cmdline__get(i, &o); i++) {
-			if (o.hidden || !plain(o.name) || (valued && o.value == VALUE_NONE))
+			if (o.hidden || !plain(o.name) || (valued && value_of(&o) == VALUE_NONE))
 				continue;
 			put_forms(f, &o, " ");
 			fputc(' ', f);
@@ -178,9 +204,9 @@ static void bash(FILE *f)
 }
 
 /* _arguments' action for o's value, after "--name=" or "-x+". */
-static void zsh_action(FILE *f, const struct cmdline_option *o)
+static void zsh_action(FILE *f, const struct cli_option *o)
 {
-	switch (o->value) {
+	switch (value_of(o)) {
 	case VALUE_NONE: return;
 	case VALUE_TEXT: fprintf(f, ":%s: ", o->name); return;
 	case VALUE_FILE: fprintf(f, ":%s:_files", o->name); return;
@@ -190,13 +216,13 @@ static void zsh_action(FILE *f, const struct cmdline_option *o)
 	case VALUE_LIST: fprintf(f, ":%s:_values -s , %s ", o->name, o->name); break;
 	}
 	put_names(f, o);
-	if (o->value == VALUE_NAMES)
+	if (value_of(o) == VALUE_NAMES)
 		fputc(')', f);
 }
 
 static void zsh(FILE *f)
 {
-	struct cmdline_option o;
+	struct cli_option o;
 	size_t i;
 
 	fputs("#compdef heaptap\n"
@@ -210,11 +236,11 @@ static void zsh(FILE *f)
 		if (o.hidden || !plain(o.name))
 			continue;
 		if (o.letter) {
-			fprintf(f, "\t'*-%c%s", o.letter, o.value == VALUE_NONE ? "" : "+");
+			fprintf(f, "\t'*-%c%s", o.letter, value_of(&o) == VALUE_NONE ? "" : "+");
 			zsh_action(f, &o);
 			fputs("' \\\n", f);
 		}
-		fprintf(f, "\t'*--%s%s", o.name, o.value == VALUE_NONE ? "" : "=");
+		fprintf(f, "\t'*--%s%s", o.name, value_of(&o) == VALUE_NONE ? "" : "=");
 		zsh_action(f, &o);
 		fputs("' \\\n", f);
 	}
@@ -225,10 +251,13 @@ static void zsh(FILE *f)
 
 int completion__print(FILE *f, const char *shell)
 {
-	switch (cmdline__pick(cmdline__shell_name, shell)) {
+	char shells[64];
+
+	switch (values__pick(cmdline__shell_name, shell)) {
 	case SHELL_BASH: bash(f); return 0;
 	case SHELL_ZSH: zsh(f); return 0;
 	}
-	elog("invalid --completion '%s': expected bash or zsh", log__value(shell));
+	values__names(cmdline__shell_name, "or", shells, sizeof(shells));
+	elog("invalid --completion '%s': expected %s", log__value(shell), shells);
 	return -EINVAL;
 }

@@ -398,20 +398,119 @@ def test_prometheus_scrapes_listen():
     check_mix(final)
 
 
+def help_options(help_text):
+    """--help's option lines, each option's text joined: {"--name": text}. An option's line
+    starts "  -x, --name" or "      --name"; its next lines are indented to its text."""
+    options, current = {}, None
+    for line in help_text.splitlines():
+        m = re.match(r"  (?:-\w, |    )(--[a-z][a-z-]*)", line)
+        if m:
+            current = m.group(1)
+            options[current] = line
+        elif current and line.startswith(" " * 25):
+            options[current] += " " + line.strip()
+        else:
+            current = None
+    return options
+
+
+def help_defaults(text):
+    """The defaults an option's --help text prints, from its rows, in the parentheses that
+    end it: its own ("default 5s"), and the modes' ("512k with --live")."""
+    m = re.search(r"\(([^()]*)\)$", text)
+    parts = m.group(1).split("; ") if m else []
+    first = next((i for i, p in enumerate(parts) if p.startswith("default")), len(parts))
+    found = []
+    for part in parts[first:]:
+        if part.startswith("default "):
+            part = part[len("default "):]
+            if " with --" not in part:
+                found.append("default " + part)
+        if " with --" in part:
+            found.append(part)
+    return found
+
+
+def roff_text(lines):
+    """roff lines as the words they print: macros, font changes and quotes gone."""
+    out = []
+    for line in lines:
+        line = re.sub(r"\\f[BIRP]", "", line.replace("\\-", "-").replace("\\(em", "-"))
+        if line.startswith("."):
+            line = line.split(" ", 1)[1] if " " in line else ""
+            line = line.replace('"', "")
+            words = line.split()
+            line = "".join(words) if len(words) > 1 and line.startswith(("(", ",")) else \
+                " ".join(words)
+        out.append(line)
+    return re.sub(r"\s+", " ", " ".join(out))
+
+
+def man_options(roff):
+    """The OPTIONS section of the man page: its text, and each .TP entry as (the options its
+    heading names, its text)."""
+    section = roff.split("\n.SH OPTIONS\n", 1)[1].split("\n.SH ", 1)[0]
+    entries = []
+    for item in re.split(r"\n\.TP\n", section)[1:]:
+        lines = re.split(r"\n\.(?:SS|TP) ", item)[0].split("\n")
+        heading = lines[0].replace("\\-", "-")
+        entries.append((set(re.findall(r"--[a-z][a-z-]*", heading)), roff_text(lines)))
+    return roff_text(section.split("\n")), entries
+
+
+def doc_options(table):
+    """doc/options.md's table of options: each row as (the options its first cell names, its
+    meaning), backquotes gone."""
+    rows = []
+    for line in table.splitlines():
+        cells = [c.strip() for c in line.split(" | ")]
+        if line.startswith("| `") and len(cells) >= 3:
+            rows.append((set(re.findall(r"--[a-z][a-z-]*", cells[0])),
+                         cells[1].replace("`", "")))
+    return rows
+
+
+def named(option, text):
+    return re.search(rf"(?<![\w-]){re.escape(option)}(?![\w-])", text) is not None
+
+
 @test(tier="unit")
 def test_man_page_matches_help():
+    """--help is made from the command line's table, a row an option: the man page's OPTIONS
+    and doc/options.md list every option of it and none besides, with the defaults it
+    prints; both name the agent's verb, heaptap host."""
     page = os.path.join(ROOT, "doc", "heaptap.8")
     help_text = subprocess.run([HEAPTAP, "--help"], capture_output=True, text=True).stdout
-    options = set(re.findall(r"(--[a-z-]+)", help_text))
+    options = help_options(help_text)
+    check_true("--help lists the options", len(options) > 50, help_text)
     with open(page) as f:
-        roff = f.read().replace("\\-", "-")
-    # The full options table is doc/options.md; the README shows only the common options.
+        roff = f.read()
+    text, entries = man_options(roff)
     with open(os.path.join(ROOT, "doc", "options.md")) as f:
-        table = f.read()
-    check("options of --help missing from the man page",
-          sorted(o for o in options if o not in roff), [])
-    check("options of --help missing from doc/options.md",
-          sorted(o for o in options if o not in table), [])
+        md = f.read()
+    rows = doc_options(md)
+    check("options of --help missing from the man page's OPTIONS",
+          sorted(o for o in options if not named(o, text)), [])
+    check("options in the man page's OPTIONS headings that --help does not have",
+          sorted({o for names, _ in entries for o in names} - set(options)), [])
+    check("options of --help missing from doc/options.md's table",
+          sorted(set(options) - {o for names, _ in rows for o in names}), [])
+    check("options in doc/options.md's table that --help does not have",
+          sorted({o for names, _ in rows for o in names} - set(options)), [])
+    for option, line in options.items():
+        for default in help_defaults(line):
+            value = default.split(" ", 1)[1] if default.startswith("default ") else default
+            mans = [t for names, t in entries if option in names]
+            check_true(f"the man page's {option}: {default}", any(
+                re.search(rf"(?i)default:? {re.escape(value)}\b", t) if default != value
+                else value in t for t in mans), mans)
+            docs = [t for names, t in rows if option in names]
+            check_true(f"doc/options.md's {option}: {default}", any(
+                re.search(rf"(?i)default:? {re.escape(value)}\b", t) if default != value
+                else value in t for t in docs), docs)
+    check_true("the man page's synopsis names heaptap host",
+               re.search(r"\.SY heaptap\n\.B host\n", roff) is not None)
+    check_true("doc/options.md names heaptap host", "heaptap host" in md)
     out = subprocess.run(["man", "--warnings", "-l", page], capture_output=True, text=True,
                          env=dict(os.environ, MANWIDTH="80", LC_ALL="C.UTF-8"))
     check("man page warnings", out.stderr.strip(), "")

@@ -884,42 +884,44 @@ def test_html_report_keeps_target_strings_as_text():
           [["42", HOSTILE[:15], "59,872", "585", ""], ["43", "?", "0", "0", "exited"]])
 
 
-@test(tier="services")
-def test_a_new_output_is_one_file_and_one_row():
-    """The structure's promise: a new format is its formatter's file and a row of the table
-    in user/report/outputs.c. A toy format is added so to a copy of the tree, which is built and
-    run: the option, its help, the check before attaching and the publishing all follow."""
-    d = tempfile.mkdtemp(prefix="heaptap-toy-")
-    try:
-        tree = os.path.join(d, "tree")
-        shutil.copytree(ROOT, tree, ignore=shutil.ignore_patterns("build", ".git",
-                                                                  "__pycache__"))
+def add_row(path, after, row, declare=None):
+    """Adds row to the table in path (a file of the tree) after the line(s) after, which
+    must be there; declare goes after the file's includes."""
+    with open(path) as f:
+        text = f.read()
+    check_true(f"{os.path.basename(path)}: the row the toy goes after", after in text, text)
+    text = text.replace(after, after + row)
+    if declare:
+        end = [m.end() for m in re.finditer(r'#include .*\n', text)][-1]
+        text = text[:end] + "\n" + declare + "\n" + text[end:]
+    with open(path, "w") as f:
+        f.write(text)
+
+
+class ToyOutput:
+    """A format is its formatter's file and a row of user/report/outputs.c's table: the
+    option, its help, the check before attaching and the publishing all follow."""
+
+    def add(self, tree):
         with open(os.path.join(tree, "user", "report", "report_toy.c"), "w") as f:
             f.write('#include <inttypes.h>\n#include "report/report.h"\n\n'
                     "int report__toy(FILE *f, const struct report *r)\n{\n"
-                    '\tfprintf(f, "toy %llu\\n", (unsigned long long)r->snap->counters.alloc_calls);\n'
+                    '\tfprintf(f, "toy %llu\\n", '
+                    "(unsigned long long)r->snap->counters.alloc_calls);\n"
                     "\treturn ferror(f) ? -1 : 0;\n}\n")
-        with open(os.path.join(tree, "user", "report", "outputs.c")) as f:
-            table = f.read()
-        row = ('\t{ "html", 0, "a self-contained HTML report (flame graph, timeline, sizes)", '
-               "report__html },\n")
-        check_true("the table's last row, as the toy expects it", row in table, table)
-        table = table.replace(row, row + '\t{ "toy", 0, "a toy format", report__toy },\n')
-        table = table.replace('#include "report/report.h"\n', '#include "report/report.h"\n\n'
-                              "int report__toy(FILE *f, const struct report *r);\n")
-        with open(os.path.join(tree, "user", "report", "outputs.c"), "w") as f:
-            f.write(table)
-        build = subprocess.run(["make", "-s", "-C", tree, "build/heaptap"], capture_output=True,
-                               text=True, timeout=600)
-        check_true("the toy tree builds", build.returncode == 0,
-                   f"make exited {build.returncode}: {build.stdout[-2000:]}{build.stderr[-4000:]}")
-        toy = os.path.join(tree, "build", "heaptap")
+        add_row(os.path.join(tree, "user", "report", "outputs.c"),
+                '\t{ "html", 0, "a self-contained HTML report (flame graph, timeline, sizes)", '
+                "report__html },\n",
+                '\t{ "toy", 0, "a toy format", report__toy },\n',
+                "int report__toy(FILE *f, const struct report *r);")
+
+    def check(self, toy, d):
         help_text = subprocess.run([toy, "--help"], capture_output=True, text=True).stdout
         check_true("--help lists the toy", "      --toy FILE         a toy format" in help_text,
                    help_text)
         out = os.path.join(d, "toy.txt")
-        run = subprocess.run([toy, "--json", "--toy", out, "--", os.path.join(TARGETS_DIR,
-                                                                           "launch")],
+        run = subprocess.run([toy, "--json", "--toy", out, "--",
+                              os.path.join(TARGETS_DIR, "launch")],
                              input=b"", capture_output=True, timeout=60)
         check("exit status of the toy", run.returncode, 0)
         with open(out) as f:
@@ -929,5 +931,80 @@ def test_a_new_output_is_one_file_and_one_row():
         check("the toy's file checked against the others", run.stderr.strip(),
               f"heaptap: --html and --toy both write {out}: give each its own file "
               "(see heaptap --help)")
+
+
+class ToyOption:
+    """An option is a row of user/cli/cmdline.c's table: --toy-top N, a second --top of 1 to
+    3 sites, 2 by default. Its --help line with its limits and default, the shells'
+    completion, its parsing into the field, its default and its range message all follow."""
+
+    def add(self, tree):
+        add_row(os.path.join(tree, "user", "cli", "cmdline.c"),
+                '\t{ "json", 0, NULL, KIND_FLAG, OPTION_AT(json), .scope = SCOPE_BOTH,\n'
+                '\t  .help = "one JSON object per report instead of text" },\n',
+                '\t{ "toy-top", 0, "N", KIND_UINT, OPTION_AT(top), .min = 1, .max = 3,\n'
+                '\t  .noun = "a number of toy sites", .by_default = "2",\n'
+                '\t  .help = "a toy: the N sites with the most live bytes" },\n')
+
+    @staticmethod
+    def sites(toy, *options):
+        """The sites of the final report of sizes.c's mix, with options: their number."""
+        p = subprocess.run([toy, "--json", "-i", "1h", *options, "--",
+                            os.path.join(TARGETS_DIR, "sizes")], input=b"mix\nexit\n",
+                           capture_output=True, timeout=60)
+        check(f"exit status of the toy with {options}", p.returncode, 0)
+        final = [r for r in map(parse_record, (line for line in p.stdout.decode().splitlines()
+                                               if line.startswith("{")))
+                 if r.get("type") == "final"]
+        check(f"final records with {options}", len(final), 1)
+        return len(final[0]["sites"])
+
+    def check(self, toy, d):
+        from test_install import bash_offers
+        help_text = subprocess.run([toy, "--help"], capture_output=True, text=True).stdout
+        check("--help's line of the toy option", help_options(help_text).get("--toy-top"),
+              "      --toy-top N        a toy: the N sites with the most live bytes (1 to 3; "
+              "default 2)")
+        script = os.path.join(d, "heaptap.bash")
+        with open(script, "w") as f:
+            f.write(subprocess.run([toy, "--completion", "bash"], capture_output=True,
+                                   text=True, check=True).stdout)
+        check("bash offers the toy option", bash_offers(script, ["heaptap --toy-t"])[1:],
+              ["heaptap --toy-t: --toy-top"])
+        check("sites by the toy's default", self.sites(toy), 2)
+        check("sites with --toy-top 1", self.sites(toy, "--toy-top", "1"), 1)
+        check("sites with --toy-top 3", self.sites(toy, "--toy-top", "3"), 3)
+        bad = subprocess.run([toy, "--toy-top", "4", "--", "true"], capture_output=True,
+                             text=True, timeout=60)
+        check("exit status of --toy-top 4", bad.returncode, 2)
+        check("--toy-top 4 refused", bad.stderr,
+              "heaptap: invalid --toy-top '4': expected a number of toy sites from 1 to 3 "
+              "(see heaptap --help)\n")
+
+
+# What the toy tree gets, each toy added and then checked against one build of it: a toy
+# is a class with add(tree) and check(heaptap, tmp).
+TOYS = (ToyOutput, ToyOption)
+
+
+@test(tier="services")
+def test_a_new_output_and_a_new_option_are_one_row_each():
+    """The structure's promise, kept in a copy of the tree built once: a new format is its
+    formatter's file and a row of report/outputs.c's table, a new option a row of
+    cli/cmdline.c's (TOYS); each is run."""
+    d = tempfile.mkdtemp(prefix="heaptap-toy-")
+    try:
+        tree = os.path.join(d, "tree")
+        shutil.copytree(ROOT, tree, ignore=shutil.ignore_patterns("build", ".git",
+                                                                  "__pycache__"))
+        toys = [toy() for toy in TOYS]
+        for toy in toys:
+            toy.add(tree)
+        build = subprocess.run(["make", "-s", "-C", tree, "build/heaptap"], capture_output=True,
+                               text=True, timeout=600)
+        check_true("the toy tree builds", build.returncode == 0,
+                   f"make exited {build.returncode}: {build.stdout[-2000:]}{build.stderr[-4000:]}")
+        for toy in toys:
+            toy.check(os.path.join(tree, "build", "heaptap"), d)
     finally:
         shutil.rmtree(d)

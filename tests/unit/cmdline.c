@@ -114,7 +114,8 @@ static void names_are_taken(void)
 			snprintf(option, sizeof(option), "--%s", o.name);
 			r = parse(ARGS(option, name, "-p", "1"));
 			/* --completion's names print a script and end the parse. */
-			CHECK_I64(r.status, o.action == ACTION_COMPLETION, "%s %s taken", option, name);
+			CHECK_I64(r.status, o.action == ACTION_COMPLETION, "%s %s taken", option,
+				  name);
 			CHECK_STR(r.said, "", "%s %s: nothing said", option, name);
 			run__free(&r);
 		}
@@ -171,7 +172,8 @@ static void defaults_are_read(void)
 		if (o.set)
 			CHECK_U64(given.leak_heuristics, none.leak_heuristics, "%s", option);
 		else
-			CHECK_TRUE(!memcmp((char *)&given + o.offset, (char *)&none + o.offset, o.size),
+			CHECK_TRUE(!memcmp((char *)&given + o.offset, (char *)&none + o.offset,
+					   o.size),
 				   "%s %s: the default", option, o.by_default);
 		options__free(&given);
 		options__free(&none);
@@ -234,7 +236,8 @@ static void scopes(void)
 		char option[64], want[256];
 		const char *value = o.arg ? a_value(&o) : NULL;
 		/* What the options that need another have: a pool's function, a leak check. */
-		bool pool = !strcmp(o.name, "pool-name-at"), leak = !strcmp(o.name, "leak-exit-code");
+		bool pool = !strcmp(o.name, "pool-name-at");
+		bool leak = !strcmp(o.name, "leak-exit-code");
 		const char *trace[] = { "--alert-live",
 					"1g",
 					pool ? "--pool-create=g" : leak ? "--leak-check" : "-v",
@@ -253,8 +256,8 @@ static void scopes(void)
 		if (option__for(&o, SCOPE_TRACE)) {
 			CHECK_I64(r.status, 0, "%s: a session's", option);
 		} else {
-			snprintf(want, sizeof(want), "heaptap: %s is for the host's agent only: heaptap "
-				 "host, --all or --cgroup (see heaptap --help)\n", option);
+			snprintf(want, sizeof(want), "heaptap: %s is for the host's agent only: "
+				 "heaptap host, --all or --cgroup (see heaptap --help)\n", option);
 			CHECK_STR(r.said, want, "%s without the agent", option);
 		}
 		run__free(&r);
@@ -262,9 +265,9 @@ static void scopes(void)
 		if (option__for(&o, SCOPE_HOST)) {
 			CHECK_I64(r.status, 0, "%s: the agent's", option);
 		} else {
-			snprintf(want, sizeof(want), "heaptap: %s is not for --all or --cgroup, which "
-				 "watch every process and trace the growing ones themselves (see "
-				 "heaptap --help)\n", option);
+			snprintf(want, sizeof(want), "heaptap: %s is not for --all or --cgroup, "
+				 "which watch every process and trace the growing ones themselves "
+				 "(see heaptap --help)\n", option);
 			CHECK_STR(r.said, want, "%s with --all", option);
 		}
 		run__free(&r);
@@ -276,6 +279,7 @@ static void completion(void)
 	struct run bash = parse(ARGS("--completion", "bash"));
 	struct run zsh = parse(ARGS("--completion", "zsh"));
 	struct run fish = parse(ARGS("--completion", "fish"));
+	const char *host;
 
 	CHECK_I64(bash.status, 1, "bash: printed, exit 0");
 	CHECK_TRUE(strstr(bash.printed, "\ncomplete -F _heaptap heaptap\n") != NULL, "complete");
@@ -293,6 +297,14 @@ static void completion(void)
 					"stdstring length64 newarray multipleinheritance'\n"),
 		   "bash: heuristics, a list");
 	CHECK_TRUE(strstr(bash.printed, "\t-p|--pid)\n"), "bash: PIDs");
+	host = strstr(bash.printed, "\tlocal host_options=' ");
+	CHECK_TRUE(host && strstr(host, " --max-traced ") && strstr(host, " -i --interval ") &&
+			   strstr(host, " -o --output ") && !strstr(strstr(host, "\n") ?: host, "--"),
+		   "bash: the agent's options on a line of their own");
+	CHECK_TRUE(host && !strstr(host, " --sample ") && !strstr(host, " -p "),
+		   "bash: the agent's options, no session's");
+	CHECK_TRUE(strstr(bash.printed, "COMPREPLY=($(compgen -W host -- \"$cur\") "),
+		   "bash: the verb first");
 	CHECK_STR(bash.said, "", "bash: nothing said");
 	CHECK_I64(zsh.status, 1, "zsh: printed, exit 0");
 	CHECK_TRUE(!strncmp(zsh.printed, "#compdef heaptap\n", 17), "zsh: #compdef first");
@@ -304,6 +316,13 @@ static void completion(void)
 				       "inherit)' \\\n"),
 		   "zsh: --probe-links' modes");
 	CHECK_TRUE(strstr(zsh.printed, "\t'*--json' \\\n"), "zsh: a flag");
+	host = strstr(zsh.printed, "[[ ${words[2]} == host ]]");
+	CHECK_TRUE(host && strstr(host, "\n\t'*--max-traced=:max-traced: ' \\\n") &&
+			   strstr(host, "\t\t&& return\n") &&
+			   !strstr(host, "--sample") < !!strstr(strstr(host, "&& return"), "--sample"),
+		   "zsh: after the verb, the agent's options alone");
+	CHECK_TRUE(strstr(zsh.printed, "'(-)1:command:_alternative \"verbs:verb:(host)\" "),
+		   "zsh: the verb first");
 	CHECK_I64(fish.status, -EINVAL, "fish: bad usage");
 	CHECK_STR(fish.said, "heaptap: invalid --completion 'fish': expected bash or zsh\n",
 		  "fish: what is said");

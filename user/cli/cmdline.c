@@ -179,7 +179,8 @@ static const struct cli_option allocator[] = {
 /* How the allocator is traced: what is tracked, stacks, probe sites. */
 static const struct cli_option tracing[] = {
 	{ "max-allocs", 0, "N", KIND_UINT, OPTION_AT(max_allocs), .min = 1,
-	  .max = HEAPTAP_MAX_BLOCKS, .by_default = "1048576", .help = "outstanding blocks tracked" },
+	  .max = HEAPTAP_MAX_BLOCKS, .by_default = "1048576",
+	  .help = "outstanding blocks tracked" },
 	{ "max-stacks", 0, "N", KIND_UINT, OPTION_AT(max_stacks), .min = 1, .max = MAX_STACKS,
 	  .by_default = "65536", .help = "distinct stacks stored" },
 	{ "stack-depth", 0, "N", KIND_UINT, OPTION_AT(stack_depth), .min = 1,

@@ -22,8 +22,8 @@ static int one_mode(const struct given *given)
 		if (o.set != setters__mode || !given->at[i])
 			continue;
 		if (first) {
-			elog("--%s and --%s are two different modes: choose one (see heaptap --help)",
-			     first, o.name);
+			elog("--%s and --%s are two different modes: choose one (see heaptap "
+			     "--help)", first, o.name);
 			return -EINVAL;
 		}
 		first = o.name;
@@ -54,7 +54,7 @@ static int same_file_twice(const struct options *opts)
 static int scope(const struct options *opts, const struct given *given)
 {
 	bool host = settings__host(opts);
-	struct cli_option o, first = {};
+	struct cli_option o;
 	char name[64];
 	int at = INT_MAX;
 	size_t i;
@@ -63,22 +63,21 @@ static int scope(const struct options *opts, const struct given *given)
 		if (given->at[i] && given->at[i] < at &&
 		    !option__for(&o, host ? SCOPE_HOST : SCOPE_TRACE)) {
 			at = given->at[i];
-			first = o;
 			if (given->letter[i])
 				snprintf(name, sizeof(name), "-%c", o.letter);
 			else
 				snprintf(name, sizeof(name), "--%s", o.name);
 		}
-	if (!first.name && host && opts->command)
+	if (at == INT_MAX && host && opts->command)
 		snprintf(name, sizeof(name), "a COMMAND");
-	else if (!first.name)
+	else if (at == INT_MAX)
 		return 0;
 	if (host)
 		elog("%s is not for --all or --cgroup, which watch every process and trace the "
 		     "growing ones themselves (see heaptap --help)", name);
 	else
-		elog("%s is for the host's agent only: heaptap host, --all or --cgroup (see heaptap "
-		     "--help)", name);
+		elog("%s is for the host's agent only: heaptap host, --all or --cgroup (see "
+		     "heaptap --help)", name);
 	return -EINVAL;
 }
 
@@ -127,8 +126,8 @@ int rules__check(struct options *opts, const struct given *given)
 	if (settings__host(opts))
 		return 0;
 	if (opts->pool_name_given && !pools_named(opts)) {
-		elog("--pool-name-at says where a pool keeps its name: name the pool's functions too "
-		     "(--pool-alloc ...; see heaptap --help)");
+		elog("--pool-name-at says where a pool keeps its name: name the pool's functions "
+		     "too (--pool-alloc ...; see heaptap --help)");
 		return -EINVAL;
 	}
 	/* Malloc's level: the program's own functions, checked, are left alone. */

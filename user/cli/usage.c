@@ -57,28 +57,40 @@ static void put_wrapped(FILE *f, int col, int indent, const char *text)
 	fputc('\n', f);
 }
 
-/* What follows an option's help in parentheses: its limits, its default (and the modes'). */
+/* Appends to buf, "; " after what it holds (len bytes), the part of the parentheses. */
+static size_t append(char *buf, size_t size, size_t len, const char *part)
+{
+	if (len < size)
+		len += snprintf(buf + len, size - len, "%s%s", len ? "; " : "", part);
+	return len;
+}
+
+/* What follows an option's help in parentheses: its limits, its default, and the defaults
+ * modes give it ("512k with --live"). */
 static void put_extra(char *buf, size_t size, const struct cli_option *o)
 {
-	char limits[128];
+	char part[128];
 	const struct mode *m;
-	size_t k, len = 0;
+	size_t k, d, nd, len = 0;
 
 	*buf = 0;
-	values__limits(o, limits, sizeof(limits));
-	if (*limits)
-		len = snprintf(buf, size, "%s", limits);
-	if (o->by_default || o->unset)
-		len += snprintf(buf + len, size - len, "%sdefault%s%s", len ? "; " : "",
-				o->by_default ? " " : ": ",
-				o->by_default ? o->by_default : o->unset);
-	for (k = 0; (m = tracers__get(k)) && len < size; k++)
-		for (size_t d = 0; d < sizeof(m->defaults) / sizeof(m->defaults[0]) &&
-				   m->defaults[d][0] && len < size; d++)
-			if (!strcmp(m->defaults[d][0], o->name))
-				len += snprintf(buf + len, size - len, "%s%s with --%s",
-						len ? "; " : "default ", m->defaults[d][1],
-						m->name);
+	values__limits(o, part, sizeof(part));
+	if (*part)
+		len = append(buf, size, len, part);
+	if (o->by_default || o->unset) {
+		snprintf(part, sizeof(part), o->by_default ? "default %s" : "default: %s",
+			 o->by_default ? o->by_default : o->unset);
+		len = append(buf, size, len, part);
+	}
+	for (k = 0; (m = tracers__get(k)); k++)
+		for (d = 0, nd = sizeof(m->defaults) / sizeof(m->defaults[0]);
+		     d < nd && m->defaults[d][0]; d++)
+			if (!strcmp(m->defaults[d][0], o->name)) {
+				snprintf(part, sizeof(part), "%s%s with --%s",
+					 o->by_default || o->unset ? "" : "default ",
+					 m->defaults[d][1], m->name);
+				len = append(buf, size, len, part);
+			}
 }
 
 /* One option: its forms and value, then its text, wrapped, and what follows it. */
@@ -108,8 +120,8 @@ static void put_host(FILE *f)
 	size_t i, len;
 
 	len = snprintf(heading, sizeof(heading),
-		       "heaptap host (or --all, --cgroup), the host's agent, takes these, and of the "
-		       "options above");
+		       "heaptap host (or --all, --cgroup), the host's agent, takes these, and of "
+		       "the options above");
 	for (i = 0; cmdline__get(i, &o) && len < sizeof(heading); i++)
 		if (o.scope == SCOPE_BOTH && !o.action && !o.hidden)
 			len += o.letter ? snprintf(heading + len, sizeof(heading) - len, " -%c,",

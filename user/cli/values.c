@@ -70,8 +70,8 @@ void values__expected(const struct cli_option *o, char *buf, size_t size)
 		return;
 	case KIND_UINT:
 		if (o->step > 1 && !o->noun)
-			len = snprintf(buf, size, "a multiple of %lu from %lu to %lu", o->step, o->min,
-				       o->max);
+			len = snprintf(buf, size, "a multiple of %lu from %lu to %lu", o->step,
+				       o->min, o->max);
 		else
 			len = snprintf(buf, size, "%s from %lu to %lu", noun, o->min, o->max);
 		break;

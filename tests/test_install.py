@@ -180,7 +180,8 @@ def completes_in_bash(script, tmp):
     lines = bash_offers(script, ["heaptap --probe-li", "heaptap -p 1 --probe-links i",
                                  "heaptap --sort = ca",
                                  f"heaptap --html {shlex.quote(probe[:-3])}",
-                                 "heaptap --leak-check-heuristics all,new"])
+                                 "heaptap --leak-check-heuristics all,new",
+                                 "heaptap host --ma", "heaptap --max-"])
     check("bash's completion", lines, [
         "complete -F _heaptap heaptap",
         "heaptap --probe-li: --probe-links",
@@ -188,7 +189,10 @@ def completes_in_bash(script, tmp):
         "heaptap --sort = ca: calls",
         f"heaptap --html {probe[:-3]}: {probe}",
         "heaptap --leak-check-heuristics all,new: all,newarray",
+        "heaptap host --ma: --max-overhead --max-traced",
+        "heaptap --max-: --max-allocs --max-stacks --max-overhead --max-traced",
     ])
+    check_true("bash offers the verb", "host" in bash_offers(script, ["heaptap hos"])[1].split())
 
 
 def completes_in_zsh(directory, tmp):
@@ -199,7 +203,8 @@ def completes_in_zsh(directory, tmp):
         f.write(ZTEST)
     for line, want in (("heaptap --probe-li", ["--probe-links"]),
                        ("heaptap -p 1 --probe-links i", ["inherit"]),
-                       ("heaptap --stack ", ["auto", "fp", "dwarf", "copy"])):
+                       ("heaptap --stack ", ["auto", "fp", "dwarf", "copy"]),
+                       ("heaptap host --ma", ["--max-overhead", "--max-traced"])):
         out = os.path.join(tmp, "zsh-offered")
         if os.path.exists(out):
             os.unlink(out)

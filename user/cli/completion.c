@@ -90,28 +90,33 @@ static void bash_name_arms(FILE *f)
 	size_t i;
 
 	for (i = 0; cmdline__get(i, &o); i++) {
-		if ((value_of(&o) != VALUE_NAMES && value_of(&o) != VALUE_LIST) || o.hidden || !plain(o.name))
+		enum option_value value = value_of(&o);
+
+		if ((value != VALUE_NAMES && value != VALUE_LIST) || o.hidden || !plain(o.name))
 			continue;
 		fputc('\t', f);
 		put_forms(f, &o, "|");
-		fputs(value_of(&o) == VALUE_LIST ? ")\n\t\t_heaptap_list '" : ")\n\t\t_heaptap_words '",
+		fputs(value == VALUE_LIST ? ")\n\t\t_heaptap_list '" : ")\n\t\t_heaptap_words '",
 		      f);
 		put_names(f, &o);
 		fputs("'\n\t\treturn\n\t\t;;\n", f);
 	}
 }
 
-/* Every option as a word, and those that take a value, each list between spaces. */
+/* The lists of options, each between spaces: every option, those the host's agent takes
+ * (after heaptap host), and those that take a value. */
 static void bash_options(FILE *f)
 {
+	static const char *const lists[] = { "options", "host_options", "valued" };
 	struct cli_option o;
-	size_t i;
-	int valued;
+	size_t i, list;
 
-	for (valued = 0; valued < 2; valued++) {
-		fputs(valued ? "\tlocal valued=' " : "\tlocal options=' ", f);
+	for (list = 0; list < sizeof(lists) / sizeof(lists[0]); list++) {
+		fprintf(f, "\tlocal %s=' ", lists[list]);
 		for (i = 0; cmdline__get(i, &o); i++) {
-			if (o.hidden || !plain(o.name) || (valued && value_of(&o) == VALUE_NONE))
+			if (o.hidden || !plain(o.name) ||
+			    (list == 1 && !option__for(&o, SCOPE_HOST)) ||
+			    (list == 2 && value_of(&o) == VALUE_NONE))
 				continue;
 			put_forms(f, &o, " ");
 			fputc(' ', f);
@@ -140,12 +145,18 @@ static const char bash_head[] =
 	"_heaptap()\n"
 	"{\n"
 	"\tlocal cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD - 1]}\n"
-	"\tlocal i word skip=0 start=0\n";
+	"\tlocal i=1 word skip=0 start=0 verb=\n";
 
-/* The command heaptap launches: after "--", or from the first word that is no option nor
- * an option's value ("=" is a word of its own to bash: --sort=live is three). */
+/* The verb, heaptap host, first: its options alone are offered after it. The command heaptap
+ * launches: after "--", or from the first word that is no option nor an option's value ("="
+ * is a word of its own to bash: --sort=live is three). */
 static const char bash_command[] =
-	"\tfor ((i = 1; i < COMP_CWORD; i++)); do\n"
+	"\tif ((COMP_CWORD > 1)) && [[ ${COMP_WORDS[1]} == host ]]; then\n"
+	"\t\tverb=host\n"
+	"\t\toptions=$host_options\n"
+	"\t\ti=2\n"
+	"\tfi\n"
+	"\tfor ((; i < COMP_CWORD; i++)); do\n"
 	"\t\tword=${COMP_WORDS[i]}\n"
 	"\t\tif ((skip)); then\n"
 	"\t\t\tskip=0\n"
@@ -176,10 +187,14 @@ static const char bash_command[] =
 	"\tfi\n"
 	"\tcase $prev in\n";
 
+/* An option, the verb or a command; after the verb, no command. */
 static const char bash_tail[] = "\tesac\n"
 				"\tif [[ $cur == -* ]]; then\n"
 				"\t\t_heaptap_words \"$options\"\n"
-				"\telse\n"
+				"\telif ((COMP_CWORD == 1)); then\n"
+				"\t\tCOMPREPLY=($(compgen -W host -- \"$cur\") "
+				"$(compgen -c -- \"$cur\"))\n"
+				"\telif [[ -z $verb ]]; then\n"
 				"\t\tCOMPREPLY=($(compgen -c -- \"$cur\"))\n"
 				"\tfi\n"
 				"}\n"
@@ -220,20 +235,15 @@ static void zsh_action(FILE *f, const struct cli_option *o)
 		fputc(')', f);
 }
 
-static void zsh(FILE *f)
+/* _arguments' specs of the options for verb (SCOPE_BOTH: every one), a line each. */
+static void zsh_options(FILE *f, enum option_scope verb)
 {
 	struct cli_option o;
 	size_t i;
 
-	fputs("#compdef heaptap\n"
-	      "# zsh completion for heaptap: made by `heaptap --completion zsh` from its options'\n"
-	      "# table, which make install runs.\n"
-	      "\n"
-	      "_arguments -s -S \\\n",
-	      f);
 	/* Each option may be given again (-p, --alloc...; a flag twice does no harm). */
 	for (i = 0; cmdline__get(i, &o); i++) {
-		if (o.hidden || !plain(o.name))
+		if (o.hidden || !plain(o.name) || !option__for(&o, verb))
 			continue;
 		if (o.letter) {
 			fprintf(f, "\t'*-%c%s", o.letter, value_of(&o) == VALUE_NONE ? "" : "+");
@@ -244,7 +254,31 @@ static void zsh(FILE *f)
 		zsh_action(f, &o);
 		fputs("' \\\n", f);
 	}
-	fputs("\t'(-)1:command:_command_names -e' \\\n"
+}
+
+/* After the verb, heaptap host, the agent's options alone; else every option, and first the
+ * verb or a command. */
+static void zsh(FILE *f)
+{
+	fputs("#compdef heaptap\n"
+	      "# zsh completion for heaptap: made by `heaptap --completion zsh` from its options'\n"
+	      "# table, which make install runs.\n"
+	      "\n"
+	      "if (( CURRENT > 2 )) && [[ ${words[2]} == host ]]; then\n"
+	      "\tshift words\n"
+	      "\t(( CURRENT-- ))\n"
+	      "\t_arguments -s -S \\\n",
+	      f);
+	zsh_options(f, SCOPE_HOST);
+	fputs("\t\t&& return\n"
+	      "\treturn 1\n"
+	      "fi\n"
+	      "\n"
+	      "_arguments -s -S \\\n",
+	      f);
+	zsh_options(f, SCOPE_BOTH);
+	fputs("\t'(-)1:command:_alternative \"verbs:verb:(host)\" \"commands:command:_command_names "
+	      "-e\"' \\\n"
 	      "\t'*::arguments:_normal'\n",
 	      f);
 }

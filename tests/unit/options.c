@@ -481,6 +481,44 @@ static void rules(void)
 	parsed__free(p);
 }
 
+/* heaptap host [options], the agent's verb, as --all; only as heaptap's first argument: after
+ * "--" or after an option, host is a COMMAND, as it was before the verb. */
+static void verbs(void)
+{
+	struct parsed *p;
+
+	p = good(ARGS("host"), "host");
+	CHECK_TRUE(p->opts.host.all && !p->opts.command, "host: the agent, no command");
+	parsed__free(p);
+	p = good(ARGS("host", "--cgroup", "/sys/fs/cgroup/x", "-i", "30s", "--max-traced", "1"),
+		 "host --cgroup");
+	CHECK_U64(p->opts.host.ncgroups, 1, "host --cgroup: one cgroup");
+	CHECK_U64(p->opts.interval_ms, 30000, "host -i 30s");
+	CHECK_U64(p->opts.host.max_traced, 1, "host --max-traced 1");
+	parsed__free(p);
+	refused(ARGS("host", "--sample", "1m"),
+		"--sample is not for --all or --cgroup, which watch every process and trace the "
+		"growing ones themselves (see heaptap --help)");
+	refused(ARGS("host", "--", "true"),
+		"a COMMAND is not for --all or --cgroup, which watch every process and trace the "
+		"growing ones themselves (see heaptap --help)");
+	refused(ARGS("-p", "1", "--max-traced", "3"),
+		"--max-traced is for the host's agent only: heaptap host, --all or --cgroup (see "
+		"heaptap --help)");
+	p = good(ARGS("--", "host", "-v"), "-- host -v");
+	CHECK_TRUE(!p->opts.host.all && p->opts.command && !strcmp(p->opts.command[0], "host") &&
+			   !strcmp(p->opts.command[1], "-v") && !p->opts.command[2] &&
+			   !p->opts.verbose,
+		   "-- host -v: the command host, its -v its own");
+	parsed__free(p);
+	p = good(ARGS("-v", "host"), "-v host");
+	CHECK_TRUE(!p->opts.host.all && p->opts.command && !strcmp(p->opts.command[0], "host"),
+		   "-v host: the command host");
+	parsed__free(p);
+	refused(ARGS("-p", "1", "host"),
+		"give either -p PID or a COMMAND, not both (see heaptap --help)");
+}
+
 /* Options heaptap does not know, values missing, --help and --version. */
 static void usage(void)
 {
@@ -691,6 +729,7 @@ int main(void)
 	rules();
 	processes();
 	own_allocators();
+	verbs();
 	usage();
 	return unit__done("options");
 }

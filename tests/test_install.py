@@ -161,20 +161,27 @@ def traces_the_demo(heaptap):
     return final
 
 
+def bash_offers(script, lines):
+    """What bash's completion from script offers for each command line (a string of words;
+    "heaptap --sort = ca": the cursor at its last word), as "LINE: WORD WORD..."; the first
+    line says how heaptap's completion is registered."""
+    offers = "\n".join(f"offer {line}" for line in lines)
+    return run(["bash", "-c", f"""source {shlex.quote(script)}
+complete -p heaptap
+offer() {{ COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); COMPREPLY=(); _heaptap
+	echo "$*: ${{COMPREPLY[*]}}"; }}
+{offers}"""], "bash loads the completion", timeout=30).stdout.strip().split("\n")
+
+
 def completes_in_bash(script, tmp):
     """The bash script loads, registers heaptap, offers an option, a value and files."""
     probe = os.path.join(tmp, "probe-file")
     open(probe, "w").close()
-    lines = run(["bash", "-c", f"""source {shlex.quote(script)}
-complete -p heaptap
-offer() {{ COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); COMPREPLY=(); _heaptap
-	echo "$*: ${{COMPREPLY[*]}}"; }}
-offer heaptap --probe-li
-offer heaptap -p 1 --probe-links i
-offer heaptap --sort = ca
-offer heaptap --html {shlex.quote(probe[:-3])}
-offer heaptap --leak-check-heuristics all,new"""], "bash loads the completion",
-                timeout=30).stdout.strip().split("\n")
+    lines = bash_offers(script, ["heaptap --probe-li", "heaptap -p 1 --probe-links i",
+                                 "heaptap --sort = ca",
+                                 f"heaptap --html {shlex.quote(probe[:-3])}",
+                                 "heaptap --leak-check-heuristics all,new",
+                                 "heaptap host --ma", "heaptap --max-"])
     check("bash's completion", lines, [
         "complete -F _heaptap heaptap",
         "heaptap --probe-li: --probe-links",
@@ -182,7 +189,10 @@ offer heaptap --leak-check-heuristics all,new"""], "bash loads the completion",
         "heaptap --sort = ca: calls",
         f"heaptap --html {probe[:-3]}: {probe}",
         "heaptap --leak-check-heuristics all,new: all,newarray",
+        "heaptap host --ma: --max-overhead --max-traced",
+        "heaptap --max-: --max-allocs --max-stacks --max-overhead --max-traced",
     ])
+    check_true("bash offers the verb", "host" in bash_offers(script, ["heaptap hos"])[1].split())
 
 
 def completes_in_zsh(directory, tmp):
@@ -193,7 +203,8 @@ def completes_in_zsh(directory, tmp):
         f.write(ZTEST)
     for line, want in (("heaptap --probe-li", ["--probe-links"]),
                        ("heaptap -p 1 --probe-links i", ["inherit"]),
-                       ("heaptap --stack ", ["auto", "fp", "dwarf", "copy"])):
+                       ("heaptap --stack ", ["auto", "fp", "dwarf", "copy"]),
+                       ("heaptap host --ma", ["--max-overhead", "--max-traced"])):
         out = os.path.join(tmp, "zsh-offered")
         if os.path.exists(out):
             os.unlink(out)

@@ -55,14 +55,22 @@ static const struct {
 	{ "--pool-destroy", HEAPTAP_KIND_POOL_DESTROY },
 };
 
-int alloc_spec__kind(const char *option)
+/* The row of spec_options naming option, or -1. */
+static int spec_option(const char *option)
 {
 	size_t i;
 
 	for (i = 0; i < sizeof(spec_options) / sizeof(spec_options[0]); i++)
 		if (!strcmp(spec_options[i].option, option))
-			return spec_options[i].kind;
-	return 0;
+			return i;
+	return -1;
+}
+
+int alloc_spec__kind(const char *option)
+{
+	int i = spec_option(option);
+
+	return i < 0 ? 0 : spec_options[i].kind;
 }
 
 unsigned int alloc_spec__abi_reg(unsigned int arg)
@@ -222,11 +230,13 @@ int alloc_spec__parse(const char *option, const char *text, struct alloc_spec *o
 	char why[160];
 	size_t n = 0;
 	unsigned int s;
-	int err;
+	int err, row = spec_option(option);
 
-	*out = (struct alloc_spec){ .option = option, .kind = alloc_spec__kind(option) };
-	if (!out->kind)
+	if (row < 0)
 		return refuse(option, text, "not an allocator option");
+	/* The table's own string: the caller's may not live as long as the spec. */
+	*out = (struct alloc_spec){ .option = spec_options[row].option,
+				    .kind = spec_options[row].kind };
 	for (s = 0; s < HEAPTAP_COOKIE_ARGS; s++)
 		out->from[s] = s;
 	/* The function's name: as C, C++ (mangled) and assemblers spell symbols. */

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * What the command line asks for (options.h parses it): what to trace and how to report it,
- * plain settings every layer may read.
+ * What the command line asks for (cli/options.h parses it): what to trace and how to report
+ * it, plain settings every layer may read.
  */
 #ifndef HEAPTAP_SETTINGS_H
 #define HEAPTAP_SETTINGS_H
@@ -80,8 +80,9 @@ struct options {
 	uint32_t stack_bytes;
 	bool probe_entries;    /* --probe-at entry: every probe on its function's entry */
 	int probe_links;       /* --probe-links: enum probe_links_mode (probes.h) */
-	bool live;	       /* duty-cycled, sampled tracing within an overhead budget */
-	bool watch;	       /* no allocator probes: new pages, by the stack writing them */
+	/* The mode of tracing, a row of session/tracers.c by name (--live: "live"); NULL: the
+	 * table's first, full mode */
+	const char *mode;
 	uint64_t sample_bytes; /* mean bytes between sampled allocations; 0: all */
 	uint64_t window_ms;    /* live: how long each tracing window lasts */
 	double max_overhead;   /* live: the slowdown allowed, as a fraction */

@@ -152,8 +152,7 @@ int session__open(struct session *s, const struct options *opts)
 	if (err)
 		return err;
 	/* The mode's tracer, while heaptap is small (the probes' attacher is a process). */
-	err = tracers__find(opts->watch ? "watch" : opts->live ? "live" : "full")
-		      ->ops->open(s, &s->tracer);
+	err = (opts->mode ? tracers__find(opts->mode) : tracers__get(0))->ops->open(s, &s->tracer);
 	err = err ?: find_targets(s);
 	if (err)
 		return err;

@@ -3,8 +3,34 @@
 #include <string.h>
 
 #include "base/log.h"
-#include "report/cmdline.h"
-#include "report/completion.h"
+#include "cli/cmdline.h"
+#include "cli/completion.h"
+#include "cli/values.h"
+
+/* What a shell offers for an option's value. */
+enum option_value {
+	VALUE_NONE, /* the option takes none */
+	VALUE_TEXT, /* a number, a time, a spec, a command: nothing to offer */
+	VALUE_FILE,
+	VALUE_PID,
+	VALUE_COMM,  /* a process's name */
+	VALUE_NAMES, /* one of the names names() gives */
+	VALUE_LIST,  /* names() gives its words, several separated by commas */
+};
+
+static enum option_value value_of(const struct cli_option *o)
+{
+	if (!o->arg)
+		return VALUE_NONE;
+	switch (o->complete) {
+	case COMPLETE_FILE: return VALUE_FILE;
+	case COMPLETE_PID: return VALUE_PID;
+	case COMPLETE_COMM: return VALUE_COMM;
+	case COMPLETE_LIST: return VALUE_LIST;
+	case COMPLETE_KIND: break;
+	}
+	return o->kind == KIND_NAME ? VALUE_NAMES : VALUE_TEXT;
+}
 
 /*
  * Whether s can stand in a script as it is, unquoted in bash and inside zsh's single quotes:
@@ -18,7 +44,7 @@ static bool plain(const char *s)
 }
 
 /* The names of o's values, separated by spaces. */
-static void put_names(FILE *f, const struct cmdline_option *o)
+static void put_names(FILE *f, const struct cli_option *o)
 {
 	const char *name;
 	size_t i;
@@ -32,7 +58,7 @@ static void put_names(FILE *f, const struct cmdline_option *o)
 }
 
 /* How an option is written: "-p|--pid", or "--pid" alone without a letter (sep: "|"). */
-static void put_forms(FILE *f, const struct cmdline_option *o, const char *sep)
+static void put_forms(FILE *f, const struct cli_option *o, const char *sep)
 {
 	if (o->letter)
 		fprintf(f, "-%c%s", o->letter, sep);
@@ -42,12 +68,12 @@ static void put_forms(FILE *f, const struct cmdline_option *o, const char *sep)
 /* A case arm of the options whose values are of this kind, with its action; none if none. */
 static void bash_arm(FILE *f, enum option_value kind, const char *action)
 {
-	struct cmdline_option o;
+	struct cli_option o;
 	bool any = false;
 	size_t i;
 
 	for (i = 0; cmdline__get(i, &o); i++) {
-		if (o.value != kind || o.hidden || !plain(o.name))
+		if (value_of(&o) != kind || o.hidden || !plain(o.name))
 			continue;
 		fputs(any ? "|" : "\t", f);
 		put_forms(f, &o, "|");
@@ -60,32 +86,37 @@ static void bash_arm(FILE *f, enum option_value kind, const char *action)
 /* The arms of options that take one of a set of names, or a list of them. */
 static void bash_name_arms(FILE *f)
 {
-	struct cmdline_option o;
+	struct cli_option o;
 	size_t i;
 
 	for (i = 0; cmdline__get(i, &o); i++) {
-		if ((o.value != VALUE_NAMES && o.value != VALUE_LIST) || o.hidden || !plain(o.name))
+		enum option_value value = value_of(&o);
+
+		if ((value != VALUE_NAMES && value != VALUE_LIST) || o.hidden || !plain(o.name))
 			continue;
 		fputc('\t', f);
 		put_forms(f, &o, "|");
-		fputs(o.value == VALUE_LIST ? ")\n\t\t_heaptap_list '" : ")\n\t\t_heaptap_words '",
+		fputs(value == VALUE_LIST ? ")\n\t\t_heaptap_list '" : ")\n\t\t_heaptap_words '",
 		      f);
 		put_names(f, &o);
 		fputs("'\n\t\treturn\n\t\t;;\n", f);
 	}
 }
 
-/* Every option as a word, and those that take a value, each list between spaces. */
+/* The lists of options, each between spaces: every option, those the host's agent takes
+ * (after heaptap host), and those that take a value. */
 static void bash_options(FILE *f)
 {
-	struct cmdline_option o;
-	size_t i;
-	int valued;
+	static const char *const lists[] = { "options", "host_options", "valued" };
+	struct cli_option o;
+	size_t i, list;
 
-	for (valued = 0; valued < 2; valued++) {
-		fputs(valued ? "\tlocal valued=' " : "\tlocal options=' ", f);
+	for (list = 0; list < sizeof(lists) / sizeof(lists[0]); list++) {
+		fprintf(f, "\tlocal %s=' ", lists[list]);
 		for (i = 0; cmdline__get(i, &o); i++) {
-			if (o.hidden || !plain(o.name) || (valued && o.value == VALUE_NONE))
+			if (o.hidden || !plain(o.name) ||
+			    (list == 1 && !option__for(&o, SCOPE_HOST)) ||
+			    (list == 2 && value_of(&o) == VALUE_NONE))
 				continue;
 			put_forms(f, &o, " ");
 			fputc(' ', f);
@@ -114,12 +145,18 @@ static const char bash_head[] =
 	"_heaptap()\n"
 	"{\n"
 	"\tlocal cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD - 1]}\n"
-	"\tlocal i word skip=0 start=0\n";
+	"\tlocal i=1 word skip=0 start=0 verb=\n";
 
-/* The command heaptap launches: after "--", or from the first word that is no option nor
- * an option's value ("=" is a word of its own to bash: --sort=live is three). */
+/* The verb, heaptap host, first: its options alone are offered after it. The command heaptap
+ * launches: after "--", or from the first word that is no option nor an option's value ("="
+ * is a word of its own to bash: --sort=live is three). */
 static const char bash_command[] =
-	"\tfor ((i = 1; i < COMP_CWORD; i++)); do\n"
+	"\tif ((COMP_CWORD > 1)) && [[ ${COMP_WORDS[1]} == host ]]; then\n"
+	"\t\tverb=host\n"
+	"\t\toptions=$host_options\n"
+	"\t\ti=2\n"
+	"\tfi\n"
+	"\tfor ((; i < COMP_CWORD; i++)); do\n"
 	"\t\tword=${COMP_WORDS[i]}\n"
 	"\t\tif ((skip)); then\n"
 	"\t\t\tskip=0\n"
@@ -150,10 +187,14 @@ static const char bash_command[] =
 	"\tfi\n"
 	"\tcase $prev in\n";
 
+/* An option, the verb or a command; after the verb, no command. */
 static const char bash_tail[] = "\tesac\n"
 				"\tif [[ $cur == -* ]]; then\n"
 				"\t\t_heaptap_words \"$options\"\n"
-				"\telse\n"
+				"\telif ((COMP_CWORD == 1)); then\n"
+				"\t\tCOMPREPLY=($(compgen -W host -- \"$cur\") "
+				"$(compgen -c -- \"$cur\"))\n"
+				"\telif [[ -z $verb ]]; then\n"
 				"\t\tCOMPREPLY=($(compgen -c -- \"$cur\"))\n"
 				"\tfi\n"
 				"}\n"
@@ -178,9 +219,9 @@ static void bash(FILE *f)
 }
 
 /* _arguments' action for o's value, after "--name=" or "-x+". */
-static void zsh_action(FILE *f, const struct cmdline_option *o)
+static void zsh_action(FILE *f, const struct cli_option *o)
 {
-	switch (o->value) {
+	switch (value_of(o)) {
 	case VALUE_NONE: return;
 	case VALUE_TEXT: fprintf(f, ":%s: ", o->name); return;
 	case VALUE_FILE: fprintf(f, ":%s:_files", o->name); return;
@@ -190,45 +231,67 @@ static void zsh_action(FILE *f, const struct cmdline_option *o)
 	case VALUE_LIST: fprintf(f, ":%s:_values -s , %s ", o->name, o->name); break;
 	}
 	put_names(f, o);
-	if (o->value == VALUE_NAMES)
+	if (value_of(o) == VALUE_NAMES)
 		fputc(')', f);
 }
 
-static void zsh(FILE *f)
+/* _arguments' specs of the options for verb (SCOPE_BOTH: every one), a line each. */
+static void zsh_options(FILE *f, enum option_scope verb)
 {
-	struct cmdline_option o;
+	struct cli_option o;
 	size_t i;
 
+	/* Each option may be given again (-p, --alloc...; a flag twice does no harm). */
+	for (i = 0; cmdline__get(i, &o); i++) {
+		if (o.hidden || !plain(o.name) || !option__for(&o, verb))
+			continue;
+		if (o.letter) {
+			fprintf(f, "\t'*-%c%s", o.letter, value_of(&o) == VALUE_NONE ? "" : "+");
+			zsh_action(f, &o);
+			fputs("' \\\n", f);
+		}
+		fprintf(f, "\t'*--%s%s", o.name, value_of(&o) == VALUE_NONE ? "" : "=");
+		zsh_action(f, &o);
+		fputs("' \\\n", f);
+	}
+}
+
+/* After the verb, heaptap host, the agent's options alone; else every option, and first the
+ * verb or a command. */
+static void zsh(FILE *f)
+{
 	fputs("#compdef heaptap\n"
 	      "# zsh completion for heaptap: made by `heaptap --completion zsh` from its options'\n"
 	      "# table, which make install runs.\n"
 	      "\n"
+	      "if (( CURRENT > 2 )) && [[ ${words[2]} == host ]]; then\n"
+	      "\tshift words\n"
+	      "\t(( CURRENT-- ))\n"
+	      "\t_arguments -s -S \\\n",
+	      f);
+	zsh_options(f, SCOPE_HOST);
+	fputs("\t\t&& return\n"
+	      "\treturn 1\n"
+	      "fi\n"
+	      "\n"
 	      "_arguments -s -S \\\n",
 	      f);
-	/* Each option may be given again (-p, --alloc...; a flag twice does no harm). */
-	for (i = 0; cmdline__get(i, &o); i++) {
-		if (o.hidden || !plain(o.name))
-			continue;
-		if (o.letter) {
-			fprintf(f, "\t'*-%c%s", o.letter, o.value == VALUE_NONE ? "" : "+");
-			zsh_action(f, &o);
-			fputs("' \\\n", f);
-		}
-		fprintf(f, "\t'*--%s%s", o.name, o.value == VALUE_NONE ? "" : "=");
-		zsh_action(f, &o);
-		fputs("' \\\n", f);
-	}
-	fputs("\t'(-)1:command:_command_names -e' \\\n"
+	zsh_options(f, SCOPE_BOTH);
+	fputs("\t'(-)1:command:_alternative \"verbs:verb:(host)\" \"commands:command:_command_names "
+	      "-e\"' \\\n"
 	      "\t'*::arguments:_normal'\n",
 	      f);
 }
 
 int completion__print(FILE *f, const char *shell)
 {
-	switch (cmdline__pick(cmdline__shell_name, shell)) {
+	char shells[64];
+
+	switch (values__pick(cmdline__shell_name, shell)) {
 	case SHELL_BASH: bash(f); return 0;
 	case SHELL_ZSH: zsh(f); return 0;
 	}
-	elog("invalid --completion '%s': expected bash or zsh", log__value(shell));
+	values__names(cmdline__shell_name, "or", shells, sizeof(shells));
+	elog("invalid --completion '%s': expected %s", log__value(shell), shells);
 	return -EINVAL;
 }

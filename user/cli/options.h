@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: GPL-2.0 */
-/* The command line, parsed into struct options (settings.h). */
+/*
+ * The command line, parsed into struct options (base/settings.h) as the table's rows say
+ * (cmdline.h): "heaptap [options] -p PID | -- COMMAND", or the host's agent, "heaptap host
+ * [options]" (the same as --all).
+ */
 #ifndef HEAPTAP_OPTIONS_H
 #define HEAPTAP_OPTIONS_H
-
-#include <stdbool.h>
-#include <stdint.h>
 
 #include "base/settings.h"
 

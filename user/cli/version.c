@@ -3,15 +3,10 @@
 
 #include <bpf/libbpf.h>
 
+#include "base/build.h"
 #include "base/kernel.h"
-#include "heaptap_version.h" /* made by the Makefile: HEAPTAP_VERSION, HEAPTAP_COMMIT */
+#include "cli/version.h"
 #include "report/json.h"
-#include "report/version.h"
-
-const char *version__number(void)
-{
-	return HEAPTAP_VERSION;
-}
 
 /* true, false, or null when it cannot be told. */
 static json_object *has(enum kernel_has has)
@@ -33,14 +28,14 @@ void version__print(FILE *f, bool json)
 		fprintf(f,
 			"heaptap %s (commit %s), libbpf %s, kernel %s, runs on Linux %s or newer; "
 			"needed: %s; optional: %s\n",
-			HEAPTAP_VERSION, HEAPTAP_COMMIT, libbpf, kernel__release(), kernel__floor(),
+			build__version(), build__commit(), libbpf, kernel__release(), kernel__floor(),
 			needed, optional);
 		return;
 	}
 	o = json_object_new_object();
 	kernel = json_object_new_object();
-	put(o, "version", json_object_new_string(HEAPTAP_VERSION));
-	put(o, "commit", json_object_new_string(HEAPTAP_COMMIT));
+	put(o, "version", json_object_new_string(build__version()));
+	put(o, "commit", json_object_new_string(build__commit()));
 	put(o, "libbpf", json_object_new_string(libbpf));
 	put(kernel, "release", json_object_new_string(kernel__release()));
 	put(kernel, "floor", json_object_new_string(kernel__floor()));

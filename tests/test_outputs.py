@@ -982,16 +982,104 @@ class ToyOption:
               "(see heaptap --help)\n")
 
 
+class ToyMode:
+    """A mode is its tracer's file and a row of session/tracers.c's table: --toy-mode, the
+    probe tracer's ops under a mode of its own name, whose reports say "toy". Its option,
+    its --help line, its exclusion of the other modes, and its reports all follow."""
+
+    TRACER = """#include <stdlib.h>
+
+#include "report/report.h"
+#include "session/tracer_probes.h"
+
+extern const struct tracer_ops toy_tracer;
+
+static int open_toy(struct session *s, struct tracer **out)
+{
+\tstruct probe_tracer *pt = malloc(sizeof(*pt));
+
+\tif (!pt)
+\t\treturn -12;
+\tprobe_tracer__init(pt, s);
+\tpt->base.ops = &toy_tracer;
+\t*out = &pt->base;
+\treturn 0;
+}
+
+static int loaded(struct tracer *t)
+{
+\treturn probe_tracer__loaded(probe_tracer__of(t), false);
+}
+
+static void describe(struct tracer *t, struct report *r)
+{
+\tstatic const struct figures toy = { .mode = "toy" };
+
+\tr->figures = &toy;
+}
+
+static void free_toy(struct tracer *t)
+{
+\tprobe_tracer__end(probe_tracer__of(t));
+\tfree(probe_tracer__of(t));
+}
+
+const struct tracer_ops toy_tracer = {
+\t.open = open_toy,
+\t.plan = probe_tracer__plan,
+\t.configure = probe_tracer__configure,
+\t.loaded = loaded,
+\t.attach = probe_tracer__attach,
+\t.snapshot = probe_tracer__snapshot,
+\t.detach = probe_tracer__detach,
+\t.describe = describe,
+\t.free = free_toy,
+};
+"""
+
+    def add(self, tree):
+        with open(os.path.join(tree, "user", "session", "tracer_toy.c"), "w") as f:
+            f.write(self.TRACER)
+        add_row(os.path.join(tree, "user", "session", "tracers.c"),
+                '\t  .check = fault_tracer__check },\n',
+                '\t{ "toy-mode", &toy_tracer, .help = "a toy mode: full mode by another name" },\n',
+                "extern const struct tracer_ops toy_tracer;")
+
+    def check(self, toy, d):
+        help_text = subprocess.run([toy, "--help"], capture_output=True, text=True).stdout
+        check("--help's line of the toy mode", help_options(help_text).get("--toy-mode"),
+              "      --toy-mode         a toy mode: full mode by another name")
+        p = subprocess.run([toy, "--json", "-i", "1h", "--toy-mode", "--",
+                            os.path.join(TARGETS_DIR, "sizes")], input=b"mix\nexit\n",
+                           capture_output=True, timeout=60)
+        check("exit status of the toy mode", p.returncode, 0)
+        # The schema knows heaptap's own modes: the toy's records are read as JSON alone.
+        records = [json.loads(line) for line in p.stdout.decode().splitlines()
+                   if line.startswith("{")]
+        check("the modes the records name", [r["settings"]["mode"] if r["type"] == "attached"
+                                             else r["mode"] for r in records],
+              ["toy", "toy"])
+        final = records[-1]
+        check("the toy mode's figures: sizes.c's mix, every call traced",
+              (final["live_allocs"], final["live_bytes"]), (15, sum(MIX_LIVE.values())))
+        both = subprocess.run([toy, "--toy-mode", "--watch", "--", "true"],
+                              capture_output=True, text=True, timeout=60)
+        check("exit status of two modes", both.returncode, 2)
+        check_true("two modes refused, naming both", "--watch" in both.stderr and
+                   "--toy-mode" in both.stderr, both.stderr)
+
+
 # What the toy tree gets, each toy added and then checked against one build of it: a toy
 # is a class with add(tree) and check(heaptap, tmp).
-TOYS = (ToyOutput, ToyOption)
+TOYS = (ToyOutput, ToyOption, ToyMode)
 
 
 @test(tier="services")
-def test_a_new_output_and_a_new_option_are_one_row_each():
+def test_a_new_output_option_and_mode_are_a_row_each():
     """The structure's promise, kept in a copy of the tree built once: a new format is its
     formatter's file and a row of report/outputs.c's table, a new option a row of
-    cli/cmdline.c's (TOYS); each is run."""
+    cli/cmdline.c's, a new mode its tracer's file and a row of session/tracers.c's (TOYS);
+    each is run."""
     d = tempfile.mkdtemp(prefix="heaptap-toy-")
     try:
         tree = os.path.join(d, "tree")

@@ -3,10 +3,8 @@ privileged in the host's PID namespace, names the site of a leaking process of t
 Kubernetes DaemonSet of dist/ holds to the API's types and to what the service proves.
 
 No image registry is reachable here: the image's base is a Debian 12 made by mmdebstrap from
-this machine's apt sources, kept in build/container/ with the last package built (reused while
-the tree is the same)."""
-import glob
-import hashlib
+this machine's apt sources, kept in /var/cache/heaptap-tests/container/ (HEAPTAP_TEST_CACHE)
+across clones of the tree; the package is test_install's, built once for both."""
 import json
 import os
 import re
@@ -14,9 +12,9 @@ import shutil
 import subprocess
 import tempfile
 
-from lib import (BUILD, ROOT, Heaptap, Proc, Target, check, check_true, private_program, test)
+from lib import (CACHE, ROOT, Heaptap, Proc, Target, check, check_true, private_program, test)
 
-CONTAINER = os.path.join(BUILD, "container")
+CONTAINER = os.path.join(CACHE, "container")
 BASE_TAR = os.path.join(CONTAINER, "bookworm.tar")
 BASE_IMAGE = "localhost/heaptap-base:bookworm"
 IMAGE = "localhost/heaptap:test"
@@ -50,29 +48,9 @@ def base_image():
 
 
 def package(context):
-    """heaptap's Debian package, built from a copy of the tree into context: the one built
-    last when the tree's files are the same."""
-    from test_install import copy_tree
-    with tempfile.TemporaryDirectory(prefix="heaptap-container-") as d:
-        tree = os.path.join(d, "heaptap")
-        copy_tree(tree, tracked=True)
-        digest = hashlib.sha256()
-        for folder, _, names in sorted(os.walk(tree)):
-            for name in sorted(names):
-                path = os.path.join(folder, name)
-                digest.update(os.path.relpath(path, tree).encode() + b"\0")
-                with open(path, "rb") as f:
-                    digest.update(f.read())
-        kept = os.path.join(CONTAINER, f"heaptap-{digest.hexdigest()[:16]}.deb")
-        if not os.path.exists(kept):
-            run(["dpkg-buildpackage", "-us", "-uc", "-b"], "dpkg-buildpackage", timeout=900,
-                cwd=tree, env=dict(os.environ, DEB_BUILD_OPTIONS="parallel=2 nocheck"))
-            debs = glob.glob(os.path.join(d, "heaptap_*_amd64.deb"))
-            check("packages made", len(debs), 1)
-            for old in glob.glob(os.path.join(CONTAINER, "heaptap-*.deb")):
-                os.unlink(old)
-            shutil.copy(debs[0], kept)
-    shutil.copy(kept, os.path.join(context, "heaptap_test_amd64.deb"))
+    """heaptap's Debian package, as test_install builds it (once for both), into context."""
+    from test_install import debian_package
+    shutil.copy(debian_package()[0], os.path.join(context, "heaptap_test_amd64.deb"))
 
 
 def podman_run(args):

@@ -9,7 +9,7 @@ import shutil
 import subprocess
 import tempfile
 
-from lib import HEAPTAP, ROOT, TARGETS, Proc, check, check_true, test
+from lib import BUILD, HEAPTAP, ROOT, TARGETS, Proc, check, check_true, test
 
 # Where heaptap's own code lists what the man page must: the exit statuses, the environment.
 SETTINGS_H = os.path.join(ROOT, "user", "base", "settings.h")
@@ -132,6 +132,51 @@ def copy_tree(dest, tracked=False):
     else:
         shutil.copytree(ROOT, dest, ignore=shutil.ignore_patterns(
             "build", "build-san", ".git", "__pycache__"))
+
+
+PACKAGES = os.path.join(BUILD, "package")
+
+
+def debian_package():
+    """heaptap's Debian package, built by dpkg-buildpackage from a copy of the tree's files
+    with VERSION set to the commit: (the .deb, the .changes, the commit). Built once for the
+    files as they are: the tests that need it (this file's and the container's) run side by
+    side, and the second waits for the first's build and takes it."""
+    import fcntl
+    import hashlib
+    os.makedirs(PACKAGES, exist_ok=True)
+    commit = subprocess.run(["git", "-C", ROOT, "describe", "--always", "--dirty"],
+                            capture_output=True, text=True).stdout.strip() or "unknown"
+    with open(os.path.join(PACKAGES, ".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        with tempfile.TemporaryDirectory(prefix="heaptap-package-") as d:
+            tree = os.path.join(d, "heaptap")
+            copy_tree(tree, tracked=True)
+            with open(os.path.join(tree, "VERSION"), "w") as f:
+                f.write(commit + "\n")
+            digest = hashlib.sha256()
+            for folder, _, names in sorted(os.walk(tree)):
+                for name in sorted(names):
+                    path = os.path.join(folder, name)
+                    digest.update(os.path.relpath(path, tree).encode() + b"\0")
+                    with open(path, "rb") as f:
+                        digest.update(f.read())
+            kept = os.path.join(PACKAGES, digest.hexdigest()[:16])
+            if not os.path.isdir(kept):
+                run(["dpkg-buildpackage", "-us", "-uc", "-b"], "dpkg-buildpackage",
+                    timeout=900, cwd=tree, env=dict(os.environ, DEB_BUILD_OPTIONS="parallel=2"))
+                # The package, its debug symbols' and what lintian reads of the build.
+                made = glob.glob(os.path.join(d, "heaptap*_amd64.*"))
+                check("packages made", len(glob.glob(os.path.join(d, "heaptap_*.deb"))), 1)
+                for old in glob.glob(os.path.join(PACKAGES, "[0-9a-f]*")):
+                    shutil.rmtree(old)
+                os.makedirs(kept + ".new")
+                for m in made:
+                    shutil.copy(m, kept + ".new")
+                os.rename(kept + ".new", kept)
+    deb = glob.glob(os.path.join(kept, "heaptap_*_amd64.deb"))[0]
+    changes = glob.glob(os.path.join(kept, "heaptap_*_amd64.changes"))[0]
+    return deb, changes, commit
 
 
 def run(argv, what, timeout=600, **kw):
@@ -281,38 +326,24 @@ def test_package_builds_installs_traces_and_purges():
         print("SKIPPED: a heaptap package (or /usr/bin/heaptap) is installed already: left "
               "as it is")
         return
-    d = tempfile.mkdtemp(prefix="heaptap-package-")
+    deb, changes, commit = debian_package()
+    lint = subprocess.run(["lintian", "--fail-on", "error", changes],
+                          capture_output=True, text=True, timeout=300)
+    errors = [line for line in lint.stdout.split("\n") if line.startswith("E:")]
+    check("lintian's errors", errors, [])
+    check("lintian's status", lint.returncode, 0)
     try:
-        tree = os.path.join(d, "heaptap")
-        copy_tree(tree, tracked=True)
-        commit = subprocess.run(["git", "-C", ROOT, "describe", "--always", "--dirty"],
-                                capture_output=True, text=True).stdout.strip() or "unknown"
-        with open(os.path.join(tree, "VERSION"), "w") as f:
-            f.write(commit + "\n")
-        run(["dpkg-buildpackage", "-us", "-uc", "-b"], "dpkg-buildpackage", timeout=300,
-            cwd=tree, env=dict(os.environ, DEB_BUILD_OPTIONS="parallel=2"))
-        debs = glob.glob(os.path.join(d, "heaptap_*_amd64.deb"))
-        check("packages made", len(debs), 1)
-        lint = subprocess.run(["lintian", "--fail-on", "error"] +
-                              glob.glob(os.path.join(d, "heaptap_*.changes")),
-                              capture_output=True, text=True, timeout=300)
-        errors = [line for line in lint.stdout.split("\n") if line.startswith("E:")]
-        check("lintian's errors", errors, [])
-        check("lintian's status", lint.returncode, 0)
-        try:
-            run(["apt-get", "install", "-y", "-q", debs[0]], "apt installs the package",
-                timeout=300, env=dict(os.environ, DEBIAN_FRONTEND="noninteractive"))
-            said = json.loads(run(["/usr/bin/heaptap", "--version", "--json"],
-                                  "--version").stdout)
-            check("the package's commit", said["commit"], commit)
-            traces_the_demo("/usr/bin/heaptap")
-            where = run(["man", "-w", "heaptap"], "man finds the page").stdout.strip()
-            check("the page", where, "/usr/share/man/man8/heaptap.8.gz")
-        finally:
-            if package_installed():
-                run(["apt-get", "purge", "-y", "-q", "heaptap"], "apt-get purge", timeout=300,
-                    env=dict(os.environ, DEBIAN_FRONTEND="noninteractive"))
-        check_true("/usr/bin/heaptap gone", not os.path.exists("/usr/bin/heaptap"))
-        check_true("the package gone", not package_installed())
+        run(["apt-get", "install", "-y", "-q", deb], "apt installs the package",
+            timeout=300, env=dict(os.environ, DEBIAN_FRONTEND="noninteractive"))
+        said = json.loads(run(["/usr/bin/heaptap", "--version", "--json"],
+                              "--version").stdout)
+        check("the package's commit", said["commit"], commit)
+        traces_the_demo("/usr/bin/heaptap")
+        where = run(["man", "-w", "heaptap"], "man finds the page").stdout.strip()
+        check("the page", where, "/usr/share/man/man8/heaptap.8.gz")
     finally:
-        shutil.rmtree(d)
+        if package_installed():
+            run(["apt-get", "purge", "-y", "-q", "heaptap"], "apt-get purge", timeout=300,
+                env=dict(os.environ, DEBIAN_FRONTEND="noninteractive"))
+    check_true("/usr/bin/heaptap gone", not os.path.exists("/usr/bin/heaptap"))
+    check_true("the package gone", not package_installed())

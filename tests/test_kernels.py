@@ -6,8 +6,9 @@ probed operator new (BPF writing user memory: those kernels allow it), the leak 
 kernel without a feature heaptap needs, as heaptap sees it here: refused in one line.
 
 The kernel packages are downloaded with apt-get (never installed) and unpacked under
-build/kernels/, where they stay for the next run. The guest is a busybox initramfs that
-loads the 9p and virtio modules, mounts the root, then runs this file with --guest in it.
+/var/cache/heaptap-tests/kernels/ (HEAPTAP_TEST_CACHE), where they stay for the next runs,
+whatever clone of the tree makes them. The guest is a busybox initramfs that loads the 9p and
+virtio modules, mounts the root, then runs this file with --guest in it.
 """
 import glob
 import json
@@ -21,10 +22,10 @@ import tarfile
 import tempfile
 import time
 
-from lib import (BUILD, HEAPTAP, ROOT, Failure, Proc, Target, check, check_true, test,
+from lib import (CACHE, HEAPTAP, ROOT, Failure, Proc, Target, check, check_true, test,
                  uprobes_of)
 
-KERNELS = os.path.join(BUILD, "kernels")
+KERNELS = os.path.join(CACHE, "kernels")
 QEMU = "qemu-system-x86_64"
 BUSYBOX = "/bin/busybox"
 # What the guest needs of the kernel's modules to reach the root: their dependencies follow.
@@ -68,8 +69,8 @@ def kernel_package(series):
 
 
 def fetch_kernel(package):
-    """The kernel's image and the modules the guest needs, unpacked under build/kernels/ (kept
-    for the next run): (vmlinuz, the modules' folder)."""
+    """The kernel's image and the modules the guest needs, unpacked under the cache's kernels/
+    (kept for the next runs): (vmlinuz, the modules' folder)."""
     dest = os.path.join(KERNELS, package)
     if not glob.glob(os.path.join(dest, "boot", "vmlinuz-*")):
         os.makedirs(KERNELS, exist_ok=True)
@@ -164,11 +165,18 @@ def guest_init(modules, command):
     lines += [f"busybox mkdir -p {root}",
               f"busybox mount -t 9p -o trans=virtio,version=9p2000.L,ro,msize=512000,"
               f"cache=loose hostroot {root} || echo '{GUEST_MARK} no root'"]
+    # The root as shared, kept beside the file systems mounted over it below.
+    lines += ["busybox mkdir -p /shared", f"busybox mount --bind {root} /shared"]
     for fstype, source, at, options in mounts:
         # /dev's folders are made in the devtmpfs mounted just before them.
         if at.startswith("/dev/"):
             lines.append(f"busybox mkdir -p {root}{at}")
         lines.append(f"busybox mount -t {fstype} {options} {source} {root}{at}")
+    # A tree under a folder the guest mounts a tmpfs on (a clone in /tmp, as CI's may be) is
+    # put back in it from the root as shared.
+    if any(ROOT.startswith(at.rstrip("/") + "/") for _, _, at, _ in mounts):
+        lines += [f"busybox mkdir -p {root}{ROOT}",
+                  f"busybox mount --bind /shared{ROOT} {root}{ROOT}"]
     lines += ["busybox ip link set lo up",
               f"echo '{GUEST_MARK} up' $(busybox cut -d' ' -f1 /proc/uptime)",
               f"busybox chroot {root} /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin "

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 #include "base/build.h"
-#include "heaptap_version.h" /* made by the Makefile: HEAPTAP_VERSION, HEAPTAP_COMMIT */
+#include "heaptap_version.h" /* the Makefile writes it: HEAPTAP_VERSION, HEAPTAP_COMMIT */
 
 const char *build__version(void)
 {

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * What heaptap was built from: its version and the commit (the Makefile's, from
- * debian/changelog and git), for --version and for what the outputs name their maker.
+ * heaptap knows its version and the commit it was built from (the Makefile takes them from
+ * debian/changelog and git): --version says them, and the outputs name their maker with them.
  */
 #ifndef HEAPTAP_BUILD_H
 #define HEAPTAP_BUILD_H

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * What the running kernel has of what heaptap uses, each feature found by trying it (a tiny
- * BPF program or map made and closed at once, a perf event opened and closed) or by the
- * kernel function that makes it, never by the version number: a distribution's kernel
- * carries features of later releases, and lacks some of its own. heaptap refuses to start
- * without a feature it needs; `heaptap --version` and -v say them all.
+ * heaptap finds each kernel feature it uses by trying it (a tiny BPF program or map made and
+ * closed at once, a perf event opened and closed) or by the kernel function that makes it,
+ * never by the version number: a distribution's kernel carries features of later releases,
+ * and lacks some of its own. heaptap refuses to start without a feature it needs;
+ * `heaptap --version` and -v say them all.
  */
 #ifndef HEAPTAP_KERNEL_H
 #define HEAPTAP_KERNEL_H
@@ -18,7 +18,7 @@ enum kernel_has {
 	KERNEL_YES = 1,
 };
 
-/* The features, those heaptap needs first, each in the order mainline brought it. */
+/* The features heaptap needs come first; each group is in the order mainline brought them. */
 enum kernel_feature {
 	KERNEL_BTF,
 	KERNEL_RINGBUF,
@@ -27,7 +27,7 @@ enum kernel_feature {
 	KERNEL_LOOP,
 	KERNEL_FIND_VMA,
 	KERNEL_RUNTIME_HASH,
-	/* Optional: heaptap does without, in another way. */
+	/* heaptap does without these optional ones, in another way. */
 	KERNEL_UPROBE_MULTI,
 	KERNEL_INHERIT_READ,
 	KERNEL_UPROBE_SYSCALL,
@@ -45,7 +45,7 @@ struct kernel_feature_info {
 /* What feature f is; NULL past the last. */
 const struct kernel_feature_info *kernel__feature(enum kernel_feature f);
 
-/* Whether the running kernel has f: tried at the first call, the answer kept. */
+/* Whether the running kernel has f; the first call tries it and keeps the answer. */
 enum kernel_has kernel__has(enum kernel_feature f);
 
 /* uname's release, such as "6.1.0-47-amd64". */
@@ -54,11 +54,12 @@ const char *kernel__release(void);
 /* The oldest mainline release with every feature heaptap needs: the latest of their since. */
 const char *kernel__floor(void);
 
-/* The needed (or the optional) features as "name yes, name no, ..." in buf. */
+/* Writes the needed (or the optional) features into buf as "name yes, name no, ...". */
 void kernel__list(char *buf, size_t size, bool needed);
 
-/* Before heaptap touches anything: every feature it needs is there (0), or one line says
- * which are missing and the release that has them (-ENOTSUP). -v: every feature said. */
+/* Checks, before heaptap touches anything, that every feature it needs is there. Returns 0,
+ * or -ENOTSUP after one line saying which are missing and the release that has them. With
+ * -v it says every feature. */
 int kernel__check(void);
 
 /* "yes", "no" or "unknown". */

@@ -14,16 +14,16 @@
 #include "session/tracers.h"
 #include "target/families.h"
 
-/* --dump-bytes: at most a page of each block. */
+/* --dump-bytes shows at most a page of each block. */
 #define MAX_DUMP 4096
-/* --pool-name-at: a word's offset within a pool's first 64 KiB. */
+/* --pool-name-at names a word within a pool's first 64 KiB. */
 #define MAX_POOL_NAME_AT 65528
-/* --max-stacks: the stacks map's most entries. */
+/* --max-stacks sizes the stacks map up to this many entries. */
 #define MAX_STACKS (1 << 24)
-/* --max-traced: processes traced at once, at most: each is a heaptap of its own. */
+/* The agent traces at most this many processes at once, since each is a heaptap of its own. */
 #define HOST_MAX_TRACED 16
 
-/* A constant as the command line would write it, for a row's default. */
+/* TEXT spells a constant as the command line would write it, for a row's default. */
 #define TEXT_OF(x) #x
 #define TEXT(x) TEXT_OF(x)
 
@@ -62,7 +62,7 @@ const char *cmdline__shell_name(size_t i)
 	return NAME_OF(shell_names, i);
 }
 
-/* The values' names that other modules keep, as the parser reads them. */
+/* Other modules keep these values' names; the parser reads them through these. */
 static const char *sort_name(size_t i)
 {
 	return options__sort_name(i);
@@ -80,7 +80,7 @@ static const char *family_name(size_t i)
 	return f ? f->name : NULL;
 }
 
-/* --leak-check-heuristics: "all", "none", or memcheck's names. */
+/* --leak-check-heuristics takes "all", "none", or memcheck's names. */
 static const char *heuristic_name(size_t i)
 {
 	if (i < 2)
@@ -88,7 +88,7 @@ static const char *heuristic_name(size_t i)
 	return i - 2 < REACH_HEURISTICS ? reach__heuristic_name(i - 2) : NULL;
 }
 
-/* What is traced, and how the reports read. */
+/* These rows say what is traced, and how the reports read. */
 static const struct cli_option targets[] = {
 	{ "pid", 'p', "PID", KIND_TEXT, .set = setters__pids, .what = "PID",
 	  .noun = "a process ID, or several separated by commas", .complete = COMPLETE_PID,
@@ -122,7 +122,8 @@ static const struct cli_option targets[] = {
 	  .help = "one JSON object per report instead of text" },
 };
 
-/* Then the output files, one row each of report/outputs.c's; and how they are written. */
+/* The output files follow, one row each of report/outputs.c's; then these say how heaptap
+ * writes them. */
 static const struct cli_option publishing[] = {
 	{ "file-mode", 0, "MODE", KIND_OCTAL, OPTION_AT(file_mode), .like = "0600 or 0640",
 	  .by_default = TEXT(OUTPUT_MODE), .scope = SCOPE_BOTH,
@@ -134,7 +135,7 @@ static const struct cli_option publishing[] = {
 		  "/debug/pprof/heap and /debug/pprof/allocs (ADDR 127.0.0.1 when not given)" },
 };
 
-/* Which allocator is traced, and the program's own allocator functions. */
+/* These rows name the allocator traced, and the program's own allocator functions. */
 static const struct cli_option allocator[] = {
 	{ "allocator", 0, "PATH", KIND_TEXT, OPTION_AT(allocator), .complete = COMPLETE_FILE,
 	  .help = "trace the allocator in PATH instead of discovering it" },
@@ -176,7 +177,7 @@ static const struct cli_option allocator[] = {
 		  "the functions named not traced)" },
 };
 
-/* How the allocator is traced: what is tracked, stacks, probe sites. */
+/* These rows say how the allocator is traced: what is tracked, the stacks, the probe sites. */
 static const struct cli_option tracing[] = {
 	{ "max-allocs", 0, "N", KIND_UINT, OPTION_AT(max_allocs), .min = 1,
 	  .max = HEAPTAP_MAX_BLOCKS, .by_default = "1048576",
@@ -204,7 +205,7 @@ static const struct cli_option tracing[] = {
 		  "single (a perf event each) or inherit (probes a child has from its fork)" },
 };
 
-/* Then the modes, one row each of session/tracers.c's; and what they read. */
+/* The modes follow, one row each of session/tracers.c's; then these are what the modes read. */
 static const struct cli_option sampling[] = {
 	{ "sample", 0, "BYTES", KIND_BYTES, OPTION_AT(sample_bytes),
 	  .noun = "a size from 1 byte to 1t", .like = "512k", .unset = "every block",
@@ -217,7 +218,7 @@ static const struct cli_option sampling[] = {
 		  "heaptap host: of the host's processes'" },
 };
 
-/* Alarms, and what they do; what reports show of blocks; the leak check. */
+/* These rows set the alarms and what they do, what reports show of blocks, and the leak check. */
 static const struct cli_option alarms[] = {
 	{ "alert-live", 0, "BYTES", KIND_BYTES, OPTION_AT(alert_live), .like = "100m or 1g",
 	  .scope = SCOPE_BOTH, .help = "alarm when live bytes reach BYTES" },
@@ -252,7 +253,7 @@ static const struct cli_option alarms[] = {
 		  "else a launched COMMAND's own status" },
 };
 
-/* The host's agent's: heaptap host (--all, --cgroup). */
+/* These rows are the host's agent's: heaptap host (--all, --cgroup). */
 static const struct cli_option host[] = {
 	{ "all", 0, NULL, KIND_FLAG, OPTION_AT(host.all), .scope = SCOPE_HOST,
 	  .help = "as heaptap host: every process of the host, now and later, its memory read "
@@ -287,12 +288,13 @@ static const struct cli_option other[] = {
 	{ "version", 'V', NULL, KIND_FLAG, .action = ACTION_VERSION, .scope = SCOPE_BOTH,
 	  .help = "show the version, the commit, libbpf's version and the kernel's features (one "
 		  "JSON object with --json)" },
-	/* The shells' completion scripts, which make install writes: heaptap --completion bash */
+	/* make install writes the shells' completion scripts so: heaptap --completion bash */
 	{ "completion", 0, "SHELL", KIND_NAME, .names = cmdline__shell_name,
 	  .action = ACTION_COMPLETION, .scope = SCOPE_BOTH, .hidden = true },
 };
 
-/* Output file i's row: its option names the file, --output's the agent writes too. */
+/* Makes output file i's row, whose option names the file. The agent writes the first
+ * host_publication.nfiles files too (--output's among them). */
 static bool output_row(size_t i, struct cli_option *out)
 {
 	if (i >= noutputs)
@@ -311,7 +313,7 @@ static bool output_row(size_t i, struct cli_option *out)
 	return true;
 }
 
-/* The i-th mode that has an option: the first row, the default, has none. */
+/* Makes the row of the i-th mode that has an option; the first mode, the default, has none. */
 static bool mode_row(size_t i, struct cli_option *out)
 {
 	const struct mode *m;
@@ -328,7 +330,8 @@ static bool mode_row(size_t i, struct cli_option *out)
 
 #define ROWS(table) .rows = table, .n = sizeof(table) / sizeof(table[0])
 
-/* The table, in --help's order: rows of this file, and rows made from other tables. */
+/* The table's parts come in --help's order: rows of this file, and rows made from other
+ * tables. */
 static const struct part {
 	const struct cli_option *rows;
 	size_t n;

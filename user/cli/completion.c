@@ -7,7 +7,7 @@
 #include "cli/completion.h"
 #include "cli/values.h"
 
-/* What a shell offers for an option's value. */
+/* A shell offers one of these for an option's value. */
 enum option_value {
 	VALUE_NONE, /* the option takes none */
 	VALUE_TEXT, /* a number, a time, a spec, a command: nothing to offer */
@@ -33,8 +33,8 @@ static enum option_value value_of(const struct cli_option *o)
 }
 
 /*
- * Whether s can stand in a script as it is, unquoted in bash and inside zsh's single quotes:
- * the table's names all can; a name that could not is left out rather than quoted.
+ * Whether s can stand in a script as it is, unquoted in bash and inside zsh's single quotes.
+ * The table's names all can; a name that could not is left out rather than quoted.
  */
 static bool plain(const char *s)
 {
@@ -43,7 +43,7 @@ static bool plain(const char *s)
 		       strlen(s);
 }
 
-/* The names of o's values, separated by spaces. */
+/* Writes the names of o's values, separated by spaces. */
 static void put_names(FILE *f, const struct cli_option *o)
 {
 	const char *name;
@@ -57,7 +57,7 @@ static void put_names(FILE *f, const struct cli_option *o)
 		}
 }
 
-/* How an option is written: "-p|--pid", or "--pid" alone without a letter (sep: "|"). */
+/* Writes an option's forms: "-p|--pid", or "--pid" alone without a letter (sep: "|"). */
 static void put_forms(FILE *f, const struct cli_option *o, const char *sep)
 {
 	if (o->letter)
@@ -65,7 +65,8 @@ static void put_forms(FILE *f, const struct cli_option *o, const char *sep)
 	fprintf(f, "--%s", o->name);
 }
 
-/* A case arm of the options whose values are of this kind, with its action; none if none. */
+/* Writes a case arm, with its action, for the options whose values are of this kind; no arm
+ * when there are none. */
 static void bash_arm(FILE *f, enum option_value kind, const char *action)
 {
 	struct cli_option o;
@@ -83,7 +84,7 @@ static void bash_arm(FILE *f, enum option_value kind, const char *action)
 		fprintf(f, ")\n\t\t%s\n\t\treturn\n\t\t;;\n", action);
 }
 
-/* The arms of options that take one of a set of names, or a list of them. */
+/* Writes the arms of options that take one of a set of names, or a list of them. */
 static void bash_name_arms(FILE *f)
 {
 	struct cli_option o;
@@ -103,8 +104,8 @@ static void bash_name_arms(FILE *f)
 	}
 }
 
-/* The lists of options, each between spaces: every option, those the host's agent takes
- * (after heaptap host), and those that take a value. */
+/* Writes the lists of options, each between spaces: every option, those the host's agent
+ * takes (after heaptap host), and those that take a value. */
 static void bash_options(FILE *f)
 {
 	static const char *const lists[] = { "options", "host_options", "valued" };
@@ -147,9 +148,9 @@ static const char bash_head[] =
 	"\tlocal cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD - 1]}\n"
 	"\tlocal i=1 word skip=0 start=0 verb=\n";
 
-/* The verb, heaptap host, first: its options alone are offered after it. The command heaptap
- * launches: after "--", or from the first word that is no option nor an option's value ("="
- * is a word of its own to bash: --sort=live is three). */
+/* The verb, heaptap host, comes first, and only its options are offered after it. The command
+ * heaptap launches starts after "--", or at the first word that is no option nor an option's
+ * value ("=" is a word of its own to bash: --sort=live is three). */
 static const char bash_command[] =
 	"\tif ((COMP_CWORD > 1)) && [[ ${COMP_WORDS[1]} == host ]]; then\n"
 	"\t\tverb=host\n"
@@ -187,7 +188,7 @@ static const char bash_command[] =
 	"\tfi\n"
 	"\tcase $prev in\n";
 
-/* An option, the verb or a command; after the verb, no command. */
+/* A word is an option, the verb or a command; no command follows the verb. */
 static const char bash_tail[] = "\tesac\n"
 				"\tif [[ $cur == -* ]]; then\n"
 				"\t\t_heaptap_words \"$options\"\n"
@@ -208,7 +209,7 @@ static void bash(FILE *f)
 	fputs(bash_command, f);
 	bash_name_arms(f);
 	bash_arm(f, VALUE_PID, "_heaptap_list \"$(cd /proc && printf '%s ' [0-9]*)\"");
-	/* Process names may hold spaces: one a line. */
+	/* Process names may hold spaces, so they are read one a line. */
 	bash_arm(f, VALUE_COMM,
 		 "local IFS=$'\\n'\n\t\tCOMPREPLY=($(compgen -W \"$(cat /proc/[0-9]*/comm "
 		 "2>/dev/null)\" -- \"$cur\"))");
@@ -218,7 +219,7 @@ static void bash(FILE *f)
 	fputs(bash_tail, f);
 }
 
-/* _arguments' action for o's value, after "--name=" or "-x+". */
+/* Writes _arguments' action for o's value, after "--name=" or "-x+". */
 static void zsh_action(FILE *f, const struct cli_option *o)
 {
 	switch (value_of(o)) {
@@ -235,13 +236,13 @@ static void zsh_action(FILE *f, const struct cli_option *o)
 		fputc(')', f);
 }
 
-/* _arguments' specs of the options for verb (SCOPE_BOTH: every one), a line each. */
+/* Writes _arguments' specs of the options for verb (SCOPE_BOTH: every one), a line each. */
 static void zsh_options(FILE *f, enum option_scope verb)
 {
 	struct cli_option o;
 	size_t i;
 
-	/* Each option may be given again (-p, --alloc...; a flag twice does no harm). */
+	/* Each option may be given again: -p and --alloc add, and a flag twice does no harm. */
 	for (i = 0; cmdline__get(i, &o); i++) {
 		if (o.hidden || !plain(o.name) || !option__for(&o, verb))
 			continue;
@@ -256,8 +257,8 @@ static void zsh_options(FILE *f, enum option_scope verb)
 	}
 }
 
-/* After the verb, heaptap host, the agent's options alone; else every option, and first the
- * verb or a command. */
+/* Offers the agent's options alone after the verb, heaptap host; else every option, and
+ * first the verb or a command. */
 static void zsh(FILE *f)
 {
 	fputs("#compdef heaptap\n"

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * One option of the command line, as a row of the table (cmdline.c) says everything about it:
- * its names, how its value is read and where it goes, its limits and default, its --help text,
+ * A row of the table (cmdline.c) says everything about one option of the command line: its
+ * names, how its value is read and where it goes, its limits and default, its --help text,
  * the verb it is for and what a shell offers for it. The parser, --help, the range messages,
  * the shells' completion and the scope check are all made from the rows.
  */
@@ -13,7 +13,7 @@
 
 #include "base/settings.h"
 
-/* How a value is read (values.c), and what a message says it should be. */
+/* A kind says how a value is read (values.c), and what a message says it should be. */
 enum option_kind {
 	KIND_FLAG,    /* no value: a bool set */
 	KIND_UINT,    /* a whole number from min to max, a multiple of step (0: any) */
@@ -25,15 +25,15 @@ enum option_kind {
 	KIND_TEXT,    /* a string as given, min to max bytes long (max 0: any length) */
 };
 
-/* The verbs an option is for: a session that traces processes, the host's agent, or both. */
+/* An option is for a session that traces processes, for the host's agent, or for both. */
 enum option_scope {
 	SCOPE_TRACE = 1,
 	SCOPE_HOST = 2,
 	SCOPE_BOTH = SCOPE_TRACE | SCOPE_HOST,
 };
 
-/* What a shell offers for a value: by default what the kind says (nothing for a flag, the
- * names of KIND_NAME, else nothing to offer: a value to type). */
+/* A shell offers for a value what the kind says, unless the row says otherwise: nothing for a
+ * flag, the names of KIND_NAME, else nothing, since the value is to be typed. */
 enum option_complete {
 	COMPLETE_KIND,
 	COMPLETE_FILE,
@@ -42,7 +42,7 @@ enum option_complete {
 	COMPLETE_LIST, /* names() gives its words, several separated by commas */
 };
 
-/* What the parser does itself rather than set a value. */
+/* An action is what the parser does itself rather than set a value. */
 enum option_action {
 	ACTION_NONE,
 	ACTION_HELP,
@@ -55,16 +55,17 @@ struct cli_option {
 	char letter;	  /* its short form, or 0 */
 	const char *arg;  /* its value's name in --help ("TIME"); NULL: it takes no value */
 	enum option_kind kind;
-	/* Where the value goes in struct options (OPTION_AT), unless set does it */
+	/* The value goes to this field of struct options (OPTION_AT), unless set puts it. */
 	size_t offset, size;
-	/* For a value that needs code of its own (a list, a spec): 0, or -EINVAL (-ENOMEM)
-	 * after saying why. It reads arg itself, with values.h's help where it likes. */
+	/* set reads a value that needs code of its own (a list, a spec), with values.h's help
+	 * where it likes. It returns 0, or -EINVAL (-ENOMEM) after saying why. */
 	int (*set)(struct options *opts, const struct cli_option *o, const char *arg);
 	unsigned long min, max, step; /* the limits, as the kind reads them */
 	unsigned long scale;	      /* KIND_TIME: kept in ms times this (0: ms) */
 	const char *(*names)(size_t i); /* KIND_NAME, COMPLETE_LIST: the i-th; NULL past the last */
-	/* Messages: what a value is ("a number of sites"; the kind's word when NULL), examples
-	 * ("5, 0.5s or 200ms"), and the option's name in them when not "--name" ("interval") */
+	/* The messages say what a value is ("a number of sites"; the kind's word when NULL),
+	 * give examples ("5, 0.5s or 200ms"), and name the option so when not "--name"
+	 * ("interval"). */
 	const char *noun, *like, *what;
 	const char *by_default; /* the default, as the command line would give it; NULL: none */
 	const char *unset;	/* with no default, what heaptap does without it: "every block" */
@@ -75,7 +76,7 @@ struct cli_option {
 	bool hidden; /* not in --help, not offered */
 };
 
-/* A row's destination: a field of struct options. */
+/* OPTION_AT makes a field of struct options a row's destination. */
 #define OPTION_AT(field)                                                                          \
 	.offset = offsetof(struct options, field), .size = sizeof(((struct options *)0)->field)
 

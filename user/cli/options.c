@@ -14,12 +14,12 @@
 #include "cli/values.h"
 #include "cli/version.h"
 
-/* What getopt_long returns for row i without a letter. */
+/* getopt_long returns LONG_ONLY + i for row i, which has no letter. */
 #define LONG_ONLY 256
 
 /*
- * getopt_long's tables, from the rows. On the stack of the caller: optstring holds "+:" and
- * the letters, each with ':' when it takes a value.
+ * getopt_long's tables are made from the rows, on the caller's stack. The short options hold
+ * "+:" and the letters, each with ':' when it takes a value.
  */
 struct option_tables {
 	struct option longs[CMDLINE_MAX + 1];
@@ -63,9 +63,9 @@ static int row_of(int c, struct cli_option *o)
 }
 
 /*
- * An option getopt_long refused (c: ':' for a missing value, else '?'), from the argument
- * it was at (at: optind before the call). A long option is named as given; a short one by
- * its letter, as it may be one of a cluster (-vx), which getopt has not stepped past.
+ * Says which option getopt_long refused (c: ':' for a missing value, else '?'), from the
+ * argument it was at (at: optind before the call). A long option is named as given, a short
+ * one by its letter, since it may be one of a cluster (-vx) getopt has not stepped past.
  */
 static int bad_option(int c, char **argv, int at)
 {
@@ -81,8 +81,8 @@ static int bad_option(int c, char **argv, int at)
 	return -EINVAL;
 }
 
-/* Every row's default, read as the row reads a value; and what no row sets: no exit status
- * asked for. */
+/* Reads every row's default as the row reads a value, and sets what no row sets: no exit
+ * status asked for. */
 static void defaults(struct options *opts)
 {
 	struct cli_option o;
@@ -99,7 +99,7 @@ void options__free(struct options *opts)
 	setters__free(opts);
 }
 
-/* The verb of the host's agent, "heaptap host [options]": the same as --all. */
+/* The host's agent's verb, "heaptap host [options]", means the same as --all. */
 static bool host_verb(struct options *opts, int argc, char **argv)
 {
 	if (argc < 2 || strcmp(argv[1], "host"))
@@ -124,8 +124,9 @@ int options__parse(struct options *opts, int argc, char **argv)
 		argc--;
 		argv++;
 	}
-	/* '+': stop at the first non-option, so COMMAND's own options stay its own; ':' and
-	 * opterr = 0: every message about the command line is heaptap's own, on one line. */
+	/* '+' stops getopt at the first non-option, so that COMMAND's own options stay its own.
+	 * With ':' and opterr = 0, every message about the command line is heaptap's own, on one
+	 * line. */
 	opterr = 0;
 	for (at = optind ? optind : 1;
 	     (c = getopt_long(argc, argv, tables.shorts, tables.longs, NULL)) != -1; at = optind) {
@@ -136,7 +137,7 @@ int options__parse(struct options *opts, int argc, char **argv)
 			usage__print();
 			return 1;
 		}
-		/* Said once the rest is read: --json asks for it in JSON. */
+		/* The version is said once the rest is read, since --json asks for it in JSON. */
 		if (o.action == ACTION_VERSION) {
 			version = true;
 			continue;

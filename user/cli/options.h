@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * The command line, parsed into struct options (base/settings.h) as the table's rows say
- * (cmdline.h): "heaptap [options] -p PID | -- COMMAND", or the host's agent, "heaptap host
+ * The parser reads the command line into struct options (base/settings.h) as the table's rows
+ * say (cmdline.h): "heaptap [options] -p PID | -- COMMAND", or the host's agent, "heaptap host
  * [options]" (the same as --all).
  */
 #ifndef HEAPTAP_OPTIONS_H

@@ -11,7 +11,7 @@
 #include "report/outputs.h"
 #include "session/tracers.h"
 
-/* Two modes at once: the first two given, in the table's order. */
+/* Refuses two modes at once, naming the first two given in the table's order. */
 static int one_mode(const struct given *given)
 {
 	struct cli_option o;
@@ -49,8 +49,8 @@ static int same_file_twice(const struct options *opts)
 	return 0;
 }
 
-/* An option given to the verb it is not for, the first given: the host's agent traces no
- * process itself, a session has no agent's settings. */
+/* Refuses the first option given to a verb it is not for: the host's agent traces no process
+ * itself, and a session has no agent's settings. */
 static int scope(const struct options *opts, const struct given *given)
 {
 	bool host = settings__host(opts);
@@ -81,7 +81,8 @@ static int scope(const struct options *opts, const struct given *given)
 	return -EINVAL;
 }
 
-/* The options the mode gives a value unless they are given, and what it refuses. */
+/* Applies the mode's rules: it refuses what it cannot do, and gives options it knows a value
+ * unless they are given. */
 static int mode_rules(struct options *opts, const struct given *given)
 {
 	const struct mode *m = opts->mode ? tracers__find(opts->mode) : tracers__get(0);
@@ -130,7 +131,7 @@ int rules__check(struct options *opts, const struct given *given)
 		     "too (--pool-alloc ...; see heaptap --help)");
 		return -EINVAL;
 	}
-	/* Malloc's level: the program's own functions, checked, are left alone. */
+	/* At malloc's level, the program's own functions are checked, then left alone. */
 	if (opts->level_malloc) {
 		opts->own_untraced = opts->nown;
 		opts->nown = 0;

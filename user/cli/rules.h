@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * What options ask of one another once all are read: the verb each is for (a row's scope), one
- * mode at most and what it asks of the rest (session/tracers.c's rows), what needs what.
+ * The rules check what options ask of one another once all are read: the verb each is for (a
+ * row's scope), one mode at most and what it asks of the rest (session/tracers.c's rows), and
+ * what needs what.
  */
 #ifndef HEAPTAP_RULES_H
 #define HEAPTAP_RULES_H
@@ -10,14 +11,14 @@
 
 #include "cli/cmdline.h"
 
-/* Which rows of the table were given, and how. */
+/* struct given records which rows of the table were given, and how. */
 struct given {
 	int at[CMDLINE_MAX];	  /* argv's index of each row's first use; 0: not given */
 	bool letter[CMDLINE_MAX]; /* given by its letter (-p), not its name */
 };
 
-/* 0, or -EINVAL after saying what is wrong. What the rules imply is set in opts too: the
- * mode's defaults for the options not given, --level malloc's functions left alone. */
+/* Returns 0, or -EINVAL after saying what is wrong. It also sets in opts what the rules imply:
+ * the mode's defaults for the options not given, and --level malloc's functions left alone. */
 int rules__check(struct options *opts, const struct given *given);
 
 #endif

@@ -38,7 +38,7 @@ int setters__pids(struct options *opts, const struct cli_option *o, const char *
 	return err ? values__bad(o, arg, NULL) : 0;
 }
 
-/* One more of the program's own allocator functions, as option names it. */
+/* Adds one more of the program's own allocator functions, as option names it. */
 static int add_own(struct options *opts, const char *option, const char *text)
 {
 	struct alloc_spec spec, *grown;
@@ -116,7 +116,8 @@ int setters__pool_name_at(struct options *opts, const struct cli_option *o, cons
 	return 0;
 }
 
-/* "all", "none", or names of memcheck's heuristics, comma-separated -> REACH_HEUR_* bits. */
+/* Reads "all", "none", or names of memcheck's heuristics, comma-separated, as REACH_HEUR_*
+ * bits. */
 static int heuristics(const char *arg, unsigned int *bits)
 {
 	const char *at = arg;
@@ -164,7 +165,7 @@ int setters__listen(struct options *opts, const struct cli_option *o, const char
 	return 0;
 }
 
-/* One more value of a repeatable option. */
+/* Adds one more value of a repeatable option. */
 static int append(const char ***list, size_t *n, const char *value)
 {
 	const char **grown = realloc(*list, (*n + 1) * sizeof(*grown));

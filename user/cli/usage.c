@@ -8,7 +8,7 @@
 #include "cli/values.h"
 #include "session/tracers.h"
 
-/* Where each option's text starts, and the width it is wrapped to. */
+/* Each option's text starts at TEXT_COLUMN and is wrapped to WIDTH. */
 #define TEXT_COLUMN 25
 #define WIDTH 80
 
@@ -57,7 +57,7 @@ static void put_wrapped(FILE *f, int col, int indent, const char *text)
 	fputc('\n', f);
 }
 
-/* Appends to buf, "; " after what it holds (len bytes), the part of the parentheses. */
+/* Appends a part of the parentheses to buf, after "; " when buf holds some (len bytes). */
 static size_t append(char *buf, size_t size, size_t len, const char *part)
 {
 	if (len < size)
@@ -65,8 +65,8 @@ static size_t append(char *buf, size_t size, size_t len, const char *part)
 	return len;
 }
 
-/* What follows an option's help in parentheses: its limits, its default, and the defaults
- * modes give it ("512k with --live"). */
+/* Writes what follows an option's help in parentheses: its limits, its default, and the
+ * defaults modes give it ("512k with --live"). */
 static void put_extra(char *buf, size_t size, const struct cli_option *o)
 {
 	char part[128];
@@ -93,7 +93,7 @@ static void put_extra(char *buf, size_t size, const struct cli_option *o)
 			}
 }
 
-/* One option: its forms and value, then its text, wrapped, and what follows it. */
+/* Writes one option's forms and value, then its text, wrapped, and what follows it. */
 static void put_option(FILE *f, const struct cli_option *o)
 {
 	char text[1024], extra[256];
@@ -111,8 +111,8 @@ static void put_option(FILE *f, const struct cli_option *o)
 	put_wrapped(f, col, TEXT_COLUMN, text);
 }
 
-/* The host's agent's options, after the rest: it takes these, and those of the rest that
- * are for both verbs, named in the heading. */
+/* Writes the host's agent's options after the rest. The agent takes these, and those of the
+ * rest that are for both verbs, which the heading names. */
 static void put_host(FILE *f)
 {
 	char heading[1024];

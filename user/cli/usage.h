@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0 */
-/* --help: the options, each output file's from its row of outputs.c. */
+/* --help lists the options; each output file's comes from its row of outputs.c. */
 #ifndef HEAPTAP_USAGE_H
 #define HEAPTAP_USAGE_H
 

@@ -8,7 +8,7 @@
 #include "base/units.h"
 #include "cli/values.h"
 
-/* What each kind's values are when a row says nothing more. */
+/* Messages call each kind's values so when a row says nothing more. */
 static const char *const kind_noun[] = {
 	[KIND_UINT] = "a number",
 	[KIND_TIME] = "a time",
@@ -18,7 +18,7 @@ static const char *const kind_noun[] = {
 	[KIND_TEXT] = "a value",
 };
 
-/* A time as the command line writes it, in its largest whole unit: "100ms", "10s", "30m". */
+/* Writes a time as the command line does, in its largest whole unit: "100ms", "10s", "30m". */
 static void time_text(unsigned long ms, char *buf, size_t size)
 {
 	static const struct {
@@ -120,7 +120,7 @@ int values__bad(const struct cli_option *o, const char *arg, const char *expecte
 	return -EINVAL;
 }
 
-/* An octal file mode, as chmod takes it: nothing but its digits. */
+/* Reads an octal file mode as chmod takes it: nothing but its digits. */
 static int octal(const char *arg, uint64_t *out)
 {
 	unsigned long v;
@@ -168,7 +168,7 @@ int values__text(const struct cli_option *o, const char *arg)
 	return 0;
 }
 
-/* A value into o's field: a bool, a 32-bit or a 64-bit number, by the field's size. */
+/* Stores v in o's field as a bool, a 32-bit or a 64-bit number, by the field's size. */
 static void put(struct options *opts, const struct cli_option *o, uint64_t v)
 {
 	char *at = (char *)opts + o->offset;

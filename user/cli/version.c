@@ -8,7 +8,7 @@
 #include "cli/version.h"
 #include "report/json.h"
 
-/* true, false, or null when it cannot be told. */
+/* Returns true, false, or null when it cannot be told. */
 static json_object *has(enum kernel_has has)
 {
 	return has == KERNEL_UNKNOWN ? NULL : json_object_new_boolean(has == KERNEL_YES);
@@ -20,7 +20,8 @@ void version__print(FILE *f, bool json)
 	json_object *o, *kernel;
 	int i;
 
-	/* The library heaptap runs with, which may be newer than the one it was built with. */
+	/* heaptap says the libbpf it runs with, which may be newer than the one it was built
+	 * with. */
 	snprintf(libbpf, sizeof(libbpf), "%u.%u", libbpf_major_version(), libbpf_minor_version());
 	if (!json) {
 		kernel__list(needed, sizeof(needed), true);

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * heaptap --version: heaptap's version and the commit it was built from (base/build.h),
- * libbpf's version and the kernel's features, read at run time.
+ * heaptap --version says heaptap's version and the commit it was built from (base/build.h),
+ * and libbpf's version and the kernel's features, both read at run time.
  */
 #ifndef HEAPTAP_CLI_VERSION_H
 #define HEAPTAP_CLI_VERSION_H

@@ -17,6 +17,7 @@
 
 #include <bpf/bpf.h>
 
+#include "base/kernel.h"
 #include "base/log.h"
 #include "probe/attacher.h"
 #include "probe/tracefs.h"
@@ -165,9 +166,6 @@ static int perf_link(const struct link_spec *l, int *event)
 	return fd;
 }
 
-/* Whether the kernel refused an inherited event that reads itself in samples (before 6.12). */
-static bool no_sample_read;
-
 /*
  * A perf event on a uprobe event of the tracing filesystem, inherited with l->inherit, and
  * the program's link to it, if l has a program: else the event is the link.
@@ -188,24 +186,20 @@ static bool no_sample_read;
  */
 static int tracepoint_link(const struct link_spec *l, int *event)
 {
-	bool member = l->prog_fd < 0;
+	bool member = l->prog_fd < 0,
+	     read = l->anchor && kernel__has(KERNEL_INHERIT_READ) == KERNEL_YES;
 	struct perf_event_attr attr = {
 		.size = sizeof(attr),
 		.type = PERF_TYPE_TRACEPOINT,
 		.config = l->tracepoint,
 		.inherit = l->inherit,
 		.disabled = member && !l->anchor,
-		.sample_type = l->anchor && !no_sample_read ? PERF_SAMPLE_READ | PERF_SAMPLE_TID : 0,
+		.sample_type = read ? PERF_SAMPLE_READ | PERF_SAMPLE_TID : 0,
 	};
 	LIBBPF_OPTS(bpf_link_create_opts, opts, .perf_event.bpf_cookie = l->cookies[0]);
 	int pfd, fd;
 
 	pfd = syscall(__NR_perf_event_open, &attr, l->pid, -1, -1, PERF_FLAG_FD_CLOEXEC);
-	if (pfd < 0 && errno == EINVAL && attr.sample_type) {
-		no_sample_read = true;
-		attr.sample_type = 0;
-		pfd = syscall(__NR_perf_event_open, &attr, l->pid, -1, -1, PERF_FLAG_FD_CLOEXEC);
-	}
 	if (pfd < 0)
 		return -errno;
 	if (member)
@@ -412,8 +406,9 @@ int attacher__start(void)
 
 	if (attacher.pid > 0)
 		return 0;
-	/* Found before the fork: the attacher inherits it. */
+	/* Found before the fork: the attacher inherits them (kernel.c keeps its answers). */
 	find_uprobe_pmu();
+	kernel__has(KERNEL_INHERIT_READ);
 	area = mmap(NULL, AREA, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	if (area == MAP_FAILED)
 		return -errno;

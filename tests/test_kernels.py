@@ -1,7 +1,7 @@
 """heaptap on the kernels users run. Debian 12's own, booted under QEMU with this machine's root
 shared read-only over 9p: the oldest 6.1 in the archive (heaptap's floor) and the newest 6.12,
 each running a core set of the tests inside: exact counts and the leak site, DWARF stacks, a
-forked child counted, a detach that leaves the text as the file's, a C++ exception through a
+forked child counted, children and their children counted while siblings exit, a detach that leaves the text as the file's, a C++ exception through a
 probed operator new (BPF writing user memory: those kernels allow it), the leak check. And a
 kernel without a feature heaptap needs, as heaptap sees it here: refused in one line.
 
@@ -35,6 +35,8 @@ GUEST_LIMIT_S = 600
 # The core set, run in the guest by name: each is the host's test as it is.
 CORE_SET = ("test_size_mix_and_leaking_sites", "test_full_stack_map_with_dwarf_stacks",
             "test_follow_counts_children_and_exec_per_process",
+            "test_children_that_exit_while_their_siblings_allocate_are_each_counted",
+            "test_grandchildren_that_exit_while_their_siblings_allocate_are_each_counted",
             "test_detach_leaves_the_text_as_the_files",
             "test_cplusplus_exception_written_by_bpf", "test_leak_check_categories_exact")
 GUEST_MARK = "heaptap-guest:"

@@ -15,6 +15,8 @@
  * "mix N" forks N children 20 ms apart, each making malloc/free pairs (in mix_work) and
  * exiting: every third MIX_LONG of them, a pair every 100 us, the others MIX_SHORT at once,
  * so that siblings exit while others allocate; reaps them and answers how many exited 0.
+ * "nest N" forks a child that, once let go as the others ("go"), does what "mix N" does with
+ * children of its own and exits 0 if they all did; answers its PID.
  * "burst N" forks N children in a burst, each allocating BURST_BLOCKS blocks of BURST_SIZE
  * bytes (in burst_work) as soon as it runs, kept, and exiting; reaps them all and answers
  * how many exited 0.
@@ -95,7 +97,8 @@ static NOINLINE void mix_work(int pairs, long pause_ns)
 	}
 }
 
-static void mix(long n)
+/* The children of "mix N", reaped: how many exited 0. */
+static int mix_children(long n)
 {
 	struct timespec gap = { .tv_nsec = 20 * 1000000L };
 	int ok = 0, status;
@@ -115,7 +118,7 @@ static void mix(long n)
 	for (long k = 0; k < forked; k++)
 		if (wait(&status) > 0 && WIFEXITED(status) && !WEXITSTATUS(status))
 			ok++;
-	say("done mix %ld %d", n, ok);
+	return ok;
 }
 
 static NOINLINE void before_exec(void)
@@ -162,6 +165,33 @@ static void fork_children(int n)
 		len += snprintf(line + len, sizeof(line) - len, " %d", (int)pid);
 	}
 	say("%s", line);
+}
+
+static void nest(long n)
+{
+	pid_t pid;
+	char c;
+
+	pipes();
+	if (nchildren == MAX_CHILDREN)
+		_exit(4);
+	pid = fork();
+	if (pid < 0)
+		_exit(4);
+	if (!pid) {
+		close(until[1]);
+		close(go[1]);
+		close(done[0]);
+		if (read(go[0], &c, 1) != 1)
+			_exit(5);
+		c = mix_children(n) == n ? 'd' : 'f';
+		if (write(done[1], &c, 1) != 1)
+			_exit(6);
+		_exit(c == 'd' ? 0 : 1);
+	}
+	children[nchildren++] = pid;
+	waiting++;
+	say("done nest %ld %d", n, (int)pid);
 }
 
 static void let_go(void)
@@ -243,7 +273,9 @@ int main(int argc, char **argv)
 			}
 			say("done %s", cmd);
 		} else if (sscanf(cmd, "mix %ld", &n) == 1) {
-			mix(n);
+			say("done mix %ld %d", n, mix_children(n));
+		} else if (sscanf(cmd, "nest %ld", &n) == 1 && n > 0) {
+			nest(n);
 		} else if (sscanf(cmd, "burst %ld", &n) == 1) {
 			burst(n);
 		} else if (!strcmp(cmd, "end")) {

@@ -173,16 +173,18 @@ static int perf_link(const struct link_spec *l, int *event)
  * The kernel's filter of a uprobe event admits a process by the task each of its perf events
  * was opened or inherited for (event->hw.target), whether the event is enabled or not, and
  * the program runs from the event's tracepoint: a member's events are opened disabled, so that
- * switching its task in and out costs nothing for them. One, the anchor, is enabled: at a
- * context switch between two tasks whose perf contexts are clones (siblings forked from one
- * traced parent), perf swaps the contexts rather than switching their events; when one of
- * the two then exits, it frees the context it holds, the other's events, and the kernel takes
- * the other's breakpoints out: that child stopped being traced in mid-run (seen here,
- * children of a forking target losing hundreds of calls). A context whose scheduled events
- * include an inherited one that reads itself in its samples is never swapped (kernels from
- * 6.12, which also want the TID sampled with it): no sample is ever written (the anchor has
- * no program), the flag only keeps each task's events its own; what the anchor costs a
- * round trip between two traced processes is bench/inherit.py's to measure.
+ * switching its task in and out costs nothing for them. At a context switch between two tasks
+ * whose perf contexts are clones (siblings forked from one traced parent, or a parent and its
+ * child), perf swaps the contexts rather than switching their events; when one of the two
+ * then exits, it frees the context it holds, the other's events, and the kernel takes the
+ * other's breakpoints out: that child stopped being traced in mid-run (seen here, children of
+ * a forking target losing hundreds of calls). Where the kernel lets an inherited event read
+ * itself in its samples (6.12 on, which also want the TID sampled with it), one member of
+ * each process, the anchor, is enabled with that flag: a context whose scheduled events
+ * include such an event is never swapped, and the anchor is inherited with the rest. No
+ * sample is ever written (the anchor has no program); what it costs a round trip between two
+ * traced processes is bench/inherit.py's to measure. Before 6.12, inherit.c gives each
+ * process an event of its own instead (inherit__own_context).
  */
 static int tracepoint_link(const struct link_spec *l, int *event)
 {
@@ -193,7 +195,7 @@ static int tracepoint_link(const struct link_spec *l, int *event)
 		.type = PERF_TYPE_TRACEPOINT,
 		.config = l->tracepoint,
 		.inherit = l->inherit,
-		.disabled = member && !l->anchor,
+		.disabled = member && !read,
 		.sample_type = read ? PERF_SAMPLE_READ | PERF_SAMPLE_TID : 0,
 	};
 	LIBBPF_OPTS(bpf_link_create_opts, opts, .perf_event.bpf_cookie = l->cookies[0]);

@@ -288,15 +288,19 @@ def test_children_that_exit_while_their_siblings_allocate_are_each_counted():
     ht = Heaptap(["-p", str(family.target_pid), "--follow", "-i", "200ms"])
     ht.attached()
     check("the children exited well", family.do(f"mix {MIX}", timeout=120), str(MIX))
+    check_mix_counted(ht, family.target_pid, "child")
+
+
+def check_mix_counted(ht, parent, who):
+    """Each of the MIX children of parent that "mix" forks counted exactly, in the order
+    forked, once all have exited; none late; heaptap then ends well."""
     # The reports queued while they ran are read first: the one that counts has them all
     # exited.
-    rec = wait_record(ht, lambda r: len([p for p in r["processes"] if
-                                         p["parent"] == family.target_pid and
+    rec = wait_record(ht, lambda r: len([p for p in r["processes"] if p["parent"] == parent and
                                          not p["alive"]]) == MIX,
-                      "every child has exited")
-    kids = sorted((p for p in rec["processes"] if p["parent"] == family.target_pid),
-                  key=lambda p: p["pid"])
-    check("each child's malloc and free calls, in the order forked",
+                      f"every {who} has exited")
+    kids = sorted((p for p in rec["processes"] if p["parent"] == parent), key=lambda p: p["pid"])
+    check(f"each {who}'s malloc and free calls, in the order forked",
           [(p["alloc_calls"], p["free_calls"]) for p in kids],
           [(2000, 2000) if k % 3 == 0 else (300, 300) for k in range(MIX)])
     check("none late", rec["inexact"]["late_procs"], 0)
@@ -318,16 +322,7 @@ def test_grandchildren_that_exit_while_their_siblings_allocate_are_each_counted(
     wait_record(ht, lambda r: child in by_pid(r), "the child is in")
     family.do("go", timeout=120)
     check("the child and its children exited well", family.do("end"), "1")
-    rec = wait_record(ht, lambda r: len([p for p in r["processes"] if p["parent"] == child and
-                                         not p["alive"]]) == MIX,
-                      "every grandchild has exited")
-    kids = sorted((p for p in rec["processes"] if p["parent"] == child), key=lambda p: p["pid"])
-    check("each grandchild's malloc and free calls, in the order forked",
-          [(p["alloc_calls"], p["free_calls"]) for p in kids],
-          [(2000, 2000) if k % 3 == 0 else (300, 300) for k in range(MIX)])
-    check("none late", rec["inexact"]["late_procs"], 0)
-    final, status = ht.finish()
-    check("heaptap exit status", status, 0)
+    check_mix_counted(ht, child, "grandchild")
 
 
 @test

@@ -133,6 +133,20 @@ static void pipes(void)
 		_exit(4);
 }
 
+/* In a child: the parent's ends of the pipes closed, then its byte of go awaited. Only the
+ * parent writes go and reads done: a parent gone ends its children (a failed test leaves none
+ * behind). */
+static void wait_for_go(void)
+{
+	char c;
+
+	close(until[1]);
+	close(go[1]);
+	close(done[0]);
+	if (read(go[0], &c, 1) != 1)
+		_exit(5);
+}
+
 static void fork_children(int n)
 {
 	char line[512];
@@ -146,13 +160,7 @@ static void fork_children(int n)
 		if (pid < 0)
 			_exit(4);
 		if (!pid) {
-			/* Only the parent writes go and reads done: a parent gone ends its
-			 * children (a failed test leaves none behind). */
-			close(until[1]);
-			close(go[1]);
-			close(done[0]);
-			if (read(go[0], &c, 1) != 1)
-				_exit(5);
+			wait_for_go();
 			child_work(i);
 			if (write(done[1], "d", 1) != 1)
 				_exit(6);
@@ -179,11 +187,7 @@ static void nest(long n)
 	if (pid < 0)
 		_exit(4);
 	if (!pid) {
-		close(until[1]);
-		close(go[1]);
-		close(done[0]);
-		if (read(go[0], &c, 1) != 1)
-			_exit(5);
+		wait_for_go();
 		c = mix_children(n) == n ? 'd' : 'f';
 		if (write(done[1], &c, 1) != 1)
 			_exit(6);
@@ -242,14 +246,8 @@ int main(int argc, char **argv)
 			pipes();
 			execed = fork();
 			if (!execed) {
-				char c;
-
-				close(until[1]);
-				close(go[1]);
-				close(done[0]);
+				wait_for_go();
 				dup2(until[0], 0);
-				if (read(go[0], &c, 1) != 1)
-					_exit(5);
 				before_exec();
 				if (write(done[1], "d", 1) != 1)
 					_exit(6);

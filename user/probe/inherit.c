@@ -58,10 +58,10 @@ int inherit__open(void)
 		vlog("tracing: no kernel thread to hold heaptap's calls (a PID namespace): each is "
 		     "held by the first process traced through it");
 	if (kernel__has(KERNEL_INHERIT_READ) != KERNEL_YES)
-		vlog("tracing: no inherited PERF_SAMPLE_READ (Linux 6.12): each process gets a perf "
-		     "event of its own, which keeps its children's probes their own; a child's child "
-		     "forked before heaptap hears of that child may lose its probes when a sibling "
-		     "exits");
+		vlog("tracing: no inherited PERF_SAMPLE_READ (Linux 6.12): each process gets a "
+		     "perf event of its own, which keeps its children's probes their own; a "
+		     "child's child forked before heaptap hears of that child may lose its probes "
+		     "when a sibling exits");
 	calls.open = true;
 	return 0;
 }

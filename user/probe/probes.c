@@ -332,7 +332,8 @@ int probes__attach(const struct probes *p, struct probe_links *l, struct heaptap
 			if (*link >= 0)
 				continue;
 			if (links_mode == LINKS_INHERIT)
-				*link = member_of(prog, pid, pr, cookie, returns, !l->count, link + 1);
+				*link = member_of(prog, pid, pr, cookie, returns, !l->count,
+						  link + 1);
 			else
 				*link = link_to(prog, pid, pr->file->open_path, &pr->offset,
 						&cookie, 1, returns, link + 1);

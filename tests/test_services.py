@@ -284,8 +284,13 @@ def test_children_that_exit_while_their_siblings_allocate_are_each_counted():
     their siblings allocate. Each child's calls are counted exactly: none stops being traced
     when a sibling exits (before, one did whenever the kernel had swapped the two siblings'
     inherited perf events at a context switch: the exiting one took the other's with it)."""
+    children_of_a_mix_counted()
+
+
+def children_of_a_mix_counted(env=None):
+    """The children's test, heaptap run with env (a kernel as it sees it: test_kernels.py)."""
     family = Target("family")
-    ht = Heaptap(["-p", str(family.target_pid), "--follow", "-i", "200ms"])
+    ht = Heaptap(["-p", str(family.target_pid), "--follow", "-i", "200ms"], env=env)
     ht.attached()
     check("the children exited well", family.do(f"mix {MIX}", timeout=120), str(MIX))
     check_mix_counted(ht, family.target_pid, "child")
@@ -315,8 +320,13 @@ def test_grandchildren_that_exit_while_their_siblings_allocate_are_each_counted(
     grandchild's calls are counted exactly (before 6.12, the child's own perf event keeps
     their perf contexts apart from its own and one another's; without it, on 6.1.0-47, 7 to 12
     of the 21 lost calls in each of three runs)."""
+    grandchildren_of_a_mix_counted()
+
+
+def grandchildren_of_a_mix_counted(env=None):
+    """The grandchildren's test, heaptap run with env."""
     family = Target("family")
-    ht = Heaptap(["-p", str(family.target_pid), "--follow", "-i", "200ms"])
+    ht = Heaptap(["-p", str(family.target_pid), "--follow", "-i", "200ms"], env=env)
     ht.attached()
     child = int(family.do(f"nest {MIX}"))
     wait_record(ht, lambda r: child in by_pid(r), "the child is in")

@@ -1,9 +1,10 @@
 """heaptap on the kernels users run. Debian 12's own, booted under QEMU with this machine's root
 shared read-only over 9p: the oldest 6.1 in the archive (heaptap's floor) and the newest 6.12,
 each running a core set of the tests inside: exact counts and the leak site, DWARF stacks, a
-forked child counted, a detach that leaves the text as the file's, a C++ exception through a
-probed operator new (BPF writing user memory: those kernels allow it), the leak check. And a
-kernel without a feature heaptap needs, as heaptap sees it here: refused in one line.
+forked child counted, children and their children counted while siblings exit, a detach that leaves the text as the file's, a C++ exception through a
+probed operator new (BPF writing user memory: those kernels allow it), the leak check. And, as
+heaptap sees them here, a kernel without a feature heaptap needs (refused in one line) and one
+without inherited PERF_SAMPLE_READ (followed children and grandchildren counted exactly).
 
 The kernel packages are downloaded with apt-get (never installed) and unpacked under
 /var/cache/heaptap-tests/kernels/ (HEAPTAP_TEST_CACHE), where they stay for the next runs,
@@ -36,6 +37,8 @@ GUEST_LIMIT_S = 600
 # The core set, run in the guest by name: each is the host's test as it is.
 CORE_SET = ("test_size_mix_and_leaking_sites", "test_full_stack_map_with_dwarf_stacks",
             "test_follow_counts_children_and_exec_per_process",
+            "test_children_that_exit_while_their_siblings_allocate_are_each_counted",
+            "test_grandchildren_that_exit_while_their_siblings_allocate_are_each_counted",
             "test_detach_leaves_the_text_as_the_files",
             "test_cplusplus_exception_written_by_bpf", "test_leak_check_categories_exact")
 GUEST_MARK = "heaptap-guest:"
@@ -261,10 +264,12 @@ def test_kernel_6_12_runs_the_core_set():
     core_set_on("6.12")
 
 
-# A kernel without bpf_loop, as heaptap sees it: loaded with LD_PRELOAD, this refuses every BPF
-# program that calls the helper as such a kernel's verifier does. heaptap has no hook for
-# tests: what it tries goes to the kernel through libbpf's syscall(), which this replaces.
-NO_BPF_LOOP = r"""
+# A kernel without a feature, as heaptap sees it: loaded with LD_PRELOAD, this refuses what such
+# a kernel refuses, built with REFUSE_BPF_LOOP every BPF program that calls the helper (its
+# verifier's words), with REFUSE_INHERIT_READ every inherited perf event that reads itself in
+# samples (EINVAL, as before 6.12). heaptap has no hook for tests: what it tries goes to the
+# kernel through libc's syscall(), which this replaces.
+REFUSING = r"""
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
@@ -272,12 +277,38 @@ NO_BPF_LOOP = r"""
 #include <string.h>
 #include <sys/syscall.h>
 #include <linux/bpf.h>
+#include <linux/perf_event.h>
+
+static int refused(long nr, long *a)
+{
+#ifdef REFUSE_BPF_LOOP
+	union bpf_attr *attr = (union bpf_attr *)a[1];
+	const struct bpf_insn *insn;
+	unsigned int i;
+
+	if (nr != __NR_bpf || a[0] != BPF_PROG_LOAD)
+		return 0;
+	insn = (const struct bpf_insn *)(unsigned long)attr->insns;
+	for (i = 0; i < attr->insn_cnt; i++) {
+		if (insn[i].code != (BPF_JMP | BPF_CALL) || insn[i].src_reg ||
+		    insn[i].imm != BPF_FUNC_loop)
+			continue;
+		if (attr->log_buf && attr->log_size > 64)
+			strcpy((char *)(unsigned long)attr->log_buf, "invalid func unknown#181\n");
+		return 1;
+	}
+	return 0;
+#else
+	const struct perf_event_attr *attr = (const struct perf_event_attr *)a[0];
+
+	return nr == __NR_perf_event_open && attr->inherit &&
+	       (attr->sample_type & PERF_SAMPLE_READ);
+#endif
+}
 
 long syscall(long nr, ...)
 {
 	static long (*real)(long, ...);
-	const struct bpf_insn *insn;
-	union bpf_attr *attr;
 	va_list ap;
 	long a[6];
 	unsigned int i;
@@ -288,23 +319,25 @@ long syscall(long nr, ...)
 	va_end(ap);
 	if (!real)
 		real = (long (*)(long, ...))dlsym(RTLD_NEXT, "syscall");
-	attr = (union bpf_attr *)a[1];
-	if (nr == __NR_bpf && a[0] == BPF_PROG_LOAD) {
-		insn = (const struct bpf_insn *)(unsigned long)attr->insns;
-		for (i = 0; i < attr->insn_cnt; i++) {
-			if (insn[i].code != (BPF_JMP | BPF_CALL) || insn[i].src_reg ||
-			    insn[i].imm != BPF_FUNC_loop)
-				continue;
-			if (attr->log_buf && attr->log_size > 64)
-				strcpy((char *)(unsigned long)attr->log_buf,
-				       "invalid func unknown#181\n");
-			errno = EINVAL;
-			return -1;
-		}
+	if (refused(nr, a)) {
+		errno = EINVAL;
+		return -1;
 	}
 	return real(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
 }
 """
+
+
+def refusing(tmp, what):
+    """An environment in which heaptap runs on a kernel that refuses what (REFUSE_...): the
+    library above built in tmp, preloaded."""
+    shim = os.path.join(tmp, "refusing.so")
+    source = os.path.join(tmp, "refusing.c")
+    with open(source, "w") as f:
+        f.write(REFUSING)
+    subprocess.run(["cc", "-shared", "-fPIC", "-O2", f"-D{what}", "-o", shim, source, "-ldl"],
+                   check=True)
+    return dict(os.environ, LD_PRELOAD=shim)
 
 
 @test
@@ -313,13 +346,7 @@ def test_a_kernel_without_bpf_loop_is_refused_in_one_line():
     anything: a running target is left untraced, a command is never started, the host's agent
     does not start either; --version says the feature is missing."""
     with tempfile.TemporaryDirectory() as tmp:
-        shim = os.path.join(tmp, "nobpfloop.so")
-        source = os.path.join(tmp, "nobpfloop.c")
-        with open(source, "w") as f:
-            f.write(NO_BPF_LOOP)
-        subprocess.run(["cc", "-shared", "-fPIC", "-O2", "-o", shim, source, "-ldl"],
-                       check=True)
-        env = dict(os.environ, LD_PRELOAD=shim)
+        env = refusing(tmp, "REFUSE_BPF_LOOP")
         said = subprocess.run([HEAPTAP, "--version", "--json"], env=env, capture_output=True,
                               text=True, check=True)
         kernel = json.loads(said.stdout)["kernel"]
@@ -341,6 +368,31 @@ def test_a_kernel_without_bpf_loop_is_refused_in_one_line():
         check("the target was never traced", target_tracer(target.target_pid), 0)
         target.do("mix")
         check_true("the target runs on", target.alive())
+
+
+@test
+def test_a_kernel_without_inherited_sample_read_keeps_followed_children_apart():
+    """Before 6.12 the kernel refuses an inherited perf event that reads itself, which keeps
+    two tasks' perf contexts from being swapped: heaptap gives each followed process a perf
+    event of its own instead, and says so under -v. As heaptap sees such a kernel here, the
+    children's and the grandchildren's tests of test_services.py count every call (without
+    those events, both failed here as on 6.1)."""
+    import test_services
+    with tempfile.TemporaryDirectory() as tmp:
+        env = refusing(tmp, "REFUSE_INHERIT_READ")
+        said = subprocess.run([HEAPTAP, "--version", "--json"], env=env, capture_output=True,
+                              text=True, check=True)
+        check("--version: inherit_sample_read", json.loads(said.stdout)["kernel"]
+              ["inherit_sample_read"], False)
+        target = Target("sizes")
+        said = subprocess.run([HEAPTAP, "-v", "-f", "-p", str(target.target_pid), "-d", "1ms"],
+                              env=env, capture_output=True, text=True, timeout=60)
+        check("heaptap -v -f: exit status", said.returncode, 0)
+        check_true("-v says what heaptap does instead",
+                   "tracing: no inherited PERF_SAMPLE_READ (Linux 6.12): each process gets a "
+                   "perf event of its own" in said.stderr, said.stderr[-2000:])
+        test_services.children_of_a_mix_counted(env)
+        test_services.grandchildren_of_a_mix_counted(env)
 
 
 def target_tracer(pid):

@@ -28,8 +28,10 @@ static const struct kernel_feature_info features[KERNEL_FEATURES] = {
 				  "inherit_sample_read", "6.12", false },
 	[KERNEL_UPROBE_SYSCALL] = { "optimized uprobes on 5-byte nops", "uprobe_syscall", "6.18",
 				    false },
-	/* Not a release's: a locked-down kernel forbids it. */
-	[KERNEL_WRITE_USER] = { "bpf_probe_write_user", "probe_write_user", NULL, false },
+	/* Not a release's: a locked-down kernel forbids it. One that allows it logs "is
+	 * installing a program with bpf_probe_write_user helper that may corrupt user memory"
+	 * for every program that calls it, the try's too. */
+	[KERNEL_WRITE_USER] = { "bpf_probe_write_user", "probe_write_user", NULL, false, true },
 };
 
 const struct kernel_feature_info *kernel__feature(enum kernel_feature f)
@@ -199,18 +201,28 @@ static enum kernel_has try_feature(enum kernel_feature f)
 	}
 }
 
-enum kernel_has kernel__has(enum kernel_feature f)
-{
-	static enum kernel_has has[KERNEL_FEATURES];
-	static bool tried[KERNEL_FEATURES];
+static enum kernel_has has[KERNEL_FEATURES];
+static bool tried[KERNEL_FEATURES];
 
+enum kernel_has kernel__try(enum kernel_feature f)
+{
 	if (f < 0 || f >= KERNEL_FEATURES)
 		return KERNEL_UNKNOWN;
 	if (!tried[f]) {
 		has[f] = try_feature(f);
 		tried[f] = true;
+		if (features[f].logged)
+			vlog("kernel %s: %s %s (tried now, as it is about to be used)",
+			     kernel__release(), features[f].name, kernel__has_name(has[f]));
 	}
 	return has[f];
+}
+
+enum kernel_has kernel__has(enum kernel_feature f)
+{
+	if (f < 0 || f >= KERNEL_FEATURES || (features[f].logged && !tried[f]))
+		return KERNEL_UNKNOWN;
+	return kernel__try(f);
 }
 
 const char *kernel__release(void)
@@ -255,7 +267,8 @@ void kernel__list(char *buf, size_t size, bool needed)
 		if (features[f].needed != needed)
 			continue;
 		n = snprintf(buf + len, size - len, "%s%s %s", len ? ", " : "", features[f].name,
-			     kernel__has_name(kernel__has(f)));
+			     features[f].logged && !tried[f] ? "not tried"
+							     : kernel__has_name(kernel__has(f)));
 		len += n > 0 ? (size_t)n : 0;
 	}
 }

@@ -4,7 +4,8 @@
  * closed at once, a perf event opened and closed) or by the kernel function that makes it,
  * never by the version number: a distribution's kernel carries features of later releases,
  * and lacks some of its own. heaptap refuses to start without a feature it needs;
- * `heaptap --version` and -v say them all.
+ * `heaptap --version` and -v say them all, except one whose try the kernel logs: heaptap
+ * tries that one only where it is about to use it.
  */
 #ifndef HEAPTAP_KERNEL_H
 #define HEAPTAP_KERNEL_H
@@ -40,13 +41,19 @@ struct kernel_feature_info {
 	const char *key;   /* its key in `--version --json` */
 	const char *since; /* the mainline release that brought it, or NULL */
 	bool needed;	   /* heaptap cannot run without it */
+	bool logged;	   /* trying it writes a warning to the kernel's log: see kernel__try */
 };
 
 /* What feature f is; NULL past the last. */
 const struct kernel_feature_info *kernel__feature(enum kernel_feature f);
 
-/* Whether the running kernel has f; the first call tries it and keeps the answer. */
+/* Whether the running kernel has f; the first call tries it and keeps the answer. A feature
+ * whose try the kernel logs stays KERNEL_UNKNOWN until kernel__try tries it. */
 enum kernel_has kernel__has(enum kernel_feature f);
+
+/* Answers as kernel__has does, but tries a logged feature too (once a process). heaptap calls
+ * it only where it is about to use f, so a session that does not leaves nothing in the log. */
+enum kernel_has kernel__try(enum kernel_feature f);
 
 /* uname's release, such as "6.1.0-47-amd64". */
 const char *kernel__release(void);
@@ -54,7 +61,8 @@ const char *kernel__release(void);
 /* The oldest mainline release with every feature heaptap needs: the latest of their since. */
 const char *kernel__floor(void);
 
-/* Writes the needed (or the optional) features into buf as "name yes, name no, ...". */
+/* Writes the needed (or the optional) features into buf as "name yes, name no, name not
+ * tried, ...". */
 void kernel__list(char *buf, size_t size, bool needed);
 
 /* Checks, before heaptap touches anything, that every feature it needs is there. Returns 0,

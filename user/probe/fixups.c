@@ -20,7 +20,7 @@
 #include "probe/fixups.h"
 #include "target/proc.h"
 
-enum fixup_mode fixups__mode(int pid, const char **why)
+enum fixup_mode fixups__mode(int pid, bool bpf, const char **why)
 {
 	struct iovec local, remote;
 	uint64_t lo, hi;
@@ -29,12 +29,14 @@ enum fixup_mode fixups__mode(int pid, const char **why)
 
 	*why = NULL;
 	/* Not on a locked-down kernel (base/kernel.c tries it). */
-	if (kernel__has(KERNEL_WRITE_USER) == KERNEL_YES)
+	if (bpf && kernel__try(KERNEL_WRITE_USER) == KERNEL_YES)
 		return FIXUP_BPF;
 	/* The thread waits without yielding its CPU: the loader needs another one. */
 	if (sched_getaffinity(0, sizeof(cpus), &cpus) || CPU_COUNT(&cpus) < 2) {
-		*why = "heaptap has a single CPU to run on, and the kernel forbids BPF to write "
-		       "user memory";
+		*why = bpf ? "heaptap has a single CPU to run on, and the kernel forbids BPF to "
+			     "write user memory"
+			   : "heaptap has a single CPU to run on, and BPF's write of user memory "
+			     "was not loaded (no process's operator new could throw at the start)";
 		return FIXUP_NONE;
 	}
 	/* Writing takes the same access check as reading: read the top of its stack. */
@@ -42,8 +44,11 @@ enum fixup_mode fixups__mode(int pid, const char **why)
 		local = (struct iovec){ word, sizeof(word) };
 		remote = (struct iovec){ (void *)(uintptr_t)(hi - sizeof(word)), sizeof(word) };
 		if (process_vm_readv(pid, &local, 1, &remote, 1, 0) < 0 && errno == EPERM) {
-			*why = "heaptap may not write the target's memory (Yama ptrace_scope?), "
-			       "and the kernel forbids BPF to";
+			*why = bpf ? "heaptap may not write the target's memory (Yama "
+				     "ptrace_scope?), and the kernel forbids BPF to"
+				   : "heaptap may not write the target's memory (Yama "
+				     "ptrace_scope?), and BPF's write of it was not loaded (no "
+				     "process's operator new could throw at the start)";
 			return FIXUP_NONE;
 		}
 	}

@@ -326,6 +326,29 @@ def private_program(name, directory=None):
     return path, comm
 
 
+def copy_tree(dest, tracked=False, built=False):
+    """The source tree into dest: its tracked files (and new ones not ignored) when tracked
+    and git can list them, else all but what builds and runs make. built: the tree's build
+    folder too, its times kept, so that make in dest rebuilds only what dest changes (the
+    package, the test times and the sanitized build stay out)."""
+    import shutil
+    if tracked and os.path.exists(os.path.join(ROOT, ".git")):
+        names = subprocess.run(["git", "-C", ROOT, "ls-files", "-z", "--cached", "--others",
+                                "--exclude-standard"], capture_output=True, check=True,
+                               timeout=60).stdout.decode().split("\0")
+        for name in filter(None, names):
+            src = os.path.join(ROOT, name)
+            if os.path.isfile(src):
+                os.makedirs(os.path.join(dest, os.path.dirname(name)), exist_ok=True)
+                shutil.copy2(src, os.path.join(dest, name))
+    else:
+        shutil.copytree(ROOT, dest, ignore=shutil.ignore_patterns(
+            "build", "build-san", ".git", "__pycache__"))
+    if built and os.path.isdir(BUILD):
+        shutil.copytree(BUILD, os.path.join(dest, "build"), symlinks=True,
+                        ignore=shutil.ignore_patterns("package", "test-times.json", "*.lock"))
+
+
 def run_heaptap(args, wrapper=(), timeout=TIMEOUT):
     """heaptap (run through wrapper, such as setpriv) to completion: (status, stdout, stderr)."""
     p = subprocess.run(list(wrapper) + [HEAPTAP] + list(args), capture_output=True,

@@ -9,7 +9,7 @@ import shutil
 import subprocess
 import tempfile
 
-from lib import BUILD, HEAPTAP, ROOT, TARGETS, Proc, check, check_true, test
+from lib import BUILD, HEAPTAP, ROOT, TARGETS, Proc, check, check_true, copy_tree, test
 
 # Where heaptap's own code lists what the man page must: the exit statuses, the environment.
 SETTINGS_H = os.path.join(ROOT, "user", "base", "settings.h")
@@ -115,23 +115,6 @@ def test_version_lives_in_debian_changelog():
     with open(os.path.join(ROOT, "CHANGELOG.md")) as f:
         newest = re.search(r"^## (\S+)", f.read(), re.M).group(1)
     check("CHANGELOG.md's newest section", newest, version)
-
-
-def copy_tree(dest, tracked=False):
-    """The source tree into dest: its tracked files (and new ones not ignored) when tracked
-    and git can list them, else all but what builds and runs make."""
-    if tracked and os.path.exists(os.path.join(ROOT, ".git")):
-        names = subprocess.run(["git", "-C", ROOT, "ls-files", "-z", "--cached", "--others",
-                                "--exclude-standard"], capture_output=True, check=True,
-                               timeout=60).stdout.decode().split("\0")
-        for name in filter(None, names):
-            src = os.path.join(ROOT, name)
-            if os.path.isfile(src):
-                os.makedirs(os.path.join(dest, os.path.dirname(name)), exist_ok=True)
-                shutil.copy2(src, os.path.join(dest, name))
-    else:
-        shutil.copytree(ROOT, dest, ignore=shutil.ignore_patterns(
-            "build", "build-san", ".git", "__pycache__"))
 
 
 PACKAGES = os.path.join(BUILD, "package")
@@ -268,7 +251,7 @@ def test_make_install_runs_from_anywhere_and_uninstall_takes_it_all_out():
     d = tempfile.mkdtemp(prefix="heaptap-install-")
     try:
         tree, dest = os.path.join(d, "tree"), os.path.join(d, "dest")
-        copy_tree(tree)
+        copy_tree(tree, built=True)
         with open(os.path.join(tree, "VERSION"), "w") as f:
             f.write("0123abc\n")        # as git archive writes it
         run(["make", "-s", "-j2", "-C", tree, "install", f"DESTDIR={dest}"], "make install")

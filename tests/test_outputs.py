@@ -17,7 +17,8 @@ import urllib.parse
 import urllib.request
 
 from lib import (BUILD, HEAPTAP, ROOT, TARGETS as TARGETS_DIR, Failure, Heaptap, Proc, Target,
-                 check, check_true, functions, parse_record, run_heaptap, test, uprobes_of)
+                 check, check_true, copy_tree, functions, parse_record, run_heaptap, test,
+                 uprobes_of)
 from test_accounting import check_mix, traced
 
 OUT = os.path.join(BUILD, "tests", "out")
@@ -1076,20 +1077,19 @@ TOYS = (ToyOutput, ToyOption, ToyMode)
 
 @test(tier="services")
 def test_a_new_output_option_and_mode_are_a_row_each():
-    """The structure's promise, kept in a copy of the tree built once: a new format is its
+    """The structure's promise, kept in a copy of the tree and its build: a new format is its
     formatter's file and a row of report/outputs.c's table, a new option a row of
     cli/cmdline.c's, a new mode its tracer's file and a row of session/tracers.c's (TOYS);
     each is run."""
     d = tempfile.mkdtemp(prefix="heaptap-toy-")
     try:
         tree = os.path.join(d, "tree")
-        shutil.copytree(ROOT, tree, ignore=shutil.ignore_patterns("build", ".git",
-                                                                  "__pycache__"))
+        copy_tree(tree, built=True)
         toys = [toy() for toy in TOYS]
         for toy in toys:
             toy.add(tree)
-        build = subprocess.run(["make", "-s", "-C", tree, "build/heaptap"], capture_output=True,
-                               text=True, timeout=600)
+        build = subprocess.run(["make", "-s", "-j3", "-C", tree, "build/heaptap"],
+                               capture_output=True, text=True, timeout=600)
         check_true("the toy tree builds", build.returncode == 0,
                    f"make exited {build.returncode}: {build.stdout[-2000:]}{build.stderr[-4000:]}")
         for toy in toys:

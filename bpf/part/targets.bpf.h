@@ -79,7 +79,7 @@ struct call {
 	__u32 tgid;
 	__u32 image;
 	__u32 parent;
-	__u32 pad;
+	__u32 slot; /* its process's counters' (struct heaptap_target) */
 	__u64 forked_ns;
 	__u64 sp; /* stack pointer at the outermost entry; 0 when idle */
 	__u64 kind;
@@ -176,6 +176,7 @@ static __always_inline struct call *target_call(void)
 	c->tgid = bpf_get_current_pid_tgid() >> 32;
 	c->image = t->image;
 	c->parent = t->parent;
+	c->slot = t->slot;
 	c->forked_ns = t->forked_ns;
 	return c;
 }

@@ -4,9 +4,6 @@
  * --comm or --exe names; each told to the loader on the procs ring.
  */
 
-/* --follow: the traced processes' children are traced too, from their fork. */
-const volatile __u32 follow_forks = 0;
-
 /* --comm, --exe: a process that execs a program of this name (comm) or file (device and
  * inode) is traced from its exec on. Empty, 0: none. */
 const volatile char match_comm[16] = {};

@@ -340,6 +340,27 @@ static __always_inline void forget_reused(struct call *c, __u64 ptr)
 	}
 }
 
+/*
+ * A block's time: the clock's, read where the thread's last reading is of an earlier tick
+ * (jiffies), else that reading plus 2 ns a block since (recorded times are even): a thread's
+ * blocks keep their order and each its own time, never ahead of the clock and at most a tick
+ * behind, and most blocks read no clock (bench/unitcost.py). Pools and forks compare times
+ * across threads (a block's and its pool's record of it, a block's and a fork's): there
+ * every block reads the clock.
+ */
+static __always_inline __u64 block_time(struct call *c)
+{
+	__u64 tick = bpf_jiffies64();
+
+	if (pools_on || follow_forks || tick != c->tick || !c->time_ns) {
+		c->tick = tick;
+		c->time_ns = bpf_ktime_get_ns();
+	} else {
+		c->time_ns += 2;
+	}
+	return c->time_ns;
+}
+
 /* The record's time, or 0 when the block is not recorded (the map is full). p: the process's
  * counters (proc_of). */
 static __always_inline __u64 record_block(struct call *c, struct heaptap_proc *p, __u64 ptr,
@@ -347,7 +368,7 @@ static __always_inline __u64 record_block(struct call *c, struct heaptap_proc *p
 {
 	struct heaptap_block key = block_key(c, ptr);
 	__u32 tid = (__u32)bpf_get_current_pid_tgid();
-	__u64 time_ns = bpf_ktime_get_ns();
+	__u64 time_ns = block_time(c);
 	struct heaptap_alloc rec;
 	long err;
 

@@ -320,6 +320,9 @@ static __always_inline enum taken take_record(struct call *c, __u64 ptr, struct 
 
 	if (pool)
 		*pool = 0;
+	/* The filter asked here too: most calls not sampled then make no call of table_take. */
+	if (!filter_has(ptr))
+		return TAKEN_NONE;
 	/* A concurrent free of the same block (a double free in the target) loses here. */
 	if (!table_take(&key, rec, 0))
 		return TAKEN_NONE;

@@ -532,9 +532,9 @@ static inline __u64 heaptap_class_live_bytes(const struct heaptap_size_class *c)
 struct heaptap_counters {
 	__u64 alloc_calls; /* outermost calls of an allocating function */
 	__u64 free_calls;  /* outermost calls of a freeing function, but free(NULL) */
-	__u64 allocs;	   /* blocks recorded */
+	__u64 allocs;	   /* blocks recorded (the loader's: the size classes' sum) */
 	__u64 frees;	   /* recorded blocks freed */
-	__u64 alloc_bytes;
+	__u64 alloc_bytes; /* (the loader's: the size classes' sum) */
 	__u64 free_bytes;
 	__u64 live_bytes; /* alloc_bytes - free_bytes, kept to track the peak */
 	__u64 peak_bytes;

@@ -266,6 +266,11 @@ int accounting__snapshot(struct heaptap_bpf *skel, struct stacks *stacks,
 	}
 	/* The counters last: the drops are out of their live bytes. */
 	read_counters(skel, stacks, &out->counters, &out->fixups);
+	/* The BPF side counts a block recorded in its size class alone. */
+	for (size_t i = 0; i < HEAPTAP_SIZE_CLASSES; i++) {
+		out->counters.allocs += out->classes[i].allocs;
+		out->counters.alloc_bytes += out->classes[i].alloc_bytes;
+	}
 	block_reader__free(&rd);
 	if (err) {
 		snapshot__free(out);

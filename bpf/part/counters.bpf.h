@@ -39,11 +39,11 @@ static __always_inline struct heaptap_proc *proc_of(__u32 slot)
 			__sync_fetch_and_add(&(p)->field, (v));        \
 	} while (0)
 
-#define PROC_ADD(c, field, v)                                          \
-	do {                                                           \
-		struct heaptap_proc *__p = proc_of((c)->slot);         \
-		if (__p)                                               \
-			__sync_fetch_and_add(&__p->field, (v));        \
+#define PROC_ADD(c, field, v)                                   \
+	do {                                                    \
+		struct heaptap_proc *__p = proc_of((c)->slot);  \
+		if (__p)                                        \
+			__sync_fetch_and_add(&__p->field, (v)); \
 	} while (0)
 
 /* An entry of the function the probe's attach cookie names. */

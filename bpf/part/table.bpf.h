@@ -288,8 +288,7 @@ __noinline long put_record(const struct heaptap_block *k, const struct heaptap_a
 }
 
 /* rec as k's (put_record), counted in the filter before any look-up can find it. */
-static __always_inline long table_put(const struct heaptap_block *k,
-				      const struct heaptap_alloc *rec)
+static __always_inline long table_put(const struct heaptap_block *k, const struct heaptap_alloc *rec)
 {
 	long err;
 

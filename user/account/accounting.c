@@ -110,8 +110,7 @@ void accounting__give_back_proc_slot(struct heaptap_bpf *skel, uint32_t slot)
 	if (slot >= HEAPTAP_MAX_TARGETS)
 		return;
 	bpf_map_update_elem(bpf_map__fd(skel->maps.proc_counters), &slot, &zero, BPF_ANY);
-	__atomic_fetch_and(&skel->bss->proc_slots[slot / 64], ~(1ULL << slot % 64),
-			   __ATOMIC_SEQ_CST);
+	__atomic_fetch_and(&skel->bss->proc_slots[slot / 64], ~(1ULL << slot % 64), __ATOMIC_SEQ_CST);
 }
 
 static int by_thread_bytes(const void *a, const void *b)

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """What the planned probe sites save, side by side in one run:
-sudo python3 bench/sites.py [ROUNDS] [--against PATH] [--redis] [--depths D,D...]
+sudo python3 bench/sites.py [ROUNDS] [--against PATH] [--redis] [--depths D,D...] [--sample SIZE]
 
 1. A tight malloc(64)+free loop (bench/targets/allocbench, -O2) against glibc, jemalloc,
    tcmalloc and mimalloc (preloaded): ns per pair untraced; with empty BPF programs at the
@@ -19,7 +19,8 @@ sudo python3 bench/sites.py [ROUNDS] [--against PATH] [--redis] [--depths D,D...
 --against PATH adds heaptap at its planned sites again with that build (an older one), in
 both parts, in the same random order; its programs' ns a run are printed beside.
 --redis runs the second part alone. --depths D,D... adds, on redis, heaptap at its planned
-sites with --stack-depth D for each D: what its walks cost by depth.
+sites with --stack-depth D for each D: what its walks cost by depth. --sample SIZE adds, on
+redis, heaptap at its planned sites with --sample SIZE (and --against's build with it too).
 
 Every variant runs once per round (ROUNDS, default 5), the variants of a round in random
 order; figures are medians over the rounds, ratios against the untraced median. The machine
@@ -61,6 +62,9 @@ against = None
 # --depths: the --stack-depth variants on redis.
 DEPTH = "heaptap, planned sites, --stack-depth "
 depths = []
+# --sample: heaptap sampling on redis (and --against's build too).
+SAMPLED = "heaptap, planned sites, --sample "
+sample = None
 
 
 def free_port():
@@ -210,9 +214,11 @@ def redis_run(variant):
         ht = probes = None
         if variant.startswith("heaptap"):
             ht, _ = heaptap(server.pid, variant == "heaptap --probe-at entry",
-                            binary=against if variant == AGAINST else None,
+                            binary=against if variant.startswith(AGAINST) else None,
                             args=(["--stack-depth", variant[len(DEPTH):]]
-                                  if variant.startswith(DEPTH) else []))
+                                  if variant.startswith(DEPTH) else
+                                  ["--sample", sample] if variant.endswith(f"--sample {sample}")
+                                  else []))
         elif variant.startswith("empty") or variant == ONE_READ:
             plan, attached = heaptap(server.pid, False)
             stop(plan)
@@ -249,7 +255,9 @@ def redis(rounds):
     variants = ["untraced", "empty programs, planned sites",
                 "empty programs, planned sites, entries only", ONE_READ, "heaptap --probe-at entry",
                 "heaptap, planned sites"] + ([AGAINST] if against else []) + \
-               [f"{DEPTH}{d}" for d in depths]
+               [f"{DEPTH}{d}" for d in depths] + \
+               ([SAMPLED + sample] if sample else []) + \
+               ([f"{AGAINST}, --sample {sample}"] if sample and against else [])
     results = {v: [] for v in variants}
     subprocess.run(["sysctl", "-q", "kernel.bpf_stats_enabled=1"])
     try:
@@ -267,7 +275,11 @@ def main(argv):
     if os.geteuid() != 0:
         print("the benchmark attaches BPF programs: run it as root")
         return 1
-    global against, depths
+    global against, depths, sample
+    if "--sample" in argv:
+        at = argv.index("--sample")
+        sample = argv[at + 1]
+        del argv[at:at + 2]
     if "--depths" in argv:
         at = argv.index("--depths")
         depths = [int(d) for d in argv[at + 1].split(",")]
@@ -283,7 +295,7 @@ def main(argv):
         argv.remove("--redis")
     rounds = int(argv[0]) if argv else 5
     part = ", ".join(p for p, on in (("redis", redis_only), ("against", against),
-                                     ("depths", depths)) if on)
+                                     ("depths", depths), ("sample", sample)) if on)
     with results_md.section("sites", part or None):
         if not redis_only:
             print(f"malloc(64)+free pairs in a tight loop (allocbench), ns per pair, median of "
@@ -325,7 +337,9 @@ def main(argv):
               f"the read, ns a run (bpf_stats): "
               f"{statistics.median(t / n for n, t in read if n):.0f}")
         for v, who in [("heaptap, planned sites", "its"), (AGAINST, f"{against}'s")] + \
-                [(f"{DEPTH}{d}", f"--stack-depth {d}'s") for d in depths]:
+                [(f"{DEPTH}{d}", f"--stack-depth {d}'s") for d in depths] + \
+                [(SAMPLED + str(sample), f"--sample {sample}'s"),
+                 (f"{AGAINST}, --sample {sample}", f"{against} --sample {sample}'s")]:
             if v not in results:
                 continue
             runs = [d for _, d in results[v]]

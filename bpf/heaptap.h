@@ -19,6 +19,10 @@
 /* Exponential gaps (bytes) between sampled allocations, drawn by the loader (--sample). */
 #define HEAPTAP_SAMPLE_GAPS 4096
 
+/* With sampling, the counts of the filter of sampled blocks' addresses (table.bpf.h). */
+#define HEAPTAP_SAMPLE_FILTER_BITS 16
+#define HEAPTAP_SAMPLE_FILTER (1 << HEAPTAP_SAMPLE_FILTER_BITS)
+
 /* Processes one session may trace at once. */
 #define HEAPTAP_MAX_TARGETS 4096
 
@@ -34,7 +38,7 @@ struct heaptap_target {
 	__u32 parent;	 /* TGID of the traced process it was forked from; 0: none */
 	__u64 forked_ns; /* CLOCK_MONOTONIC of that fork: the parent's older blocks are its too */
 	__u32 flags;	 /* HEAPTAP_TARGET_* */
-	__u32 pad;
+	__u32 slot;	 /* its counters' index in proc_counters (struct heaptap_proc) */
 };
 
 /* The launched command, held before its exec: that exec keeps the image the loader planned
@@ -56,8 +60,14 @@ struct heaptap_rule_key {
 	__u64 pc;
 };
 
-/* What one process did since it was traced (the proc_counters map; key: its TGID). */
+/*
+ * What one process did since it was traced: the proc_counters array, by the slot its
+ * targets entry names, a slot taken (a bit of proc_slots, the BPF side's .bss) by whoever puts
+ * the process in the set, the BPF side or the loader, and given back by the loader, zeroed,
+ * once it has read them. An array rather than a hash by TGID: every call adds to them.
+ */
 struct heaptap_proc {
+	__u64 tgid; /* whose: 0 for a slot not in use */
 	__u64 alloc_calls;
 	__u64 free_calls;
 	__u64 allocs; /* blocks recorded */
@@ -522,9 +532,9 @@ static inline __u64 heaptap_class_live_bytes(const struct heaptap_size_class *c)
 struct heaptap_counters {
 	__u64 alloc_calls; /* outermost calls of an allocating function */
 	__u64 free_calls;  /* outermost calls of a freeing function, but free(NULL) */
-	__u64 allocs;	   /* blocks recorded */
+	__u64 allocs;	   /* blocks recorded (the loader's: the size classes' sum) */
 	__u64 frees;	   /* recorded blocks freed */
-	__u64 alloc_bytes;
+	__u64 alloc_bytes; /* (the loader's: the size classes' sum) */
 	__u64 free_bytes;
 	__u64 live_bytes; /* alloc_bytes - free_bytes, kept to track the peak */
 	__u64 peak_bytes;

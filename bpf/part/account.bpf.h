@@ -49,13 +49,12 @@ static __always_inline bool account_alloc(struct heaptap_proc *p, __u64 size)
 	__u64 live, peak;
 	int i;
 
-	/* Atomic even per CPU: a preempting thread may update the same slot. */
+	/* Atomic even per CPU: a preempting thread may update the same slot. The session's
+	 * blocks recorded and their bytes are these summed by the loader, not counted twice. */
 	if (sc) {
 		__sync_fetch_and_add(&sc->allocs, 1);
 		__sync_fetch_and_add(&sc->alloc_bytes, size);
 	}
-	__sync_fetch_and_add(&counters.allocs, 1);
-	__sync_fetch_and_add(&counters.alloc_bytes, size);
 	if (p) {
 		__sync_fetch_and_add(&p->allocs, 1);
 		__sync_fetch_and_add(&p->alloc_bytes, size);

@@ -7,6 +7,19 @@
 
 #define SIZE_OVERFLOW (~0ULL)
 
+/*
+ * The word at sp into c->stack.ips[0]: through the walk's copy of the stack, whose first
+ * window the DWARF walk goes on with; alone with sampling, where a walk is rare.
+ */
+static __always_inline void read_caller(struct call *c, __u64 sp)
+{
+	c->copy_size = c->span;
+	if (sample_interval ? bpf_probe_read_user(&c->stack.ips[0], sizeof(__u64), (void *)sp)
+			    : stack_word(c, sp, &c->stack.ips[0]))
+		c->stack.ips[0] = 0;
+	c->copy_size = 0;
+}
+
 /* An allocator call begins: the thread's state for it, or NULL when it is not one to count
  * (not a target's thread, nested in another, or entered while probes come or go). cookie:
  * the probe's (struct args). tag: a Python object's type (its stack tagged with it), else 0. */
@@ -28,18 +41,15 @@ static __always_inline struct call *begin(void *ctx, __u64 cookie, __u64 kind, _
 	c->free_ptr = 0;
 	if (pools_on)
 		c->under_sp = 0;
-	/* The caller's return address: what an exception's fixup puts back over the return
-	 * probe's trampoline, and what trampoline_at() tells a returned call by. Read through
-	 * the walk's copy of the stack, whose first window the DWARF walk goes on with; alone
-	 * where most calls are not sampled, and walk nothing. */
 	c->win_n = 0;
-	c->copy_size = c->span;
-	if (sample_interval ? bpf_probe_read_user(&c->stack.ips[0], sizeof(__u64), (void *)sp)
-			    : stack_word(c, sp, &c->stack.ips[0]))
-		c->stack.ips[0] = 0;
-	c->copy_size = 0;
 	c->attach = tracing;
 	c->fixup_only = !c->attach;
+	/* Decided before the stack is read: an allocation not sampled reads none. */
+	c->sampled = !c->fixup_only && sampled(c, size == SIZE_OVERFLOW ? 0 : size);
+	/* The caller's return address: what an exception's fixup puts back over operator
+	 * new's return probe's trampoline, and where a sampled call's stack starts. */
+	if (c->sampled || kind == HEAPTAP_KIND_NEW)
+		read_caller(c, sp);
 	if (c->fixup_only)
 		return NULL;
 	count_fn(cookie);
@@ -50,7 +60,6 @@ static __always_inline struct call *begin(void *ctx, __u64 cookie, __u64 kind, _
 	c->size = size > HEAPTAP_ALLOC_SIZE_MAX ? HEAPTAP_ALLOC_SIZE_MAX : size;
 	c->memptr = memptr;
 	c->stack.tag = tag;
-	c->sampled = sampled(c, size == SIZE_OVERFLOW ? 0 : size);
 	/* A CPython function's probe says where the interpreter keeps the thread's state;
 	 * then every allocation of the thread (a malloc too) gets its Python frames. */
 	if (python_on && (state = heaptap_cookie_py_state(cookie)))
@@ -281,7 +290,7 @@ static __always_inline void finish(struct call *c, __u64 ptr)
 	/* A pool's block, or a block of a pool moved by realloc: the new one is the pool's. */
 	__u64 pool = c->kind == HEAPTAP_KIND_POOL_ALLOC ? c->pool : resize ? c->old_pool : 0;
 
-	struct heaptap_proc *p = proc_of(c->tgid);
+	struct heaptap_proc *p = proc_of(c->slot);
 	__u64 made, at;
 
 	/* The pool written before the block, a pool's or a realloc's (a NULL or unreadable

@@ -14,18 +14,21 @@ __u64 fn_calls[HEAPTAP_MAX_FUNCS] = {};
 /* What each function's calls did, counted as they end. */
 struct heaptap_fn_stats fn_stats[HEAPTAP_MAX_FUNCS] = {};
 
-/* What each traced process did, by TGID. */
+/* What each traced process did, by its slot (heaptap.h: struct heaptap_proc). */
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, HEAPTAP_MAX_TARGETS);
 	__type(key, __u32);
 	__type(value, struct heaptap_proc);
 } proc_counters SEC(".maps");
 
-/* A traced process's own counters (NULL if its entry could not be made). */
-static __always_inline struct heaptap_proc *proc_of(__u32 tgid)
+/* The slots of proc_counters in use, a bit each. */
+__u64 proc_slots[HEAPTAP_MAX_TARGETS / 64] = {};
+
+/* A traced process's own counters, by the slot its thread's state holds. */
+static __always_inline struct heaptap_proc *proc_of(__u32 slot)
 {
-	return bpf_map_lookup_elem(&proc_counters, &tgid);
+	return bpf_map_lookup_elem(&proc_counters, &slot);
 }
 
 /* Adds to a traced process's counter, through p, its entry (proc_of) when the caller holds
@@ -36,11 +39,11 @@ static __always_inline struct heaptap_proc *proc_of(__u32 tgid)
 			__sync_fetch_and_add(&(p)->field, (v));        \
 	} while (0)
 
-#define PROC_ADD(c, field, v)                                          \
-	do {                                                           \
-		struct heaptap_proc *__p = proc_of((c)->tgid);         \
-		if (__p)                                               \
-			__sync_fetch_and_add(&__p->field, (v));        \
+#define PROC_ADD(c, field, v)                                   \
+	do {                                                    \
+		struct heaptap_proc *__p = proc_of((c)->slot);  \
+		if (__p)                                        \
+			__sync_fetch_and_add(&__p->field, (v)); \
 	} while (0)
 
 /* An entry of the function the probe's attach cookie names. */

@@ -148,7 +148,7 @@ static __always_inline int unwind(struct pt_regs *ctx, bool write)
 	if (c->fixup_only || !tracing)
 		return 0;
 	__sync_fetch_and_add(&counters.unwound, 1);
-	count_end(c, proc_of(c->tgid), true, false, false);
+	count_end(c, proc_of(c->slot), true, false, false);
 	return 0;
 }
 

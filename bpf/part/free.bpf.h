@@ -102,7 +102,7 @@ static __always_inline struct call *do_free(struct pt_regs *ctx)
 	c->free_sp = sp;
 	c->free_ptr = ptr;
 	__sync_fetch_and_add(&counters.free_calls, 1);
-	p = proc_of(c->tgid);
+	p = proc_of(c->slot);
 	PROC_ADD_TO(p, free_calls, 1);
 	count_fn(a.cookie);
 	st = fn_of(heaptap_cookie_fn(a.cookie));
@@ -186,7 +186,7 @@ static long free_link(__u64 i, void *ctx)
 	if (w->st)
 		__sync_fetch_and_add(&w->st->freed, 1);
 	pool_malloc_freed(w->c, ptr);
-	if (!free_recorded(w->c, proc_of(w->c->tgid), ptr)) {
+	if (!free_recorded(w->c, proc_of(w->c->slot), ptr)) {
 		if (w->own)
 			__sync_fetch_and_add(&counters.own_frees, 1);
 		else

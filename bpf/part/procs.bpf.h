@@ -4,9 +4,6 @@
  * --comm or --exe names; each told to the loader on the procs ring.
  */
 
-/* --follow: the traced processes' children are traced too, from their fork. */
-const volatile __u32 follow_forks = 0;
-
 /* --comm, --exe: a process that execs a program of this name (comm) or file (device and
  * inode) is traced from its exec on. Empty, 0: none. */
 const volatile char match_comm[16] = {};
@@ -43,15 +40,45 @@ static __always_inline void tell_loader(__u32 kind, __u32 tgid, __u32 parent, __
 	bpf_ringbuf_submit(e, BPF_RB_FORCE_WAKEUP);
 }
 
-/* A traced process (and its counters) from now on; false if the set is full. */
-static __always_inline bool add_target(__u32 tgid, const struct heaptap_target *t)
+/* A slot of proc_counters taken (a bit of proc_slots set), or -1 if all are. */
+static __always_inline int take_slot(void)
 {
-	struct heaptap_proc zero = {};
+	__u64 w, bit;
+	__u32 i, k;
 
-	if (bpf_map_update_elem(&targets, &tgid, t, BPF_NOEXIST))
+	for (i = 0; i < HEAPTAP_MAX_TARGETS / 64; i++) {
+		/* A few tries a word: another CPU may take a slot of it meanwhile. */
+		for (k = 0; k < 4; k++) {
+			w = *(volatile __u64 *)&proc_slots[i];
+			if (!~w)
+				break;
+			bit = ~w & (w + 1);
+			if (__sync_val_compare_and_swap(&proc_slots[i], w, w | bit) == w)
+				return i * 64 + heaptap_log2(bit);
+		}
+	}
+	return -1;
+}
+
+/* A traced process (and its counters) from now on; false if the set is full. */
+static __always_inline bool add_target(__u32 tgid, struct heaptap_target *t)
+{
+	struct heaptap_proc *p;
+	int slot = take_slot();
+	__u32 key = slot;
+
+	p = slot < 0 ? NULL : proc_of(key);
+	if (!p)
 		return false;
-	bpf_map_update_elem(&proc_counters, &tgid, &zero, BPF_NOEXIST);
-	return true;
+	__builtin_memset(p, 0, sizeof(*p));
+	p->tgid = tgid;
+	t->slot = key;
+	if (!bpf_map_update_elem(&targets, &tgid, t, BPF_NOEXIST))
+		return true;
+	p->tgid = 0;
+	__sync_fetch_and_and(&proc_slots[(key / 64) & (HEAPTAP_MAX_TARGETS / 64 - 1)],
+			     ~(1ULL << (key % 64)));
+	return false;
 }
 
 /*

@@ -20,6 +20,49 @@ const volatile __u64 max_blocks = 1;
 __u64 table_live = 0;
 
 /*
+ * With sampling, a counting filter of the addresses the table holds blocks at, by a hash of
+ * the address: a count goes up before a record is put and down once it is taken out, so
+ * that a count of 0 says the table holds no block there, and the look-ups of the calls not
+ * sampled (most frees and returns) read no bucket. The loader's takes leave counts up: a
+ * count too high costs a look-up, never a record missed.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1); /* HEAPTAP_SAMPLE_FILTER with sampling, set by the loader */
+	__type(key, __u32);
+	__type(value, __u32);
+} sampled_addrs SEC(".maps");
+
+static __always_inline __u32 *filter_count(__u64 addr)
+{
+	__u32 k = (addr >> 4) * 0x9e3779b97f4a7c15ULL >> (64 - HEAPTAP_SAMPLE_FILTER_BITS);
+
+	return bpf_map_lookup_elem(&sampled_addrs, &k);
+}
+
+/* Whether the table may hold a block at addr: false only when it holds none. */
+static __always_inline bool filter_has(__u64 addr)
+{
+	__u32 *n;
+
+	if (!sample_interval)
+		return true;
+	n = filter_count(addr);
+	return !n || *(volatile __u32 *)n;
+}
+
+static __always_inline void filter_add(__u64 addr, __s32 v)
+{
+	__u32 *n;
+
+	if (!sample_interval)
+		return;
+	n = filter_count(addr);
+	if (n)
+		__sync_fetch_and_add(n, v);
+}
+
+/*
  * The table's functions (heaptap.h: the blocks table). Those that read a bucket are global,
  * verified once each apart from their callers, who see the slot they give as any number:
  * inlined, the eight outcomes of every bucket read, times each other's and their callers',
@@ -124,7 +167,7 @@ __noinline __u64 table_time(const struct heaptap_block *k)
 	struct heaptap_bucket *b;
 	struct slot s;
 
-	if (!k || !table_find(k, &s))
+	if (!k || !filter_has(k->addr) || !table_find(k, &s))
 		return 0;
 	b = bucket(s.bucket);
 	return b ? heaptap_alloc_time(&b->rec[s.i]) : 0;
@@ -136,14 +179,14 @@ __noinline __u64 table_time(const struct heaptap_block *k)
  * block's: a slot found, then given up and taken by another block of the process before
  * the compare-and-swap, is put back, and k looked for again. Its time is cleared before its
  * address: a reader that saw the slot's owner, address and time before and after its record
- * knows it read one block's (table_put writes the time last). */
+ * knows it read one block's (put_record writes the time last). */
 __noinline bool table_take(const struct heaptap_block *k, struct heaptap_alloc *rec, __u64 born)
 {
 	struct heaptap_bucket *b, *spilled;
 	struct slot s;
 	int attempt;
 
-	if (!k || !rec)
+	if (!k || !rec || !filter_has(k->addr))
 		return false;
 	for (attempt = 0; attempt < 2; attempt++) {
 		if (!table_find(k, &s))
@@ -168,14 +211,15 @@ __noinline bool table_take(const struct heaptap_block *k, struct heaptap_alloc *
 		if (spilled)
 			__sync_fetch_and_sub(&spilled->spilled, 1);
 		__sync_fetch_and_sub(&table_live, 1);
+		filter_add(k->addr, -1);
 		return true;
 	}
 	return false;
 }
 
 /* rec as k's: -EEXIST if k has one, -E2BIG if the table holds max_blocks or has no room for
- * it. */
-__noinline long table_put(const struct heaptap_block *k, const struct heaptap_alloc *rec)
+ * it (table_put, below, keeps the filter). */
+__noinline long put_record(const struct heaptap_block *k, const struct heaptap_alloc *rec)
 {
 	__u32 n = table_buckets, first, second, other, j;
 	struct heaptap_bucket *b, *spill;
@@ -243,6 +287,18 @@ __noinline long table_put(const struct heaptap_block *k, const struct heaptap_al
 	return 0;
 }
 
+/* rec as k's (put_record), counted in the filter before any look-up can find it. */
+static __always_inline long table_put(const struct heaptap_block *k, const struct heaptap_alloc *rec)
+{
+	long err;
+
+	filter_add(k->addr, 1);
+	err = put_record(k, rec);
+	if (err)
+		filter_add(k->addr, -1);
+	return err;
+}
+
 /*
  * A block's record, as the allocation and free paths see it: put in the table, taken out of it
  * (and out of its pool), or missing when the block is freed.
@@ -263,6 +319,9 @@ static __always_inline enum taken take_record(struct call *c, __u64 ptr, struct 
 
 	if (pool)
 		*pool = 0;
+	/* The filter asked here too: most calls not sampled then make no call of table_take. */
+	if (!filter_has(ptr))
+		return TAKEN_NONE;
 	/* A concurrent free of the same block (a double free in the target) loses here. */
 	if (!table_take(&key, rec, 0))
 		return TAKEN_NONE;
@@ -279,8 +338,29 @@ static __always_inline void forget_reused(struct call *c, __u64 ptr)
 
 	if (take_record(c, ptr, &stale, NULL) == TAKEN) {
 		__sync_fetch_and_add(&counters.reused_addresses, 1);
-		account_free(proc_of(c->tgid), &stale);
+		account_free(proc_of(c->slot), &stale);
 	}
+}
+
+/*
+ * A block's time: the clock's, read where the thread's last reading is of an earlier tick
+ * (jiffies), else that reading plus 2 ns a block since (recorded times are even): a thread's
+ * blocks keep their order and each its own time, never ahead of the clock and at most a tick
+ * behind, and most blocks read no clock (bench/unitcost.py). Pools and forks compare times
+ * across threads (a block's and its pool's record of it, a block's and a fork's): there
+ * every block reads the clock.
+ */
+static __always_inline __u64 block_time(struct call *c)
+{
+	__u64 tick = bpf_jiffies64();
+
+	if (pools_on || follow_forks || tick != c->tick || !c->time_ns) {
+		c->tick = tick;
+		c->time_ns = bpf_ktime_get_ns();
+	} else {
+		c->time_ns += 2;
+	}
+	return c->time_ns;
 }
 
 /* The record's time, or 0 when the block is not recorded (the map is full). p: the process's
@@ -290,7 +370,7 @@ static __always_inline __u64 record_block(struct call *c, struct heaptap_proc *p
 {
 	struct heaptap_block key = block_key(c, ptr);
 	__u32 tid = (__u32)bpf_get_current_pid_tgid();
-	__u64 time_ns = bpf_ktime_get_ns();
+	__u64 time_ns = block_time(c);
 	struct heaptap_alloc rec;
 	long err;
 

@@ -18,6 +18,9 @@ struct {
 /* --watch: no allocator probes; new pages of anonymous memory, by the stack that wrote them. */
 const volatile __u32 watch = 0;
 
+/* --follow: the traced processes' children are traced too, from their fork. */
+const volatile __u32 follow_forks = 0;
+
 /*
  * Non-zero while every probe is in: the number of the attach (--live attaches once a
  * window). While probes are attached or detached, it is 0 and accounting is frozen: entries
@@ -79,7 +82,7 @@ struct call {
 	__u32 tgid;
 	__u32 image;
 	__u32 parent;
-	__u32 pad;
+	__u32 slot; /* its process's counters' (struct heaptap_target) */
 	__u64 forked_ns;
 	__u64 sp; /* stack pointer at the outermost entry; 0 when idle */
 	__u64 kind;
@@ -95,6 +98,8 @@ struct call {
 	__u64 fixup_only; /* entered while probes came or went: nothing to account */
 	__u64 attach;	  /* the attach it was entered in (tracing's value then) */
 	__u64 noted;	  /* its name is in the threads map */
+	__u64 tick;	  /* jiffies at the thread's last reading of the clock... */
+	__u64 time_ns;	  /* ...and its latest block's time (table.bpf.h: block_time) */
 	__u64 free_sp;	  /* the thread's latest counted free: its stack pointer... */
 	__u64 free_ptr;	  /* ...and block; 0 once the thread allocates again */
 	__u64 pool;	  /* a pool's allocation: the pool */
@@ -176,6 +181,7 @@ static __always_inline struct call *target_call(void)
 	c->tgid = bpf_get_current_pid_tgid() >> 32;
 	c->image = t->image;
 	c->parent = t->parent;
+	c->slot = t->slot;
 	c->forked_ns = t->forked_ns;
 	return c;
 }

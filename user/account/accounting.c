@@ -55,22 +55,62 @@ static int read_classes(int fd, struct heaptap_size_class *out)
 	return err;
 }
 
-/* Every process's counters (the proc_counters map), their live figures filled later. */
-static int read_procs(int fd, struct snapshot *s)
+/* Every process's counters (the proc_counters slots in use), their live figures filled
+ * later. */
+static int read_procs(struct heaptap_bpf *skel, struct snapshot *s)
 {
-	__u32 key, next, *prev = NULL;
+	int fd = bpf_map__fd(skel->maps.proc_counters);
 	size_t cap = 0;
+	__u32 slot;
 
-	while (!bpf_map_get_next_key(fd, prev, &next)) {
-		key = next;
-		prev = &key;
+	for (slot = 0; slot < HEAPTAP_MAX_TARGETS; slot++) {
+		struct heaptap_proc *c;
+
+		if (!(__atomic_load_n(&skel->bss->proc_slots[slot / 64], __ATOMIC_ACQUIRE) &
+		      1ULL << slot % 64))
+			continue;
 		if (array__reserve(&s->procs, &cap, s->nprocs, sizeof(*s->procs)))
 			return -ENOMEM;
-		s->procs[s->nprocs] = (struct proc_live){ .tgid = key };
-		if (!bpf_map_lookup_elem(fd, &key, &s->procs[s->nprocs].c))
-			s->nprocs++;
+		c = &s->procs[s->nprocs].c;
+		if (!bpf_map_lookup_elem(fd, &slot, c) && c->tgid)
+			s->procs[s->nprocs++].tgid = c->tgid;
 	}
 	return 0;
+}
+
+int accounting__take_proc_slot(struct heaptap_bpf *skel, uint32_t tgid)
+{
+	struct heaptap_proc zero = { .tgid = tgid };
+	__u64 *words = skel->bss->proc_slots, w, bit;
+	__u32 i, slot;
+
+	for (i = 0; i < HEAPTAP_MAX_TARGETS / 64; i++) {
+		w = __atomic_load_n(&words[i], __ATOMIC_RELAXED);
+		while (~w) {
+			bit = ~w & (w + 1);
+			if (!__atomic_compare_exchange_n(&words[i], &w, w | bit, false,
+							 __ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
+				continue;
+			slot = i * 64 + heaptap_log2(bit);
+			if (bpf_map_update_elem(bpf_map__fd(skel->maps.proc_counters), &slot, &zero,
+						BPF_ANY)) {
+				accounting__give_back_proc_slot(skel, slot);
+				return -errno;
+			}
+			return slot;
+		}
+	}
+	return -ENOSPC;
+}
+
+void accounting__give_back_proc_slot(struct heaptap_bpf *skel, uint32_t slot)
+{
+	struct heaptap_proc zero = {};
+
+	if (slot >= HEAPTAP_MAX_TARGETS)
+		return;
+	bpf_map_update_elem(bpf_map__fd(skel->maps.proc_counters), &slot, &zero, BPF_ANY);
+	__atomic_fetch_and(&skel->bss->proc_slots[slot / 64], ~(1ULL << slot % 64), __ATOMIC_SEQ_CST);
 }
 
 static int by_thread_bytes(const void *a, const void *b)
@@ -209,7 +249,7 @@ int accounting__snapshot(struct heaptap_bpf *skel, struct stacks *stacks,
 	memcpy(out->fn_stats, skel->bss->fn_stats, sizeof(out->fn_stats));
 	err = read_classes(bpf_map__fd(skel->maps.size_classes), out->classes);
 	if (!err)
-		err = read_procs(bpf_map__fd(skel->maps.proc_counters), out);
+		err = read_procs(skel, out);
 	if (!err)
 		err = block_reader__read(&rd, skel, stacks, false, 0, out);
 	if (!err)
@@ -225,6 +265,11 @@ int accounting__snapshot(struct heaptap_bpf *skel, struct stacks *stacks,
 	}
 	/* The counters last: the drops are out of their live bytes. */
 	read_counters(skel, stacks, &out->counters, &out->fixups);
+	/* The BPF side counts a block recorded in its size class alone. */
+	for (size_t i = 0; i < HEAPTAP_SIZE_CLASSES; i++) {
+		out->counters.allocs += out->classes[i].allocs;
+		out->counters.alloc_bytes += out->classes[i].alloc_bytes;
+	}
 	block_reader__free(&rd);
 	if (err) {
 		snapshot__free(out);

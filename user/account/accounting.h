@@ -27,6 +27,12 @@ int accounting__blocks(struct heaptap_bpf *skel, struct stacks *stacks, uint32_t
 /* --watch: the sites are the stacks that first wrote new pages, a page a block: live and
  * live_bytes count those pages. */
 int accounting__watch_snapshot(struct heaptap_bpf *skel, struct stacks *stacks, struct snapshot *out);
+/* A slot of the proc_counters array for process tgid, its counters zeroed (heaptap.h: struct
+ * heaptap_proc): the slot, or a negative errno (-ENOSPC: every one is taken). */
+int accounting__take_proc_slot(struct heaptap_bpf *skel, uint32_t tgid);
+/* A process's slot given back, its counters zeroed, once they are read. */
+void accounting__give_back_proc_slot(struct heaptap_bpf *skel, uint32_t slot);
+
 /* Kernel memory held by heaptap's BPF maps (their fdinfo "memlock"). */
 uint64_t accounting__map_bytes(struct heaptap_bpf *skel);
 

@@ -43,6 +43,12 @@ struct heaptap_weight sampling__weight(uint32_t cls, uint64_t interval)
 	return w;
 }
 
+void sampling__configure(struct heaptap_bpf *skel, uint64_t interval)
+{
+	skel->rodata->sample_interval = interval;
+	bpf_map__set_max_entries(skel->maps.sampled_addrs, interval ? HEAPTAP_SAMPLE_FILTER : 1);
+}
+
 int sampling__fill(struct heaptap_bpf *skel, uint64_t interval)
 {
 	int gaps = bpf_map__fd(skel->maps.sample_gaps);

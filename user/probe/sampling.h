@@ -30,6 +30,10 @@ uint64_t sampling__gap(uint32_t i, uint64_t interval);
 /* What a block of size class cls stands for, as a line over the class's sizes. */
 struct heaptap_weight sampling__weight(uint32_t cls, uint64_t interval);
 
+/* Sets the BPF side's sampling before it is loaded: the interval (0: none), and the filter
+ * of sampled blocks' addresses sized for it. */
+void sampling__configure(struct heaptap_bpf *skel, uint64_t interval);
+
 /* Fills the BPF side's tables (sample_gaps, sample_weights); nothing without sampling. */
 int sampling__fill(struct heaptap_bpf *skel, uint64_t interval);
 

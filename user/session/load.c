@@ -10,6 +10,7 @@
 
 #include <linux/types.h>
 
+#include "account/accounting.h"
 #include "account/drain.h"
 #include "account/history.h"
 #include "base/clock.h"
@@ -54,7 +55,7 @@ static void configure(struct session *s)
 		skel->rodata->sample_wait_ns = SAMPLE_WAIT_NS;
 		skel->rodata->sample_waiters_max = CPU_COUNT(&cpus) - 1;
 	}
-	skel->rodata->sample_interval = s->opts.sample_bytes;
+	sampling__configure(skel, s->opts.sample_bytes);
 	skel->rodata->follow_forks = s->opts.follow;
 	if (s->opts.comm)
 		strncpy((char *)skel->rodata->match_comm, s->opts.comm,
@@ -178,17 +179,21 @@ static int add_target(struct session *s, struct process *p)
 	struct heaptap_target t = { .image = p->image->id,
 				    .parent = p->parent,
 				    .flags = p->t.launched ? HEAPTAP_TARGET_LAUNCHED : 0 };
-	struct heaptap_proc zero = {};
 	__u32 key = p->t.pid;
-	int err;
+	int err = accounting__take_proc_slot(s->skel, key);
 
-	if (!bpf_map_update_elem(bpf_map__fd(s->skel->maps.targets), &key, &t, BPF_ANY) &&
-	    !bpf_map_update_elem(bpf_map__fd(s->skel->maps.proc_counters), &key, &zero,
-				 BPF_NOEXIST)) {
+	if (err >= 0) {
+		t.slot = err;
+		err = bpf_map_update_elem(bpf_map__fd(s->skel->maps.targets), &key, &t, BPF_ANY)
+			      ? -errno
+			      : 0;
+		if (err)
+			accounting__give_back_proc_slot(s->skel, t.slot);
+	}
+	if (!err) {
 		p->since_ns = clock__now_ns();
 		return 0;
 	}
-	err = -errno;
 	elog("cannot add PID %d to the processes traced: %s", p->t.pid, strerror(-err));
 	return err;
 }

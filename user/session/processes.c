@@ -10,6 +10,7 @@
 
 #include <linux/types.h>
 
+#include "account/accounting.h"
 #include "account/drain.h"
 #include "base/clock.h"
 #include "base/log.h"
@@ -146,11 +147,23 @@ static void exec_image(struct session *s, struct process *p, uint32_t id, uint64
 		session__traced_now(p);
 }
 
+/* The slot of process tgid's counters, from its targets entry (HEAPTAP_MAX_TARGETS: none). */
+static __u32 proc_slot(struct session *s, __u32 tgid)
+{
+	struct heaptap_target t;
+
+	if (bpf_map_lookup_elem(bpf_map__fd(s->skel->maps.targets), &tgid, &t))
+		return HEAPTAP_MAX_TARGETS;
+	return t.slot;
+}
+
 /* A process the BPF side holds that heaptap never traced: out of its tables. */
 static void forget_in_bpf(struct session *s, __u32 tgid)
 {
+	__u32 slot = proc_slot(s, tgid);
+
 	bpf_map_delete_elem(bpf_map__fd(s->skel->maps.targets), &tgid);
-	bpf_map_delete_elem(bpf_map__fd(s->skel->maps.proc_counters), &tgid);
+	accounting__give_back_proc_slot(s->skel, slot);
 	bpf_map_delete_elem(bpf_map__fd(s->skel->maps.alloc_ranges), &tgid);
 }
 
@@ -297,17 +310,19 @@ void session__detach_exited(struct session *s)
 
 void session__process_exited(struct session *s, struct process *p)
 {
-	__u32 key = p->t.pid;
+	__u32 key = p->t.pid, slot;
 
 	if (p->exited_ns)
 		return;
 	p->exited_ns = clock__now_ns();
 	procs__disinherit(p);
 	procs__close_own_context(p);
-	bpf_map_lookup_elem(bpf_map__fd(s->skel->maps.proc_counters), &key, &p->end);
+	slot = proc_slot(s, key);
+	if (slot < HEAPTAP_MAX_TARGETS)
+		bpf_map_lookup_elem(bpf_map__fd(s->skel->maps.proc_counters), &slot, &p->end);
 	/* Its figures are kept here; the first process's stay in the map with its blocks. */
 	if (p != s->procs.v[0])
-		bpf_map_delete_elem(bpf_map__fd(s->skel->maps.proc_counters), &key);
+		accounting__give_back_proc_slot(s->skel, slot);
 	bpf_map_delete_elem(bpf_map__fd(s->skel->maps.alloc_ranges), &key);
 	/* Its descriptor, watched in the loop, is no more use: a service that runs through
 	 * thousands of workers would run heaptap out of descriptors. The first process's

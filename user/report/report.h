@@ -24,6 +24,7 @@
 #include "target/stacks.h"
 #include "target/syms.h"
 #include "account/timeline.h"
+#include "target/rss.h"
 #include "target/unwind.h"
 
 /*
@@ -99,6 +100,22 @@ struct report_process {
 };
 
 /*
+ * Where the target's RSS is (target/rss.h): its reading split into parts that add up to it,
+ * each part's growth over the reports, the part that leads it, and what to do about it.
+ */
+struct rss_parts {
+	bool known;		      /* read at this report (report.rss_note says why not) */
+	uint64_t v[RSS_PARTS];	      /* bytes */
+	double growth[RSS_PARTS];     /* bytes per second, fitted as a site's; NAN: too few */
+	unsigned int points;	      /* reports the growth is fitted over */
+	int leading;		      /* the part that grows fastest, -1 for none */
+	bool live_walked;	      /* live is glibc's chunks, walked; else heaptap's blocks */
+	uint64_t anon_excess;	      /* anonymous parts measured above RssAnon (clipped) */
+	const char *advice_kind;      /* "trim", "arena_max", "fragmentation"...; NULL: none */
+	char advice[320];	      /* what to do, one line */
+};
+
+/*
  * A report's analysis: made once per report from the snapshot and the history (analysis.h),
  * before any format reads it; the formats only write it out. Figures are estimated where
  * sampled (sizes and totals by size class); with pages, live is the new pages' bytes and
@@ -127,6 +144,7 @@ struct report_analysis {
 	size_t nalive;
 	uint32_t *leak_fns; /* each leak record's allocator function (its site's fn), or
 			     * UINT32_MAX */
+	struct rss_parts rss;
 };
 
 struct report {
@@ -144,6 +162,10 @@ struct report {
 	const struct snapshot *prev; /* the previous report's snapshot, for rates */
 	uint64_t attach_ns;	     /* CLOCK_MONOTONIC when the probes were attached */
 	uint64_t rss;		     /* the target's */
+	/* Where the first process's RSS is, read at this report (NULL: not read, rss_note
+	 * says why) */
+	const struct rss_reading *rss_reading;
+	const char *rss_note;
 	uint64_t self_rss;	     /* heaptap's own */
 	uint64_t self_maps;	     /* kernel memory of heaptap's BPF maps */
 	uint64_t reports_dropped;    /* interval reports standard output was too slow for */

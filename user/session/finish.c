@@ -136,6 +136,7 @@ int session__close(struct session *s, int err)
 	if (s->have_prev)
 		snapshot__free(&s->prev);
 	history__free(s->history);
+	rss_reader__free(s->rss);
 	reach__release(s->hold);
 	if (s->have_leak)
 		leak_check__free(&s->leak);

@@ -217,6 +217,42 @@ static void read_dumps(struct session *s, struct report *r, struct snapshot *sna
 	}
 }
 
+/*
+ * Where the first process's RSS is, read for this report (a full read for the final one):
+ * the reader is made at the first report. What cannot be read is said in the report (its
+ * rss_note), never a failure of the session.
+ */
+static void read_rss(struct session *s, struct report *r, bool final)
+{
+	const char *what = "its memory";
+	int err = s->rss_err;
+
+	r->rss_reading = NULL;
+	r->rss_note = s->rss_note;
+	if (s->target->exited || proc__state(s->target->pid) != PROC_RUNNING) {
+		snprintf(s->rss_note, sizeof(s->rss_note), "the target has exited");
+		return;
+	}
+	if (!s->rss && !err) {
+		err = rss_reader__new(s->target->pid, allocator__is_glibc(s->allocator), &s->rss);
+		/* Out of memory, it is tried again at the next report. */
+		s->rss_err = err == -ENOMEM ? 0 : err;
+	}
+	if (s->rss) {
+		what = "/proc/PID/status, maps or smaps";
+		err = rss_reader__read(s->rss, final, &r->rss_reading);
+	}
+	if (!err) {
+		r->rss_note = NULL;
+		return;
+	}
+	if (err == -ESRCH)
+		snprintf(s->rss_note, sizeof(s->rss_note), "the target has exited");
+	else
+		snprintf(s->rss_note, sizeof(s->rss_note), "cannot read %s: %s", what,
+			 strerror(-err));
+}
+
 /* The alarms this report's figures fire: said, recorded, their commands run. */
 static void judge(struct session *s, struct report *r, struct alarm_event *alerts)
 {
@@ -238,6 +274,19 @@ static void judge(struct session *s, struct report *r, struct alarm_event *alert
 	}
 	if (r->nalerts && s->opts.exit_on_alert)
 		s->alarm_exit = true;
+}
+
+/* The report's point of the session's timeline: its memory, and where the RSS is. */
+static void add_point(struct session *s, const struct report *r)
+{
+	struct timeline_point p = { .time_ns = r->snap->time_ns,
+				    .live_bytes = llround(r->analysis.live),
+				    .peak_bytes = llround(r->analysis.peak),
+				    .rss = r->rss,
+				    .parts_known = r->analysis.rss.known };
+
+	memcpy(p.parts, r->analysis.rss.v, sizeof(p.parts));
+	timeline__add(&s->timeline, &p);
 }
 
 int session__report(struct session *s, const char *type, const struct leak_check *leak)
@@ -274,14 +323,11 @@ int session__report(struct session *s, const char *type, const struct leak_check
 	r.slowdown = procs__alive(&s->procs) && s->tracer->ops->slowdown
 			     ? s->tracer->ops->slowdown(s->tracer, &snap)
 			     : NAN;
+	read_rss(s, &r, !strcmp(type, "final"));
 	/* The report's analysis, once, for every format and the alarms. */
 	if (analysis__make(&r))
 		elog("out of memory: this report's sites are not all said");
-	timeline__add(&s->timeline,
-		      &(struct timeline_point){ .time_ns = snap.time_ns,
-						.live_bytes = llround(r.analysis.live),
-						.peak_bytes = llround(r.analysis.peak),
-						.rss = r.rss });
+	add_point(s, &r);
 	r.growth = timeline__growth(&s->timeline);
 	read_dumps(s, &r, &snap);
 	judge(s, &r, alerts);

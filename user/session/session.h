@@ -23,6 +23,7 @@
 #include "probe/duty.h"
 #include "probe/procs.h"
 #include "session/tracer.h"
+#include "target/rss.h"
 #include "target/target.h"
 #include "account/timeline.h"
 #include "target/unwind.h"
@@ -54,6 +55,11 @@ struct session {
 	struct history *history;
 	struct publisher *publisher;
 	struct timeline timeline;
+	/* Where the first process's RSS is: its reader, made at the first report; or why none
+	 * could be made, and the latest read's failure */
+	struct rss_reader *rss;
+	int rss_err;
+	char rss_note[160];
 	struct alarms alarms;
 	struct reach_hold *hold; /* --leak-check: the target held to its exit, or NULL */
 	int hold_err;		 /* why it could not be held (negative errno), or 0 */

@@ -1,0 +1,201 @@
+"""Where the RSS is (rss_parts, doc/rss.md): parts that add up to VmRSS, glibc's chunks
+walked (live, free in whole pages) against what the program itself allocated and what
+malloc_trim(0) gives back, threads' stacks, and what cannot be read: a heap changing as it is
+read, a process without a heap, a kernel without PAGEMAP_SCAN, a process that exits."""
+import os
+
+from lib import Heaptap, Target, check, check_true, test
+
+PARTS = ("live", "allocator_free", "allocator_unknown", "stacks", "anon_other", "files",
+         "shmem")
+
+
+def status(pid):
+    """/proc/PID/status's memory lines, in bytes."""
+    out = {}
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            key, _, value = line.partition(":")
+            if key in ("VmRSS", "RssAnon", "RssFile", "RssShmem"):
+                out[key] = int(value.split()[0]) * 1024
+    return out
+
+
+def smaps(pid):
+    """Each mapping of /proc/PID/smaps: (start, end, perms, name, Rss bytes)."""
+    maps = []
+    with open(f"/proc/{pid}/smaps") as f:
+        for line in f:
+            parts = line.split()
+            if "-" in parts[0] and len(parts) >= 5 and ":" not in parts[0]:
+                start, end = (int(x, 16) for x in parts[0].split("-"))
+                maps.append([start, end, parts[1], " ".join(parts[5:]), 0])
+            elif parts[0] == "Rss:":
+                maps[-1][4] = int(parts[1]) * 1024
+    return maps
+
+
+def first_report(ht):
+    """The first interval record with rss_parts."""
+    while True:
+        rec = ht.record()
+        if rec is None:
+            check_true("an interval record", False, ht.stderr_text()[-400:])
+        if rec["type"] == "interval":
+            check_true("rss_parts read", rec["rss_parts"] is not None, rec["rss_parts_note"])
+            return rec
+
+
+def check_sum(parts, pid, what=""):
+    """The parts add up to VmRSS, as the test reads it, within 3%."""
+    vm_rss = status(pid)["VmRSS"]
+    total = sum(parts[k] for k in PARTS)
+    check_true(f"{what}parts add up to VmRSS within 3%", abs(total - vm_rss) <= 0.03 * vm_rss,
+               f"parts {total}, VmRSS {vm_rss}: {dict((k, parts[k]) for k in PARTS)}")
+    check_true(f"{what}the total is VmRSS within 3%",
+               abs(parts["total"] - vm_rss) <= 0.03 * vm_rss, (parts["total"], vm_rss))
+    check_true(f"{what}whole pages are part of the free memory",
+               parts["allocator_free_whole_pages"] <= parts["allocator_free"], parts)
+
+
+def fragmented(env=None):
+    """The fragmenting program attached after its allocations: (target, its live bytes and
+    blocks as it counted them, heaptap, the first report)."""
+    target = Target("fragment")
+    live, blocks = (int(x) for x in target.do("fill 20000", timeout=180).split())
+    ht = Heaptap(["-p", str(target.target_pid), "-i", "1s"], env=env)
+    ht.attached()
+    return target, live, blocks, ht, first_report(ht)
+
+
+@test(sanitized=True)
+def test_rss_parts_of_a_fragmenting_glibc_program():
+    """8 threads, each in an arena of its own, allocate 20,000 blocks of 500 to 1,499 bytes
+    and free 19 of every 20; heaptap attaches after: live is the program's own sum within
+    10%, the whole free pages what malloc_trim(0) then gives back within 15%, each arena is
+    there with its thread, and the advice says MALLOC_ARENA_MAX."""
+    target, live, blocks, ht, rec = fragmented()
+    parts = rec["rss_parts"]
+    check_sum(parts, target.target_pid)
+    check("live from glibc's chunks", parts["live_from"], "chunks")
+    check_true("live within 10% of the program's own sum",
+               abs(parts["live"] - live) <= 0.10 * live, (parts["live"], live))
+    check("read whole", (parts["read"]["walked"], parts["read"]["bins_read"]), (True, True))
+    threads = [a for a in parts["arenas"] if not a["main"]]
+    check("the threads' arenas", len(threads), 8)
+    check("a thread attached to each", [a["threads"] for a in threads], [1] * 8)
+    check("one main arena, its state found", [a["address"] is not None for a in
+                                               parts["arenas"] if a["main"]], [True])
+    check("nothing unknown", parts["allocator_unknown"], 0)
+    check("the advice", parts["advice"]["kind"] if parts["advice"] else None, "arena_max")
+    check("threads", parts["threads"], 9)
+    # The oracle: what malloc_trim(0) gives back, measured around it.
+    before = status(target.target_pid)["RssAnon"]
+    target.do("trim", timeout=120)
+    returned = before - status(target.target_pid)["RssAnon"]
+    whole = parts["allocator_free_whole_pages"]
+    check_true("whole free pages within 15% of what malloc_trim(0) gave back",
+               abs(whole - returned) <= 0.15 * returned, (whole, returned))
+    final, code = ht.finish()
+    check("heaptap exit status", code, 0)
+    check_true("the final report reads them again, whole",
+               final["rss_parts"] and final["rss_parts"]["read"]["full"], final["rss_parts"])
+    check_true("after the trim, few whole free pages are left",
+               final["rss_parts"]["allocator_free_whole_pages"] < 0.05 * whole,
+               final["rss_parts"]["allocator_free_whole_pages"])
+    check_sum(final["rss_parts"], target.target_pid, "after the trim: ")
+
+
+@test
+def test_rss_parts_without_pagemap_scan():
+    """HEAPTAP_NO_PAGEMAP_SCAN=1 reads resident pages from /proc/PID/pagemap, as on a kernel
+    before 6.7: the same parts, the same oracles."""
+    env = dict(os.environ, HEAPTAP_NO_PAGEMAP_SCAN="1")
+    target, live, blocks, ht, rec = fragmented(env)
+    parts = rec["rss_parts"]
+    check("pages read from pagemap", parts["read"]["pages"], "pagemap")
+    check_sum(parts, target.target_pid)
+    check_true("live within 10% of the program's own sum",
+               abs(parts["live"] - live) <= 0.10 * live, (parts["live"], live))
+    _, code = ht.finish()
+    check("heaptap exit status", code, 0)
+
+
+@test
+def test_threads_stacks_counted():
+    """51 threads (50 waiting, blocked, and the main one): each stack found, and the stacks'
+    resident bytes those of their mappings as the test reads smaps: the main thread's
+    [stack] and the 50 mappings of pthread's default size with a guard page below."""
+    target = Target("fragment")
+    target.do("threads 50")
+    ht = Heaptap(["-p", str(target.target_pid), "-i", "1s"])
+    ht.attached()
+    parts = first_report(ht)["rss_parts"]
+    maps = smaps(target.target_pid)
+    size = 8 << 20
+    stacks = [m for i, m in enumerate(maps)
+              if m[3] == "[stack]" or (m[1] - m[0] == size and m[2] == "rw-p" and i and
+                                       maps[i - 1][2] == "---p" and maps[i - 1][1] == m[0])]
+    check("stack mappings the test finds", len(stacks), 51)
+    check("threads", parts["threads"], 51)
+    check_true("every stack mapping found", parts["stack_mappings"] >= 51,
+               parts["stack_mappings"])
+    want = sum(m[4] for m in stacks)
+    check_true("the stacks' resident bytes within 3% of their mappings' Rss",
+               abs(parts["stacks"] - want) <= 0.03 * want, (parts["stacks"], want))
+    check_true("each stack a page at least", parts["stacks"] >= 51 * 4096, parts["stacks"])
+    check_sum(parts, target.target_pid)
+    ht.finish()
+
+
+@test
+def test_rss_parts_while_the_heap_and_mappings_change():
+    """Mappings made, unmapped and moved by mremap, and the heap's chunks changing, all
+    while heaptap reads them (a report every 0.2 s, each a full read): every record valid,
+    the parts read at each report, the target's memory intact, heaptap's exit 0."""
+    target = Target("mappings")
+    target.do("grow 8")
+    target.do("churn")
+    ht = Heaptap(["-p", str(target.target_pid), "-i", "200ms", "-d", "4s"])
+    ht.attached()
+    final, code = ht.finish(sig=None)
+    check("heaptap exit status", code, 0)
+    reports = [r for r in ht.records if r["type"] in ("interval", "final")]
+    check_true("reports made", len(reports) >= 5, len(reports))
+    check("every report read the parts", [r["rss_parts_note"] for r in reports],
+          [None] * len(reports))
+    target.do("calm")
+    check("the target's memory as it wrote it", target.do("check"), "ok")
+    check_true("target alive", target.alive())
+
+
+@test
+def test_rss_parts_of_a_process_without_a_heap():
+    """A program that has not called malloc yet: no brk heap, no arena to walk; the parts
+    are there all the same and add up."""
+    target = Target("fragment")
+    check("no brk heap", [m for m in smaps(target.target_pid) if m[3] == "[heap]"], [])
+    ht = Heaptap(["-p", str(target.target_pid), "-i", "1s"])
+    ht.attached()
+    parts = first_report(ht)["rss_parts"]
+    check("no arena with a heap", [a for a in parts["arenas"] if a["heaps"]], [])
+    check("nothing live", parts["live"], 0)
+    check_sum(parts, target.target_pid)
+    _, code = ht.finish()
+    check("heaptap exit status", code, 0)
+
+
+@test
+def test_rss_parts_of_a_process_that_exits():
+    """The target exits while traced: the final report says why it has no parts, and
+    heaptap ends as usual."""
+    target = Target("fragment")
+    ht = Heaptap(["-p", str(target.target_pid), "-i", "1s"])
+    ht.attached()
+    first_report(ht)
+    target.send("exit")
+    target.popen.wait(timeout=30)
+    final, code = ht.finish(sig=None)
+    check("heaptap exit status", code, 0)
+    check("no parts", final["rss_parts"], None)
+    check("why", final["rss_parts_note"], "the target has exited")

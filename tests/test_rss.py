@@ -107,6 +107,30 @@ def test_rss_parts_of_a_fragmenting_glibc_program():
 
 
 @test
+def test_sites_that_pin_sparsely_used_pages():
+    """100,000 blocks of 200 bytes, 19 of every 20 freed, allocated while heaptap traces:
+    a live block on nearly every page and no page free whole. The advice says fragmentation,
+    and names the site whose blocks pin the pages, with about one page a block kept."""
+    target = Target("fragment")
+    ht = Heaptap(["-p", str(target.target_pid), "-i", "1s"])
+    ht.attached()
+    target.do("sparse 100000", timeout=120)
+    # The final report reads the parts whole, whenever the full read before was.
+    final, code = ht.finish()
+    check("heaptap exit status", code, 0)
+    parts = final["rss_parts"]
+    check_true("read whole", parts and parts["read"]["full"], final["rss_parts_note"])
+    check("the advice", parts["advice"]["kind"] if parts["advice"] else None, "fragmentation")
+    top = parts["pinners"][0]
+    check_true("the site that pins them", top["caller"].startswith("keep_sparse"), top)
+    kept = 100000 // 20
+    check_true("about a page a block kept", 0.9 * kept <= top["pages"] <= 1.2 * kept, top)
+    check_true("each a sparsely used page", top["pages"] <= parts["sparse_pages"], parts)
+    check_true("named in the advice", "keep_sparse" in parts["advice"]["text"], parts["advice"])
+    check_sum(parts, target.target_pid)
+
+
+@test
 def test_rss_parts_without_pagemap_scan():
     """HEAPTAP_NO_PAGEMAP_SCAN=1 reads resident pages from /proc/PID/pagemap, as on a kernel
     before 6.7: the same parts, the same oracles."""

@@ -5,7 +5,9 @@
  * of every 20; it answers with the bytes and blocks still live, as the program asked for
  * them. The threads then wait, blocked, for "exit". "trim" calls malloc_trim(0), which gives
  * back the whole pages inside free chunks. "threads N" starts N more threads that only wait
- * (their stacks are what a test counts).
+ * (their stacks are what a test counts). "sparse N": the main thread allocates N blocks of
+ * 200 bytes from keep_sparse() and frees 19 of every 20: a live block on nearly every page,
+ * no page free whole.
  */
 // build: -pthread
 #include <malloc.h>
@@ -74,6 +76,28 @@ static void *fill(void *arg)
 	return NULL;
 }
 
+NOINLINE static void *keep_sparse(void)
+{
+	char *p = malloc(200);
+
+	if (p)
+		memset(p, 0x33, 200);
+	return p;
+}
+
+static void sparse(int n)
+{
+	void **blocks = calloc(n, sizeof(*blocks));
+	int i;
+
+	for (i = 0; i < n; i++)
+		blocks[i] = keep_sparse();
+	for (i = 0; i < n; i++)
+		if (i % 20)
+			free(blocks[i]);
+	free(blocks);
+}
+
 static void *waiter(void *arg)
 {
 	wait_for_the_end();
@@ -95,6 +119,9 @@ int main(void)
 				pthread_create(&threads[nthreads++], NULL, fill, (void *)i);
 			pthread_barrier_wait(&filled);
 			say("done %s %zu %zu", cmd, live_bytes, live_blocks);
+		} else if (sscanf(cmd, "sparse %d", &n) == 1 && n > 0) {
+			sparse(n);
+			say("done %s", cmd);
 		} else if (!strcmp(cmd, "trim")) {
 			say("done trim %d", malloc_trim(0));
 		} else if (sscanf(cmd, "threads %d", &n) == 1 && n > 0 &&

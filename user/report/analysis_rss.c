@@ -1,9 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0
 /* Where the RSS is: composed once per report, for every format to write out. */
+#include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "base/array.h"
 #include "report/analysis_rss.h"
 #include "report/text.h"
 
@@ -18,20 +21,44 @@ static uint64_t min64(uint64_t a, uint64_t b)
 	return a < b ? a : b;
 }
 
-/* The reading split into parts that add up to VmRSS. */
-static void compose(const struct rss_reading *x, double tracked, struct rss_parts *p)
+/*
+ * The live bytes heaptap tracked when the latest full read walked the heap: the timeline's
+ * point of that report (its snapshot is taken before the read), or now's when it was this
+ * one's.
+ */
+static double tracked_at_walk(const struct report *r, double tracked)
+{
+	const struct rss_reading *x = r->rss_reading;
+	const struct timeline *t = r->timeline;
+	size_t i;
+
+	if (x->full || !t)
+		return tracked;
+	for (i = t->n; i-- > 0;)
+		if (t->points[i].time_ns <= x->full_time_ns)
+			return t->points[i].live_bytes;
+	return tracked;
+}
+
+/* The reading split into parts that add up to VmRSS; tracked: heaptap's live bytes now, and
+ * at the walk. */
+static void compose(const struct rss_reading *x, double tracked, double at_walk,
+		    struct rss_parts *p)
 {
 	uint64_t alloc = x->allocator, live, unknown, free, measured;
 	uint64_t *v = p->v;
+	double since;
 
 	v[RSS_TOTAL] = x->vm_rss;
 	v[RSS_FILES] = x->rss_file;
 	v[RSS_SHMEM] = x->rss_shmem;
 	v[RSS_STACKS] = x->stacks;
 	if (x->walked) {
-		/* The walk's figures, against the allocator's pages as they are now. */
-		live = min64(x->live, alloc);
-		unknown = min64(x->unknown, alloc - live);
+		/* The walk's figures, moved by what heaptap saw allocated and freed since, against
+		 * the allocator's pages as they are now. */
+		unknown = min64(x->unknown, alloc);
+		since = (double)x->live + tracked - at_walk;
+		live = since > 0 ? min64(llround(since), alloc - unknown) : 0;
 		free = alloc - live - unknown;
 		v[RSS_FREE_WHOLE_PAGES] = min64(x->free_whole, free);
 		p->live_walked = true;
@@ -105,6 +132,87 @@ static bool many_arenas(const struct rss_reading *x, uint64_t *free_sum, unsigne
 	return n >= 4 && largest * 2 < *free_sum;
 }
 
+/* The name of the function that called the allocator in a stack, into buf ("?" if none). */
+static const char *caller(const struct report *r, uint64_t stack_id, char *buf, size_t size)
+{
+	const struct stack *st = r->stacks ? stacks__get(r->stacks, stack_id) : NULL;
+	const struct sym_info *si = st && st->n > 1 ? syms__find(report__syms(r, st), st->ips[1],
+								  true)
+						    : NULL;
+	const struct sym_frame *f = si ? &si->frames[0] : NULL;
+
+	if (f && f->function && f->file)
+		snprintf(buf, size, "%s (%s:%d)", f->function, f->file, f->line);
+	else
+		snprintf(buf, size, "%s", f && f->function ? f->function : "?");
+	return buf;
+}
+
+/* A site's sparse page: the site's stack, and the page. */
+struct pin {
+	uint64_t stack_id, page;
+};
+
+static int by_site_and_page(const void *a, const void *b)
+{
+	const struct pin *x = a, *y = b;
+
+	if (x->stack_id != y->stack_id)
+		return x->stack_id < y->stack_id ? -1 : 1;
+	return x->page < y->page ? -1 : x->page > y->page;
+}
+
+/* A site's count of sparse pages into the top RSS_PINNERS, most first. */
+static void consider_pinner(struct rss_parts *p, uint64_t stack_id, uint64_t pages)
+{
+	unsigned int i = p->npinners;
+
+	if (i == RSS_PINNERS) {
+		if (p->pinners[i - 1].pages >= pages)
+			return;
+		i--;
+	} else {
+		p->npinners++;
+	}
+	for (; i > 0 && p->pinners[i - 1].pages < pages; i--)
+		p->pinners[i] = p->pinners[i - 1];
+	p->pinners[i] = (struct rss_pinner){ stack_id, pages, "" };
+}
+
+/* The sites whose tracked blocks lie on the most sparsely used pages (each page counted once
+ * per site). */
+static void pinners(const struct report *r, struct rss_parts *p)
+{
+	const struct rss_reading *x = r->rss_reading;
+	struct pin *pins = NULL;
+	size_t n = 0, cap = 0, i, k, run;
+
+	for (i = 0; i < r->nlive_blocks; i++) {
+		const struct live_block *b = &r->live_blocks[i];
+		uint64_t last = (b->addr + (b->size ? b->size : 1) - 1) & ~4095ULL;
+
+		k = b->addr >= 4096 ? array__first_above(x->sparse_pages, x->nsparse,
+							   sizeof(uint64_t), 0, (b->addr & ~4095ULL) - 1)
+				    : 0;
+		for (; k < x->nsparse && x->sparse_pages[k] <= last; k++) {
+			if (array__reserve(&pins, &cap, n, sizeof(*pins)))
+				goto out;
+			pins[n++] = (struct pin){ b->stack_id, x->sparse_pages[k] };
+		}
+	}
+	array__sort(pins, n, sizeof(*pins), by_site_and_page);
+	for (i = 0; i < n; i = k) {
+		for (k = i, run = 0; k < n && pins[k].stack_id == pins[i].stack_id; k++)
+			run += k == i || pins[k].page != pins[k - 1].page;
+		consider_pinner(p, pins[i].stack_id, run);
+	}
+out:
+	free(pins);
+	for (i = 0; i < p->npinners; i++)
+		caller(r, p->pinners[i].stack_id, p->pinners[i].caller,
+		       sizeof(p->pinners[i].caller));
+}
+
 /* One line of what to do, when a part holds much of the RSS or leads its growth. */
 static void advise(const struct report *r, struct rss_parts *p)
 {
@@ -112,7 +220,7 @@ static void advise(const struct report *r, struct rss_parts *p)
 	const uint64_t *v = p->v;
 	uint64_t total = v[RSS_TOTAL] ? v[RSS_TOTAL] : 1, pinned, arenas_free;
 	unsigned int narenas;
-	char a[32], b[32];
+	char a[32], b[128];
 
 	pinned = v[RSS_ALLOCATOR_FREE] - v[RSS_FREE_WHOLE_PAGES];
 	p->advice_kind = NULL;
@@ -132,11 +240,18 @@ static void advise(const struct report *r, struct rss_parts *p)
 			 "%s of whole free pages in malloc's heaps: malloc_trim(0) returns them",
 			 bytes(a, sizeof(a), v[RSS_FREE_WHOLE_PAGES]));
 	} else if (x->walked && pinned >= MUCH * total) {
+		char site[200], pages[48];
+
 		p->advice_kind = "fragmentation";
+		if (p->npinners)
+			snprintf(site, sizeof(site), "; %s pins the most, %" PRIu64 " pages",
+				 p->pinners[0].caller, p->pinners[0].pages);
+		snprintf(pages, sizeof(pages), " on %zu sparsely used pages", x->nsparse);
 		snprintf(p->advice, sizeof(p->advice),
-			 "%s free between live blocks (fragmentation): blocks of different "
-			 "lifetimes share pages; pool the short-lived ones, or another allocator",
-			 bytes(a, sizeof(a), pinned));
+			 "%s free between live blocks (fragmentation)%s%s: pool the short-lived "
+			 "blocks, or another allocator",
+			 bytes(a, sizeof(a), pinned), x->nsparse ? pages : "",
+			 p->npinners ? site : "");
 	} else if (!x->walked && v[RSS_ALLOCATOR_UNKNOWN] >= MUCH * total) {
 		p->advice_kind = "purge";
 		snprintf(p->advice, sizeof(p->advice),
@@ -159,7 +274,13 @@ void analysis_rss__make(const struct report *r, double tracked, struct rss_parts
 	if (!r->rss_reading)
 		return;
 	out->known = true;
-	compose(r->rss_reading, tracked, out);
+	compose(r->rss_reading, tracked, tracked_at_walk(r, tracked), out);
 	growth(r, r->snap->time_ns, out);
+	if (r->rss_reading->full && r->rss_reading->nsparse) {
+		pinners(r, out);
+	} else if (!r->rss_reading->full && r->rss_npinners <= RSS_PINNERS) {
+		memcpy(out->pinners, r->rss_pinners, r->rss_npinners * sizeof(*out->pinners));
+		out->npinners = r->rss_npinners;
+	}
 	advise(r, out);
 }

@@ -99,6 +99,14 @@ struct report_process {
 	uint64_t live_bytes;
 };
 
+/* A site whose live blocks lie on sparsely used pages of the allocator's, with how many. */
+#define RSS_PINNERS 3
+struct rss_pinner {
+	uint64_t stack_id;
+	uint64_t pages;
+	char caller[160]; /* the allocator's caller: "function (file:line)", or "?" */
+};
+
 /*
  * Where the target's RSS is (target/rss.h): its reading split into parts that add up to it,
  * each part's growth over the reports, the part that leads it, and what to do about it.
@@ -112,7 +120,11 @@ struct rss_parts {
 	bool live_walked;	      /* live is glibc's chunks, walked; else heaptap's blocks */
 	uint64_t anon_excess;	      /* anonymous parts measured above RssAnon (clipped) */
 	const char *advice_kind;      /* "trim", "arena_max", "fragmentation"...; NULL: none */
-	char advice[320];	      /* what to do, one line */
+	char advice[400];	      /* what to do, one line */
+	/* The sites whose blocks pin the most sparsely used pages, most first (of the blocks
+	 * heaptap tracks, at a full read) */
+	struct rss_pinner pinners[RSS_PINNERS];
+	unsigned int npinners;
 };
 
 /*
@@ -166,6 +178,13 @@ struct report {
 	 * says why) */
 	const struct rss_reading *rss_reading;
 	const char *rss_note;
+	/* The blocks heaptap tracks, listed at a full read of the RSS that found sparsely used
+	 * pages (for the sites that pin them); NULL otherwise */
+	const struct live_block *live_blocks;
+	size_t nlive_blocks;
+	/* The sites that pinned pages at the latest full read, for the reports between */
+	const struct rss_pinner *rss_pinners;
+	unsigned int rss_npinners;
 	uint64_t self_rss;	     /* heaptap's own */
 	uint64_t self_maps;	     /* kernel memory of heaptap's BPF maps */
 	uint64_t reports_dropped;    /* interval reports standard output was too slow for */

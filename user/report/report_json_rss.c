@@ -34,6 +34,23 @@ static json_object *arenas(const struct rss_reading *x)
 	return a;
 }
 
+/* The sites whose blocks pin the most sparsely used pages. */
+static json_object *pinners(const struct rss_parts *p)
+{
+	json_object *a = json_object_new_array();
+	unsigned int i;
+
+	for (i = 0; i < p->npinners; i++) {
+		json_object *e = json_object_new_object();
+
+		put(e, "stack_id", hex(p->pinners[i].stack_id));
+		put(e, "caller", json_object_new_string(p->pinners[i].caller));
+		put(e, "pages", u64(p->pinners[i].pages));
+		json_object_array_add(a, e);
+	}
+	return a;
+}
+
 /* How the parts were read, and what that cost. */
 static json_object *read_figures(const struct report *r, const struct rss_parts *p)
 {
@@ -90,6 +107,8 @@ json_object *report__json_rss(const struct report *r)
 	put(mm, "live", u64(x->mmapped_live));
 	put(o, "mmapped", mm);
 	put(o, "map_sites", json_object_new_array());
+	put(o, "sparse_pages", u64(x->nsparse));
+	put(o, "pinners", pinners(p));
 	put(o, "read", read_figures(r, p));
 	return o;
 }

@@ -293,6 +293,7 @@ int session__report(struct session *s, const char *type, const struct leak_check
 {
 	struct alarm_event alerts[ALARMS];
 	uint64_t start_ns = clock__now_ns(), made_ns;
+	struct live_block *live_blocks = NULL;
 	struct snapshot snap;
 	struct report r;
 	int err;
@@ -324,10 +325,21 @@ int session__report(struct session *s, const char *type, const struct leak_check
 			     ? s->tracer->ops->slowdown(s->tracer, &snap)
 			     : NAN;
 	read_rss(s, &r, !strcmp(type, "final"));
+	/* At a full read that found sparsely used pages, the blocks on them name their sites. */
+	if (r.rss_reading && r.rss_reading->full && r.rss_reading->nsparse && !r.figures->pages &&
+	    accounting__blocks(s->skel, s->stacks, s->target->pid, &live_blocks, &r.nlive_blocks))
+		r.nlive_blocks = 0;
+	r.live_blocks = live_blocks;
+	r.rss_pinners = s->rss_pinners;
+	r.rss_npinners = s->rss_npinners;
 	/* The report's analysis, once, for every format and the alarms. */
 	if (analysis__make(&r))
 		elog("out of memory: this report's sites are not all said");
 	add_point(s, &r);
+	if (r.rss_reading && r.rss_reading->full) {
+		memcpy(s->rss_pinners, r.analysis.rss.pinners, sizeof(s->rss_pinners));
+		s->rss_npinners = r.analysis.rss.npinners;
+	}
 	r.growth = timeline__growth(&s->timeline);
 	read_dumps(s, &r, &snap);
 	judge(s, &r, alerts);
@@ -350,6 +362,7 @@ int session__report(struct session *s, const char *type, const struct leak_check
 	vlog("report %" PRIu64 ": %zu sites, read in %.1f ms, written in %.1f ms", r.number,
 	     snap.nsites, (made_ns - start_ns) / 1e6, (clock__now_ns() - made_ns) / 1e6);
 	analysis__free(&r.analysis);
+	free(live_blocks);
 	if (s->have_prev)
 		snapshot__free(&s->prev);
 	s->prev = snap;

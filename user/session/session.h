@@ -23,6 +23,7 @@
 #include "probe/duty.h"
 #include "probe/procs.h"
 #include "session/tracer.h"
+#include "report/report.h"
 #include "target/rss.h"
 #include "target/target.h"
 #include "account/timeline.h"
@@ -60,6 +61,8 @@ struct session {
 	struct rss_reader *rss;
 	int rss_err;
 	char rss_note[160];
+	struct rss_pinner rss_pinners[RSS_PINNERS]; /* the latest full read's */
+	unsigned int rss_npinners;
 	struct alarms alarms;
 	struct reach_hold *hold; /* --leak-check: the target held to its exit, or NULL */
 	int hold_err;		 /* why it could not be held (negative errno), or 0 */

@@ -102,6 +102,35 @@ static bool in_use_fits(uint64_t head, bool non_main)
 	return !(head & IS_MMAPPED) && !!(head & NON_MAIN_ARENA) == non_main;
 }
 
+/* The page being summed is done: kept when sparsely used. */
+static void page_done(const struct memory *m, struct chunk_walk *w)
+{
+	if (w->page_live && w->page_live < PAGE / 2 && w->nsparse < GLIBC_SPARSE_MAX &&
+	    resident(m, w->page, w->page + PAGE) == PAGE &&
+	    !array__reserve(&w->sparse, &w->sparse_cap, w->nsparse, sizeof(*w->sparse)))
+		w->sparse[w->nsparse++] = w->page;
+	w->page_live = 0;
+}
+
+/* Live bytes [a, b) summed by page: the pages between its first and last are full. */
+static void live_range(const struct memory *m, uint64_t a, uint64_t b, struct chunk_walk *w)
+{
+	uint64_t first = down(a), last = down(b - 1);
+
+	if (first != w->page) {
+		page_done(m, w);
+		w->page = first;
+	}
+	if (first == last) {
+		w->page_live += b - a;
+		return;
+	}
+	w->page_live += first + PAGE - a;
+	page_done(m, w);
+	w->page = last;
+	w->page_live = b - last;
+}
+
 /* Whether a chunk's size can be one: a fencepost, or a chunk within the room left. */
 static bool chunk_fits(uint64_t size, uint64_t room)
 {
@@ -115,8 +144,8 @@ static void derail(const struct memory *m, uint64_t p, uint64_t end, struct chun
 	w->unknown += resident(m, p, end);
 }
 
-int glibc_heap__walk(struct memory *m, uint64_t first, uint64_t end, bool non_main,
-		     struct chunk_walk *w)
+static void walk(struct memory *m, uint64_t first, uint64_t end, bool non_main,
+		 struct chunk_walk *w)
 {
 	uint64_t p = first, head, q;
 	const uint64_t *h;
@@ -126,15 +155,15 @@ int glibc_heap__walk(struct memory *m, uint64_t first, uint64_t end, bool non_ma
 		h = p % 16 ? NULL : memory__at(m, p, 16, WALK_WINDOW);
 		if (!h) {
 			derail(m, p, end, w);
-			return 0;
+			return;
 		}
 		head = h[1];
 		/* The last fencepost of a heap its arena grew past: nothing follows. */
 		if (!(head & ~SIZE_BITS))
-			return 0;
+			return;
 		if (!chunk_fits(head & ~SIZE_BITS, end - p)) {
 			derail(m, p, end, w);
-			return 0;
+			return;
 		}
 		q = p + (head & ~SIZE_BITS);
 		if (q - p == FENCEPOST) {
@@ -145,17 +174,18 @@ int glibc_heap__walk(struct memory *m, uint64_t first, uint64_t end, bool non_ma
 		if (q == end) {
 			free_chunk(m, p, q, w);
 			w->top = p;
-			return 0;
+			return;
 		}
 		/* Whether p is in use is said by the next chunk's header. */
 		h = memory__at(m, q, 16, WALK_WINDOW);
 		if (!h || ((h[1] & PREV_INUSE) && !in_use_fits(head, non_main))) {
 			derail(m, p, end, w);
-			return 0;
+			return;
 		}
 		if (h[1] & PREV_INUSE) {
 			w->live_chunks++;
 			w->live += resident(m, p + 16, q + 8 < end ? q + 8 : end);
+			live_range(m, p + 16, q + 8 < end ? q + 8 : end, w);
 			if ((q - p == TCACHE_CHUNK_WIDE || q - p == TCACHE_CHUNK_NARROW) &&
 			    !array__reserve(&w->tcaches, &w->cap, w->ntcaches, sizeof(uint64_t)))
 				w->tcaches[w->ntcaches++] = p;
@@ -164,12 +194,21 @@ int glibc_heap__walk(struct memory *m, uint64_t first, uint64_t end, bool non_ma
 		}
 		p = q;
 	}
+}
+
+int glibc_heap__walk(struct memory *m, uint64_t first, uint64_t end, bool non_main,
+		     struct chunk_walk *w)
+{
+	walk(m, first, end, non_main, w);
+	page_done(m, w);
+	w->page = 0;
 	return 0;
 }
 
 void chunk_walk__free(struct chunk_walk *w)
 {
 	free(w->tcaches);
+	free(w->sparse);
 	memset(w, 0, sizeof(*w));
 }
 

@@ -60,7 +60,14 @@ struct chunk_walk {
 	/* chunks in use of a tcache's size (tcache_perthread_struct): glibc_heap__tcache's */
 	uint64_t *tcaches;
 	size_t ntcaches, cap;
+	/* Pages sparsely used: resident, holding live bytes, less than half a page of them (in
+	 * the walk's order; at most GLIBC_SPARSE_MAX); and the page being summed */
+	uint64_t *sparse;
+	size_t nsparse, sparse_cap;
+	uint64_t page, page_live;
 };
+
+#define GLIBC_SPARSE_MAX (1U << 20)
 
 /*
  * Walks the chunks of [first, end) (a heap: the brk area, or a thread arena's heap up to its

@@ -76,6 +76,7 @@ void rss_reader__free(struct rss_reader *r)
 	thread_stacks__free(&r->stacks);
 	rss_glibc__free(r->heaps);
 	free(r->now.arenas);
+	free(r->now.sparse_pages);
 	free(r->now.others);
 	free(r);
 }

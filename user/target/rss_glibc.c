@@ -381,6 +381,34 @@ static bool read_bins(struct walk_state *s, struct pagemap *pm, const struct vma
 	return whole && r.max;
 }
 
+static int by_address(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Every arena's sparsely used pages, in address order. */
+static int sparse_pages(const struct walk_state *s, struct rss_reading *now)
+{
+	size_t i, n = 0;
+
+	free(now->sparse_pages);
+	now->nsparse = 0;
+	for (i = 0; i < s->n; i++)
+		n += s->v[i].w.nsparse;
+	now->sparse_pages = malloc((n + 1) * sizeof(*now->sparse_pages));
+	if (!now->sparse_pages)
+		return -ENOMEM;
+	for (i = 0; i < s->n; i++) {
+		memcpy(now->sparse_pages + now->nsparse, s->v[i].w.sparse,
+		       s->v[i].w.nsparse * sizeof(uint64_t));
+		now->nsparse += s->v[i].w.nsparse;
+	}
+	array__sort(now->sparse_pages, now->nsparse, sizeof(uint64_t), by_address);
+	return 0;
+}
+
 int rss_glibc__walk(struct rss_glibc *g, struct pagemap *pm, struct memory *mem,
 		    const struct vmas *v, struct rss_reading *now)
 {
@@ -421,6 +449,8 @@ int rss_glibc__walk(struct rss_glibc *g, struct pagemap *pm, struct memory *mem,
 		now->cached += a->cached;
 	}
 	now->live += mmapped.live;
+	if (!err)
+		err = sparse_pages(&s, now);
 	for (i = 0; i < s.n; i++)
 		chunk_walk__free(&s.v[i].w);
 	free(s.v);

@@ -65,6 +65,10 @@ struct rss_reading {
 	uint64_t live, free_whole, unknown, cached;
 	uint64_t mmapped_chunks, mmapped_live;
 	bool bins_read; /* every tcache and fastbin was read whole */
+	/* Pages sparsely used: resident in glibc's heaps, holding live bytes, less than half a
+	 * page of them; in address order */
+	uint64_t *sparse_pages;
+	size_t nsparse;
 	struct rss_arena *arenas;
 	size_t narenas;
 	/* The other anonymous mappings at the latest full read (smaps), and their sum */

@@ -222,12 +222,14 @@ static void read_dumps(struct session *s, struct report *r, struct snapshot *sna
  * the reader is made at the first report. What cannot be read is said in the report (its
  * rss_note), never a failure of the session.
  */
-static void read_rss(struct session *s, struct report *r, bool final)
+static void read_rss(struct session *s, struct report *r, bool final, struct live_block **blocks)
 {
 	const char *what = "its memory";
 	int err = s->rss_err;
 
 	r->rss_reading = NULL;
+	r->rss_pinners = s->rss_pinners;
+	r->rss_npinners = s->rss_npinners;
 	r->rss_note = s->rss_note;
 	if (s->target->exited || proc__state(s->target->pid) != PROC_RUNNING) {
 		snprintf(s->rss_note, sizeof(s->rss_note), "the target has exited");
@@ -244,6 +246,12 @@ static void read_rss(struct session *s, struct report *r, bool final)
 	}
 	if (!err) {
 		r->rss_note = NULL;
+		/* A full read that found sparsely used pages: the blocks on them name their
+		 * sites. */
+		if (r->rss_reading->full && r->rss_reading->nsparse && !r->figures->pages &&
+		    !accounting__blocks(s->skel, s->stacks, s->target->pid, blocks,
+					&r->nlive_blocks))
+			r->live_blocks = *blocks;
 		return;
 	}
 	if (err == -ESRCH)
@@ -276,9 +284,14 @@ static void judge(struct session *s, struct report *r, struct alarm_event *alert
 		s->alarm_exit = true;
 }
 
-/* The report's point of the session's timeline: its memory, and where the RSS is. */
+/* The report's point of the session's timeline: its memory, and where the RSS is; the sites
+ * that pinned pages at a full read, kept for the reports until the next. */
 static void add_point(struct session *s, const struct report *r)
 {
+	if (r->rss_reading && r->rss_reading->full) {
+		memcpy(s->rss_pinners, r->analysis.rss.pinners, sizeof(s->rss_pinners));
+		s->rss_npinners = r->analysis.rss.npinners;
+	}
 	struct timeline_point p = { .time_ns = r->snap->time_ns,
 				    .live_bytes = llround(r->analysis.live),
 				    .peak_bytes = llround(r->analysis.peak),
@@ -324,22 +337,11 @@ int session__report(struct session *s, const char *type, const struct leak_check
 	r.slowdown = procs__alive(&s->procs) && s->tracer->ops->slowdown
 			     ? s->tracer->ops->slowdown(s->tracer, &snap)
 			     : NAN;
-	read_rss(s, &r, !strcmp(type, "final"));
-	/* At a full read that found sparsely used pages, the blocks on them name their sites. */
-	if (r.rss_reading && r.rss_reading->full && r.rss_reading->nsparse && !r.figures->pages &&
-	    accounting__blocks(s->skel, s->stacks, s->target->pid, &live_blocks, &r.nlive_blocks))
-		r.nlive_blocks = 0;
-	r.live_blocks = live_blocks;
-	r.rss_pinners = s->rss_pinners;
-	r.rss_npinners = s->rss_npinners;
+	read_rss(s, &r, !strcmp(type, "final"), &live_blocks);
 	/* The report's analysis, once, for every format and the alarms. */
 	if (analysis__make(&r))
 		elog("out of memory: this report's sites are not all said");
 	add_point(s, &r);
-	if (r.rss_reading && r.rss_reading->full) {
-		memcpy(s->rss_pinners, r.analysis.rss.pinners, sizeof(s->rss_pinners));
-		s->rss_npinners = r.analysis.rss.npinners;
-	}
 	r.growth = timeline__growth(&s->timeline);
 	read_dumps(s, &r, &snap);
 	judge(s, &r, alerts);

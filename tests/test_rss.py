@@ -3,6 +3,8 @@ walked (live, free in whole pages) against what the program itself allocated and
 malloc_trim(0) gives back, threads' stacks, and what cannot be read: a heap changing as it is
 read, a process without a heap, a kernel without PAGEMAP_SCAN, a process that exits."""
 import os
+import re
+import time
 
 from lib import Heaptap, Target, check, check_true, test
 
@@ -223,3 +225,64 @@ def test_rss_parts_of_a_process_that_exits():
     check("heaptap exit status", code, 0)
     check("no parts", final["rss_parts"], None)
     check("why", final["rss_parts_note"], "the target has exited")
+
+
+def metrics(port):
+    """/metrics of heaptap's --listen, once it answers: {(name, part): value}."""
+    import urllib.request
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as r:
+                body = r.read().decode()
+            break
+        except OSError:
+            check_true("/metrics answers", time.monotonic() < deadline)
+            time.sleep(0.2)
+    out = {}
+    for line in body.splitlines():
+        m = re.match(r'(heaptap_rss_\w+)(?:\{part="(\w+)"\})? (\S+)$', line)
+        if m:
+            out[(m.group(1), m.group(2))] = float(m.group(3))
+    return out
+
+
+@test(tier="services")
+def test_rss_parts_in_prometheus_and_html():
+    """The same parts in every output: Prometheus' series as the JSON record says them, and
+    the HTML page (rendered by Chromium) with a row per part, the advice and the chart's
+    areas."""
+    from test_outputs import Dom, chromium, free_port, out_dir, page_checks
+    target = Target("fragment")
+    target.do("fill 5000", timeout=180)
+    port = free_port()
+    path = os.path.join(out_dir("rss-html"), "report.html")
+    ht = Heaptap(["-p", str(target.target_pid), "-i", "1s", "--listen", str(port),
+                  "--html", path])
+    ht.attached()
+    rec = first_report(ht)
+    # The target waits: from one report to the next, its parts stay.
+    while True:
+        got = metrics(port)
+        rec = ht.record()
+        if rec["type"] == "interval" and got.get(("heaptap_rss_part_bytes", "live")) == \
+                rec["rss_parts"]["live"]:
+            break
+    for part in PARTS + ("total", "allocator_free_whole_pages"):
+        check(f"heaptap_rss_part_bytes{{part={part}}}", got[("heaptap_rss_part_bytes", part)],
+              rec["rss_parts"][part])
+    check("heaptap_rss_arenas", got[("heaptap_rss_arenas", None)], len(rec["rss_parts"]["arenas"]))
+    final, code = ht.finish()
+    check("heaptap exit status", code, 0)
+    out, err = chromium(["--dump-dom", "file://" + path])
+    dom = Dom(out)
+    page_checks(dom, err)
+    rows = dom.one("table", id="rss-parts").find("tbody")[0].find("tr")
+    check("a row per part, and the whole pages", len(rows), len(PARTS) + 1)
+    live = [r for r in rows if r.find("td")[0].text().startswith("Live")][0]
+    check_true("live's bytes as the record says", f"{final['rss_parts']['live']:,} B" in
+               live.text(), live.text())
+    check("the advice", dom.one("p", id="rss-advice").text(), final["rss_parts"]["advice"]["text"])
+    areas = [e for e in dom.one("svg", id="rss-chart").find("path") if e.attrs.get("fill")]
+    check("an area per part", len(areas), len(PARTS))
+    check_true("areas with numbers", all("NaN" not in a.attrs["d"] for a in areas))

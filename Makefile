@@ -97,8 +97,8 @@ FUZZ_USES_unwind := target/unwind target/stacks base/idmap
 FUZZ_USES_maps := target/proc target/vmas
 FUZZ_USES_heap := target/glibc_heap target/memory target/pagemap
 FUZZ_USES_dump := account/dump base/escape base/log
-FUZZ_USES_options := report/options report/options_host report/cmdline base/units base/settings \
-	target/families target/loader base/listen base/log base/escape
+FUZZ_USES_options := cli/options cli/cmdline cli/values cli/setters cli/rules base/units \
+	base/settings base/alloc_spec target/families target/loader base/listen base/log base/escape
 FUZZ_USES_python := target/python
 FUZZ_USES_procfs := host/procfs
 FUZZ_BINS := $(patsubst %,$(OUTPUT)/fuzz/fuzz_%,$(FUZZERS))
@@ -170,7 +170,7 @@ $(OUTPUT)/heaptap_version.h: FORCE | $(OUTPUT)
 		'$(HEAPTAP_VERSION)' '$(HEAPTAP_COMMIT)' > $@.new
 	$(Q)if cmp -s $@.new $@; then rm $@.new; else mv $@.new $@; fi
 
-$(OUTPUT)/user/report/version.o: $(OUTPUT)/heaptap_version.h
+$(OUTPUT)/user/base/build.o: $(OUTPUT)/heaptap_version.h
 
 $(OUTPUT)/heaptap: $(USER_OBJS)
 	$(call msg,LINK,$@)
@@ -216,8 +216,8 @@ $(UNIT_BINS): $(OUTPUT)/unit/%: $(OUTPUT)/unit/%.o $(OUTPUT)/heaptap.a
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) $(SAN_FLAGS) $^ $(LIBS) -o $@
 
-# The layout of user/ checked first (tests/layout.sh: layers, no cycles, sizes), then the
-# unit tests.
+# The layout of user/ checked first (tests/layout.sh: the folders' graph, private headers,
+# no cycles, sizes), then the unit tests.
 unit: $(UNIT_BINS)
 	$(Q)tests/layout.sh
 	$(Q)tests/unit/run.sh $(UNIT_BINS)

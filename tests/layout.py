@@ -1,14 +1,26 @@
 #!/usr/bin/env python3
-"""The user side's layout, checked (doc/ARCHITECTURE.md, Layers): user/'s folders are layers,
-bottom to top, and main (user/*.c) is above them all. A file may include, and a module may
-use, only its own layer and those below; no two modules use each other, however indirectly;
-no file is longer than MAX_FILE lines and no function longer than MAX_FUNCTION, unless the
-allowlist (tests/layout_allow.txt) names it with its reason.
+"""The user side's layout, checked (doc/ARCHITECTURE.md, Layers).
+
+Each folder of user/ names, in FOLDERS, the folders it may include; main (user/*.c) may
+include every folder. The graph has no cycle, so "may include" never leads back to a folder.
+What this checks, each problem printed as FILE:LINE: what is wrong (exit status 1 on any):
+
+- Includes: a file includes only headers of its own folder and of the folders its folder may
+  include, naming the folder ("base/log.h").
+- Subsystem folders (PUBLIC: leak/) keep their insides private: from outside such a folder, a
+  file includes only the headers the folder declares public, and names only what those
+  declare; every other header of the folder is its own.
+- Uses: a module uses only modules of the folders its folder may include, and no two modules
+  use each other, however indirectly. That holds inside a subsystem folder too: its private
+  headers are by concept (one header may declare the functions of several .c files), but the
+  .c files still form a ladder, so each can be read knowing only those below it.
+- Sizes: no file is longer than MAX_FILE lines and no function longer than MAX_FUNCTION,
+  unless the allowlist (tests/layout_allow.txt) names it with its reason. A size over the cap
+  asks for a reason; it is not a reason to cut a subsystem in pieces that do not stand alone.
 
 A module is a .c file and its .h (or a header alone). A module uses another when it includes
 its header, or names a function or variable the other's .c files define for the rest of the
-program (a call through a header of a third module counts too). Each problem is printed as
-FILE:LINE: what is wrong; the exit status is 1 when there is any.
+program (a call through a header of a third module counts too).
 
 Usage: tests/layout.py [ROOT]  (ROOT: the tree to check; the one holding this file by default)
 """
@@ -16,8 +28,26 @@ import os
 import re
 import sys
 
-LAYERS = ["base", "target", "probe", "account", "report", "session", "host"]
-TOP = len(LAYERS)  # user/*.c: main, above every layer
+MAIN = "main"  # user/*.c: heaptap.c, main
+# Each folder of user/ and the folders it may include, besides its own. The agent (host/) and
+# the session (session/) are peers: neither includes the other; the command line (cli/) sits
+# above both, and main above everything.
+FOLDERS = {
+    "base": [],
+    "target": ["base"],
+    "probe": ["target", "base"],
+    "account": ["probe", "target", "base"],
+    "leak": ["account", "base"],
+    "report": ["leak", "account", "probe", "target", "base"],
+    "session": ["report", "leak", "account", "probe", "target", "base"],
+    "host": ["report", "leak", "account", "probe", "target", "base"],
+    "cli": ["session", "host", "report", "leak", "account", "probe", "target", "base"],
+}
+FOLDERS[MAIN] = list(FOLDERS)
+# Subsystem folders and their public headers: the rest of each such folder is private to it.
+PUBLIC = {
+    "leak": ["leak/leak.h"],
+}
 MAX_FILE = 800
 MAX_FUNCTION = 80
 # Headers that are no module of user/: the BPF side's contract and generated code.
@@ -27,14 +57,38 @@ IDENT = re.compile(r"[A-Za-z_]\w*")
 INCLUDE = re.compile(r'\s*#\s*include\s+"([^"]+)"')
 
 
-def layer_of(module):
-    """The rank of a module ("report/outputs", or "heaptap" for main's)."""
-    folder = module.split("/")[0] if "/" in module else None
-    return LAYERS.index(folder) if folder in LAYERS else TOP
+def folder_of(module):
+    """The folder of a module ("report/outputs": "report"; "heaptap", main's: MAIN)."""
+    return module.split("/")[0] if "/" in module else MAIN
 
 
-def layer_name(rank):
-    return LAYERS[rank] if rank < TOP else "main (user/)"
+def folder_name(folder):
+    return "main (user/)" if folder == MAIN else f"{folder}/"
+
+
+def may_use(a, b):
+    """Whether a module of folder a may include or use one of folder b."""
+    return a == b or b in FOLDERS.get(a, ())
+
+
+def graph_problems():
+    """The graph's own faults: an unknown folder named, or a way back to a folder."""
+    problems = []
+    for folder, below in FOLDERS.items():
+        for b in below:
+            if b not in FOLDERS:
+                problems.append(f"FOLDERS[{folder!r}] names {b!r}, a folder it does not list")
+    for start in FOLDERS:
+        todo, seen = list(FOLDERS[start]), set()
+        while todo:
+            f = todo.pop()
+            if f == start:
+                problems.append(f"FOLDERS: {start!r} may include itself through others")
+                break
+            if f not in seen and f in FOLDERS:
+                seen.add(f)
+                todo += FOLDERS[f]
+    return problems
 
 
 def strip_code(text):
@@ -148,6 +202,27 @@ class Tree:
                     self.files[path] = text.split("\n")
                     self.code[path] = strip_code(text).split("\n")
         self.problems = []
+        # What each subsystem's public headers name: all that other folders may use of it.
+        self.public_names = {}
+        for folder, headers in PUBLIC.items():
+            names = set()
+            for h in headers:
+                names.update(IDENT.findall("\n".join(self.code.get(os.path.join("user", h), []))))
+            self.public_names[folder] = names
+
+    def check_folders(self):
+        """Every folder of user/ is in the graph; every public header exists."""
+        first = {}
+        for path in sorted(self.files):
+            first.setdefault(folder_of(self.module(path)), path)
+        for folder, path in sorted(first.items()):
+            if folder not in FOLDERS:
+                self.say(path, 1, f"user/{folder}/ is no folder of tests/layout.py's FOLDERS: "
+                         f"say there what it may include")
+        for folder, headers in PUBLIC.items():
+            for h in headers:
+                if folder in first and os.path.join("user", h) not in self.files:
+                    self.say(first[folder], 1, f"{h}: the public header of {folder}/ is missing")
 
     def module(self, path):
         """ "user/report/outputs.c" -> "report/outputs" """
@@ -159,7 +234,7 @@ class Tree:
     def check_includes(self, edges):
         for path in sorted(self.files):
             mod = self.module(path)
-            rank = layer_of(mod)
+            here = folder_of(mod)
             for n, line in enumerate(self.files[path], 1):
                 m = INCLUDE.match(line)
                 if not m:
@@ -171,16 +246,20 @@ class Tree:
                 if "/" not in inc:
                     if any(os.path.basename(p) == inc for p in self.files):
                         self.say(path, n, f'#include "{inc}": name its folder '
-                                 f'("LAYER/{inc}")')
+                                 f'("FOLDER/{inc}")')
                     continue
                 if target not in self.files:
                     self.say(path, n, f'#include "{inc}": no such header in user/')
                     continue
                 other = self.module(target)
-                if layer_of(other) > rank:
-                    self.say(path, n, f'#include "{inc}": {layer_name(layer_of(other))} is '
-                             f'above {layer_name(rank)}: a layer includes only itself and '
-                             f'those below')
+                there = folder_of(other)
+                if not may_use(here, there):
+                    self.say(path, n, f'#include "{inc}": {folder_name(here)} may not include '
+                             f'{folder_name(there)} (it may include '
+                             f'{", ".join(FOLDERS.get(here, ())) or "only itself"})')
+                elif there != here and there in PUBLIC and inc not in PUBLIC[there]:
+                    self.say(path, n, f'#include "{inc}": private to {there}/; include its '
+                             f'public header ({", ".join(PUBLIC[there])})')
                 if other != mod:
                     edges.setdefault((mod, other), (path, n, f'includes "{inc}"'))
 
@@ -198,14 +277,19 @@ class Tree:
                 owner.setdefault(name, (mod, path, n))
         for path in sorted(self.files):
             mod = self.module(path)
-            rank = layer_of(mod)
+            here = folder_of(mod)
             for name, n in names_used(self.code[path]):
                 if name not in owner or owner[name][0] == mod:
                     continue
                 other = owner[name][0]
-                if layer_of(other) > rank and (mod, other) not in edges:
-                    self.say(path, n, f"{name} is {other}'s, of {layer_name(layer_of(other))}, "
-                             f"above {layer_name(rank)}")
+                there = folder_of(other)
+                if not may_use(here, there) and (mod, other) not in edges:
+                    self.say(path, n, f"{name} is {other}'s: {folder_name(here)} may not use "
+                             f"{folder_name(there)}")
+                elif there != here and there in PUBLIC and \
+                        name not in self.public_names[there]:
+                    self.say(path, n, f"{name} is {other}'s, private to {there}/: its public "
+                             f"header ({', '.join(PUBLIC[there])}) does not declare it")
                 edges.setdefault((mod, other), (path, n, f"uses {name}"))
 
     def check_cycles(self, edges):
@@ -282,8 +366,9 @@ class Tree:
                 if path in allow:
                     used.add(path)
                 else:
-                    self.say(path, 1, f"{count} lines, more than {MAX_FILE}: split it by "
-                             f"concern (or allow it, with why, in tests/layout_allow.txt)")
+                    self.say(path, 1, f"{count} lines, more than {MAX_FILE}: split it where "
+                             f"its concerns part, or say in tests/layout_allow.txt why it "
+                             f"is one")
             if not path.endswith(".c"):
                 continue
             for name, start, end, _ in functions(self.code[path]):
@@ -294,8 +379,8 @@ class Tree:
                     used.add(key)
                     continue
                 self.say(path, start, f"{name}: {end - start + 1} lines, more than "
-                         f"{MAX_FUNCTION}: split it (or allow it, with why, in "
-                         f"tests/layout_allow.txt and a comment at the function)")
+                         f"{MAX_FUNCTION}: split it where its steps part, or say why it is "
+                         f"one in tests/layout_allow.txt and a comment at the function")
         return used
 
 
@@ -324,6 +409,9 @@ def main():
     tree = Tree(root)
     allow, problems = read_allow(root)
     tree.problems += problems
+    for what in graph_problems():
+        tree.say("tests/layout.py", 1, what)
+    tree.check_folders()
     edges = {}
     tree.check_includes(edges)
     tree.check_uses(edges)
@@ -338,7 +426,8 @@ def main():
     if tree.problems:
         print(f"layout: {len(set(tree.problems))} problems (see doc/ARCHITECTURE.md, Layers)")
         return 1
-    print(f"layout: {len(tree.files)} files in {len(LAYERS)} layers, no problem")
+    folders = {folder_of(tree.module(p)) for p in tree.files} - {MAIN}
+    print(f"layout: {len(tree.files)} files in {len(folders)} folders and main, no problem")
     return 0
 
 

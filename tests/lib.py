@@ -21,6 +21,9 @@ BUILD = os.path.join(ROOT, "build")
 # the sanitized one; an older heaptap, to see a regression test fail).
 HEAPTAP = os.path.abspath(os.environ.get("HEAPTAP") or os.path.join(BUILD, "heaptap"))
 TARGETS = os.path.join(BUILD, "tests")
+# What tests fetch or make from Debian's archive (kernels, a container's base), kept across
+# clones of the tree on this machine: root's alone, as the tests run as root.
+CACHE = os.environ.get("HEAPTAP_TEST_CACHE") or "/var/cache/heaptap-tests"
 TIMEOUT = 60.0
 SCHEMA = os.path.join(ROOT, "doc", "report.schema.json")
 # The host's agent's records (--all): a schema of their own.

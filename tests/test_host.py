@@ -168,7 +168,13 @@ def test_the_agent_refuses_what_it_cannot_do():
              "invalid --escalation-time '5s': expected a time of at least 10s"),
             (["--all", "--exclude-comm", "a-name-longer-than-15"], 2,
              "invalid --exclude-comm"),
+            (["--all", "--sample", "1m"], 2, "--sample is not for --all or --cgroup"),
+            (["host", "--stack-depth", "8"], 2, "--stack-depth is not for --all or --cgroup"),
+            (["-p", "1", "--max-traced", "3"], 2,
+             "--max-traced is for the host's agent only: heaptap host, --all or --cgroup"),
             (["--cgroup", "/nonexistent/cgroup", "-d", "1s"], 1,
+             "cannot watch --cgroup /nonexistent/cgroup: No such file or directory"),
+            (["host", "--cgroup", "/nonexistent/cgroup", "-d", "1s"], 1,
              "cannot watch --cgroup /nonexistent/cgroup: No such file or directory")]:
         got, out, err = run_heaptap(args)
         check(f"heaptap {' '.join(args)}: exit status", got, status)

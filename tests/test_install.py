@@ -9,7 +9,7 @@ import shutil
 import subprocess
 import tempfile
 
-from lib import HEAPTAP, ROOT, TARGETS, Proc, check, check_true, test
+from lib import BUILD, HEAPTAP, ROOT, TARGETS, Proc, check, check_true, test
 
 # Where heaptap's own code lists what the man page must: the exit statuses, the environment.
 SETTINGS_H = os.path.join(ROOT, "user", "base", "settings.h")
@@ -134,6 +134,51 @@ def copy_tree(dest, tracked=False):
             "build", "build-san", ".git", "__pycache__"))
 
 
+PACKAGES = os.path.join(BUILD, "package")
+
+
+def debian_package():
+    """heaptap's Debian package, built by dpkg-buildpackage from a copy of the tree's files
+    with VERSION set to the commit: (the .deb, the .changes, the commit). Built once for the
+    files as they are: the tests that need it (this file's and the container's) run side by
+    side, and the second waits for the first's build and takes it."""
+    import fcntl
+    import hashlib
+    os.makedirs(PACKAGES, exist_ok=True)
+    commit = subprocess.run(["git", "-C", ROOT, "describe", "--always", "--dirty"],
+                            capture_output=True, text=True).stdout.strip() or "unknown"
+    with open(os.path.join(PACKAGES, ".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        with tempfile.TemporaryDirectory(prefix="heaptap-package-") as d:
+            tree = os.path.join(d, "heaptap")
+            copy_tree(tree, tracked=True)
+            with open(os.path.join(tree, "VERSION"), "w") as f:
+                f.write(commit + "\n")
+            digest = hashlib.sha256()
+            for folder, _, names in sorted(os.walk(tree)):
+                for name in sorted(names):
+                    path = os.path.join(folder, name)
+                    digest.update(os.path.relpath(path, tree).encode() + b"\0")
+                    with open(path, "rb") as f:
+                        digest.update(f.read())
+            kept = os.path.join(PACKAGES, digest.hexdigest()[:16])
+            if not os.path.isdir(kept):
+                run(["dpkg-buildpackage", "-us", "-uc", "-b"], "dpkg-buildpackage",
+                    timeout=900, cwd=tree, env=dict(os.environ, DEB_BUILD_OPTIONS="parallel=2"))
+                # The package, its debug symbols' and what lintian reads of the build.
+                made = glob.glob(os.path.join(d, "heaptap*_amd64.*"))
+                check("packages made", len(glob.glob(os.path.join(d, "heaptap_*.deb"))), 1)
+                for old in glob.glob(os.path.join(PACKAGES, "[0-9a-f]*")):
+                    shutil.rmtree(old)
+                os.makedirs(kept + ".new")
+                for m in made:
+                    shutil.copy(m, kept + ".new")
+                os.rename(kept + ".new", kept)
+    deb = glob.glob(os.path.join(kept, "heaptap_*_amd64.deb"))[0]
+    changes = glob.glob(os.path.join(kept, "heaptap_*_amd64.changes"))[0]
+    return deb, changes, commit
+
+
 def run(argv, what, timeout=600, **kw):
     p = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, **kw)
     check_true(what, p.returncode == 0,
@@ -161,20 +206,27 @@ def traces_the_demo(heaptap):
     return final
 
 
+def bash_offers(script, lines):
+    """What bash's completion from script offers for each command line (a string of words;
+    "heaptap --sort = ca": the cursor at its last word), as "LINE: WORD WORD..."; the first
+    line says how heaptap's completion is registered."""
+    offers = "\n".join(f"offer {line}" for line in lines)
+    return run(["bash", "-c", f"""source {shlex.quote(script)}
+complete -p heaptap
+offer() {{ COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); COMPREPLY=(); _heaptap
+	echo "$*: ${{COMPREPLY[*]}}"; }}
+{offers}"""], "bash loads the completion", timeout=30).stdout.strip().split("\n")
+
+
 def completes_in_bash(script, tmp):
     """The bash script loads, registers heaptap, offers an option, a value and files."""
     probe = os.path.join(tmp, "probe-file")
     open(probe, "w").close()
-    lines = run(["bash", "-c", f"""source {shlex.quote(script)}
-complete -p heaptap
-offer() {{ COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); COMPREPLY=(); _heaptap
-	echo "$*: ${{COMPREPLY[*]}}"; }}
-offer heaptap --probe-li
-offer heaptap -p 1 --probe-links i
-offer heaptap --sort = ca
-offer heaptap --html {shlex.quote(probe[:-3])}
-offer heaptap --leak-check-heuristics all,new"""], "bash loads the completion",
-                timeout=30).stdout.strip().split("\n")
+    lines = bash_offers(script, ["heaptap --probe-li", "heaptap -p 1 --probe-links i",
+                                 "heaptap --sort = ca",
+                                 f"heaptap --html {shlex.quote(probe[:-3])}",
+                                 "heaptap --leak-check-heuristics all,new",
+                                 "heaptap host --ma", "heaptap --max-"])
     check("bash's completion", lines, [
         "complete -F _heaptap heaptap",
         "heaptap --probe-li: --probe-links",
@@ -182,7 +234,10 @@ offer heaptap --leak-check-heuristics all,new"""], "bash loads the completion",
         "heaptap --sort = ca: calls",
         f"heaptap --html {probe[:-3]}: {probe}",
         "heaptap --leak-check-heuristics all,new: all,newarray",
+        "heaptap host --ma: --max-overhead --max-traced",
+        "heaptap --max-: --max-allocs --max-stacks --max-overhead --max-traced",
     ])
+    check_true("bash offers the verb", "host" in bash_offers(script, ["heaptap hos"])[1].split())
 
 
 def completes_in_zsh(directory, tmp):
@@ -193,7 +248,8 @@ def completes_in_zsh(directory, tmp):
         f.write(ZTEST)
     for line, want in (("heaptap --probe-li", ["--probe-links"]),
                        ("heaptap -p 1 --probe-links i", ["inherit"]),
-                       ("heaptap --stack ", ["auto", "fp", "dwarf", "copy"])):
+                       ("heaptap --stack ", ["auto", "fp", "dwarf", "copy"]),
+                       ("heaptap host --ma", ["--max-overhead", "--max-traced"])):
         out = os.path.join(tmp, "zsh-offered")
         if os.path.exists(out):
             os.unlink(out)
@@ -270,38 +326,24 @@ def test_package_builds_installs_traces_and_purges():
         print("SKIPPED: a heaptap package (or /usr/bin/heaptap) is installed already: left "
               "as it is")
         return
-    d = tempfile.mkdtemp(prefix="heaptap-package-")
+    deb, changes, commit = debian_package()
+    lint = subprocess.run(["lintian", "--fail-on", "error", changes],
+                          capture_output=True, text=True, timeout=300)
+    errors = [line for line in lint.stdout.split("\n") if line.startswith("E:")]
+    check("lintian's errors", errors, [])
+    check("lintian's status", lint.returncode, 0)
     try:
-        tree = os.path.join(d, "heaptap")
-        copy_tree(tree, tracked=True)
-        commit = subprocess.run(["git", "-C", ROOT, "describe", "--always", "--dirty"],
-                                capture_output=True, text=True).stdout.strip() or "unknown"
-        with open(os.path.join(tree, "VERSION"), "w") as f:
-            f.write(commit + "\n")
-        run(["dpkg-buildpackage", "-us", "-uc", "-b"], "dpkg-buildpackage", timeout=300,
-            cwd=tree, env=dict(os.environ, DEB_BUILD_OPTIONS="parallel=2"))
-        debs = glob.glob(os.path.join(d, "heaptap_*_amd64.deb"))
-        check("packages made", len(debs), 1)
-        lint = subprocess.run(["lintian", "--fail-on", "error"] +
-                              glob.glob(os.path.join(d, "heaptap_*.changes")),
-                              capture_output=True, text=True, timeout=300)
-        errors = [line for line in lint.stdout.split("\n") if line.startswith("E:")]
-        check("lintian's errors", errors, [])
-        check("lintian's status", lint.returncode, 0)
-        try:
-            run(["apt-get", "install", "-y", "-q", debs[0]], "apt installs the package",
-                timeout=300, env=dict(os.environ, DEBIAN_FRONTEND="noninteractive"))
-            said = json.loads(run(["/usr/bin/heaptap", "--version", "--json"],
-                                  "--version").stdout)
-            check("the package's commit", said["commit"], commit)
-            traces_the_demo("/usr/bin/heaptap")
-            where = run(["man", "-w", "heaptap"], "man finds the page").stdout.strip()
-            check("the page", where, "/usr/share/man/man8/heaptap.8.gz")
-        finally:
-            if package_installed():
-                run(["apt-get", "purge", "-y", "-q", "heaptap"], "apt-get purge", timeout=300,
-                    env=dict(os.environ, DEBIAN_FRONTEND="noninteractive"))
-        check_true("/usr/bin/heaptap gone", not os.path.exists("/usr/bin/heaptap"))
-        check_true("the package gone", not package_installed())
+        run(["apt-get", "install", "-y", "-q", deb], "apt installs the package",
+            timeout=300, env=dict(os.environ, DEBIAN_FRONTEND="noninteractive"))
+        said = json.loads(run(["/usr/bin/heaptap", "--version", "--json"],
+                              "--version").stdout)
+        check("the package's commit", said["commit"], commit)
+        traces_the_demo("/usr/bin/heaptap")
+        where = run(["man", "-w", "heaptap"], "man finds the page").stdout.strip()
+        check("the page", where, "/usr/share/man/man8/heaptap.8.gz")
     finally:
-        shutil.rmtree(d)
+        if package_installed():
+            run(["apt-get", "purge", "-y", "-q", "heaptap"], "apt-get purge", timeout=300,
+                env=dict(os.environ, DEBIAN_FRONTEND="noninteractive"))
+    check_true("/usr/bin/heaptap gone", not os.path.exists("/usr/bin/heaptap"))
+    check_true("the package gone", not package_installed())

@@ -104,17 +104,42 @@ def memcheck(cmd, heuristics="all", stdin=None):
             cats[k] = (count(m.group(2)), count(m.group(1)))
     heur = {h: (count(m.group(2)), count(m.group(1))) for h in HEURISTICS
             for m in [re.search(rf"\b{h}\s*: ([\d,]+) bytes in ([\d,]+) blocks", err)] if m}
+    # Loss records of blocks held by chance alignment, as ALIGNED_BY_CHANCE says.
+    for m in re.finditer(r"([\d,]+) bytes in ([\d,]+) blocks are possibly lost in loss record"
+                         r"[^\n]*\n((?:==\d+==\s+(?:at|by) [^\n]*\n)+)", err):
+        if any(f in m.group(3) for f in ALIGNED_BY_CHANCE):
+            moved = (count(m.group(2)), count(m.group(1)))
+            cats = held_by_chance(cats, moved)
     return cats, heur, took
 
 
-def heaptap(cmd, args=(), stdin=None):
-    """heaptap --leak-check on the command: (final record, exit status, seconds)."""
+# Blocks allocated here are held by a pointer to their first aligned address (ld.so's
+# _dl_find_object segments): the block's start when the allocator happened to return an
+# aligned one, else an interior pointer. memcheck's allocator and glibc's return different
+# addresses, so either tool may call such a block possibly lost where the other finds it
+# reachable; both are counted reachable for the comparison.
+ALIGNED_BY_CHANCE = ("_dlfo_mappings_segment_allocate", "_dl_find_object_update")
+
+
+def held_by_chance(cats, moved):
+    """cats with moved (blocks, bytes) taken from possibly lost into still reachable."""
+    out = dict(cats)
+    out["possibly_lost"] = tuple(a - b for a, b in zip(cats["possibly_lost"], moved))
+    out["still_reachable"] = tuple(a + b for a, b in zip(cats["still_reachable"], moved))
+    return out
+
+
+def heaptap(cmd, args=(), stdin=None, output=None):
+    """heaptap --leak-check on the command: (final record, exit status, seconds); what the
+    command wrote on its standard output into output["stdout"], if output is a dict."""
     out = os.path.join(inputs(), "report.json")
     start = time.monotonic()
     p = subprocess.run([HEAPTAP, "--json", "-o", out, "-i", "1h", "--leak-check", *args, "--"]
                        + cmd, env=environments()[1], cwd=inputs(), input=stdin,
                        capture_output=True, timeout=600)
     took = time.monotonic() - start
+    if output is not None:
+        output["stdout"] = p.stdout.decode(errors="replace")
     try:
         with open(out) as f:
             final = parse_record(f.read())
@@ -154,7 +179,12 @@ def test_leak_summary_equals_memcheck_on_debian_programs():
         expected, _, vg_s = memcheck(cmd)
         final, status, ht_s = heaptap(cmd)
         lc = check_at_exit(name, final)
-        check(f"{name}: categories as memcheck's", categories(lc), expected)
+        got = categories(lc)
+        for r in lc["loss_records"]:
+            if r["kind"] == "possibly_lost" and \
+                    any(f in ALIGNED_BY_CHANCE for f in functions({"stack": r["stack"]})):
+                got = held_by_chance(got, (r["blocks"], r["bytes"]))
+        check(f"{name}: categories as memcheck's", got, expected)
         check(f"{name}: the heap is not a root", (lc["heap"]["roots"], lc["heap"]["why"]),
               (False, "every_block_known"))
         check(f"{name}: the program's own status", status, 0)
@@ -203,6 +233,57 @@ def test_leak_summary_of_the_textbook_program():
         check_true(f"the text has {line.strip()!r}", line in text, text[-3000:])
     check_true("LEAK SUMMARY at the exit", "LEAK SUMMARY  at the target's exit" in text,
                text[-3000:])
+
+
+PROTECTED = os.path.join(TARGETS, "protected")
+
+
+def made_unreadable(stdout):
+    """tests/targets/protected.c's answer to "make": ((start, end) of the pages it made
+    unreadable, (start, end) of its guard)."""
+    m = re.search(r"done make ([0-9a-f]+) ([0-9a-f]+) ([0-9a-f]+) ([0-9a-f]+)", stdout)
+    if not m:
+        raise Failure(f"protected: no answer to make: {stdout[-500:]!r}")
+    a, b, c, d = (int(x, 16) for x in m.groups())
+    return (a, b), (c, d)
+
+
+@test(tier="services")
+def test_leak_check_reads_through_protections_where_memcheck_does_not():
+    """tests/targets/protected.c: the only pointer to a block of 1,000 bytes lies in a block of
+    200 KiB that a global points to, whose pages the program made PROT_NONE (a raw mprotect)
+    before its exit; one block of 48 bytes is dropped. memcheck reads no memory the program
+    made unreadable and counts no pointer into it: for it the holder and the block it holds
+    are definitely lost. heaptap reads that memory as a debugger does (doc/leaks.md): both are
+    still reachable, and the rest of the summary is memcheck's. Its JSON says how much it read
+    through protections: the holder's pages, every one written; the guard, never written, is
+    counted and not read."""
+    held = (2, 200 * 1024 + 1000)
+    expected, _, _ = memcheck([PROTECTED], stdin=b"make\nexit\n")
+    check("memcheck's summary", expected,
+          {"definitely_lost": (1 + held[0], 48 + held[1]), "indirectly_lost": (0, 0),
+           "possibly_lost": (0, 0), "still_reachable": (0, 0)})
+    output = {}
+    final, status, _ = heaptap([PROTECTED], stdin=b"make\nexit\n", output=output)
+    (start, end), (gstart, gend) = made_unreadable(output["stdout"])
+    lc = check_at_exit("protected", final)
+    check("heaptap's summary: memcheck's, the blocks held through the protection reachable",
+          categories(lc), {"definitely_lost": (expected["definitely_lost"][0] - held[0],
+                                               expected["definitely_lost"][1] - held[1]),
+                           "indirectly_lost": (0, 0), "possibly_lost": (0, 0),
+                           "still_reachable": held})
+    check("loss records", [(r["kind"], r["blocks"], r["bytes"], functions(r)[1])
+                           for r in lc["loss_records"]],
+          [("still_reachable", 1, 200 * 1024, "hold"), ("still_reachable", 1, 1000, "hold"),
+           ("definitely_lost", 1, 48, "hold")])
+    check("mappings read through protections", lc["protected_regions"], 1)
+    check("bytes read through protections: the holder's pages", lc["protected_bytes"],
+          end - start)
+    check("the guard: never written, not read", (lc["unwritten_regions"], lc["unwritten_bytes"]),
+          (1, gend - gstart))
+    check("nothing skipped, nothing unreadable",
+          (lc["skipped_regions"], lc["skipped_bytes"], lc["unreadable_bytes"]), (0, 0, 0))
+    check("the program's own status", status, 0)
 
 
 @test(tier="services")

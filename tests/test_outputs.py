@@ -398,20 +398,119 @@ def test_prometheus_scrapes_listen():
     check_mix(final)
 
 
+def help_options(help_text):
+    """--help's option lines, each option's text joined: {"--name": text}. An option's line
+    starts "  -x, --name" or "      --name"; its next lines are indented to its text."""
+    options, current = {}, None
+    for line in help_text.splitlines():
+        m = re.match(r"  (?:-\w, |    )(--[a-z][a-z-]*)", line)
+        if m:
+            current = m.group(1)
+            options[current] = line
+        elif current and line.startswith(" " * 25):
+            options[current] += " " + line.strip()
+        else:
+            current = None
+    return options
+
+
+def help_defaults(text):
+    """The defaults an option's --help text prints, from its rows, in the parentheses that
+    end it: its own ("default 5s"), and the modes' ("512k with --live")."""
+    m = re.search(r"\(([^()]*)\)$", text)
+    parts = m.group(1).split("; ") if m else []
+    first = next((i for i, p in enumerate(parts) if p.startswith("default")), len(parts))
+    found = []
+    for part in parts[first:]:
+        if part.startswith("default "):
+            part = part[len("default "):]
+            if " with --" not in part:
+                found.append("default " + part)
+        if " with --" in part:
+            found.append(part)
+    return found
+
+
+def roff_text(lines):
+    """roff lines as the words they print: macros, font changes and quotes gone."""
+    out = []
+    for line in lines:
+        line = re.sub(r"\\f[BIRP]", "", line.replace("\\-", "-").replace("\\(em", "-"))
+        if line.startswith("."):
+            line = line.split(" ", 1)[1] if " " in line else ""
+            line = line.replace('"', "")
+            words = line.split()
+            line = "".join(words) if len(words) > 1 and line.startswith(("(", ",")) else \
+                " ".join(words)
+        out.append(line)
+    return re.sub(r"\s+", " ", " ".join(out))
+
+
+def man_options(roff):
+    """The OPTIONS section of the man page: its text, and each .TP entry as (the options its
+    heading names, its text)."""
+    section = roff.split("\n.SH OPTIONS\n", 1)[1].split("\n.SH ", 1)[0]
+    entries = []
+    for item in re.split(r"\n\.TP\n", section)[1:]:
+        lines = re.split(r"\n\.(?:SS|TP) ", item)[0].split("\n")
+        heading = lines[0].replace("\\-", "-")
+        entries.append((set(re.findall(r"--[a-z][a-z-]*", heading)), roff_text(lines)))
+    return roff_text(section.split("\n")), entries
+
+
+def doc_options(table):
+    """doc/options.md's table of options: each row as (the options its first cell names, its
+    meaning), backquotes gone."""
+    rows = []
+    for line in table.splitlines():
+        cells = [c.strip() for c in line.split(" | ")]
+        if line.startswith("| `") and len(cells) >= 3:
+            rows.append((set(re.findall(r"--[a-z][a-z-]*", cells[0])),
+                         cells[1].replace("`", "")))
+    return rows
+
+
+def named(option, text):
+    return re.search(rf"(?<![\w-]){re.escape(option)}(?![\w-])", text) is not None
+
+
 @test(tier="unit")
 def test_man_page_matches_help():
+    """--help is made from the command line's table, a row an option: the man page's OPTIONS
+    and doc/options.md list every option of it and none besides, with the defaults it
+    prints; both name the agent's verb, heaptap host."""
     page = os.path.join(ROOT, "doc", "heaptap.8")
     help_text = subprocess.run([HEAPTAP, "--help"], capture_output=True, text=True).stdout
-    options = set(re.findall(r"(--[a-z-]+)", help_text))
+    options = help_options(help_text)
+    check_true("--help lists the options", len(options) > 50, help_text)
     with open(page) as f:
-        roff = f.read().replace("\\-", "-")
-    # The full options table is doc/options.md; the README shows only the common options.
+        roff = f.read()
+    text, entries = man_options(roff)
     with open(os.path.join(ROOT, "doc", "options.md")) as f:
-        table = f.read()
-    check("options of --help missing from the man page",
-          sorted(o for o in options if o not in roff), [])
-    check("options of --help missing from doc/options.md",
-          sorted(o for o in options if o not in table), [])
+        md = f.read()
+    rows = doc_options(md)
+    check("options of --help missing from the man page's OPTIONS",
+          sorted(o for o in options if not named(o, text)), [])
+    check("options in the man page's OPTIONS headings that --help does not have",
+          sorted({o for names, _ in entries for o in names} - set(options)), [])
+    check("options of --help missing from doc/options.md's table",
+          sorted(set(options) - {o for names, _ in rows for o in names}), [])
+    check("options in doc/options.md's table that --help does not have",
+          sorted({o for names, _ in rows for o in names} - set(options)), [])
+    for option, line in options.items():
+        for default in help_defaults(line):
+            value = default.split(" ", 1)[1] if default.startswith("default ") else default
+            mans = [t for names, t in entries if option in names]
+            check_true(f"the man page's {option}: {default}", any(
+                re.search(rf"(?i)default:? {re.escape(value)}\b", t) if default != value
+                else value in t for t in mans), mans)
+            docs = [t for names, t in rows if option in names]
+            check_true(f"doc/options.md's {option}: {default}", any(
+                re.search(rf"(?i)default:? {re.escape(value)}\b", t) if default != value
+                else value in t for t in docs), docs)
+    check_true("the man page's synopsis names heaptap host",
+               re.search(r"\.SY heaptap\n\.B host\n", roff) is not None)
+    check_true("doc/options.md names heaptap host", "heaptap host" in md)
     out = subprocess.run(["man", "--warnings", "-l", page], capture_output=True, text=True,
                          env=dict(os.environ, MANWIDTH="80", LC_ALL="C.UTF-8"))
     check("man page warnings", out.stderr.strip(), "")
@@ -785,42 +884,44 @@ def test_html_report_keeps_target_strings_as_text():
           [["42", HOSTILE[:15], "59,872", "585", ""], ["43", "?", "0", "0", "exited"]])
 
 
-@test(tier="services")
-def test_a_new_output_is_one_file_and_one_row():
-    """The structure's promise: a new format is its formatter's file and a row of the table
-    in user/report/outputs.c. A toy format is added so to a copy of the tree, which is built and
-    run: the option, its help, the check before attaching and the publishing all follow."""
-    d = tempfile.mkdtemp(prefix="heaptap-toy-")
-    try:
-        tree = os.path.join(d, "tree")
-        shutil.copytree(ROOT, tree, ignore=shutil.ignore_patterns("build", ".git",
-                                                                  "__pycache__"))
+def add_row(path, after, row, declare=None):
+    """Adds row to the table in path (a file of the tree) after the line(s) after, which
+    must be there; declare goes after the file's includes."""
+    with open(path) as f:
+        text = f.read()
+    check_true(f"{os.path.basename(path)}: the row the toy goes after", after in text, text)
+    text = text.replace(after, after + row)
+    if declare:
+        end = [m.end() for m in re.finditer(r'#include .*\n', text)][-1]
+        text = text[:end] + "\n" + declare + "\n" + text[end:]
+    with open(path, "w") as f:
+        f.write(text)
+
+
+class ToyOutput:
+    """A format is its formatter's file and a row of user/report/outputs.c's table: the
+    option, its help, the check before attaching and the publishing all follow."""
+
+    def add(self, tree):
         with open(os.path.join(tree, "user", "report", "report_toy.c"), "w") as f:
             f.write('#include <inttypes.h>\n#include "report/report.h"\n\n'
                     "int report__toy(FILE *f, const struct report *r)\n{\n"
-                    '\tfprintf(f, "toy %llu\\n", (unsigned long long)r->snap->counters.alloc_calls);\n'
+                    '\tfprintf(f, "toy %llu\\n", '
+                    "(unsigned long long)r->snap->counters.alloc_calls);\n"
                     "\treturn ferror(f) ? -1 : 0;\n}\n")
-        with open(os.path.join(tree, "user", "report", "outputs.c")) as f:
-            table = f.read()
-        row = ('\t{ "html", 0, "a self-contained HTML report (flame graph, timeline, sizes)", '
-               "report__html },\n")
-        check_true("the table's last row, as the toy expects it", row in table, table)
-        table = table.replace(row, row + '\t{ "toy", 0, "a toy format", report__toy },\n')
-        table = table.replace('#include "report/report.h"\n', '#include "report/report.h"\n\n'
-                              "int report__toy(FILE *f, const struct report *r);\n")
-        with open(os.path.join(tree, "user", "report", "outputs.c"), "w") as f:
-            f.write(table)
-        build = subprocess.run(["make", "-s", "-C", tree, "build/heaptap"], capture_output=True,
-                               text=True, timeout=600)
-        check_true("the toy tree builds", build.returncode == 0,
-                   f"make exited {build.returncode}: {build.stdout[-2000:]}{build.stderr[-4000:]}")
-        toy = os.path.join(tree, "build", "heaptap")
+        add_row(os.path.join(tree, "user", "report", "outputs.c"),
+                '\t{ "html", 0, "a self-contained HTML report (flame graph, timeline, sizes)", '
+                "report__html },\n",
+                '\t{ "toy", 0, "a toy format", report__toy },\n',
+                "int report__toy(FILE *f, const struct report *r);")
+
+    def check(self, toy, d):
         help_text = subprocess.run([toy, "--help"], capture_output=True, text=True).stdout
         check_true("--help lists the toy", "      --toy FILE         a toy format" in help_text,
                    help_text)
         out = os.path.join(d, "toy.txt")
-        run = subprocess.run([toy, "--json", "--toy", out, "--", os.path.join(TARGETS_DIR,
-                                                                           "launch")],
+        run = subprocess.run([toy, "--json", "--toy", out, "--",
+                              os.path.join(TARGETS_DIR, "launch")],
                              input=b"", capture_output=True, timeout=60)
         check("exit status of the toy", run.returncode, 0)
         with open(out) as f:
@@ -830,5 +931,168 @@ def test_a_new_output_is_one_file_and_one_row():
         check("the toy's file checked against the others", run.stderr.strip(),
               f"heaptap: --html and --toy both write {out}: give each its own file "
               "(see heaptap --help)")
+
+
+class ToyOption:
+    """An option is a row of user/cli/cmdline.c's table: --toy-top N, a second --top of 1 to
+    3 sites, 2 by default. Its --help line with its limits and default, the shells'
+    completion, its parsing into the field, its default and its range message all follow."""
+
+    def add(self, tree):
+        add_row(os.path.join(tree, "user", "cli", "cmdline.c"),
+                '\t{ "json", 0, NULL, KIND_FLAG, OPTION_AT(json), .scope = SCOPE_BOTH,\n'
+                '\t  .help = "one JSON object per report instead of text" },\n',
+                '\t{ "toy-top", 0, "N", KIND_UINT, OPTION_AT(top), .min = 1, .max = 3,\n'
+                '\t  .noun = "a number of toy sites", .by_default = "2",\n'
+                '\t  .help = "a toy: the N sites with the most live bytes" },\n')
+
+    @staticmethod
+    def sites(toy, *options):
+        """The sites of the final report of sizes.c's mix, with options: their number."""
+        p = subprocess.run([toy, "--json", "-i", "1h", *options, "--",
+                            os.path.join(TARGETS_DIR, "sizes")], input=b"mix\nexit\n",
+                           capture_output=True, timeout=60)
+        check(f"exit status of the toy with {options}", p.returncode, 0)
+        final = [r for r in map(parse_record, (line for line in p.stdout.decode().splitlines()
+                                               if line.startswith("{")))
+                 if r.get("type") == "final"]
+        check(f"final records with {options}", len(final), 1)
+        return len(final[0]["sites"])
+
+    def check(self, toy, d):
+        from test_install import bash_offers
+        help_text = subprocess.run([toy, "--help"], capture_output=True, text=True).stdout
+        check("--help's line of the toy option", help_options(help_text).get("--toy-top"),
+              "      --toy-top N        a toy: the N sites with the most live bytes (1 to 3; "
+              "default 2)")
+        script = os.path.join(d, "heaptap.bash")
+        with open(script, "w") as f:
+            f.write(subprocess.run([toy, "--completion", "bash"], capture_output=True,
+                                   text=True, check=True).stdout)
+        check("bash offers the toy option", bash_offers(script, ["heaptap --toy-t"])[1:],
+              ["heaptap --toy-t: --toy-top"])
+        check("sites by the toy's default", self.sites(toy), 2)
+        check("sites with --toy-top 1", self.sites(toy, "--toy-top", "1"), 1)
+        check("sites with --toy-top 3", self.sites(toy, "--toy-top", "3"), 3)
+        bad = subprocess.run([toy, "--toy-top", "4", "--", "true"], capture_output=True,
+                             text=True, timeout=60)
+        check("exit status of --toy-top 4", bad.returncode, 2)
+        check("--toy-top 4 refused", bad.stderr,
+              "heaptap: invalid --toy-top '4': expected a number of toy sites from 1 to 3 "
+              "(see heaptap --help)\n")
+
+
+class ToyMode:
+    """A mode is its tracer's file and a row of session/tracers.c's table: --toy-mode, the
+    probe tracer's ops under a mode of its own name, whose reports say "toy". Its option,
+    its --help line, its exclusion of the other modes, and its reports all follow."""
+
+    TRACER = """#include <stdlib.h>
+
+#include "report/report.h"
+#include "session/tracer_probes.h"
+
+extern const struct tracer_ops toy_tracer;
+
+static int open_toy(struct session *s, struct tracer **out)
+{
+\tstruct probe_tracer *pt = malloc(sizeof(*pt));
+
+\tif (!pt)
+\t\treturn -12;
+\tprobe_tracer__init(pt, s);
+\tpt->base.ops = &toy_tracer;
+\t*out = &pt->base;
+\treturn 0;
+}
+
+static int loaded(struct tracer *t)
+{
+\treturn probe_tracer__loaded(probe_tracer__of(t), false);
+}
+
+static void describe(struct tracer *t, struct report *r)
+{
+\tstatic const struct figures toy = { .mode = "toy" };
+
+\tr->figures = &toy;
+}
+
+static void free_toy(struct tracer *t)
+{
+\tprobe_tracer__end(probe_tracer__of(t));
+\tfree(probe_tracer__of(t));
+}
+
+const struct tracer_ops toy_tracer = {
+\t.open = open_toy,
+\t.plan = probe_tracer__plan,
+\t.configure = probe_tracer__configure,
+\t.loaded = loaded,
+\t.attach = probe_tracer__attach,
+\t.snapshot = probe_tracer__snapshot,
+\t.detach = probe_tracer__detach,
+\t.describe = describe,
+\t.free = free_toy,
+};
+"""
+
+    def add(self, tree):
+        with open(os.path.join(tree, "user", "session", "tracer_toy.c"), "w") as f:
+            f.write(self.TRACER)
+        add_row(os.path.join(tree, "user", "session", "tracers.c"),
+                '\t  .check = fault_tracer__check },\n',
+                '\t{ "toy-mode", &toy_tracer, .help = "a toy mode: full mode by another name" },\n',
+                "extern const struct tracer_ops toy_tracer;")
+
+    def check(self, toy, d):
+        help_text = subprocess.run([toy, "--help"], capture_output=True, text=True).stdout
+        check("--help's line of the toy mode", help_options(help_text).get("--toy-mode"),
+              "      --toy-mode         a toy mode: full mode by another name")
+        p = subprocess.run([toy, "--json", "-i", "1h", "--toy-mode", "--",
+                            os.path.join(TARGETS_DIR, "sizes")], input=b"mix\nexit\n",
+                           capture_output=True, timeout=60)
+        check("exit status of the toy mode", p.returncode, 0)
+        # The schema knows heaptap's own modes: the toy's records are read as JSON alone.
+        records = [json.loads(line) for line in p.stdout.decode().splitlines()
+                   if line.startswith("{")]
+        check("the modes the records name", [r["settings"]["mode"] if r["type"] == "attached"
+                                             else r["mode"] for r in records],
+              ["toy", "toy"])
+        final = records[-1]
+        check("the toy mode's figures: sizes.c's mix, every call traced",
+              (final["live_allocs"], final["live_bytes"]), (15, sum(MIX_LIVE.values())))
+        both = subprocess.run([toy, "--toy-mode", "--watch", "--", "true"],
+                              capture_output=True, text=True, timeout=60)
+        check("exit status of two modes", both.returncode, 2)
+        check_true("two modes refused, naming both", "--watch" in both.stderr and
+                   "--toy-mode" in both.stderr, both.stderr)
+
+
+# What the toy tree gets, each toy added and then checked against one build of it: a toy
+# is a class with add(tree) and check(heaptap, tmp).
+TOYS = (ToyOutput, ToyOption, ToyMode)
+
+
+@test(tier="services")
+def test_a_new_output_option_and_mode_are_a_row_each():
+    """The structure's promise, kept in a copy of the tree built once: a new format is its
+    formatter's file and a row of report/outputs.c's table, a new option a row of
+    cli/cmdline.c's, a new mode its tracer's file and a row of session/tracers.c's (TOYS);
+    each is run."""
+    d = tempfile.mkdtemp(prefix="heaptap-toy-")
+    try:
+        tree = os.path.join(d, "tree")
+        shutil.copytree(ROOT, tree, ignore=shutil.ignore_patterns("build", ".git",
+                                                                  "__pycache__"))
+        toys = [toy() for toy in TOYS]
+        for toy in toys:
+            toy.add(tree)
+        build = subprocess.run(["make", "-s", "-C", tree, "build/heaptap"], capture_output=True,
+                               text=True, timeout=600)
+        check_true("the toy tree builds", build.returncode == 0,
+                   f"make exited {build.returncode}: {build.stdout[-2000:]}{build.stderr[-4000:]}")
+        for toy in toys:
+            toy.check(os.path.join(tree, "build", "heaptap"), d)
     finally:
         shutil.rmtree(d)

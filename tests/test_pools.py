@@ -271,7 +271,7 @@ def test_pool_specs_refused_with_the_part_that_is_wrong():
              "arguments are the same argN"),
             (["--allocator-family", "apache"],
              "heaptap: unknown --allocator-family 'apache': heaptap knows nginx, apr, "
-             "postgres, glib and python"),
+             "postgres, python and glib"),
             (["--pyobject-alloc", "arena_get(size=arg1)"],
              "heaptap: invalid --pyobject-alloc 'arena_get(size=arg1)': 'size' is not what "
              "--pyobject-alloc reads: expected type=argN,items=argN"),

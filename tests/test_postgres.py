@@ -215,14 +215,16 @@ def test_pgbench_backends_through_the_postmaster():
             os.chmod(script, 0o644)
             bench = subprocess.Popen(as_postgres([os.path.join(PG_BIN, "pgbench"), "-h", d,
                                                   "-p", str(PORT), "-U", "postgres", "-c", "2",
-                                                  "-T", "4", "-f", script, "postgres"]),
+                                                  "-T", "10", "-f", script, "postgres"]),
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
             # Its two clients' backends (its first connection, a check, comes and goes).
             deadline = time.monotonic() + 20
             seen = None
             while True:
+                # The clients' backends run the script; the check's never does.
                 pids = psql.ask("select string_agg(pid::text, ',' order by pid) from "
-                                "pg_stat_activity where application_name = 'pgbench';")
+                                "pg_stat_activity where application_name = 'pgbench' and "
+                                "(query like '%pg_sleep%' or query like '%abalance%');")
                 if pids and len(pids.split(",")) == 2 and pids == seen:
                     break
                 seen = pids
@@ -242,9 +244,20 @@ def test_pgbench_backends_through_the_postmaster():
                 final, status = ht.finish(sig=None)   # it ends with its backend
                 check(f"heaptap on backend {pid}: exit status", status, 0)
                 direct[pid] = final["alloc_calls"]
-            time.sleep(0.6)   # a report's time for the follower to hear of their exits
+            wait_record(follow, lambda rec: not any(p["alive"] for p in rec["processes"]
+                                                    if p["pid"] in clients),
+                        "the follower hears of the clients' exits")
             short = pgbench(d, "-C", "-c", "2", "-t", "20")
-            time.sleep(0.6)
+            done = int(next(line for line in short.splitlines()
+                            if "transactions actually processed" in line).split(":")[1]
+                        .split("/")[0])
+
+            def ended(rec):
+                """The backends forked since attach, all heard of and ended."""
+                new = [p for p in rec["processes"] if p["parent"] == postmaster and
+                       p["pid"] not in known and p["pid"] not in clients]
+                return len(new) >= done and not any(p["alive"] for p in new)
+            wait_record(follow, ended, "the follower hears of every backend's exit")
             final, status = follow.finish()
             check("heaptap following: exit status", status, 0)
             check("the running backend's code after detach", probed_text_intact(idle, attached),
@@ -256,15 +269,12 @@ def test_pgbench_backends_through_the_postmaster():
                            p["parent"] == postmaster and not p["alive"], p)
                 check_true(f"backend {pid}: calls followed ({p['alloc_calls']}) against "
                            f"attached alone ({direct[pid]})",
-                           direct[pid] > 300 and p["alloc_calls"] >= 0.95 * direct[pid],
+                           direct[pid] > 100 and p["alloc_calls"] >= 0.95 * direct[pid],
                            (p["alloc_calls"], direct[pid]))
             check_true("the merged site is a backend's, named",
                        any(f and "PostgresMain" in f for s in merged["sites"]
                            for f in functions(s)), [functions(s)[:6] for s in merged["sites"]])
             # -C: a backend per transaction, 40 of them (and pgbench's own first one).
-            done = int(next(line for line in short.splitlines()
-                            if "transactions actually processed" in line).split(":")[1]
-                        .split("/")[0])
             check("transactions with a connection each", done, 40)
             # Each lives a few milliseconds: it inherits the postmaster's probes as it is
             # forked, and is traced whole (doc/services.md).

@@ -315,3 +315,57 @@ def test_leak_check_on_a_stopped_target():
     check("not traced after heaptap", tracer_of(pid), 0)
     os.kill(pid, signal.SIGCONT)
     check("the target answers after SIGCONT", target.do("ping"), "")
+
+
+def mapping(pid, start):
+    """The mapping of /proc/PID/smaps that starts at start: (end, permissions, Rss in bytes)."""
+    with open(f"/proc/{pid}/smaps") as f:
+        lines = f.read().splitlines()
+    for i, line in enumerate(lines):
+        parts = line.split()
+        if parts and "-" in parts[0] and int(parts[0].split("-")[0], 16) == start:
+            rss = next(int(l.split()[1]) * 1024 for l in lines[i + 1:] if l.startswith("Rss:"))
+            return int(parts[0].split("-")[1], 16), parts[1], rss
+    raise Failure(f"no mapping of PID {pid} starts at {start:#x}")
+
+
+@test(sanitized=True)
+def test_leak_check_reads_memory_made_unreadable_and_faults_nothing_in():
+    """tests/targets/protected.c, attached: the only pointer to a block lies in memory the
+    program made PROT_NONE (a raw mprotect), beside a PROT_NONE guard it never touched. The
+    check reads the former through its protection, as a debugger does, and so calls the block
+    still reachable; it reads nothing of the guard, whose pages stay out of memory (Rss 0),
+    and changes no protection. The target runs on: it makes its memory readable again and
+    finds its block as it left it."""
+    target = Target("protected")
+    pid = target.target_pid
+    ht = Heaptap(["-p", str(pid), "-i", "1h", "--leak-check"])
+    ht.attached()
+    start, end, gstart, gend = (int(x, 16) for x in target.do("make").split())
+    check("the holder's pages: one mapping, made unreadable", mapping(pid, start),
+          (end, "---p", end - start))
+    check("the guard: one mapping, never touched", mapping(pid, gstart), (gend, "---p", 0))
+    os.kill(ht.pid, signal.SIGUSR1)
+    rec = record_or_end(ht, 10)
+    lc = rec["leak_check"]
+    check_true("a leak check in the report", lc is not None, rec)
+    check("the check is complete", lc["complete"], True)
+    check("categories: the block held through the protection, and its holder, reachable",
+          categories(lc["categories"]),
+          {"definitely_lost": (1, 48), "still_reachable": (2, 200 * 1024 + 1000)})
+    check("mappings read through protections", lc["protected_regions"], 1)
+    check("bytes read through protections: the holder's pages", lc["protected_bytes"],
+          end - start)
+    check("the guard counted, not read", (lc["unwritten_regions"], lc["unwritten_bytes"]),
+          (1, gend - gstart))
+    check("the guard's pages still out of memory", mapping(pid, gstart), (gend, "---p", 0))
+    check("the holder's protection unchanged", mapping(pid, start), (end, "---p", end - start))
+    check("the target finds its block as it left it", target.do("touch"), "7")
+    final, status = ht.finish()
+    check("exit status", status, 0)
+    lc = final["leak_check"]
+    check("final: the same categories", categories(lc["categories"]),
+          {"definitely_lost": (1, 48), "still_reachable": (2, 200 * 1024 + 1000)})
+    check("final: the holder readable again, nothing read through protections",
+          (lc["protected_regions"], lc["protected_bytes"]), (0, 0))
+    check("the target answers after detach", target.do("ping"), "")

@@ -12,8 +12,8 @@
 #include <unistd.h>
 
 #include "base/log.h"
+#include "cli/options.h"
 #include "host/agent.h"
-#include "report/options.h"
 #include "session/finish.h"
 #include "session/load.h"
 #include "session/loop.h"

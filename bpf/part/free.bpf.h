@@ -24,7 +24,7 @@ struct {
  * proc_of). False when heaptap holds no record of it. */
 static __always_inline bool free_recorded(struct call *c, struct heaptap_proc *p, __u64 ptr)
 {
-	struct heaptap_alloc rec;
+	struct heaptap_alloc rec = {};
 
 	switch (take_record(c, ptr, &rec, NULL)) {
 	case TAKEN: account_free(p, &rec); return true;

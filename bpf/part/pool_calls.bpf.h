@@ -111,7 +111,7 @@ static long reap_block(struct bpf_map *map, const void *k, void *v, void *ctx)
 	struct heaptap_pool_block pb = *(struct heaptap_pool_block *)v, *now;
 	struct heaptap_pool_key pk = { .tgid = key->tgid, .image = key->image, .pool = pb.pool };
 	struct heaptap_pool *p = bpf_map_lookup_elem(&pools, &pk);
-	struct heaptap_alloc rec;
+	struct heaptap_alloc rec = {};
 
 	if (p && p->gen == pb.gen)
 		return 0;

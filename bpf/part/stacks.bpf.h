@@ -206,7 +206,9 @@ static __always_inline int read_window(struct call *c, __u64 addr)
  * costs about as much for WINDOW_WORDS words as for one (hardened usercopy's checks: 230 ns
  * a read here, bench/progcost.py), and the frames a walk visits lie one above the other, so
  * one copy holds most walks. Read again where the copy ends. Global, verified once apart
- * from its callers (each allocating function's program, the walk, the memo's check).
+ * from its callers (each allocating function's program, the walk, the memo's check), who
+ * zero the word out points to: a global function's argument is checked as memory read whole
+ * (table.bpf.h says which kernels).
  */
 __noinline int stack_word(struct call *c, __u64 addr, __u64 *out)
 {
@@ -302,7 +304,7 @@ struct recall {
 static long recall_word(__u64 i, void *arg)
 {
 	struct recall *r = arg;
-	__u64 word;
+	__u64 word = 0;
 
 	if (i >= r->m->n || i >= MEMO_WORDS)
 		return 1;
@@ -360,7 +362,7 @@ static long walk_step(__u64 i, void *arg)
 	struct heaptap_unwind_rule *rule;
 	struct walk *w = arg;
 	__u32 n = w->words;
-	__u64 cfa, ra, key;
+	__u64 cfa, ra = 0, key;
 
 	if (n > stack_depth || n > HEAPTAP_MAX_DEPTH) {
 		w->status = WALK_CUT;

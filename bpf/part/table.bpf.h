@@ -23,7 +23,10 @@ __u64 table_live = 0;
  * The table's functions (heaptap.h: the blocks table). Those that read a bucket are global,
  * verified once each apart from their callers, who see the slot they give as any number:
  * inlined, the eight outcomes of every bucket read, times each other's and their callers',
- * were more paths than the verifier takes.
+ * were more paths than the verifier takes. What a caller passes them by pointer is written
+ * first, even a record only filled in: verifiers before 6.3 (and stable kernels without its
+ * fix) check such an argument as memory read whole, and refuse a slot of the stack never
+ * written.
  */
 
 static __always_inline struct heaptap_bucket *bucket(__u32 i)
@@ -272,7 +275,7 @@ static __always_inline enum taken take_record(struct call *c, __u64 ptr, struct 
  * (before attach, or, with --live, between windows); it is freed now. */
 static __always_inline void forget_reused(struct call *c, __u64 ptr)
 {
-	struct heaptap_alloc stale;
+	struct heaptap_alloc stale = {};
 
 	if (take_record(c, ptr, &stale, NULL) == TAKEN) {
 		__sync_fetch_and_add(&counters.reused_addresses, 1);

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "report/options.h"
+#include "cli/options.h"
 #include "target/loader.h"
 
 #define MAX_ARGS 64

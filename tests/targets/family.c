@@ -15,6 +15,8 @@
  * "mix N" forks N children 20 ms apart, each making malloc/free pairs (in mix_work) and
  * exiting: every third MIX_LONG of them, a pair every 100 us, the others MIX_SHORT at once,
  * so that siblings exit while others allocate; reaps them and answers how many exited 0.
+ * "nest N" forks a child that, once let go as the others ("go"), does what "mix N" does with
+ * children of its own and exits 0 if they all did; answers its PID.
  * "burst N" forks N children in a burst, each allocating BURST_BLOCKS blocks of BURST_SIZE
  * bytes (in burst_work) as soon as it runs, kept, and exiting; reaps them all and answers
  * how many exited 0.
@@ -95,7 +97,8 @@ static NOINLINE void mix_work(int pairs, long pause_ns)
 	}
 }
 
-static void mix(long n)
+/* The children of "mix N", reaped: how many exited 0. */
+static int mix_children(long n)
 {
 	struct timespec gap = { .tv_nsec = 20 * 1000000L };
 	int ok = 0, status;
@@ -115,7 +118,7 @@ static void mix(long n)
 	for (long k = 0; k < forked; k++)
 		if (wait(&status) > 0 && WIFEXITED(status) && !WEXITSTATUS(status))
 			ok++;
-	say("done mix %ld %d", n, ok);
+	return ok;
 }
 
 static NOINLINE void before_exec(void)
@@ -128,6 +131,20 @@ static void pipes(void)
 {
 	if (go[0] < 0 && (pipe(go) || pipe(done) || pipe(until)))
 		_exit(4);
+}
+
+/* In a child: the parent's ends of the pipes closed, then its byte of go awaited. Only the
+ * parent writes go and reads done: a parent gone ends its children (a failed test leaves none
+ * behind). */
+static void wait_for_go(void)
+{
+	char c;
+
+	close(until[1]);
+	close(go[1]);
+	close(done[0]);
+	if (read(go[0], &c, 1) != 1)
+		_exit(5);
 }
 
 static void fork_children(int n)
@@ -143,13 +160,7 @@ static void fork_children(int n)
 		if (pid < 0)
 			_exit(4);
 		if (!pid) {
-			/* Only the parent writes go and reads done: a parent gone ends its
-			 * children (a failed test leaves none behind). */
-			close(until[1]);
-			close(go[1]);
-			close(done[0]);
-			if (read(go[0], &c, 1) != 1)
-				_exit(5);
+			wait_for_go();
 			child_work(i);
 			if (write(done[1], "d", 1) != 1)
 				_exit(6);
@@ -162,6 +173,29 @@ static void fork_children(int n)
 		len += snprintf(line + len, sizeof(line) - len, " %d", (int)pid);
 	}
 	say("%s", line);
+}
+
+static void nest(long n)
+{
+	pid_t pid;
+	char c;
+
+	pipes();
+	if (nchildren == MAX_CHILDREN)
+		_exit(4);
+	pid = fork();
+	if (pid < 0)
+		_exit(4);
+	if (!pid) {
+		wait_for_go();
+		c = mix_children(n) == n ? 'd' : 'f';
+		if (write(done[1], &c, 1) != 1)
+			_exit(6);
+		_exit(c == 'd' ? 0 : 1);
+	}
+	children[nchildren++] = pid;
+	waiting++;
+	say("done nest %ld %d", n, (int)pid);
 }
 
 static void let_go(void)
@@ -212,14 +246,8 @@ int main(int argc, char **argv)
 			pipes();
 			execed = fork();
 			if (!execed) {
-				char c;
-
-				close(until[1]);
-				close(go[1]);
-				close(done[0]);
+				wait_for_go();
 				dup2(until[0], 0);
-				if (read(go[0], &c, 1) != 1)
-					_exit(5);
 				before_exec();
 				if (write(done[1], "d", 1) != 1)
 					_exit(6);
@@ -243,7 +271,9 @@ int main(int argc, char **argv)
 			}
 			say("done %s", cmd);
 		} else if (sscanf(cmd, "mix %ld", &n) == 1) {
-			mix(n);
+			say("done mix %ld %d", n, mix_children(n));
+		} else if (sscanf(cmd, "nest %ld", &n) == 1 && n > 0) {
+			nest(n);
 		} else if (sscanf(cmd, "burst %ld", &n) == 1) {
 			burst(n);
 		} else if (!strcmp(cmd, "end")) {

@@ -12,6 +12,8 @@
 #include <stdlib.h>
 #include <string>
 
+#include "scrub.h"
+
 #define NOINLINE __attribute__((noinline))
 
 struct Counted {
@@ -74,20 +76,6 @@ NOINLINE static void make_others()
 	inside = (char *)malloc(64) + 16;
 	start = malloc(32);
 	use(malloc(24));
-}
-
-/* Stale copies of the pointers, below the stack pointer and in scratch registers, go. */
-NOINLINE static void scrub()
-{
-	__asm__ volatile("lea -16384(%%rsp), %%rdi\n\t"
-			 "mov $2048, %%ecx\n\t"
-			 "xor %%eax, %%eax\n\t"
-			 "rep stosq\n\t"
-			 "xor %%edx, %%edx\n\txor %%esi, %%esi\n\txor %%r8d, %%r8d\n\t"
-			 "xor %%r9d, %%r9d\n\txor %%r10d, %%r10d\n\txor %%r11d, %%r11d"
-			 :
-			 :
-			 : "rax", "rcx", "rdx", "rsi", "rdi", "r8", "r9", "r10", "r11", "memory");
 }
 
 int main()

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "proto.h"
+#include "scrub.h"
 
 #ifndef UFFD_FEATURE_WP_UNPOPULATED
 #define UFFD_FEATURE_WP_UNPOPULATED (1 << 13) /* Linux 6.4; Debian 12's headers predate it */
@@ -108,20 +109,6 @@ NOINLINE static void make_blocks(void)
 	kept = malloc(100);
 	*(void *volatile *)region = malloc(100);
 	use(malloc(100));
-}
-
-/* No stale copy of the pointers make_blocks dropped: its frame, then the scratch registers. */
-NOINLINE static void scrub(void)
-{
-	__asm__ volatile("lea -16384(%%rsp), %%rdi\n\t"
-			 "mov $2048, %%ecx\n\t"
-			 "xor %%eax, %%eax\n\t"
-			 "rep stosq\n\t"
-			 "xor %%edx, %%edx\n\txor %%esi, %%esi\n\txor %%r8d, %%r8d\n\t"
-			 "xor %%r9d, %%r9d\n\txor %%r10d, %%r10d\n\txor %%r11d, %%r11d"
-			 :
-			 :
-			 : "rax", "rcx", "rdx", "rsi", "rdi", "r8", "r9", "r10", "r11", "memory");
 }
 
 int main(void)

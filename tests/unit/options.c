@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * The command line (user/options.c): each option's good values and what they become, its
+ * The command line (user/cli/options.c): each option's good values and what they become, its
  * bad values and the exact line a user reads for each, the rules between options, the
  * defaults. Times (parse_time), sizes (parse_bytes) and numbers go through options__parse,
  * as heaptap reads them.
@@ -8,11 +8,11 @@
 #include <errno.h>
 #include <getopt.h>
 
-#include "account/reach.h"
+#include "base/build.h"
+#include "cli/options.h"
+#include "leak/leak.h"
 #include "probe/probes.h"
-#include "report/options.h"
 #include "report/outputs.h"
-#include "report/version.h"
 #include "unit.h"
 
 #define MAX_ARGS 16
@@ -113,7 +113,7 @@ static void defaults(void)
 	CHECK_U64(o->stack, STACK_AUTO, "default --stack");
 	CHECK_U64(o->stack_bytes, 16384, "default --stack-bytes");
 	CHECK_TRUE(!o->probe_entries, "default --probe-at planned");
-	CHECK_TRUE(!o->live && !o->watch && !o->json && !o->verbose, "no mode, no flags");
+	CHECK_TRUE(!o->mode && !o->json && !o->verbose, "no mode, no flags");
 	CHECK_U64(o->sample_bytes, 0, "default: every block");
 	CHECK_U64(o->window_ms, 2000, "default --window");
 	CHECK_NEAR(o->max_overhead, 0.05, 0, "default --max-overhead");
@@ -251,7 +251,7 @@ static void numbers(void)
 		{ "--stack-depth", "1", "127", "0", "128", "a number from 1 to 127" },
 		{ "--stack-bytes", "64", "65536", "56", "65544",
 		  "a multiple of 8 from 64 to 65536" },
-		{ "--dump-bytes", "0", "4096", "-1", "4097", "a number of bytes, 0 to 4096" },
+		{ "--dump-bytes", "0", "4096", "-1", "4097", "a number of bytes from 0 to 4096" },
 	};
 	static const char *const what[] = {
 		"PID",		 "--top",	  "--max-allocs", "--max-stacks",
@@ -347,14 +347,14 @@ static void choices(void)
 		CHECK_I64(p->opts.probe_links, links[i].mode, "--probe-links %s", links[i].arg);
 		parsed__free(p);
 	}
-	invalid("--probe-links", "perf", "--probe-links", "auto, multi, single or inherit");
+	invalid("--probe-links", "perf", "--probe-links", "auto, single, multi or inherit");
 	for (i = 0; i < sizeof(stacks) / sizeof(stacks[0]); i++) {
 		p = good(ARGS("--stack", stacks[i].arg, "-p", "1"), stacks[i].arg);
 		CHECK_U64(p->opts.stack, stacks[i].stack, "--stack %s", stacks[i].arg);
 		CHECK_STR(options__stack_name(p->opts.stack), stacks[i].arg, "stack name");
 		parsed__free(p);
 	}
-	invalid("--stack", "lbr", "--stack", "fp, dwarf, copy or auto");
+	invalid("--stack", "lbr", "--stack", "auto, fp, dwarf or copy");
 	p = good(ARGS("--probe-at", "entry", "-p", "1"), "--probe-at entry");
 	CHECK_TRUE(p->opts.probe_entries, "--probe-at entry");
 	parsed__free(p);
@@ -476,8 +476,47 @@ static void rules(void)
 	CHECK_U64(p->opts.sample_bytes, 64 << 10, "--live keeps --sample");
 	parsed__free(p);
 	p = good(ARGS("--watch", "-p", "1"), "--watch");
-	CHECK_TRUE(p->opts.watch && !p->opts.sample_bytes, "--watch, no sampling");
+	CHECK_STR(p->opts.mode, "watch", "--watch");
+	CHECK_U64(p->opts.sample_bytes, 0, "--watch: no sampling");
 	parsed__free(p);
+}
+
+/* heaptap host [options], the agent's verb, as --all; only as heaptap's first argument: after
+ * "--" or after an option, host is a COMMAND, as it was before the verb. */
+static void verbs(void)
+{
+	struct parsed *p;
+
+	p = good(ARGS("host"), "host");
+	CHECK_TRUE(p->opts.host.all && !p->opts.command, "host: the agent, no command");
+	parsed__free(p);
+	p = good(ARGS("host", "--cgroup", "/sys/fs/cgroup/x", "-i", "30s", "--max-traced", "1"),
+		 "host --cgroup");
+	CHECK_U64(p->opts.host.ncgroups, 1, "host --cgroup: one cgroup");
+	CHECK_U64(p->opts.interval_ms, 30000, "host -i 30s");
+	CHECK_U64(p->opts.host.max_traced, 1, "host --max-traced 1");
+	parsed__free(p);
+	refused(ARGS("host", "--sample", "1m"),
+		"--sample is not for --all or --cgroup, which watch every process and trace the "
+		"growing ones themselves (see heaptap --help)");
+	refused(ARGS("host", "--", "true"),
+		"a COMMAND is not for --all or --cgroup, which watch every process and trace the "
+		"growing ones themselves (see heaptap --help)");
+	refused(ARGS("-p", "1", "--max-traced", "3"),
+		"--max-traced is for the host's agent only: heaptap host, --all or --cgroup (see "
+		"heaptap --help)");
+	p = good(ARGS("--", "host", "-v"), "-- host -v");
+	CHECK_TRUE(!p->opts.host.all && p->opts.command && !strcmp(p->opts.command[0], "host") &&
+			   !strcmp(p->opts.command[1], "-v") && !p->opts.command[2] &&
+			   !p->opts.verbose,
+		   "-- host -v: the command host, its -v its own");
+	parsed__free(p);
+	p = good(ARGS("-v", "host"), "-v host");
+	CHECK_TRUE(!p->opts.host.all && p->opts.command && !strcmp(p->opts.command[0], "host"),
+		   "-v host: the command host");
+	parsed__free(p);
+	refused(ARGS("-p", "1", "host"),
+		"give either -p PID or a COMMAND, not both (see heaptap --help)");
 }
 
 /* Options heaptap does not know, values missing, --help and --version. */
@@ -519,17 +558,21 @@ static void usage(void)
 					"[--comm NAME] [--exe PATH]\n", 80),
 		   "--help's first line");
 	CHECK_TRUE(strstr(p->printed, "\n  -o, --output FILE      the latest report in FILE "
-				      "(replaced whole at each report)\n"
-				      "                         instead of standard output\n"),
+				      "(replaced whole at each\n"
+				      "                         report) instead of standard output\n"),
 		   "--help: an output's line from its row");
-	CHECK_TRUE(strstr(p->printed, "frames per stack, 1-127 (default 64)"),
-		   "--help: the depth's limit");
+	CHECK_TRUE(strstr(p->printed, "\n      --stack-depth N    frames per stack (1 to 127; "
+				      "default 64)\n"),
+		   "--help: the depth's limit and default, from its row");
+	CHECK_TRUE(strstr(p->printed, "(default:\n                         every block; 512k with "
+				      "--live)\n"),
+		   "--help: --sample's default, and --live's");
 	CHECK_STR(p->said, "", "--help: nothing on stderr");
 	parsed__free(p);
 	p = parse(ARGS("-V", "-p", "1"));
 	CHECK_I64(p->status, 1, "-V: done, exit 0");
 	CHECK_TRUE(!strncmp(p->printed, "heaptap ", 8) &&
-			   !strncmp(p->printed + 8, version__number(), strlen(version__number())),
+			   !strncmp(p->printed + 8, build__version(), strlen(build__version())),
 		   "-V: heaptap and its version first: %s", p->printed);
 	CHECK_TRUE(strstr(p->printed, " (commit ") && strstr(p->printed, "), libbpf ") &&
 			   strstr(p->printed, ", kernel ") && strstr(p->printed, ": uprobe_multi "),
@@ -686,6 +729,7 @@ int main(void)
 	rules();
 	processes();
 	own_allocators();
+	verbs();
 	usage();
 	return unit__done("options");
 }

@@ -10,9 +10,9 @@
 #include "base/log.h"
 
 /*
- * The arguments each kind's entry program reads, by position (rdi, rsi, rdx): a site past
- * the entry must still have these in registers. memalign's and posix_memalign's alignment
- * is not read.
+ * Each kind's entry program reads these arguments, by position (rdi, rsi, rdx), so a site
+ * past the entry must still hold them in registers. No program reads memalign's or
+ * posix_memalign's alignment.
  */
 static const char *const kind_args[][HEAPTAP_COOKIE_ARGS] = {
 	[HEAPTAP_KIND_MALLOC] = { "size" },
@@ -55,14 +55,22 @@ static const struct {
 	{ "--pool-destroy", HEAPTAP_KIND_POOL_DESTROY },
 };
 
-int alloc_spec__kind(const char *option)
+/* The row of spec_options naming option, or -1. */
+static int spec_option(const char *option)
 {
 	size_t i;
 
 	for (i = 0; i < sizeof(spec_options) / sizeof(spec_options[0]); i++)
 		if (!strcmp(spec_options[i].option, option))
-			return spec_options[i].kind;
-	return 0;
+			return i;
+	return -1;
+}
+
+int alloc_spec__kind(const char *option)
+{
+	int i = spec_option(option);
+
+	return i < 0 ? 0 : spec_options[i].kind;
 }
 
 unsigned int alloc_spec__abi_reg(unsigned int arg)
@@ -75,7 +83,7 @@ unsigned int alloc_spec__abi_reg(unsigned int arg)
 	return regs[arg < ALLOC_SPEC_ARGS ? arg : 0];
 }
 
-/* What a spec of this kind reads, for messages: "size=argN", "ptr=argN,size=argN". */
+/* Writes what a spec of this kind reads, for messages: "size=argN", "ptr=argN,size=argN". */
 static void roles_of(int kind, char *out, size_t size)
 {
 	const char *name;
@@ -88,7 +96,7 @@ static void roles_of(int kind, char *out, size_t size)
 				 s ? "," : "", name);
 }
 
-/* The message for a spec, naming its wrong part: "invalid --alloc 'TEXT': PART: WHY". */
+/* Says which part of a spec is wrong ("invalid --alloc 'TEXT': PART: WHY"); returns -EINVAL. */
 static int refuse(const char *option, const char *text, const char *why)
 {
 	elog("invalid %s '%s': %s (see heaptap --help)", option, log__value(text), why);
@@ -102,14 +110,14 @@ static const char *skip_spaces(const char *p)
 	return p;
 }
 
-/* Whether q is "=ret...": a pool read from before the block returned. */
+/* Whether q is "=ret...", a pool read from below the block returned. */
 static bool names_ret(const char *q)
 {
 	return *q == '=' && !strncmp(skip_spaces(q + 1), "ret", 3);
 }
 
-/* "=ret[-N]" at q, the pool of the block returned: N bytes below it (a multiple of 8 up to
- * 8 * HEAPTAP_POOL_RET_MAX); *p moves past it. */
+/* Parses "=ret[-N]" at q, a pool kept N bytes below the block returned (N a multiple of 8 up
+ * to 8 * HEAPTAP_POOL_RET_MAX), and moves *p past it. */
 static int parse_pool_ret(const char *option, const char *text, const char *q, const char **p,
 			  struct alloc_spec *out)
 {
@@ -136,7 +144,7 @@ static int parse_pool_ret(const char *option, const char *text, const char *q, c
 	return 0;
 }
 
-/* One "role=argN" at *p, up to ',' or ')': its slot set in out->from. */
+/* Parses one "role=argN" at *p, up to ',' or ')', into its slot of out->from. */
 static int parse_role(const char *option, const char *text, const char **p, bool *given,
 		      struct alloc_spec *out)
 {
@@ -222,14 +230,16 @@ int alloc_spec__parse(const char *option, const char *text, struct alloc_spec *o
 	char why[160];
 	size_t n = 0;
 	unsigned int s;
-	int err;
+	int err, row = spec_option(option);
 
-	*out = (struct alloc_spec){ .option = option, .kind = alloc_spec__kind(option) };
-	if (!out->kind)
+	if (row < 0)
 		return refuse(option, text, "not an allocator option");
+	/* The spec points at the table's string, since the caller's may not live as long. */
+	*out = (struct alloc_spec){ .option = spec_options[row].option,
+				    .kind = spec_options[row].kind };
 	for (s = 0; s < HEAPTAP_COOKIE_ARGS; s++)
 		out->from[s] = s;
-	/* The function's name: as C, C++ (mangled) and assemblers spell symbols. */
+	/* The name may be spelled as C, C++ (mangled) or an assembler spells a symbol. */
 	if (!isalpha((unsigned char)*p) && *p != '_')
 		return refuse(option, text, "expected a function's name first, like my_alloc");
 	while (isalnum((unsigned char)p[n]) || p[n] == '_' || p[n] == '.' || p[n] == '$')
@@ -279,10 +289,10 @@ int alloc_spec__parse(const char *option, const char *text, struct alloc_spec *o
 		snprintf(why, sizeof(why), "unexpected '%.20s' after the function", p);
 		return refuse(option, text, why);
 	}
-	/* (Given a name alone, the C function's order: type and items.) */
+	/* A name alone takes the C function's order, type and then items. */
 	out->no_items = out->kind == HEAPTAP_KIND_PYOBJECT && given[0] && !given[1];
-	/* Two slots read from one argument (the four kinds read two at most): the spec
-	 * contradicts itself. */
+	/* A spec that reads two slots from one argument contradicts itself (the four kinds
+	 * read two at most). */
 	if (alloc_spec__arg_name(out->kind, 1) && given[1] && out->from[1] == out->from[0] &&
 	    !(out->kind == HEAPTAP_KIND_POOL_ALLOC && out->pool_ret))
 		return refuse(option, text, "two of its arguments are the same argN");

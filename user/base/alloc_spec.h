@@ -1,13 +1,14 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * The program's own allocator functions, as --alloc, --calloc, --realloc and --free name them:
+ * A spec names one of the program's own allocator functions, as --alloc, --calloc, --realloc
+ * and --free do:
  *
  *   --alloc 'pool_get(size=arg1)'            a block of size bytes, returned
  *   --calloc 'zalloc(count=arg0,size=arg1)'  count * size bytes, returned
  *   --realloc 'grow(ptr=arg1,size=arg2)'     ptr's block moved to size bytes, returned
  *   --free 'pool_put(ptr=arg1)'              ptr's block given back
  *
- * and pools, whose blocks all go at once:
+ * It may name a pool's functions, whose blocks all go at once:
  *
  *   --pool-create 'ngx_create_pool'          makes a pool: what it allocates is the pool's
  *   --pool-alloc 'ngx_palloc(pool=arg0,size=arg1)'  a block of the pool, returned
@@ -16,7 +17,7 @@
  *   --pool-reset 'ngx_reset_pool(pool=arg0)'        every block of the pool freed
  *   --pool-destroy 'ngx_destroy_pool(pool=arg0)'    every block freed, and the pool
  *
- * and CPython's objects, sized by their type:
+ * It may name CPython's object allocators, whose objects their type sizes:
  *
  *   --pyobject-alloc 'PyType_GenericAlloc(type=arg0,items=arg1+1)'  one item more
  *   --pyobject-alloc '_PyObject_New(type=arg0)'                      no items
@@ -36,10 +37,10 @@
 
 #include "heaptap.h"
 
-/* Arguments a spec may read: those the ABI passes in registers. */
+/* A spec reads only the arguments the ABI passes in registers. */
 #define ALLOC_SPEC_ARGS 6
 
-/* The longest function name a spec takes (a C++ mangled name included). */
+/* A spec takes function names up to this long, C++ mangled names included. */
 #define ALLOC_SPEC_NAME_MAX 255
 
 struct alloc_spec {
@@ -47,18 +48,18 @@ struct alloc_spec {
 	const char *option; /* the option that named it: "--alloc", ... */
 	int kind;	    /* HEAPTAP_KIND_MALLOC, _CALLOC, _REALLOC, _FREE or _POOL_* */
 	/* The argument each of the kind's slots (malloc family order, alloc_spec__arg_name) is
-	 * read from; slots the kind does not read are unused */
+	 * read from; the kind leaves the other slots unused. */
 	uint8_t from[HEAPTAP_COOKIE_ARGS];
-	/* --pool-alloc's pool=ret[-N]: the pool is the word N bytes below the block returned
-	 * (N / 8 here; 0: the pool is an argument) */
+	/* --pool-alloc's pool=ret[-N] keeps N / 8 here: the pool is the word N bytes below the
+	 * block returned. 0 means the pool is an argument. */
 	uint8_t pool_ret;
-	/* A function of CPython's (--allocator-family python): what it allocates gets the
-	 * Python frames that asked for it; a block it frees that heaptap never saw made was
-	 * made where the interpreter inlined its allocator, and counts as own_frees, not as an
-	 * unknown free */
+	/* The function is CPython's (--allocator-family python), so its blocks get the Python
+	 * frames that asked for them. A block it frees that heaptap never saw made comes from
+	 * where the interpreter inlined its allocator: it counts as own_frees, not as an
+	 * unknown free. */
 	bool python;
-	/* --pyobject-alloc: items=argN+1, the object has one item more than the argument says;
-	 * no items= at all, it has none */
+	/* --pyobject-alloc's items=argN+1 gives the object one item more than the argument
+	 * says; without items= it has none. */
 	bool items_more;
 	bool no_items;
 };
@@ -78,8 +79,8 @@ static inline int alloc_spec__is_pool(int kind)
 	return kind >= HEAPTAP_KIND_POOL_CREATE && kind <= HEAPTAP_KIND_POOL_DESTROY;
 }
 
-/* The name of argument arg (0 to HEAPTAP_COOKIE_ARGS - 1) of a function of this kind, if
- * its BPF program reads it; NULL if not. */
+/* The name of argument arg (0 to HEAPTAP_COOKIE_ARGS - 1) of a function of this kind, or
+ * NULL if its BPF program does not read it. */
 const char *alloc_spec__arg_name(int kind, unsigned int arg);
 
 /* The register (enum heaptap_gpr) argument arg (below ALLOC_SPEC_ARGS) is passed in. */

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0 */
-/* Arrays that grow as they fill: the one way heaptap grows them. */
+/* heaptap grows every array that fills through array__reserve, and no other way. */
 #ifndef HEAPTAP_ARRAY_H
 #define HEAPTAP_ARRAY_H
 
@@ -9,8 +9,8 @@
 #include <stdlib.h>
 
 /*
- * Room for element n of *array (elements of size bytes, *cap of them allocated): doubled
- * when full, from 16. 0, or -ENOMEM with the array as it was.
+ * Makes room for element n of *array (elements of size bytes, *cap of them allocated),
+ * doubling it when full, from 16. Returns 0, or -ENOMEM with the array as it was.
  */
 static inline int array__reserve(void *array, size_t *cap, size_t n, size_t size)
 {
@@ -31,7 +31,8 @@ static inline int array__reserve(void *array, size_t *cap, size_t n, size_t size
 	return 0;
 }
 
-/* qsort, for arrays that may be NULL when empty (an empty snapshot's are): qsort's must not. */
+/* Sorts as qsort does, but takes an array that is NULL when empty, as an empty snapshot's are:
+ * qsort's array must not be NULL. */
 static inline void array__sort(void *v, size_t n, size_t size,
 			       int (*cmp)(const void *, const void *))
 {

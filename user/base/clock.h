@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0 */
-/* CLOCK_MONOTONIC, the clock bpf_ktime_get_ns() reads, and its wall-clock equivalent. */
+/* heaptap's times are CLOCK_MONOTONIC, the clock bpf_ktime_get_ns() reads; reports turn them
+ * into wall-clock time. */
 #ifndef HEAPTAP_CLOCK_H
 #define HEAPTAP_CLOCK_H
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0 */
-/* The struct that embeds a member, from a pointer to the member: how a variant behind an ops
- * struct finds its own state. */
+/* container_of finds the struct that embeds a member from a pointer to the member: a variant
+ * behind an ops struct finds its own state so. */
 #ifndef HEAPTAP_CONTAINER_H
 #define HEAPTAP_CONTAINER_H
 

@@ -107,8 +107,8 @@ char *escape__dup(const char *s)
 	p = (const unsigned char *)s;
 	n = strlen(s);
 	for (out = buf; n; p += in, n -= in) {
-		/* Not in put()'s arguments: their order is unspecified, and in must be this
-		 * character's (clang passed the previous one and wrote past buf). */
+		/* This call stays out of put()'s arguments: their order is unspecified, and in
+		 * must be this character's (clang passed the previous one and wrote past buf). */
 		size_t len = escaped_len(p, n, &in);
 
 		out = put(out, p, in, len);
@@ -130,7 +130,7 @@ size_t escape__into(const char *s, size_t max, char *buf, size_t size)
 	}
 	for (; n; p += in, n -= in, chars++) {
 		len = escaped_len(p, n, &in);
-		/* Room for this character, the NUL, and "..." if more follows. */
+		/* buf must hold this character, the NUL, and "..." if more follows. */
 		if ((max && chars == max) || len + 1 + (n > in ? 3 : 0) > size - (out - buf)) {
 			memcpy(out, "...", 3);
 			out += 3;

@@ -20,9 +20,9 @@ bool escape__needed(const char *s);
 char *escape__dup(const char *s);
 
 /*
- * s escaped into buf (size bytes, at least 8), cut after max source characters (0: no
- * limit) or where buf is full, "..." marking the cut. Returns the bytes written (without
- * the NUL).
+ * Escapes s into buf (size bytes, at least 8) and cuts it after max source characters (0: no
+ * limit) or where buf is full, "..." marking the cut. Returns the bytes written (without the
+ * NUL).
  */
 size_t escape__into(const char *s, size_t max, char *buf, size_t size);
 

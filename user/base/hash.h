@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: GPL-2.0 */
-/* A string's hash, FNV-1a: the one heaptap's tables of strings are keyed by. */
+/* heaptap keys all its tables of strings by one hash, FNV-1a. */
 #ifndef HEAPTAP_HASH_H
 #define HEAPTAP_HASH_H
 
 #include <stdint.h>
 
-/* Fast and well spread for short names; a key of a table, never a checksum. */
+/* FNV-1a is fast and spreads short names well; it keys tables and is never a checksum. */
 static inline uint64_t hash__string(const char *s)
 {
 	uint64_t h = 0xcbf29ce484222325ULL;

@@ -47,7 +47,7 @@ int idmap__put(struct idmap *m, uint64_t key, void *value)
 	size_t i;
 	int err;
 
-	/* Kept at most half full, so probe runs stay short. */
+	/* The table stays at most half full, so that probe runs stay short. */
 	if (2 * (m->n + 1) > m->cap) {
 		err = grow(m);
 		if (err)

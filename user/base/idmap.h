@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0 */
-/* A map from 64-bit ids (stack ids, addresses) to pointers: open addressing, grows x2. */
+/* An idmap maps 64-bit ids (stack ids, addresses) to pointers, by open addressing, and doubles
+ * as it grows. */
 #ifndef HEAPTAP_IDMAP_H
 #define HEAPTAP_IDMAP_H
 

@@ -23,7 +23,7 @@ int64_t intern__add(struct intern *t, const char *s)
 	if (!copy)
 		return -1;
 	t->strings[t->n] = copy;
-	/* Counted before the index is put, so that intern__free frees it either way. */
+	/* The copy is counted before the index is put, so that intern__free frees it either way. */
 	t->n++;
 	if (idmap__put(&t->index, key, (void *)(uintptr_t)t->n))
 		return -1;

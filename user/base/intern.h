@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * A table of strings, each kept once and known by its index in the order they came: what a
- * pprof profile's string table is. The table keeps a copy of each.
+ * An intern table keeps a copy of each string once and knows it by its index in the order
+ * the strings came, as a pprof profile's string table does.
  */
 #ifndef HEAPTAP_INTERN_H
 #define HEAPTAP_INTERN_H
@@ -14,7 +14,7 @@
 struct intern {
 	char **strings; /* by index */
 	size_t n, cap;
-	struct idmap index; /* hash of a string -> its index + 1 (a collision takes the next key) */
+	struct idmap index; /* hash of a string -> index + 1; a collision takes the next key */
 };
 
 /* The index of s, added (copied) if new; -1 when out of memory. */

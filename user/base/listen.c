@@ -16,7 +16,7 @@ bool listen__split(const char *listen, char **host, char **port)
 	if (colon && colon > listen) {
 		h = listen;
 		hlen = colon - listen;
-		/* [v6 address] */
+		/* An IPv6 address comes in brackets. */
 		if (h[0] == '[') {
 			if (h[hlen - 1] != ']' || hlen < 3)
 				return false;
@@ -32,7 +32,7 @@ bool listen__split(const char *listen, char **host, char **port)
 	if (errno || *end || n < 1 || n > 65535)
 		return false;
 	if (colon && strchr(listen, ':') != colon && listen[0] != '[')
-		return false; /* a v6 address without brackets */
+		return false; /* an IPv6 address needs brackets */
 	*host = strndup(h, hlen);
 	*port = strdup(p);
 	if (!*host || !*port) {

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0 */
-/* --listen's "[ADDR:]PORT": 127.0.0.1 when ADDR is missing, an IPv6 address in brackets. */
+/* --listen takes "[ADDR:]PORT": ADDR is 127.0.0.1 when missing, and an IPv6 address goes in
+ * brackets. */
 #ifndef HEAPTAP_LISTEN_H
 #define HEAPTAP_LISTEN_H
 

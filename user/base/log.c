@@ -21,7 +21,7 @@ bool log__verbose(void)
 	return verbose;
 }
 
-/* One write per line, so that lines from heaptap's threads never interleave. */
+/* Each line is one write, so that lines from heaptap's threads never interleave. */
 static void say(const char *fmt, va_list ap)
 {
 	char line[1024];
@@ -56,7 +56,7 @@ void vlog(const char *fmt, ...)
 
 const char *log__value(const char *s)
 {
-	/* \xNN is 4 characters a byte; "..." and the NUL. */
+	/* A byte takes 4 characters as \xNN, and "..." and the NUL need 4 more. */
 	static __thread char bufs[4][LOG_VALUE_MAX * 4 + 4];
 	static __thread unsigned int next;
 	char *buf = bufs[next++ % 4];

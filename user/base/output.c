@@ -29,7 +29,7 @@ static int fail(struct output_error *e, int err, const char *why, bool beside)
 	return err;
 }
 
-/* What is at path, and so how it is written. */
+/* Finds what is at path, and so how to write it. */
 static int classify(const char *path, enum kind *kind, struct output_error *e)
 {
 	struct stat st;
@@ -60,7 +60,7 @@ static int classify(const char *path, enum kind *kind, struct output_error *e)
 	return fail(e, -EINVAL, "is not a file heaptap can write", false);
 }
 
-/* A temporary file beside path, for it to be renamed over path; its name into *tmp. */
+/* Makes a temporary file beside path, to be renamed over it, and puts its name in *tmp. */
 static int make_beside(const char *path, mode_t mode, char **tmp, struct output_error *e)
 {
 	int fd, err;
@@ -76,7 +76,7 @@ static int make_beside(const char *path, mode_t mode, char **tmp, struct output_
 		*tmp = NULL;
 		return fail(e, err, NULL, true);
 	}
-	/* mkstemp makes it 0600; a wider mode only when asked for (--file-mode). */
+	/* mkstemp makes it 0600; it gets a wider mode only when --file-mode asks for one. */
 	if (fchmod(fd, mode)) {
 		err = -errno;
 		close(fd);
@@ -116,8 +116,8 @@ static int replace(const char *path, mode_t mode, int (*write)(FILE *f, const vo
 		fail(e, err, NULL, false);
 		goto fail;
 	}
-	/* What is there now may have changed since the report began: never rename over
-	 * anything but a regular file, or nothing. */
+	/* What is there may have changed since the report began: heaptap renames only over a
+	 * regular file, or over nothing. */
 	err = classify(path, &kind, e);
 	if (!err && kind != KIND_NEW && kind != KIND_REPLACE)
 		err = fail(e, -EAGAIN, "is no longer a regular file: not replaced", false);
@@ -156,8 +156,8 @@ static int write_all(int fd, const char *buf, size_t len, uint64_t deadline)
 	return 0;
 }
 
-/* Written in place: the report is rendered first, then handed over within the deadline,
- * so a reader that stalls never stalls heaptap for longer. */
+/* Writes path in place. The report is rendered first, then handed over within the deadline,
+ * so that a reader that stalls never stalls heaptap for longer. */
 static int stream(const char *path, enum kind kind, int (*write)(FILE *f, const void *ctx),
 		  const void *ctx, struct output_error *e)
 {
@@ -177,7 +177,8 @@ static int stream(const char *path, enum kind kind, int (*write)(FILE *f, const 
 		free(buf);
 		return fail(e, err, NULL, false);
 	}
-	/* Non-blocking: a FIFO with no reader is an error now (ENXIO), not a wait. */
+	/* The open does not block, so that a FIFO with no reader is an error now (ENXIO), not a
+	 * wait. */
 	fd = open(path, O_WRONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC |
 				(kind == KIND_LINKED ? O_TRUNC : 0));
 	if (fd < 0) {
@@ -186,8 +187,8 @@ static int stream(const char *path, enum kind kind, int (*write)(FILE *f, const 
 		free(buf);
 		return err;
 	}
-	/* The same kind of thing as when it was looked at: a regular file is only ever
-	 * written through a symbolic link, as the user named it. */
+	/* The path must still hold what classify() found: heaptap writes a regular file in
+	 * place only through a symbolic link, as the user named it. */
 	if (fstat(fd, &st) || (S_ISREG(st.st_mode) && kind != KIND_LINKED) ||
 	    !(S_ISREG(st.st_mode) || S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode)))
 		err = fail(e, -EAGAIN, "changed since heaptap started: not written", false);

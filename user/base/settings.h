@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * What the command line asks for (options.h parses it): what to trace and how to report it,
- * plain settings every layer may read.
+ * struct options holds what the command line asks for (cli/options.h parses it): what to
+ * trace and how to report it, as plain settings every layer may read.
  */
 #ifndef HEAPTAP_SETTINGS_H
 #define HEAPTAP_SETTINGS_H
@@ -12,14 +12,15 @@
 
 #include "base/alloc_spec.h"
 
-/* Room for the files reports are written to (outputs.h's table is checked against it). */
+/* Reports go to at most this many files; outputs.h's table is checked against it. */
 #define OUTPUTS_MAX 16
 
-/* Functions of the program's own (--alloc ...) at most: the probes' table has room for them
- * beside the malloc family's and the unwinder's. */
+/* A program may name this many functions of its own (--alloc ...) at most: the probes' table
+ * has room for them beside the malloc family's and the unwinder's. */
 #define OPTIONS_MAX_OWN 24
 
-/* --all, --cgroup: the host's agent (host/agent.h), every process watched, some traced. */
+/* --all and --cgroup run the host's agent (host/agent.h): it watches every process and traces
+ * some. */
 struct host_settings {
 	bool all;		     /* --all: every process of the host */
 	const char **cgroups;	     /* --cgroup, in order (malloc'd; the paths are argv's) */
@@ -62,15 +63,15 @@ struct options {
 	bool verbose;
 	const char *allocator; /* --allocator PATH, or NULL to discover */
 	struct alloc_spec *own; /* --alloc, --calloc, --realloc, --free (malloc'd) */
-	/* Where a pool keeps a pointer to its name, bytes into it (--pool-name-at, or the
-	 * family's), if pool_named */
+	/* A pool keeps a pointer to its name this many bytes into it (--pool-name-at, or the
+	 * family's), if pool_named. */
 	unsigned int pool_name_at;
 	bool pool_named;
 	bool pool_name_given; /* --pool-name-at: the family's place does not replace it */
 	size_t nown;
 	uint32_t families; /* those --allocator-family named: bit i for families__get(i) */
-	/* --level malloc: the program's own allocator functions named (these many), not
-	 * traced: the report is malloc's level */
+	/* --level malloc leaves the program's own allocator functions named (own_untraced of
+	 * them) untraced, so that the report is malloc's level. */
 	bool level_malloc;
 	size_t own_untraced;
 	uint32_t max_allocs;
@@ -80,17 +81,19 @@ struct options {
 	uint32_t stack_bytes;
 	bool probe_entries;    /* --probe-at entry: every probe on its function's entry */
 	int probe_links;       /* --probe-links: enum probe_links_mode (probes.h) */
-	bool live;	       /* duty-cycled, sampled tracing within an overhead budget */
-	bool watch;	       /* no allocator probes: new pages, by the stack writing them */
+	/* The mode of tracing names a row of session/tracers.c (--live: "live"); NULL means the
+	 * table's first, full mode. */
+	const char *mode;
 	uint64_t sample_bytes; /* mean bytes between sampled allocations; 0: all */
 	uint64_t window_ms;    /* live: how long each tracing window lasts */
 	double max_overhead;   /* live: the slowdown allowed, as a fraction */
-	/* Files rewritten at each report, by row of outputs[] (outputs.h; NULL: not written);
-	 * with files[OUTPUT_REPORT], the report goes there instead of standard output */
+	/* The files rewritten at each report, by row of outputs[] (outputs.h; NULL: not
+	 * written). With files[OUTPUT_REPORT] set, the report goes there instead of standard
+	 * output. */
 	const char *files[OUTPUTS_MAX];
 	unsigned int file_mode; /* of the files heaptap makes */
 	const char *listen;	/* --listen [ADDR:]PORT as given, NULL: no metrics served */
-	/* Alarms: thresholds, 0 when not set */
+	/* The alarms' thresholds are 0 when not set. */
 	uint64_t alert_live;	    /* live bytes */
 	uint64_t alert_growth;	    /* bytes per hour, over the latest reports */
 	uint64_t alert_rss;	    /* the target's RSS */
@@ -118,8 +121,8 @@ enum {
 	EXIT_ALERT = 3, /* --exit-on-alert: an alarm fired */
 };
 
-/* The name of a sort key, or of a stack choice; NULL past the last (the shells' completion
- * lists them so). */
+/* The name of a sort key, or of a stack choice; NULL past the last, so that the shells'
+ * completion can list them. */
 const char *options__sort_name(enum sort_key key);
 const char *options__stack_name(enum stack_choice stack);
 

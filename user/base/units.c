@@ -6,7 +6,7 @@
 
 #include "base/units.h"
 
-/* "1.5", "250ms", "2s", "10m", "1h" -> milliseconds. */
+/* Reads "1.5", "250ms", "2s", "10m", "1h" as milliseconds. */
 int units__time(const char *arg, uint64_t *ms, bool allow_zero)
 {
 	double v, scale = 1000;
@@ -25,14 +25,14 @@ int units__time(const char *arg, uint64_t *ms, bool allow_zero)
 	else if (*end && strcmp(end, "s"))
 		return -EINVAL;
 	v *= scale;
-	/* Capped at ten years, so that nanoseconds fit in 64 bits. */
+	/* A time stays under ten years, so that its nanoseconds fit in 64 bits. */
 	if (v < 0 || v > 315360000e3 || (!allow_zero && v < 1))
 		return -EINVAL;
 	*ms = (uint64_t)v;
 	return 0;
 }
 
-/* "4096", "512k", "2m", "1g" -> bytes. */
+/* Reads "4096", "512k", "2m", "1g" as bytes. */
 int units__bytes(const char *arg, uint64_t *out)
 {
 	unsigned long long v;
@@ -49,7 +49,7 @@ int units__bytes(const char *arg, uint64_t *out)
 				     : (*end == 'm' || *end == 'M') ? 20
 								    : 30;
 
-		/* Checked before the shift, which would wrap: 17179869185g is not 1g. */
+		/* The check comes before the shift, which would wrap: 17179869185g is not 1g. */
 		if (v > (1ULL << 40) >> shift)
 			return -EINVAL;
 		v <<= shift;

@@ -16,6 +16,7 @@
 #include "base/array.h"
 #include "base/clock.h"
 #include "base/env.h"
+#include "base/kernel.h"
 #include "base/log.h"
 #include "host/agent.h"
 #include "host/budget.h"
@@ -108,7 +109,7 @@ static int setup(struct agent *a)
 	a->alarms.threshold[ALARM_LIVE] = opts->alert_live;
 	a->alarms.threshold[ALARM_GROWTH] = opts->alert_growth;
 	a->alarms.threshold[ALARM_RSS] = opts->alert_rss;
-	err = target__check_privileges();
+	err = target__check_privileges() ?: kernel__check();
 	if (!err)
 		err = publish__open(opts, &host_publication, &a->publisher);
 	if (!err && publish__serve(a->publisher))

@@ -17,6 +17,7 @@
 
 #include <bpf/bpf.h>
 
+#include "base/kernel.h"
 #include "base/log.h"
 #include "probe/attacher.h"
 #include "probe/tracefs.h"
@@ -165,9 +166,6 @@ static int perf_link(const struct link_spec *l, int *event)
 	return fd;
 }
 
-/* Whether the kernel refused an inherited event that reads itself in samples (before 6.12). */
-static bool no_sample_read;
-
 /*
  * A perf event on a uprobe event of the tracing filesystem, inherited with l->inherit, and
  * the program's link to it, if l has a program: else the event is the link.
@@ -175,38 +173,35 @@ static bool no_sample_read;
  * The kernel's filter of a uprobe event admits a process by the task each of its perf events
  * was opened or inherited for (event->hw.target), whether the event is enabled or not, and
  * the program runs from the event's tracepoint: a member's events are opened disabled, so that
- * switching its task in and out costs nothing for them. One, the anchor, is enabled: at a
- * context switch between two tasks whose perf contexts are clones (siblings forked from one
- * traced parent), perf swaps the contexts rather than switching their events; when one of
- * the two then exits, it frees the context it holds, the other's events, and the kernel takes
- * the other's breakpoints out: that child stopped being traced in mid-run (seen here,
- * children of a forking target losing hundreds of calls). A context whose scheduled events
- * include an inherited one that reads itself in its samples is never swapped (kernels from
- * 6.12, which also want the TID sampled with it): no sample is ever written (the anchor has
- * no program), the flag only keeps each task's events its own. Measured here: a pipe's round
- * trip between two traced processes on one CPU, 6 us untraced, 17 us with every member
- * enabled, (see bench/follow.py) with the anchor alone.
+ * switching its task in and out costs nothing for them. At a context switch between two tasks
+ * whose perf contexts are clones (siblings forked from one traced parent, or a parent and its
+ * child), perf swaps the contexts rather than switching their events; when one of the two
+ * then exits, it frees the context it holds, the other's events, and the kernel takes the
+ * other's breakpoints out: that child stopped being traced in mid-run (seen here, children of
+ * a forking target losing hundreds of calls). Where the kernel lets an inherited event read
+ * itself in its samples (6.12 on, which also want the TID sampled with it), one member of
+ * each process, the anchor, is enabled with that flag: a context whose scheduled events
+ * include such an event is never swapped, and the anchor is inherited with the rest. No
+ * sample is ever written (the anchor has no program); what it costs a round trip between two
+ * traced processes is bench/inherit.py's to measure. Before 6.12, inherit.c gives each
+ * process an event of its own instead (inherit__own_context).
  */
 static int tracepoint_link(const struct link_spec *l, int *event)
 {
-	bool member = l->prog_fd < 0;
+	bool member = l->prog_fd < 0,
+	     read = l->anchor && kernel__has(KERNEL_INHERIT_READ) == KERNEL_YES;
 	struct perf_event_attr attr = {
 		.size = sizeof(attr),
 		.type = PERF_TYPE_TRACEPOINT,
 		.config = l->tracepoint,
 		.inherit = l->inherit,
-		.disabled = member && !l->anchor,
-		.sample_type = l->anchor && !no_sample_read ? PERF_SAMPLE_READ | PERF_SAMPLE_TID : 0,
+		.disabled = member && !read,
+		.sample_type = read ? PERF_SAMPLE_READ | PERF_SAMPLE_TID : 0,
 	};
 	LIBBPF_OPTS(bpf_link_create_opts, opts, .perf_event.bpf_cookie = l->cookies[0]);
 	int pfd, fd;
 
 	pfd = syscall(__NR_perf_event_open, &attr, l->pid, -1, -1, PERF_FLAG_FD_CLOEXEC);
-	if (pfd < 0 && errno == EINVAL && attr.sample_type) {
-		no_sample_read = true;
-		attr.sample_type = 0;
-		pfd = syscall(__NR_perf_event_open, &attr, l->pid, -1, -1, PERF_FLAG_FD_CLOEXEC);
-	}
 	if (pfd < 0)
 		return -errno;
 	if (member)
@@ -413,8 +408,9 @@ int attacher__start(void)
 
 	if (attacher.pid > 0)
 		return 0;
-	/* Found before the fork: the attacher inherits it. */
+	/* Found before the fork: the attacher inherits them (kernel.c keeps its answers). */
 	find_uprobe_pmu();
+	kernel__has(KERNEL_INHERIT_READ);
 	area = mmap(NULL, AREA, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	if (area == MAP_FAILED)
 		return -errno;

@@ -27,8 +27,9 @@ struct link_spec {
 	 * with inherit; without a program, that event is the link (probes.h: members). */
 	int tracepoint;
 	bool inherit;
-	/* A member (no program) whose event is scheduled with its task, and keeps the task's
-	 * events its own (attacher.c); the other members are opened disabled. */
+	/* A process's first member (no program): from 6.12, enabled and reading itself, which
+	 * keeps the task's events its own (attacher.c); the other members, and every member
+	 * before 6.12, are opened disabled. */
 	bool anchor;
 };
 

@@ -55,9 +55,8 @@ uint64_t closer__cpu_ns(void)
 	return reaped_cpu_ns;
 }
 
-/* Links' fds closed in parallel: each last close waits for a kernel grace period (~70 ms
- * here), and in parallel those waits overlap. What no thread could be started for is done
- * here. */
+/* Links' fds closed in parallel: each last close waits for a kernel grace period, and in
+ * parallel those waits overlap. What no thread could be started for is done here. */
 static void detach_in_parallel(const int *fds, size_t n)
 {
 	struct detach_job job = { .fds = fds, .n = n, .lock = PTHREAD_MUTEX_INITIALIZER };

@@ -14,39 +14,13 @@
 #include <linux/types.h>
 
 #include "base/clock.h"
+#include "base/kernel.h"
 #include "heaptap.h"
 #include "heaptap.skel.h"
 #include "probe/fixups.h"
 #include "target/proc.h"
 
-/*
- * Whether a kprobe program may call bpf_probe_write_user: not on a locked-down kernel.
- * libbpf's helper probe only recognises "unknown func", not the lockdown refusal ("cannot
- * use helper"), so this loads the smallest such program itself.
- */
-static bool bpf_may_write_user(void)
-{
-	const struct bpf_insn prog[] = {
-		/* *(u64 *)(r10 - 8) = 0; bpf_probe_write_user(0, r10 - 8, 8); return 0; */
-		{ .code = BPF_ST | BPF_MEM | BPF_DW, .dst_reg = BPF_REG_10, .off = -8, .imm = 0 },
-		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_1, .imm = 0 },
-		{ .code = BPF_ALU64 | BPF_MOV | BPF_X, .dst_reg = BPF_REG_2, .src_reg = BPF_REG_10 },
-		{ .code = BPF_ALU64 | BPF_ADD | BPF_K, .dst_reg = BPF_REG_2, .imm = -8 },
-		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_3, .imm = 8 },
-		{ .code = BPF_JMP | BPF_CALL, .imm = BPF_FUNC_probe_write_user },
-		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0, .imm = 0 },
-		{ .code = BPF_JMP | BPF_EXIT },
-	};
-	int fd = bpf_prog_load(BPF_PROG_TYPE_KPROBE, NULL, "GPL", prog,
-			       sizeof(prog) / sizeof(prog[0]), NULL);
-
-	if (fd < 0)
-		return false;
-	close(fd);
-	return true;
-}
-
-enum fixup_mode fixups__mode(int pid, const char **why)
+enum fixup_mode fixups__mode(int pid, bool bpf, const char **why)
 {
 	struct iovec local, remote;
 	uint64_t lo, hi;
@@ -54,12 +28,15 @@ enum fixup_mode fixups__mode(int pid, const char **why)
 	char word[8];
 
 	*why = NULL;
-	if (bpf_may_write_user())
+	/* Not on a locked-down kernel (base/kernel.c tries it). */
+	if (bpf && kernel__try(KERNEL_WRITE_USER) == KERNEL_YES)
 		return FIXUP_BPF;
 	/* The thread waits without yielding its CPU: the loader needs another one. */
 	if (sched_getaffinity(0, sizeof(cpus), &cpus) || CPU_COUNT(&cpus) < 2) {
-		*why = "heaptap has a single CPU to run on, and the kernel forbids BPF to write "
-		       "user memory";
+		*why = bpf ? "heaptap has a single CPU to run on, and the kernel forbids BPF to "
+			     "write user memory"
+			   : "heaptap has a single CPU to run on, and BPF's write of user memory "
+			     "was not loaded (no process's operator new could throw at the start)";
 		return FIXUP_NONE;
 	}
 	/* Writing takes the same access check as reading: read the top of its stack. */
@@ -67,8 +44,11 @@ enum fixup_mode fixups__mode(int pid, const char **why)
 		local = (struct iovec){ word, sizeof(word) };
 		remote = (struct iovec){ (void *)(uintptr_t)(hi - sizeof(word)), sizeof(word) };
 		if (process_vm_readv(pid, &local, 1, &remote, 1, 0) < 0 && errno == EPERM) {
-			*why = "heaptap may not write the target's memory (Yama ptrace_scope?), "
-			       "and the kernel forbids BPF to";
+			*why = bpf ? "heaptap may not write the target's memory (Yama "
+				     "ptrace_scope?), and the kernel forbids BPF to"
+				   : "heaptap may not write the target's memory (Yama "
+				     "ptrace_scope?), and BPF's write of it was not loaded (no "
+				     "process's operator new could throw at the start)";
 			return FIXUP_NONE;
 		}
 	}

@@ -7,6 +7,8 @@
 #ifndef HEAPTAP_FIXUPS_H
 #define HEAPTAP_FIXUPS_H
 
+#include <stdbool.h>
+
 struct heaptap_bpf;
 struct fixups;
 
@@ -16,8 +18,11 @@ enum fixup_mode {
 	FIXUP_LOADER, /* the loader writes it while the thread waits (locked-down kernel) */
 };
 
-/* How return addresses can be put back for process pid; *why says why not, for NONE. */
-enum fixup_mode fixups__mode(int pid, const char **why);
+/* How return addresses can be put back for process pid, whose operator new may throw; *why
+ * says why not, for NONE. With bpf, BPF may write them if the kernel lets it: its helper is
+ * tried then (base/kernel.h: the kernel logs the try, and every program that uses it), only
+ * while the session's programs are still to be chosen, or where they write. */
+enum fixup_mode fixups__mode(int pid, bool bpf, const char **why);
 
 /* Publishes the return-probe trampoline's range to the BPF side once the kernel has made
  * it; cheap once done. Call after attach, and now and then until it returns true. */

@@ -5,9 +5,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
+#include <linux/perf_event.h>
+
 #include "base/array.h"
+#include "base/kernel.h"
 #include "base/log.h"
 #include "probe/attacher.h"
 #include "probe/closer.h"
@@ -53,6 +57,11 @@ int inherit__open(void)
 	if (calls.carrier < 0)
 		vlog("tracing: no kernel thread to hold heaptap's calls (a PID namespace): each is "
 		     "held by the first process traced through it");
+	if (kernel__has(KERNEL_INHERIT_READ) != KERNEL_YES)
+		vlog("tracing: no inherited PERF_SAMPLE_READ (Linux 6.12): each process gets a "
+		     "perf event of its own, which keeps its children's probes their own; a "
+		     "child's child forked before heaptap hears of that child may lose its probes "
+		     "when a sibling exits");
 	calls.open = true;
 	return 0;
 }
@@ -118,13 +127,48 @@ int inherit__call(int prog_fd, const char *path, uint64_t offset, bool retprobe,
 	return err ?: (int)i;
 }
 
-int inherit__member(int call, int pid, const char *path, bool anchor)
+/*
+ * A perf context is a clone of its parent's when its task inherited every event of it at the
+ * fork (kernel/events/core.c, perf_event_init_context), and perf swaps two clones at a
+ * context switch (attacher.c says what that costs a child). An event its children do not
+ * inherit keeps theirs from being clones; opening one also unclones the task's own. Kernels
+ * from 6.12 need none (the anchor reads itself); this one is a disabled dummy, inherited by
+ * the process's threads (inherit_thread), whose forks it then keeps apart too.
+ */
+int inherit__own_context(int pid)
+{
+	struct perf_event_attr attr = {
+		.size = sizeof(attr),
+		.type = PERF_TYPE_SOFTWARE,
+		.config = PERF_COUNT_SW_DUMMY,
+		.disabled = 1,
+		.inherit = 1,
+		.inherit_thread = 1,
+	};
+	int fd;
+
+	if (kernel__has(KERNEL_INHERIT_READ) == KERNEL_YES)
+		return -EOPNOTSUPP;
+	fd = syscall(__NR_perf_event_open, &attr, pid, -1, -1, PERF_FLAG_FD_CLOEXEC);
+	return fd < 0 ? -errno : fd;
+}
+
+int inherit__member(int call, int pid, const char *path, bool anchor, int *own)
 {
 	uint64_t none = 0;
 	int event, fd;
 
+	*own = -1;
 	if (call < 0 || (size_t)call >= calls.n)
 		return -EINVAL;
+	/* First: a child forked from now on has a context of its own. */
+	if (anchor) {
+		*own = inherit__own_context(pid);
+		if (*own == -EOPNOTSUPP)
+			*own = -1;
+		else if (*own < 0)
+			return *own;
+	}
 	fd = attacher__link(&(struct link_spec){ .prog_fd = -1,
 						 .pid = pid,
 						 .path = path,
@@ -137,6 +181,10 @@ int inherit__member(int call, int pid, const char *path, bool anchor)
 			    &event);
 	if (fd >= 0 && event >= 0)
 		close(event);
+	if (fd < 0 && *own >= 0) {
+		close(*own);
+		*own = -1;
+	}
 	return fd;
 }
 

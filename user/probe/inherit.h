@@ -33,8 +33,15 @@ int inherit__call(int prog_fd, const char *path, uint64_t offset, bool retprobe,
 
 /* Process pid made a member of call (its children from now on too): the perf event's fd,
  * closed to take pid (and the children that inherited it) out; or negative errno. One member
- * of each process, its anchor, keeps the process's perf events its own (attacher.c). */
-int inherit__member(int call, int pid, const char *path, bool anchor);
+ * of each process, its anchor, keeps the process's perf events its own (attacher.c): before
+ * 6.12, with the event of inherit__own_context, into *own (else -1), closed with the member. */
+int inherit__member(int call, int pid, const char *path, bool anchor, int *own);
+
+/* Before 6.12, the event that keeps the perf contexts of pid and of the children it forks
+ * from now on their own, never swapped (inherit.c says how), for a process that inherited
+ * its probes: its fd, to close once pid has exited; -EOPNOTSUPP where the kernel needs none,
+ * or negative errno. */
+int inherit__own_context(int pid);
 
 /* Every call's link and event closed, by a process of heaptap's own (closer.h), and
  * heaptap's group taken out of the tracing filesystem. Members are out by then. */

@@ -9,6 +9,7 @@
 
 #include <linux/types.h>
 
+#include "base/kernel.h"
 #include "base/log.h"
 #include "heaptap.h"
 #include "heaptap.skel.h"
@@ -104,14 +105,16 @@ static int link_to(struct bpf_program *prog, int pid, const char *path, const ui
 			      event);
 }
 
-/* pid made a member of the call of prog at pr (its return with returns): the member's fd. */
+/* pid made a member of the call of prog at pr (its return with returns): the member's fd,
+ * and the anchor's event of the process's own in *own (inherit.h). */
 static int member_of(struct bpf_program *prog, int pid, const struct probe *pr, uint64_t cookie,
-		     bool returns, bool anchor)
+		     bool returns, bool anchor, int *own)
 {
 	const char *path = pr->file->open_path;
 	int call = inherit__call(bpf_program__fd(prog), path, pr->offset, returns, cookie, pid);
 
-	return call < 0 ? call : inherit__member(call, pid, path, anchor);
+	*own = -1;
+	return call < 0 ? call : inherit__member(call, pid, path, anchor, own);
 }
 
 void probes__lend_programs(struct heaptap_bpf *skel)
@@ -144,7 +147,7 @@ enum probe_links_mode probes__choose_links(struct heaptap_bpf *skel, enum probe_
 		want = LINKS_AUTO;
 	}
 	if (want == LINKS_AUTO)
-		want = insn__kernel_version() >= INSN_KERNEL(6, 6) ? LINKS_MULTI : LINKS_SINGLE;
+		want = kernel__has(KERNEL_UPROBE_MULTI) == KERNEL_YES ? LINKS_MULTI : LINKS_SINGLE;
 	links_mode = want;
 	if (want == LINKS_MULTI)
 		bpf_object__for_each_program(prog, skel->obj)
@@ -329,7 +332,8 @@ int probes__attach(const struct probes *p, struct probe_links *l, struct heaptap
 			if (*link >= 0)
 				continue;
 			if (links_mode == LINKS_INHERIT)
-				*link = member_of(prog, pid, pr, cookie, returns, !l->count);
+				*link = member_of(prog, pid, pr, cookie, returns, !l->count,
+						  link + 1);
 			else
 				*link = link_to(prog, pid, pr->file->open_path, &pr->offset,
 						&cookie, 1, returns, link + 1);

@@ -20,8 +20,9 @@ struct multi_link {
 };
 
 /* One process's probes: for the plan's probe i, v[4 * i] the fd of its entry's link and
- * v[4 * i + 1] the link's perf event's, v[4 * i + 2] and v[4 * i + 3] its return's (-1:
- * none); or, with uprobe_multi links, multi. */
+ * v[4 * i + 1] the link's perf event's (of a member, the anchor's event of its process's
+ * own, inherit.h), v[4 * i + 2] and v[4 * i + 3] its return's (-1: none); or, with
+ * uprobe_multi links, multi. */
 struct probe_links {
 	const struct probes *plan;
 	int *v;

@@ -27,6 +27,7 @@ struct process *procs__add(struct procs *ps, const struct target *t, int parent)
 		return NULL;
 	p->t = *t;
 	p->parent = parent;
+	p->own_context = -1;
 	ps->v[ps->n++] = p;
 	return p;
 }
@@ -71,6 +72,13 @@ struct image *procs__new_image(struct procs *ps, uint32_t id)
 	return im;
 }
 
+void procs__close_own_context(struct process *p)
+{
+	if (p->own_context >= 0)
+		close(p->own_context);
+	p->own_context = -1;
+}
+
 size_t procs__alive(const struct procs *ps)
 {
 	size_t i, n = 0;
@@ -82,6 +90,7 @@ size_t procs__alive(const struct procs *ps)
 
 static void free_process(struct process *p)
 {
+	procs__close_own_context(p);
 	probes__links_free(&p->links);
 	probes__links_free(&p->kept);
 	free(p->roots);

@@ -66,6 +66,9 @@ struct process {
 	size_t nroots;
 	unsigned int heirs;
 	struct probe_links kept;
+	/* Before 6.12, for one that inherited its probes: the perf event that keeps its
+	 * children's perf contexts apart from its own (inherit.h); -1: none. */
+	int own_context;
 };
 
 /* Processes that exited long enough ago to be folded into one line: a service that goes
@@ -98,6 +101,8 @@ struct process *procs__find(const struct procs *ps, int pid);
 struct image *procs__image(const struct procs *ps, uint32_t id);
 /* A new image (id: given, or 0 for the loader's next); NULL when out of memory. */
 struct image *procs__new_image(struct procs *ps, uint32_t id);
+/* p's own_context closed: it has exited. */
+void procs__close_own_context(struct process *p);
 /* Processes alive. */
 size_t procs__alive(const struct procs *ps);
 /* Folds the processes other than the first that exited before before_ns (their blocks

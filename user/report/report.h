@@ -12,7 +12,7 @@
 
 #include "account/accounting.h"
 #include "account/alarm.h"
-#include "account/leak_check.h"
+#include "leak/leak.h"
 #include "account/history.h"
 #include "account/drain.h"
 #include "probe/duty.h"

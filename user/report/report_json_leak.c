@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0
-#include "account/leak_check.h"
+#include "leak/leak.h"
 #include "report/json.h"
 #include "report/report.h"
 #include "report/report_json_leak.h"
@@ -102,6 +102,11 @@ json_object *report__json_leak_check(const struct report *r)
 	put(o, "threads", u64(lc->stats.threads));
 	put(o, "threads_not_stopped", u64(lc->stats.late_threads));
 	put(o, "skipped_regions", u64(lc->stats.skipped_regions));
+	put(o, "skipped_bytes", u64(lc->stats.skipped_bytes));
+	put(o, "protected_regions", u64(lc->stats.protected_regions));
+	put(o, "protected_bytes", u64(lc->stats.protected_bytes));
+	put(o, "unwritten_regions", u64(lc->stats.unwritten_regions));
+	put(o, "unwritten_bytes", u64(lc->stats.unwritten_bytes));
 	put(o, "complete", json_object_new_boolean(lc->stats.complete));
 	reasons = json_object_new_array();
 	for (int i = 0; i < REACH_REASONS; i++)

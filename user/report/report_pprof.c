@@ -14,11 +14,11 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/build.h"
 #include "base/idmap.h"
 #include "profile.pb-c.h"
 #include "report/pprof.h"
 #include "report/report.h"
-#include "report/version.h"
 
 typedef Perftools__Profiles__Sample Sample;
 typedef Perftools__Profiles__Mapping Mapping;
@@ -273,7 +273,7 @@ static int encode(const struct report *r, uint8_t **out, size_t *size)
 	struct timespec now;
 	int err = b.p ? add_samples(&b) : -ENOMEM;
 
-	if (!err && (asprintf(&comments[0], "heaptap %s, pid %d (%s), %s", version__number(),
+	if (!err && (asprintf(&comments[0], "heaptap %s, pid %d (%s), %s", build__version(),
 			      r->pid, r->comm,
 			      r->figures->pages ? "--watch: new pages by the stack that wrote them"
 					     : "allocations since attach") < 0 ||

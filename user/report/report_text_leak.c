@@ -2,7 +2,7 @@
 #include <inttypes.h>
 #include <string.h>
 
-#include "account/leak_check.h"
+#include "leak/leak.h"
 #include "report/report.h"
 #include "report/report_text_leak.h"
 #include "report/text.h"
@@ -53,8 +53,13 @@ static void roots(FILE *f, const struct report *r, const struct reach_stats *st)
 			bytes(a, sizeof(a), st->root_bytes[i]));
 		sep = ", ";
 	}
-	fprintf(f, "%s%s registers of %u thread%s\n", sep, *sep ? "and the" : "the", st->threads,
+	fprintf(f, "%s%s registers of %u thread%s", sep, *sep ? "and the" : "the", st->threads,
 		st->threads == 1 ? "" : "s");
+	if (st->protected_regions)
+		fprintf(f, "; %s read through protections (%u %s the program made unreadable)",
+			bytes(a, sizeof(a), st->protected_bytes), st->protected_regions,
+			st->protected_regions == 1 ? "mapping" : "mappings");
+	fprintf(f, "\n");
 	if (!st->nheaps)
 		return;
 	for (i = 0; i < st->nheaps; i++) {
@@ -160,5 +165,10 @@ void report__text_leak_check(FILE *f, const struct report *r)
 			"%s unreadable\n",
 			st->skipped_regions, st->skipped_regions == 1 ? "mapping" : "mappings",
 			bytes(a, sizeof(a), st->unreadable_bytes));
+	if (st->unwritten_regions)
+		fprintf(f, "  not read         %u unreadable %s never written (%s: guard pages, "
+			   "reservations)\n",
+			st->unwritten_regions, st->unwritten_regions == 1 ? "mapping" : "mappings",
+			bytes(a, sizeof(a), st->unwritten_bytes));
 	loss_records(f, r, lc);
 }

@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <time.h>
 
-#include "account/reach.h"
+#include "leak/leak.h"
 #include "base/clock.h"
 
 struct report;

@@ -10,8 +10,7 @@
 #include "account/block_table.h"
 #include "account/drain.h"
 #include "account/history.h"
-#include "account/reach.h"
-#include "account/reach_hold.h"
+#include "leak/leak.h"
 #include "base/clock.h"
 #include "base/log.h"
 #include "heaptap.skel.h"
@@ -33,8 +32,8 @@ static void let_go(struct session *s)
 
 	if (!s->hold)
 		return;
-	reach__hold_exiting(s->hold, &status);
-	reach__release(s->hold);
+	leak_hold__exiting(s->hold, &status);
+	leak_hold__release(s->hold);
 	s->hold = NULL;
 	if (!s->exit_held)
 		return;
@@ -59,7 +58,7 @@ static const char *missing_check(const struct session *s, bool checked)
 		return "not checked at its exit: another tracer (a debugger, strace) held it";
 	if (s->hold_err)
 		return "not checked at its exit: heaptap could not hold it (see stderr)";
-	if (s->hold && reach__hold_fd(s->hold) < 0)
+	if (s->hold && leak_hold__fd(s->hold) < 0)
 		return "not checked at its exit: heaptap's holder process had ended (killed?)";
 	return "not checked at its exit: it exited before it could be held";
 }
@@ -81,7 +80,7 @@ int session__finish(struct session *s, int err)
 		drain__flush(s->rings);
 	}
 	/* An exit the holder told of during the check: its status is waited for too. */
-	s->exit_held = s->exit_held || reach__hold_exiting(s->hold, NULL);
+	s->exit_held = s->exit_held || leak_hold__exiting(s->hold, NULL);
 	s->leak_note = missing_check(s, checked);
 	let_go(s);
 
@@ -137,7 +136,7 @@ int session__close(struct session *s, int err)
 		snapshot__free(&s->prev);
 	history__free(s->history);
 	rss_reader__free(s->rss);
-	reach__release(s->hold);
+	leak_hold__release(s->hold);
 	if (s->have_leak)
 		leak_check__free(&s->leak);
 	/* Each process's own (a launched command never released exits without running), then

@@ -17,7 +17,7 @@
 
 #include "account/accounting.h"
 #include "account/drain.h"
-#include "account/reach_hold.h"
+#include "leak/leak.h"
 #include "base/clock.h"
 #include "base/log.h"
 #include "heaptap.h"
@@ -116,10 +116,10 @@ static enum event serve(struct session *s, int epfd, int fd, int sigfd, int *err
 		return EVENT_END;
 	}
 	/* The holder: the target is held at its exit (or the holder has ended). */
-	if (s->hold && fd == reach__hold_fd(s->hold)) {
-		if (reach__hold_serve(s->hold))
+	if (s->hold && fd == leak_hold__fd(s->hold)) {
+		if (leak_hold__serve(s->hold))
 			return EVENT_END;
-		if (reach__hold_fd(s->hold) < 0)
+		if (leak_hold__fd(s->hold) < 0)
 			epoll_ctl(epfd, EPOLL_CTL_DEL, fd, NULL);
 		return EVENT_NONE;
 	}
@@ -179,7 +179,7 @@ int session__run(struct session *s, int sigfd)
 		turn = s->tracer->ops->deadline(s->tracer);
 	epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (epfd < 0 || add_fd(epfd, sigfd) || add_fd(epfd, drain__fd(s->rings)) ||
-	    (reach__hold_fd(s->hold) >= 0 && add_fd(epfd, reach__hold_fd(s->hold)))) {
+	    (leak_hold__fd(s->hold) >= 0 && add_fd(epfd, leak_hold__fd(s->hold)))) {
 		err = -errno;
 		elog("epoll: %s", strerror(-err));
 		if (epfd >= 0)
@@ -196,7 +196,7 @@ int session__run(struct session *s, int sigfd)
 		int n, i;
 
 		/* Held at its exit, as a check meanwhile may have learned. */
-		if (now >= end || reach__hold_exiting(s->hold, NULL))
+		if (now >= end || leak_hold__exiting(s->hold, NULL))
 			goto out;
 		wake = chores(s, now, next < end ? next : end);
 		wake = turn < wake ? turn : wake;
@@ -227,6 +227,6 @@ int session__run(struct session *s, int sigfd)
 out:
 	close(epfd);
 	s->epfd = -1;
-	s->exit_held = reach__hold_exiting(s->hold, NULL);
+	s->exit_held = leak_hold__exiting(s->hold, NULL);
 	return err;
 }

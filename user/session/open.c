@@ -10,6 +10,7 @@
 #include <linux/types.h>
 
 #include "base/escape.h"
+#include "base/kernel.h"
 #include "base/log.h"
 #include "heaptap.h"
 #include "probe/attacher.h"
@@ -146,13 +147,12 @@ int session__open(struct session *s, const struct options *opts)
 	unsetenv("DEBUGINFOD_URLS");
 	signal(SIGPIPE, SIG_IGN);
 
-	/* Nothing is touched without the privileges to finish the job. */
-	err = target__check_privileges() ?: check_matching(s);
+	/* Nothing is touched without the privileges and the kernel to finish the job. */
+	err = target__check_privileges() ?: kernel__check() ?: check_matching(s);
 	if (err)
 		return err;
 	/* The mode's tracer, while heaptap is small (the probes' attacher is a process). */
-	err = tracers__find(opts->watch ? "watch" : opts->live ? "live" : "full")
-		      ->ops->open(s, &s->tracer);
+	err = (opts->mode ? tracers__find(opts->mode) : tracers__get(0))->ops->open(s, &s->tracer);
 	err = err ?: find_targets(s);
 	if (err)
 		return err;

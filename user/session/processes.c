@@ -17,6 +17,7 @@
 #include "heaptap.skel.h"
 #include "probe/closer.h"
 #include "probe/fixups.h"
+#include "probe/inherit.h"
 #include "probe/probes.h"
 #include "session/images.h"
 #include "session/processes.h"
@@ -198,9 +199,12 @@ void session__process_event(struct session *s, const struct heaptap_proc_event *
 			p->exe = strdup(parent->exe);
 		}
 		if (parent && procs__inherit(p, parent, e->start_ns)) {
-			/* Traced from its fork: nothing to attach. */
+			/* Traced from its fork: nothing to attach. Before 6.12, the children it
+			 * forks from now on keep their probes apart from its own (inherit.h). */
 			p->attached = true;
 			p->ever_attached = true;
+			if (!gone)
+				p->own_context = inherit__own_context(p->t.pid);
 			vlog("PID %d (%s) traced too, forked by %d: its probes inherited%s", p->t.pid,
 			     p->t.comm, e->parent, gone ? ", it has exited" : "");
 			if (gone)
@@ -299,6 +303,7 @@ void session__process_exited(struct session *s, struct process *p)
 		return;
 	p->exited_ns = clock__now_ns();
 	procs__disinherit(p);
+	procs__close_own_context(p);
 	bpf_map_lookup_elem(bpf_map__fd(s->skel->maps.proc_counters), &key, &p->end);
 	/* Its figures are kept here; the first process's stay in the map with its blocks. */
 	if (p != s->procs.v[0])

@@ -5,9 +5,7 @@
 
 #include <linux/types.h>
 
-#include "account/leak_check.h"
-#include "account/reach.h"
-#include "account/reach_hold.h"
+#include "leak/leak.h"
 #include "base/clock.h"
 #include "heaptap.h"
 #include "heaptap.skel.h"
@@ -166,7 +164,7 @@ int session__leak_check(struct session *s, enum leak_trigger trigger)
 	struct leak_check_opts o = {
 		.max_pause_ns = s->opts.leak_check_max_ms * 1000000ULL,
 		/* A holder that has ended (killed) leaves the checks to a tracer of their own. */
-		.hold = reach__hold_fd(s->hold) >= 0 ? s->hold : NULL,
+		.hold = leak_hold__fd(s->hold) >= 0 ? s->hold : NULL,
 		.trigger = trigger,
 		/* Every block of its heap known: a command traced from its start, every block
 		 * recorded (none sampled out, none left out of a full map). */

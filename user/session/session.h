@@ -18,7 +18,7 @@
 
 #include "account/accounting.h"
 #include "account/alarm.h"
-#include "account/leak_check.h"
+#include "leak/leak.h"
 #include "base/settings.h"
 #include "probe/duty.h"
 #include "probe/procs.h"
@@ -64,7 +64,7 @@ struct session {
 	struct rss_pinner rss_pinners[RSS_PINNERS]; /* the latest full read's */
 	unsigned int rss_npinners;
 	struct alarms alarms;
-	struct reach_hold *hold; /* --leak-check: the target held to its exit, or NULL */
+	struct leak_hold *hold; /* --leak-check: the target held to its exit, or NULL */
 	int hold_err;		 /* why it could not be held (negative errno), or 0 */
 	bool exit_held;		 /* the target is held at its exit */
 	struct leak_check leak;	 /* the latest leak check, kept for the final report */

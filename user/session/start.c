@@ -11,8 +11,7 @@
 #include <linux/types.h>
 
 #include "account/drain.h"
-#include "account/reach.h"
-#include "account/reach_hold.h"
+#include "leak/leak.h"
 #include "base/clock.h"
 #include "base/log.h"
 #include "heaptap.h"
@@ -175,7 +174,7 @@ int session__start(struct session *s, int sigfd)
 
 	/* --leak-check: the target held to its exit (a launched command from before exec). */
 	if (s->opts.leak_check) {
-		s->hold_err = reach__hold(s->target->pid, &s->hold);
+		s->hold_err = leak_hold__start(s->target->pid, &s->hold);
 		if (s->hold_err)
 			elog("no leak check at PID %d's exit: %s", s->target->pid,
 			     reach__strerror(s->hold_err));

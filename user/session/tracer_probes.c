@@ -30,12 +30,18 @@ struct probe_tracer *probe_tracer__of(struct tracer *t)
 	return container_of(t, struct probe_tracer, base);
 }
 
-/* Which functions, where, and how exceptions get out of operator new. */
+/* Which functions, where, and how exceptions get out of operator new, where it may throw:
+ * by BPF's write if the kernel allows it and the programs loaded (or to be) have it. */
 int probe_tracer__plan(struct tracer *t, struct image *im)
 {
+	struct probe_tracer *pt = probe_tracer__of(t);
 	struct session *s = t->s;
-	const char *no_fixup_why;
-	enum fixup_mode fixup = fixups__mode(im->pid, &no_fixup_why);
+	const char *no_fixup_why = NULL;
+	enum fixup_mode fixup =
+		im->allocator->nunwinders
+			? fixups__mode(im->pid, !pt->fixup_chosen || pt->fixup == FIXUP_BPF,
+				       &no_fixup_why)
+			: FIXUP_NONE;
 	struct probes_plan_opts opts = { .entries = s->opts.probe_entries };
 	int err = probes__plan(im->allocator, fixup, no_fixup_why, &opts, &im->plan);
 
@@ -48,12 +54,19 @@ int probe_tracer__plan(struct tracer *t, struct image *im)
 
 void probe_tracer__configure(struct tracer *t, struct heaptap_bpf *skel)
 {
+	struct probe_tracer *pt = probe_tracer__of(t);
 	struct session *s = t->s;
-	const char *why;
+	size_t i;
 
-	/* The machine's way (no process: whether the process lets heaptap write it is each
-	 * plan's to say). */
-	probes__choose_programs(fixups__mode(0, &why), skel);
+	/* BPF's write where a plan chose it (the kernel allows it, and was asked only then);
+	 * else the loader's, for the processes whose operator new may throw that come later
+	 * (exec, --comm) too. */
+	pt->fixup = FIXUP_LOADER;
+	for (i = 0; i < s->procs.nimages; i++)
+		if (s->procs.images[i]->plan && s->procs.images[i]->plan->fixup == FIXUP_BPF)
+			pt->fixup = FIXUP_BPF;
+	pt->fixup_chosen = true;
+	probes__choose_programs(pt->fixup, skel);
 	s->links_mode = probes__choose_links(skel, s->opts.probe_links, s->opts.follow);
 }
 

@@ -9,6 +9,7 @@
 
 #include <stdbool.h>
 
+#include "probe/fixups.h"
 #include "probe/overhead.h"
 #include "session/tracer.h"
 
@@ -18,6 +19,10 @@ struct probe_tracer {
 	struct tracer base;
 	struct fixups *fixups; /* exceptions' return addresses, written by heaptap */
 	bool fixups_failed;    /* they could not be started (said once) */
+	/* The unwinder's program loaded: BPF's write (FIXUP_BPF), where a plan made before
+	 * load chose it, else the loader's; chosen at configure */
+	bool fixup_chosen;
+	enum fixup_mode fixup;
 	/* What a probe hit costs here, measured at load where it is used (--listen's
 	 * slowdown, -v's model, --live's windows) */
 	bool calibrated;

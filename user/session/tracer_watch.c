@@ -12,6 +12,7 @@
 
 #include "base/container.h"
 #include "base/log.h"
+#include "base/settings.h"
 #include "heaptap.h"
 #include "heaptap.skel.h"
 #include "report/report.h"
@@ -111,6 +112,22 @@ static void free_tracer(struct tracer *t)
 {
 	detach(t, NULL);
 	free(watch_of(t));
+}
+
+/* --watch probes no allocator function and tracks no block. */
+int fault_tracer__check(const struct options *opts)
+{
+	if (opts->nown) {
+		elog("%s names an allocator function, and --watch probes none: choose one (see "
+		     "heaptap --help)", opts->own[0].option);
+		return -EINVAL;
+	}
+	if (opts->leak_check) {
+		elog("--leak-check needs the blocks that --watch does not track: choose one "
+		     "(see heaptap --help)");
+		return -EINVAL;
+	}
+	return 0;
 }
 
 const struct tracer_ops fault_tracer = {

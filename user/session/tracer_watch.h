@@ -5,6 +5,11 @@
 
 #include "session/tracer.h"
 
+struct options;
+
 extern const struct tracer_ops fault_tracer;
+
+/* What --watch asks of the other options: 0, or -EINVAL after saying what is wrong. */
+int fault_tracer__check(const struct options *opts);
 
 #endif

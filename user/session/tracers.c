@@ -9,8 +9,14 @@
 /* A new way of tracing is a struct tracer_ops in a file of its own, and a row here. */
 static const struct mode modes[] = {
 	{ "full", &probe_tracer },
-	{ "live", &live_tracer },
-	{ "watch", &fault_tracer },
+	{ "live", &live_tracer,
+	  .help = "for a production server: trace in windows, sampled, within an overhead budget "
+		  "(see --max-overhead)",
+	  .defaults = { { "sample", "512k" } } },
+	{ "watch", &fault_tracer,
+	  .help = "no allocator probes at all: new pages of memory, by the stack that first wrote "
+		  "them (the cheapest: heap growth only)",
+	  .check = fault_tracer__check },
 };
 
 const struct mode *tracers__get(size_t i)

@@ -38,8 +38,8 @@ static void target_file__free(struct target_file *f)
 	elf_syms__free(f->elf);
 }
 
-/* f: o's file, its paths copied and its ELF taken (o reads it again should it be asked).
- * -ENOMEM when a copy failed: f is whole but for it, for its owner to free. */
+/* Fills f with o's file: it copies the paths and takes the ELF (o reads it again should it be
+ * asked). Returns -ENOMEM when a copy failed; f is whole but for it, for its owner to free. */
 static int copy_file(struct object *o, struct target_file *f)
 {
 	*f = (struct target_file){ .path = strdup(o->path),
@@ -53,9 +53,10 @@ static int copy_file(struct object *o, struct target_file *f)
 }
 
 /*
- * Objects with the C++ unwinder: an exception thrown by operator new passes through them.
- * Found before choose() hands an object over; their ELF is taken (and read again, should
- * choose() need it). Whether one was missed because an object could not be read is noted.
+ * Finds the objects with the C++ unwinder, through which an exception thrown by operator new
+ * passes. It runs before choose() hands an object over, and takes their ELF (read again,
+ * should choose() need it). It notes whether one was missed because an object could not be
+ * read.
  */
 static int find_unwinders(struct objects *objs, struct allocator *a)
 {
@@ -107,7 +108,7 @@ static bool frame_pointers(struct objects *objs, const struct allocator *a)
 	return true;
 }
 
-/* The unwinders found go with the allocator chosen; err is the choice's outcome. */
+/* Gives the unwinders found to the allocator chosen; err is the choice's outcome. */
 static int with_unwinders(int err, struct allocator *a, struct allocator *found)
 {
 	if (err) {
@@ -120,7 +121,8 @@ static int with_unwinders(int err, struct allocator *a, struct allocator *found)
 	return 0;
 }
 
-/* Entries of LD_PRELOAD (colon or space separated) and of the preload file, in order. */
+/* Lists the entries of LD_PRELOAD (colon or space separated) and of the preload file, in
+ * order. */
 static char *preload_list(const char *env, const char *file)
 {
 	char *list = NULL, *text = NULL;
@@ -148,7 +150,7 @@ static struct object *first_preloaded(struct objects *objs, char *list, const ch
 	return NULL;
 }
 
-/* Breadth first through DT_NEEDED from the executable: the dynamic linker's search order. */
+/* Searches DT_NEEDED breadth first from the executable, as the dynamic linker does. */
 static struct object *first_needed(struct objects *objs, struct object *exe)
 {
 	struct object **queue = calloc(objs->n + 1, sizeof(*queue));
@@ -181,7 +183,7 @@ static struct object *first_needed(struct objects *objs, struct object *exe)
 	return found;
 }
 
-/* The executable, preloads, then DT_NEEDED: objs->v[0] is the executable. */
+/* Searches the executable, the preloads, then DT_NEEDED; objs->v[0] is the executable. */
 static int choose(struct objects *objs, const char *preload_env, const char *preload_file,
 		  struct allocator **out)
 {
@@ -239,7 +241,7 @@ static struct object *find_override(int pid, struct objects *objs, const char *o
 	bool found;
 	size_t i;
 
-	/* The path as the target sees it first, then as heaptap does. */
+	/* The path is tried as the target sees it first, then as heaptap does. */
 	if (pid && asprintf(&inside, "/proc/%d/root%s", pid, override) < 0)
 		return NULL;
 	found = (inside && !stat(inside, &st)) || !stat(override, &st);
@@ -255,7 +257,7 @@ const struct target_file *allocator__own_file(const struct allocator *a, const s
 	return fn->file < 0 ? &a->file : &a->own_files[fn->file];
 }
 
-/* Whether o has a function called name, exported or not: read in full if need be. */
+/* Whether o has a function called name, exported or not; o's full table is read if need be. */
 static bool has_function(struct object *o, const char *name, bool full)
 {
 	struct elf_syms *elf = object__elf(o), *all = NULL;
@@ -274,10 +276,10 @@ static bool has_function(struct object *o, const char *name, bool full)
 }
 
 /*
- * The object of objs that has a function called name: the program first, then in load
+ * Finds the object of objs that has a function called name: the program first, then in load
  * order, by what each exports (and the program's own symbols), then (unless exported_only)
- * by every object's full symbol table. -1 for the allocator's own object (taken out of
- * objs), -2 for none.
+ * by every object's full symbol table. Returns -1 for the allocator's own object (taken out
+ * of objs), -2 for none.
  */
 static int defining(struct objects *objs, const struct allocator *a, const char *name,
 		    bool exported_only, struct object **found)
@@ -302,7 +304,7 @@ static int defining(struct objects *objs, const struct allocator *a, const char 
 	return -2;
 }
 
-/* The own_files entry for object o: the one already made for its path, or a new one. */
+/* Returns the own_files entry for object o: the one already made for its path, or a new one. */
 static int own_file(struct allocator *a, struct object *o, size_t *cap)
 {
 	size_t i;
@@ -312,11 +314,11 @@ static int own_file(struct allocator *a, struct object *o, size_t *cap)
 			return i;
 	if (array__reserve(&a->own_files, cap, a->nown_files, sizeof(*a->own_files)))
 		return -ENOMEM;
-	/* Counted even when a copy failed: freed with the allocator. */
+	/* The entry counts even when a copy failed, so that the allocator frees it. */
 	return copy_file(o, &a->own_files[a->nown_files++]) ?: (int)a->nown_files - 1;
 }
 
-/* The program's own allocator functions: each in the first object that defines it. */
+/* Finds each of the program's own allocator functions in the first object that defines it. */
 static int find_own(struct objects *objs, const struct allocator_want *want, const char *where,
 		    struct allocator *a)
 {
@@ -378,7 +380,7 @@ int allocator__decide(struct objects *objs, const struct allocator_search *how,
 			     override, pid, pid);
 			err = -ENOENT;
 		} else {
-			/* Not loaded at start: perhaps dlopen'ed later. */
+			/* The object is not loaded at start; perhaps it is dlopen'ed later. */
 			err = objects__add(objs, override, strdup(override), 0, 0);
 			if (!err)
 				err = take_override(&objs->v[objs->n - 1], override, out);
@@ -401,8 +403,8 @@ int allocator__decide(struct objects *objs, const struct allocator_search *how,
 		struct object *o;
 		size_t i;
 
-		/* The families the program has, by what its objects export (each object's
-		 * dynamic symbols, read if they were not yet). */
+		/* The program has a family when its objects export it (each object's dynamic
+		 * symbols are read if they were not yet). */
 		for (i = 0; i < how->want->nfamilies && i < 32; i++)
 			if (defining(objs, *out, how->want->families[i], true, &o) != -2)
 				(*out)->families |= 1U << i;

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * Which object's malloc a process really calls: the one the dynamic linker binds malloc to,
- * searching the executable, then preloaded libraries, then DT_NEEDED breadth first.
+ * A process really calls the malloc the dynamic linker binds it to, searching the executable,
+ * then preloaded libraries, then DT_NEEDED breadth first; heaptap searches so too.
  */
 #ifndef HEAPTAP_ALLOCATOR_H
 #define HEAPTAP_ALLOCATOR_H
@@ -9,7 +9,7 @@
 #include "base/alloc_spec.h"
 #include "target/elfsyms.h"
 
-/* A file the target maps, and how heaptap reaches it. */
+/* A target_file is a file the target maps, with how heaptap reaches it. */
 struct target_file {
 	char *path;	      /* as the target sees it */
 	char *name;	      /* path as reports and messages show it (escape.h) */
@@ -39,19 +39,20 @@ struct allocator {
 	uint32_t families; /* want->families' functions some object exports: bit i for [i] */
 };
 
-/* What to look for: the malloc family, and the program's own functions. */
+/* The search looks for the malloc family, and for the program's own functions. */
 struct allocator_want {
 	const char *override;	      /* --allocator PATH, or NULL to discover */
 	const struct alloc_spec *own; /* --alloc ...: looked for in every object */
 	size_t nown;
-	/* One not found: an error (a process the user named), a warning (a launched command,
-	 * which may exec the program that has it), or a word with -v (others) */
+	/* A function not found is an error for a process the user named, a warning for a
+	 * launched command (which may exec the program that has it), and a word with -v for
+	 * others. */
 	enum { OWN_REQUIRED, OWN_WARN, OWN_QUIET } own_missing;
-	/* A command about to be launched: what heaptap will read of its objects is read
-	 * ahead (not for a process's exec met while tracing: that would hold up the loop) */
+	/* For a command about to be launched, heaptap reads ahead what it will read of its
+	 * objects. It does not for a process's exec met while tracing, which it would hold up. */
 	bool read_ahead;
-	/* A function of each allocator family heaptap knows (at most 32): the program has the
-	 * family where an object exports it */
+	/* One function of each allocator family heaptap knows (at most 32); the program has the
+	 * family where an object exports it. */
 	const char *const *families;
 	size_t nfamilies;
 };
@@ -59,11 +60,11 @@ struct allocator_want {
 /* The object own function fn is in. */
 const struct target_file *allocator__own_file(const struct allocator *a, const struct own_fn *fn);
 
-/* Whether a is the GNU C library's malloc (libc.so.6): its heap's layout is known. */
+/* Whether a is the GNU C library's malloc (libc.so.6), whose heap's layout heaptap knows. */
 bool allocator__is_glibc(const struct allocator *a);
 
-/* What a search for the allocator learned of the process (allocator_process.h, a running
- * one's; allocator_program.h, a command's), for allocator__decide(). */
+/* A search for the allocator learns this of the process for allocator__decide():
+ * allocator_process.h of a running one, allocator_program.h of a command. */
 struct allocator_search {
 	int pid;		  /* 0 for a command not started yet */
 	const char *where;	  /* the process, as messages name it */
@@ -74,9 +75,8 @@ struct allocator_search {
 
 struct objects;
 
-/* The end of both searches, the same: the allocator chosen among objs (objs->v[0] the
- * executable), the unwinders, the families and the program's own functions found. Says
- * what went wrong. */
+/* Ends both searches alike: chooses the allocator among objs (objs->v[0] the executable) and
+ * finds the unwinders, the families and the program's own functions. Says what went wrong. */
 int allocator__decide(struct objects *objs, const struct allocator_search *how,
 		      struct allocator **out);
 

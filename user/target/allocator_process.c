@@ -12,7 +12,8 @@
 #include "target/objects.h"
 #include "target/proc.h"
 
-/* The arguments of process pid (its /proc cmdline): malloc'd vector and text, or -errno. */
+/* Reads the arguments of process pid (its /proc cmdline) into a malloc'd vector and text.
+ * Returns 0 or -errno. */
 static int read_argv(int pid, char ***argv, int *argc, char **text)
 {
 	char path[64], *p;
@@ -51,7 +52,8 @@ static int program_of_loader(int pid, struct objects *objs, char **preload)
 	size_t i;
 
 	*preload = NULL;
-	/* Read as the executable it is (a static one has no .dynsym worth the name). */
+	/* The program is read as the executable it is: a static one has no .dynsym worth the
+	 * name. */
 	objs->v[0].main_program = true;
 	if (!loader__is(object__elf(&objs->v[0])))
 		return 0;
@@ -63,7 +65,8 @@ static int program_of_loader(int pid, struct objects *objs, char **preload)
 		     pid, log__value(objs->v[0].path));
 		goto out;
 	}
-	/* The program as the loader opened it: from the process's root, or its directory. */
+	/* The program is opened as the loader opened it: from the process's root, or its
+	 * directory. */
 	if (asprintf(&path, argv[run.program][0] == '/' ? "/proc/%d/root%s" : "/proc/%d/cwd/%s",
 		     pid, argv[run.program]) < 0) {
 		path = NULL;
@@ -92,7 +95,7 @@ out:
 	return err;
 }
 
-/* The objects pid maps, one per file, the executable first: the order allocator__decide()
+/* Lists the objects pid maps, one per file, the executable first, as allocator__decide()
  * relies on. Says what went wrong. */
 static int mapped_objects(int pid, struct objects *objs)
 {

@@ -40,11 +40,11 @@ static char *script_interpreter(const char *program)
 }
 
 /*
- * One line of the loader's list, as it prints every object: a tab, the name, " => " and
- * the path when it searched for it, then " (0xADDRESS)". The path (from path to end) when
- * the line has that form and names a file by its full path. Anything else is skipped: a
- * path may hold a newline (a RUNPATH is the program's), which would make a line of its own
- * naming any file, a device's too.
+ * Reads one line of the loader's list, which prints every object as a tab, the name, " => "
+ * and the path when it searched for it, then " (0xADDRESS)". Returns the path (from path to
+ * end) when the line has that form and names a file by its full path. It skips anything else,
+ * since a path may hold a newline (a RUNPATH is the program's), which would make a line of
+ * its own naming any file, a device's too.
  */
 static bool list_line(char *line, char **path, char **end)
 {
@@ -123,8 +123,8 @@ static int list_objects(const char *interp, const char *program, const struct lo
 	return err;
 }
 
-/* program as the first of objs, the executable, its ELF read (shown: its name in messages);
- * says what went wrong. */
+/* Adds program as the first of objs, the executable, and reads its ELF (shown is its name in
+ * messages). Says what went wrong. */
 static int add_program(struct objects *objs, const char *program, const char *shown)
 {
 	int err = objects__add(objs, program, strdup(program), 0, 0);
@@ -161,7 +161,8 @@ int allocator__find_for_program(const char *path, int argc, char *const *argv,
 	err = add_program(&objs, program, program);
 	if (err)
 		goto cleanup;
-	/* The loader run explicitly: the program it names is the one to look at. */
+	/* When the command runs the loader explicitly, the program it names is the one to look
+	 * at. */
 	if (loader__is(objs.v[0].elf)) {
 		if (loader__parse(argc, argv, &run)) {
 			elog("%s is the dynamic loader, and the command names no program for it",
@@ -192,9 +193,9 @@ int allocator__find_for_program(const char *path, int argc, char *const *argv,
 			goto cleanup;
 		}
 	}
-	/* What heaptap will read of these objects while the command runs, read ahead now:
-	 * a thread of the command that waits for a stack to be unwound then does not wait for
-	 * the disk (on a machine that pages out file pages, it would). */
+	/* heaptap reads ahead now what it will read of these objects while the command runs,
+	 * so that a thread of the command that waits for a stack to be unwound does not wait
+	 * for the disk too (on a machine that pages out file pages, it would). */
 	for (size_t i = 0; want->read_ahead && i < objs.n; i++)
 		elf_syms__prefetch(objs.v[i].path);
 	/* The loader's list already puts preloads first; the preload list only names them. */

@@ -10,7 +10,7 @@
 #include "base/idmap.h"
 #include "target/cfi.h"
 
-/* What is checked of one section; offsets of the CIEs found safe are kept. */
+/* A check covers one section and keeps the offsets of the CIEs it found safe. */
 struct check {
 	const unsigned char *ident;
 	Elf_Data *data;
@@ -21,7 +21,7 @@ struct check {
 	size_t len;
 };
 
-/* What a CIE's FDEs need to be read: their pointer encoding, and 'z' (augmentation sized). */
+/* A CIE's FDEs need their pointer encoding and 'z' (augmentation sized) to be read. */
 struct cie {
 	uint8_t fde_enc;
 	bool sized;
@@ -46,9 +46,9 @@ static int refuse(struct check *k, const char *fmt, ...)
 }
 
 /*
- * A LEB128 (signed or not: only its size matters here, or that it is large); a value past
- * 2^63 reads as UINT64_MAX. libdw reads at most 10 bytes of one and goes on after them, so
- * a longer one is refused: the bytes after the tenth would be an operand here, an
+ * Reads a LEB128, signed or not, since only its size matters here, or that it is large; a
+ * value past 2^63 reads as UINT64_MAX. libdw reads at most 10 bytes of one and goes on after
+ * them, so a longer one is refused: the bytes after the tenth would be an operand here, an
  * instruction there.
  */
 static bool leb(struct cursor *c, uint64_t *value)
@@ -81,8 +81,9 @@ static bool skip(struct cursor *c, uint64_t n)
 	return true;
 }
 
-/* Bytes of a value in pointer encoding enc: 0 for a LEB128, -1 for an encoding refused
- * (DW_EH_PE_aligned and the unassigned ones: this check would not read it as libdw does). */
+/* Bytes of a value in pointer encoding enc: 0 for a LEB128, -1 for an encoding refused.
+ * DW_EH_PE_aligned and the unassigned ones are refused, since this check would not read them
+ * as libdw does. */
 static int encoded_size(uint8_t enc, unsigned int addr_size)
 {
 	if ((enc & 0x70) > DW_EH_PE_funcrel)
@@ -106,7 +107,7 @@ static int encoded_size(uint8_t enc, unsigned int addr_size)
 	return -1;
 }
 
-/* Past a value in encoding enc; false if enc is refused or the bytes end first. */
+/* Skips a value in encoding enc; false if enc is refused or the bytes end first. */
 static bool skip_encoded(struct cursor *c, uint8_t enc, unsigned int addr_size)
 {
 	int size = encoded_size(enc, addr_size);
@@ -114,8 +115,9 @@ static bool skip_encoded(struct cursor *c, uint8_t enc, unsigned int addr_size)
 	return size < 0 ? false : size ? skip(c, (uint64_t)size) : leb(c, NULL);
 }
 
-/* Past the operands of op (an opcode whose high two bits are clear), the registers they name
- * in *reg and *reg2: 1; 0 when the bytes end first; -1 for an opcode libdw does not know. */
+/* Skips the operands of op (an opcode whose high two bits are clear) and puts the registers
+ * they name in *reg and *reg2. Returns 1, 0 when the bytes end first, or -1 for an opcode
+ * libdw does not know. */
 static int skip_operands(struct cursor *c, uint8_t op, uint8_t fde_enc, unsigned int addr_size,
 			 uint64_t *reg, uint64_t *reg2)
 {
@@ -165,7 +167,7 @@ static int skip_operands(struct cursor *c, uint8_t op, uint8_t fde_enc, unsigned
 	return -1;
 }
 
-/* An entry's instructions, as libdw's execute_cfi reads them. */
+/* Checks an entry's instructions as libdw's execute_cfi reads them. */
 static int check_instructions(struct check *k, struct cursor c, uint8_t fde_enc, Dwarf_Off off)
 {
 	unsigned int remembered = 0;
@@ -201,8 +203,8 @@ static int check_instructions(struct check *k, struct cursor c, uint8_t fde_enc,
 	return 1;
 }
 
-/* A CIE's verdict as kept: safe (with what its FDEs need) or unreadable (CIE_UNREADABLE),
- * so that FDEs pointing at one CIE cost one check of it. */
+/* A CIE's verdict is kept, safe (with what its FDEs need) or unreadable (CIE_UNREADABLE), so
+ * that FDEs pointing at one CIE cost one check of it. */
 #define CIE_UNREADABLE ((void *)(uintptr_t)0x10000)
 
 static void *cie_pack(const struct cie *cie)
@@ -210,8 +212,8 @@ static void *cie_pack(const struct cie *cie)
 	return (void *)(uintptr_t)(1 | (unsigned int)cie->sized << 1 | (unsigned int)cie->fde_enc << 8);
 }
 
-/* The CIE at off, checked once: its instructions and return address column, and what its
- * FDEs need to be read (augmentations as libdw reads them: 'z' first, then R, L, P, S). */
+/* Checks the CIE at off once: its instructions and return address column, and what its FDEs
+ * need to be read (augmentations as libdw reads them: 'z' first, then R, L, P, S). */
 static int check_cie(struct check *k, Dwarf_Off off, struct cie *cie)
 {
 	uintptr_t known = (uintptr_t)idmap__get(&k->cies, off + 1);
@@ -250,8 +252,8 @@ static int check_cie(struct check *k, Dwarf_Off off, struct cie *cie)
 		case 'P': {
 			uint8_t enc = ok ? *d.p++ : 0;
 
-			/* libdw skips a LEB128 here to the first byte with 0x80 set: only the
-			 * fixed sizes are read alike. */
+			/* libdw skips a LEB128 here to the first byte with 0x80 set, so only
+			 * the fixed sizes are read alike. */
 			ok = ok && encoded_size(enc, k->addr_size) > 0 &&
 			     skip_encoded(&d, enc, k->addr_size);
 			break;
@@ -282,7 +284,7 @@ static int check_cie(struct check *k, Dwarf_Off off, struct cie *cie)
 	return r;
 }
 
-/* The entry at off, CIE or FDE (with its CIE). */
+/* Checks the entry at off, a CIE or an FDE (with its CIE). */
 static int check_entry(struct check *k, Dwarf_Off off, Dwarf_Off *next)
 {
 	Dwarf_CFI_Entry e;
@@ -292,7 +294,7 @@ static int check_entry(struct check *k, Dwarf_Off off, Dwarf_Off *next)
 	int r;
 
 	*next = off;
-	/* Where a table points: libdw's own read within 4 of 2^64 would wrap. */
+	/* A table may point anywhere, and libdw's own read within 4 of 2^64 would wrap. */
 	if (off >= k->data->d_size)
 		return refuse(k, "an entry outside the section (0x%" PRIx64 ")", off);
 	r = dwarf_next_cfi(k->ident, k->data, k->eh_frame, off, next, &e);
@@ -303,7 +305,8 @@ static int check_entry(struct check *k, Dwarf_Off off, Dwarf_Off *next)
 	r = check_cie(k, e.fde.CIE_pointer, &cie);
 	if (r <= 0)
 		return r;
-	/* Initial location, address range, augmentation data (sized by 'z'), instructions. */
+	/* An FDE holds its initial location, address range, augmentation data (sized by 'z'),
+	 * then instructions. */
 	c = (struct cursor){ e.fde.start, e.fde.end };
 	if (!skip_encoded(&c, cie.fde_enc, k->addr_size) ||
 	    !skip_encoded(&c, cie.fde_enc & 0x0f, k->addr_size) ||
@@ -312,8 +315,8 @@ static int check_entry(struct check *k, Dwarf_Off off, Dwarf_Off *next)
 	return check_instructions(k, c, cie.fde_enc, off);
 }
 
-/* Every entry in order, as libdw's search without a table finds them (skipping an entry
- * it cannot read, stopping where it cannot go on). */
+/* Checks every entry in order, as libdw's search without a table finds them: it skips an
+ * entry it cannot read and stops where it cannot go on. */
 static bool check_all(struct check *k)
 {
 	Dwarf_Off off = 0, next;
@@ -330,7 +333,7 @@ static bool check_all(struct check *k)
 	return true;
 }
 
-/* A 4-byte value (udata4, or sdata4 if sign), little-endian as x86-64's CFI is. */
+/* Reads a 4-byte value (udata4, or sdata4 if sign), little-endian as x86-64's CFI is. */
 static bool read4(struct cursor *c, bool sign, uint64_t *value)
 {
 	uint32_t v;
@@ -343,7 +346,7 @@ static bool read4(struct cursor *c, bool sign, uint64_t *value)
 	return true;
 }
 /*
- * The entries .eh_frame_hdr's search table points at: libdw reads the FDE at such an
+ * Checks the entries .eh_frame_hdr's search table points at: libdw reads the FDE at such an
  * offset directly, and it need not be one of the section's entries in order. Counts are
  * udata4 and tables datarel sdata4, as every linker writes them; any other is refused.
  */
@@ -354,7 +357,8 @@ static bool check_table(struct check *k, Elf_Scn *scn, GElf_Addr hdr_vaddr, GElf
 	uint64_t count, i;
 	struct cursor c;
 
-	/* Version 1, then the encodings of the .eh_frame pointer, the count and the table. */
+	/* The header holds version 1, then the encodings of the .eh_frame pointer, the count
+	 * and the table. */
 	if (!h || d->d_size < 4 || h[0] != 1 || h[1] == DW_EH_PE_omit)
 		return true; /* libdw makes no CFI of it */
 	c = (struct cursor){ h + 4, h + d->d_size };
@@ -371,7 +375,7 @@ static bool check_table(struct check *k, Elf_Scn *scn, GElf_Addr hdr_vaddr, GElf
 		uint64_t loc, fde;
 		Dwarf_Off next;
 
-		/* Bounded by count's check above. */
+		/* count's check above bounds the reads. */
 		if (!read4(&c, true, &loc) || !read4(&c, true, &fde))
 			break;
 		if (check_entry(k, hdr_vaddr + fde - eh_vaddr, &next) < 0)
@@ -380,8 +384,8 @@ static bool check_table(struct check *k, Elf_Scn *scn, GElf_Addr hdr_vaddr, GElf
 	return true;
 }
 
-/* The one section named name (not SHT_NOBITS; or whose name holds it, if !exact: libdw
- * takes .zdebug_frame and .debug_frame.dwo as well); NULL if none, *twice if more. */
+/* The one section named name (not SHT_NOBITS), or whose name holds it if !exact, since libdw
+ * takes .zdebug_frame and .debug_frame.dwo as well. NULL if none; sets *twice if more. */
 static Elf_Scn *section(Elf *elf, size_t shstrndx, const char *name, bool exact, GElf_Shdr *shdr,
 			bool *twice)
 {
@@ -420,8 +424,8 @@ bool cfi__safe(Elf *elf, bool eh_frame, char *why, size_t len)
 	if (elf_getshdrstrndx(elf, &shstrndx) || !shstrndx ||
 	    !(scn = section(elf, shstrndx, eh_frame ? ".eh_frame" : "debug_frame", eh_frame, &shdr,
 			     &twice))) {
-		/* Without the section by name libdw finds .eh_frame by PT_GNU_EH_FRAME: not
-		 * checked here. Without either there is nothing to read. */
+		/* Without the section by name, libdw finds .eh_frame by PT_GNU_EH_FRAME, which
+		 * this check does not read. Without either there is nothing to read. */
 		if (eh_frame && !elf_getphdrnum(elf, &n))
 			while (n--) {
 				GElf_Phdr ph;
@@ -436,7 +440,8 @@ bool cfi__safe(Elf *elf, bool eh_frame, char *why, size_t len)
 		hdr = section(elf, shstrndx, ".eh_frame_hdr", true, &hdr_shdr, &twice);
 	if (twice)
 		return refuse(&k, "two CFI sections of one kind"), false;
-	/* .debug_frame as libdw holds it (decompressed); .eh_frame raw, as it reads it. */
+	/* The check reads .debug_frame as libdw holds it (decompressed) and .eh_frame raw, as
+	 * libdw reads it. */
 	k.data = eh_frame ? elf_rawdata(scn, NULL) : elf_getdata(scn, NULL);
 	if (!k.data || !k.data->d_buf)
 		return true;

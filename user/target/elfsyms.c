@@ -57,7 +57,7 @@ static int read_symbols(struct elf_syms *s, Elf *elf, Elf_Scn *scn, GElf_Shdr *s
 	size_t i, n;
 	int err;
 
-	/* What the section holds, whatever its header claims of its entries. */
+	/* The count comes from what the section holds, whatever its header claims. */
 	if (!data || !shdr->sh_entsize || !ent)
 		return 0;
 	n = data->d_size / ent;
@@ -156,8 +156,8 @@ static int read_segments(struct elf_syms *s, Elf *elf)
 			if (err)
 				return err;
 		}
-		/* Program headers say whatever the file says: a segment not wholly inside the
-		 * file holds no code heaptap could read or probe. */
+		/* Program headers say whatever the file says, and a segment not wholly inside
+		 * the file holds no code heaptap could read or probe. */
 		if (ph.p_type != PT_LOAD || ph.p_offset > size || ph.p_filesz > size - ph.p_offset)
 			continue;
 		s->segs[s->nsegs++] = (struct segment){ ph.p_vaddr, ph.p_offset, ph.p_filesz };
@@ -165,7 +165,8 @@ static int read_segments(struct elf_syms *s, Elf *elf)
 	return 0;
 }
 
-/* push %rbp; mov %rsp,%rbp, optionally after endbr64: a frame-pointer prologue. */
+/* Counts the functions that start with a frame-pointer prologue: push %rbp; mov %rsp,%rbp,
+ * optionally after endbr64. */
 static void count_prologues(struct elf_syms *s, Elf *elf)
 {
 	static const unsigned char fp[] = { 0x55, 0x48, 0x89, 0xe5 };
@@ -202,12 +203,12 @@ static int read_elf(Elf *elf, bool dynamic_only, struct elf_syms **out)
 	err = read_segments(s, elf);
 	if (err)
 		goto cleanup;
-	/* .gnu.version first: it qualifies the .dynsym entries read below. */
+	/* .gnu.version is read first, since it qualifies the .dynsym entries read below. */
 	while ((scn = elf_nextscn(elf, scn))) {
 		GElf_Shdr shdr;
 
-		/* The first only: each elf_getdata may copy its section (a file of many
-		 * misaligned ones would cost its size many times over). */
+		/* Only the first counts: each elf_getdata may copy its section, and a file of
+		 * many misaligned ones would cost its size many times over. */
 		if (!versym && gelf_getshdr(scn, &shdr) && shdr.sh_type == SHT_GNU_versym)
 			versym = elf_getdata(scn, NULL);
 	}
@@ -298,11 +299,11 @@ static bool read_while_tracing(const char *name)
 	return false;
 }
 
-/* What is read ahead of one file, at most. */
+/* heaptap reads ahead at most this much of one file. */
 #define PREFETCH_MAX (256u << 20)
 
-/* Asks the kernel to read those sections of the ELF file at fd ahead; with id, its build ID
- * into id (*id_len bytes, 0 if none). */
+/* Asks the kernel to read those sections of the ELF file at fd ahead. With id, it puts the
+ * build ID into id (*id_len bytes, 0 if none). */
 static void prefetch_fd(int fd, unsigned char *id, size_t *id_len)
 {
 	Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
@@ -328,8 +329,8 @@ static void prefetch_fd(int fd, unsigned char *id, size_t *id_len)
 			posix_fadvise(fd, sh.sh_offset, sh.sh_size, POSIX_FADV_WILLNEED);
 			ahead += sh.sh_size;
 		}
-		/* A build ID note is a few dozen bytes: larger notes, or more than a few, are
-		 * not read (elf_getdata may copy each one). */
+		/* A build ID note is a few dozen bytes, so larger notes, or more than a few, are
+		 * not read: elf_getdata may copy each one. */
 		if (!id || sh.sh_type != SHT_NOTE || *id_len || sh.sh_size > 4096 || ++notes > 8 ||
 		    !(data = elf_getdata(scn, NULL)))
 			continue;
@@ -361,7 +362,7 @@ void elf_syms__prefetch(const char *path)
 	close(fd);
 	if (!id_len)
 		return;
-	/* Its debug file, where Debian's -dbgsym packages put it. */
+	/* The debug file is where Debian's -dbgsym packages put it. */
 	n = snprintf(debug, sizeof(debug), "/usr/lib/debug/.build-id/%02x/", id[0]);
 	for (i = 1; i < id_len; i++)
 		n += snprintf(debug + n, sizeof(debug) - n, "%02x", id[i]);
@@ -423,7 +424,8 @@ int elf_syms__file_offset(const struct elf_syms *s, uint64_t vaddr, uint64_t *of
 	for (i = 0; i < s->nsegs; i++) {
 		const struct segment *g = &s->segs[i];
 
-		/* No sum: a segment may claim to end past 2^64. */
+		/* The test subtracts rather than adds, since a segment may claim to end past
+		 * 2^64. */
 		if (vaddr >= g->vaddr && vaddr - g->vaddr < g->filesz) {
 			*offset = vaddr - g->vaddr + g->offset;
 			return 0;
@@ -454,6 +456,6 @@ const char *elf_syms__needed(const struct elf_syms *s, size_t i)
 
 bool elf_syms__frame_pointers(const struct elf_syms *s)
 {
-	/* Leaf functions may go without; nearly all the others keep one. */
+	/* Leaf functions may go without a frame pointer; nearly all the others keep one. */
 	return s->sized && s->framed * 10 >= s->sized * 8;
 }

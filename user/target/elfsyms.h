@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0 */
-/* One ELF object's function symbols, segments and dynamic section, read once with libelf:
- * what allocator discovery and attaching need (symbolization is libdwfl's, in syms). */
+/* elf_syms reads one ELF object's function symbols, segments and dynamic section once with
+ * libelf, for allocator discovery and attaching; symbolization is libdwfl's, in syms. */
 #ifndef HEAPTAP_ELFSYMS_H
 #define HEAPTAP_ELFSYMS_H
 
@@ -19,19 +19,20 @@ struct elf_sym {
 struct elf_syms;
 
 /* Reads path; negative errno on failure (-ENOEXEC: not an ELF object heaptap can read).
- * dynamic_only: .dynsym alone, enough to know what a library exports, and far smaller. */
+ * dynamic_only reads .dynsym alone, which is enough to know what a library exports, and far
+ * smaller. */
 int elf_syms__open(const char *path, bool dynamic_only, struct elf_syms **out);
-/* The file at path opened for reading if it is a regular file (else -EINVAL), without
- * opening anything else first: a path the target names may be a device's. */
+/* Opens the file at path for reading if it is a regular file (else -EINVAL), without opening
+ * anything else first, since a path the target names may be a device's. */
 int elf_syms__open_file(const char *path);
-/* The same, of an ELF image in memory (size bytes at image, which libelf only reads), for
- * tests and fuzzing. */
+/* Reads an ELF image in memory as elf_syms__open reads a file (size bytes at image, which
+ * libelf only reads), for tests and fuzzing. */
 int elf_syms__open_memory(void *image, size_t size, bool dynamic_only, struct elf_syms **out);
 void elf_syms__free(struct elf_syms *s);
 /* Asks the kernel to read ahead, into the page cache, what heaptap reads of the object at
  * path while it traces (its CFI and symbol tables, and those of its debug file under
  * /usr/lib/debug/.build-id), so that unwinding a launched command's stacks does not wait for
- * the disk. Best effort: nothing is reported. */
+ * the disk. It is best effort and reports nothing. */
 void elf_syms__prefetch(const char *path);
 
 /* The defined function called name, the exported one first; NULL if there is none. */
@@ -42,8 +43,8 @@ const struct elf_sym *elf_syms__find(const struct elf_syms *s, const char *name)
 const struct elf_sym *elf_syms__binding(const struct elf_syms *s, const char *name,
 					bool main_program);
 
-/* A link-time address to its file offset, through the PT_LOAD segments; -ENOENT if no
- * segment holds it. */
+/* Turns a link-time address into its file offset, through the PT_LOAD segments; -ENOENT if
+ * no segment holds it. */
 int elf_syms__file_offset(const struct elf_syms *s, uint64_t vaddr, uint64_t *offset);
 
 /* Whether the object was built with frame pointers, judged by its functions' prologues. */

@@ -13,9 +13,9 @@ static const struct family families[] = {
 	    { "--pool-alloc", "ngx_pmemalign(pool=arg0,size=arg1)" },
 	    { "--pool-reset", "ngx_reset_pool(pool=arg0)" },
 	    { "--pool-destroy", "ngx_destroy_pool(pool=arg0)" },
-	    /* Frees a pool's large block early (a small one it declines: counted freed). */
+	    /* It frees a pool's large block early; a small one it declines counts as freed. */
 	    { "--free", "ngx_pfree(ptr=arg1)" } } },
-	/* APR's pools (Apache httpd's, Subversion's): a child pool is destroyed by its own
+	/* APR's pools (Apache httpd's, Subversion's) destroy a child pool by its own
 	 * apr_pool_destroy, called by its parent's clear or destroy. A pool's name is its tag
 	 * (apr_pool_tag), after 10 words of apr_pool_t (APR 1.4 to 1.7). */
 	{ "apr", 80,
@@ -25,9 +25,9 @@ static const struct family families[] = {
 	    { "--pool-alloc", "apr_pcalloc(pool=arg0,size=arg1)" },
 	    { "--pool-reset", "apr_pool_clear(pool=arg0)" },
 	    { "--pool-destroy", "apr_pool_destroy(pool=arg0)" } } },
-	/* PostgreSQL's memory contexts: palloc takes the current one, which the chunk's header
-	 * names (the word before it, as GetMemoryChunkContext reads it, up to version 15; the
-	 * name's place and AllocSetContextCreateInternal are 13's to 15's). */
+	/* PostgreSQL's palloc takes the current memory context, which the chunk's header names
+	 * (the word before it, as GetMemoryChunkContext reads it, up to version 15). The name's
+	 * place and AllocSetContextCreateInternal are 13's to 15's. */
 	{ "postgres", 56, /* MemoryContextData's name, after 7 words */
 	  { { "--pool-create", "AllocSetContextCreateInternal" },
 	    { "--pool-alloc", "palloc(pool=ret[-8],size=arg0)" },
@@ -44,14 +44,14 @@ static const struct family families[] = {
 	    { "--pool-reset", "MemoryContextReset(pool=arg0)" },
 	    { "--pool-reset", "MemoryContextResetOnly(pool=arg0)" },
 	    { "--pool-destroy", "MemoryContextDelete(pool=arg0)" } } },
-	/* CPython's objects: every instance of a class (and of the types made as classes are)
-	 * comes from PyType_GenericAlloc, one call, where its type is known; the interpreter
-	 * frees one by PyObject_GC_Del or PyObject_Free, which get the object. The object
-	 * allocator's own functions are traced where they are called: link-time optimisation
-	 * inlined them into most of the interpreter's callers (extension modules call them). */
+	/* Every CPython instance of a class (and of the types made as classes are) comes from
+	 * one call of PyType_GenericAlloc, where its type is known; the interpreter frees one by
+	 * PyObject_GC_Del or PyObject_Free, which get the object. The object allocator's own
+	 * functions are traced where they are called: link-time optimisation inlined them into
+	 * most of the interpreter's callers (extension modules call them). */
 	{ "python", 0,
 	  { { "--pyobject-alloc", "PyType_GenericAlloc(type=arg0,items=arg1+1)" },
-	    /* Objects of C extensions' types that do not use tp_alloc. */
+	    /* C extensions' types that do not use tp_alloc make their objects here. */
 	    { "--pyobject-alloc", "_PyObject_New(type=arg0)" },
 	    { "--pyobject-alloc", "_PyObject_NewVar(type=arg0,items=arg1)" },
 	    { "--pyobject-alloc", "_PyObject_GC_New(type=arg0)" },
@@ -83,7 +83,7 @@ const char *families__name(size_t i, char *function, size_t size)
 
 	if (i >= sizeof(families) / sizeof(families[0]))
 		return NULL;
-	/* Its first spec's function: a program with the family has it. */
+	/* A program with the family has its first spec's function. */
 	spec = families[i].specs[0][1];
 	snprintf(function, size, "%.*s", (int)strcspn(spec, "("), spec);
 	return families[i].name;

@@ -21,7 +21,8 @@ int insn__read(const char *path, uint64_t offset, unsigned char *code, size_t le
 	ssize_t n;
 	int fd;
 
-	/* The offset comes from the file's own headers: past what off_t holds is no offset. */
+	/* The offset comes from the file's own headers, and one past what off_t holds is no
+	 * offset. */
 	if (offset > INT64_MAX)
 		return -EINVAL;
 	fd = elf_syms__open_file(path);
@@ -32,14 +33,15 @@ int insn__read(const char *path, uint64_t offset, unsigned char *code, size_t le
 	return n == (ssize_t)len ? 0 : -EIO;
 }
 
-/* A Capstone handle, and the instruction it decodes into. */
+/* A pass is a Capstone handle with the instruction it decodes into. */
 struct pass {
 	csh cs;
 	cs_insn *insn;
 	bool detail; /* with the operands' details and text: what is read and written */
 };
 
-/* Two passes: with operand details (slower), and without for sweeping bodies. */
+/* The decoder has two passes: one with operand details (slower), and one without for
+ * sweeping bodies. */
 struct insn_decoder {
 	struct pass detail;
 	struct pass flow;
@@ -87,7 +89,7 @@ void insn__decoder_free(struct insn_decoder *d)
 	free(d);
 }
 
-/* Each general register's Capstone names: 64, 32, 16 and 8 bits, and ah to dh. */
+/* Capstone names each general register at 64, 32, 16 and 8 bits, and ah to dh. */
 static const unsigned int gpr_regs[HEAPTAP_GPRS][5] = {
 	[HEAPTAP_GPR_AX] = { X86_REG_RAX, X86_REG_EAX, X86_REG_AX, X86_REG_AL, X86_REG_AH },
 	[HEAPTAP_GPR_CX] = { X86_REG_RCX, X86_REG_ECX, X86_REG_CX, X86_REG_CL, X86_REG_CH },
@@ -107,7 +109,7 @@ static const unsigned int gpr_regs[HEAPTAP_GPRS][5] = {
 	[HEAPTAP_GPR_R15] = { X86_REG_R15, X86_REG_R15D, X86_REG_R15W, X86_REG_R15B },
 };
 
-/* A general register of any width to its heaptap_gpr number; -1 for any other register. */
+/* The heaptap_gpr number of a general register of any width; -1 for any other register. */
 static int gpr_of(unsigned int reg)
 {
 	unsigned int g, w;
@@ -127,7 +129,7 @@ static bool is_64bit_gpr(unsigned int reg)
 }
 
 /*
- * Legacy prefixes and REX, read from the bytes as the kernel's decoder reads them: Capstone
+ * Reads legacy prefixes and REX from the bytes as the kernel's decoder reads them: Capstone
  * keeps one prefix per group and drops repeats, and the kernel's rules look at all of them.
  * Returns the index of the opcode.
  */
@@ -171,7 +173,7 @@ static uint8_t second(const uint8_t *code, size_t op, const struct insn *in)
 	return op + 1 < in->len ? code[op + 1] : 0;
 }
 
-/* cmovcc (0f 4x) and setcc (0f 9x): no flags written, their operands explicit. */
+/* cmovcc (0f 4x) and setcc (0f 9x) write no flags, and their operands are explicit. */
 static bool cmov_or_set(const uint8_t *code, size_t op, const struct insn *in)
 {
 	return code[op] == 0x0f &&
@@ -179,9 +181,9 @@ static bool cmov_or_set(const uint8_t *code, size_t op, const struct insn *in)
 }
 
 /*
- * The kinds the kernel's uprobe code singles out, from the opcode bytes as it reads them
- * (arch/x86/kernel/uprobes.c): pushes of a register, relative jumps and calls, conditional
- * jumps, nops. The displacement of a relative branch is its last 1 or 4 bytes.
+ * Finds the kinds the kernel's uprobe code singles out, from the opcode bytes as it reads
+ * them (arch/x86/kernel/uprobes.c): pushes of a register, relative jumps and calls,
+ * conditional jumps, nops. The displacement of a relative branch is its last 1 or 4 bytes.
  */
 static void flow(const uint8_t *code, size_t op, struct insn *out)
 {
@@ -192,11 +194,11 @@ static void flow(const uint8_t *code, size_t op, struct insn *out)
 		out->kind = INSN_PUSH;
 		out->writes = INSN_GPR(HEAPTAP_GPR_SP);
 	} else if (b == 0x90 && !(out->rex & 1)) {
-		/* With REX.B it is xchg %eax,%r8d. */
+		/* With REX.B, 0x90 is xchg %eax,%r8d. */
 		out->kind = INSN_NOP;
 	} else if (b == 0x0f && b2 == 0x1f) {
 		out->kind = INSN_NOP;
-		/* The one encoding the kernel optimizes (its x86_nops[5]), with no prefix. */
+		/* The kernel optimizes one encoding (its x86_nops[5]), with no prefix. */
 		out->nop5 = op == 0 && out->len == 5 && !memcmp(code, "\x0f\x1f\x44\x00\x00", 5);
 	} else if (b == 0xeb) {
 		out->kind = INSN_JMP;
@@ -218,16 +220,16 @@ static void flow(const uint8_t *code, size_t op, struct insn *out)
 	} else {
 		return;
 	}
-	/* A 16-bit displacement (66 prefix) is not followed: the kernel refuses those. */
+	/* heaptap does not follow a 16-bit displacement (66 prefix): the kernel refuses those. */
 	if (disp && op + 1 + disp <= out->len && !(out->prefixes & INSN_PFX_66))
 		out->target = out->offset + out->len + displacement(code + out->len - disp, disp);
 }
 
 /*
- * Instructions whose every effect on the general registers is in their explicit operands and
- * the implicit writes below: the only ones a site may be planned past. Capstone 4's own lists
- * of implicit writes miss some (cmpxchg's rax, syscall's rcx and r11): anything else ends the
- * walk (string instructions, system instructions, pop, leave...).
+ * A site may be planned past only these instructions, whose every effect on the general
+ * registers is in their explicit operands and the implicit writes below. Capstone 4's own
+ * lists of implicit writes miss some (cmpxchg's rax, syscall's rcx and r11), so anything else
+ * ends the walk (string instructions, system instructions, pop, leave...).
  */
 static const unsigned int followed_ids[] = {
 	X86_INS_MOV,	     X86_INS_MOVABS,	 X86_INS_MOVZX,	     X86_INS_MOVSX,
@@ -261,8 +263,8 @@ static bool followed(const cs_insn *ci, const uint8_t *code, size_t op, const st
 			return true;
 	if (cmov_or_set(code, op, in))
 		return true;
-	/* Vector instructions: their general-register operands, if any, are explicit, but for
-	 * the string compares that write ecx. */
+	/* Vector instructions name their general-register operands, if any, explicitly, but for
+	 * the string compares, which write ecx. */
 	if (ci->id == X86_INS_PCMPESTRI || ci->id == X86_INS_PCMPISTRI ||
 	    ci->id == X86_INS_VPCMPESTRI || ci->id == X86_INS_VPCMPISTRI)
 		return false;
@@ -281,7 +283,8 @@ static bool followed(const cs_insn *ci, const uint8_t *code, size_t op, const st
 	return false;
 }
 
-/* Implicit register writes of the instructions above, not left to Capstone's tables. */
+/* The instructions above write these registers implicitly; Capstone's tables are not
+ * trusted for them. */
 static uint16_t implicit_writes(const cs_insn *ci)
 {
 	switch (ci->id) {
@@ -334,7 +337,8 @@ static void effects(csh cs, const cs_insn *ci, const uint8_t *code, size_t op, s
 		out->kind = INSN_OTHER;
 		return;
 	}
-	/* Explicit operands written, what Capstone lists besides, and the implicit ones. */
+	/* The registers written are the explicit operands written, what Capstone lists
+	 * besides, and the implicit ones. */
 	for (i = 0; i < x->op_count; i++) {
 		if (x->operands[i].type == X86_OP_REG && (x->operands[i].access & CS_AC_WRITE) &&
 		    (gpr = gpr_of(x->operands[i].reg)) >= 0)
@@ -413,15 +417,16 @@ unsigned int insn__kernel_version(void)
 		version = INSN_KERNEL(5, 17);
 	else
 		version = INSN_KERNEL(major, minor);
-	/* A probe on a 5-byte nop becomes a call, no trap (base/kernel.c: how it is found). */
-	if (kernel__features()->uprobe_syscall == KERNEL_YES)
+	/* A probe on a 5-byte nop becomes a call, not a trap; base/kernel.c finds whether the
+	 * kernel can. */
+	if (kernel__has(KERNEL_UPROBE_SYSCALL) == KERNEL_YES)
 		version |= INSN_KERNEL_UPROBE_SYSCALL;
 	return version;
 }
 
 /*
- * After the kernel's arch/x86/kernel/uprobes.c, as it is from 5.17 (heaptap's oldest) on:
- * uprobe_init_insn() refuses instructions with an es, cs, ss, ds or lock prefix;
+ * This follows the kernel's arch/x86/kernel/uprobes.c as it is from 5.17 on (heaptap needs
+ * 6.1): uprobe_init_insn() refuses instructions with an es, cs, ss, ds or lock prefix;
  * branch_setup_xol_ops() emulates jmp rel8/rel32, call rel32 and the conditional jumps,
  * and refuses them with a 66 prefix; push_setup_xol_ops() (new in 5.17) emulates a push of
  * a register, one byte, or two with REX.B alone (41) for r8 to r15. A 0x90 nop is emulated

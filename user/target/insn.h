@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * x86-64 instructions at and near probe sites: their length and register effects, decoded by
- * Capstone, and what the running kernel does with a breakpoint on each.
+ * heaptap decodes the x86-64 instructions at and near probe sites with Capstone: their length
+ * and register effects, and what the running kernel does with a breakpoint on each.
  */
 #ifndef HEAPTAP_INSN_H
 #define HEAPTAP_INSN_H
@@ -10,10 +10,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* len bytes of code at offset in the file at path; negative errno. */
+/* Reads len bytes of code at offset in the file at path; negative errno on failure. */
 int insn__read(const char *path, uint64_t offset, unsigned char *code, size_t len);
 
-/* The longest x86 instruction: no decode reads further. */
+/* The longest x86 instruction has 15 bytes, and no decode reads further. */
 #define INSN_MAX_LEN 15
 
 enum insn_kind {
@@ -23,11 +23,11 @@ enum insn_kind {
 	INSN_JMP,   /* jmp rel8, jmp rel32 */
 	INSN_CALL,  /* call rel32 */
 	INSN_JCC,   /* conditional jmp rel8, rel32 */
-	INSN_OTHER, /* one whose effects heaptap does not follow: ret, indirect branches, string
-		     * instructions, system instructions, and what is not in the list of known ones */
+	INSN_OTHER, /* heaptap does not follow its effects: ret, indirect branches, string and
+		     * system instructions, and what is not in the list of known ones */
 };
 
-/* Legacy prefixes seen (insn.prefixes). */
+/* insn.prefixes has a bit for each legacy prefix seen. */
 #define INSN_PFX_66 0x01   /* operand size */
 #define INSN_PFX_SEG 0x02  /* es, cs, ss or ds (26 2e 36 3e): branch hints among them */
 #define INSN_PFX_LOCK 0x04 /* f0 */
@@ -67,22 +67,23 @@ void insn__decoder_free(struct insn_decoder *d);
 int insn__decode(struct insn_decoder *d, const uint8_t *code, size_t len, uint64_t offset,
 		 struct insn *out);
 
-/* Only its length, kind and branch target: quicker, for sweeping a function's body. */
+/* Decodes only the length, kind and branch target, which is quicker, for sweeping a
+ * function's body. */
 int insn__decode_flow(struct insn_decoder *d, const uint8_t *code, size_t len, uint64_t offset,
 		      struct insn *out);
 
-/* What the kernel does on a breakpoint hit at an instruction. */
+/* The kernel handles a breakpoint hit at an instruction in one of these ways. */
 enum insn_trap {
 	INSN_REFUSED,  /* no uprobe may go there */
-	INSN_STEPPED,  /* a copy is single-stepped: two traps (20 to 45 us in the VM measured) */
-	INSN_EMULATED, /* the kernel does what the instruction does: one trap (0.6 us there) */
+	INSN_STEPPED,  /* a copy is single-stepped: two traps, the dearest kind */
+	INSN_EMULATED, /* the kernel does what the instruction does: one trap */
 	INSN_OPTIMIZED, /* a 5-byte nop the kernel turns into a call of its uprobe trampoline
 			 * once hit: a system call, no trap (x86-64, from 6.18) */
 };
 
-/* Linux versions, as (major << 16) + (minor << 8); the low bits say what it has beside. */
+/* A Linux version is (major << 16) + (minor << 8); the low bits say what it has beside. */
 #define INSN_KERNEL(major, minor) (((major) << 16) + ((minor) << 8))
-/* The uprobe system call: a probe on a 5-byte nop becomes a call of its trampoline. */
+/* With the uprobe system call, a probe on a 5-byte nop becomes a call of its trampoline. */
 #define INSN_KERNEL_UPROBE_SYSCALL 1
 
 /* The running kernel's version (uname), INSN_KERNEL(5, 17) if it cannot be read, and

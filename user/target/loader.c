@@ -15,7 +15,7 @@ bool loader__is(const struct elf_syms *elf)
 	       !strncmp(soname, "ld-musl", 7);
 }
 
-/* glibc's loader options that take a value (ld.so --help). */
+/* glibc's loader takes a value after these options (ld.so --help). */
 static const char *const with_value[] = {
 	"--library-path",	  "--inhibit-rpath",	 "--audit", "--preload", "--argv0",
 	"--glibc-hwcaps-prepend", "--glibc-hwcaps-mask",

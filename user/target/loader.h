@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * A program run through the dynamic loader explicitly, as bundled applications start theirs:
+ * Bundled applications run their program through the dynamic loader explicitly:
  * `/lib64/ld-linux-x86-64.so.2 --library-path DIR PROGRAM ARGS...`. The process's executable
  * is then the loader, and the program whose allocator counts is PROGRAM.
  */
@@ -21,8 +21,8 @@ struct loader_run {
  * soname names one (ld-linux-*.so.*, ld.so.*, ld-musl-*). */
 bool loader__is(const struct elf_syms *elf);
 
-/* Reads a loader's command line (argv[0] the loader). -EINVAL when it names no program (a
- * run such as --list or --help), or an option misses its value. */
+/* Reads a loader's command line (argv[0] the loader). Returns -EINVAL when it names no
+ * program (a run such as --list or --help), or an option misses its value. */
 int loader__parse(int argc, char *const *argv, struct loader_run *out);
 
 #endif

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * The objects a process maps (or a command would load), as the searches for its allocator
- * read them (allocator*.c): each one's ELF read on first use.
+ * The searches for a process's allocator (allocator*.c) read the objects it maps (or a
+ * command would load) through these, each one's ELF on first use.
  */
 #ifndef HEAPTAP_OBJECTS_H
 #define HEAPTAP_OBJECTS_H
@@ -31,14 +31,15 @@ struct objects {
 	size_t cap;
 };
 
-/* One more object: path copied, open_path taken (freed on failure). 0 or -ENOMEM. */
+/* Adds one more object, copying path and taking open_path (freed on failure). Returns 0 or
+ * -ENOMEM. */
 int objects__add(struct objects *objs, const char *path, char *open_path, dev_t dev, ino_t ino);
 void objects__free(struct objects *objs);
 
 /* The object a DT_NEEDED or LD_PRELOAD entry names: a path, a file name or a soname. */
 struct object *objects__match(struct objects *objs, const char *name);
 
-/* o's symbols, read the first time (NULL, with o->elf_err, when they cannot be). */
+/* o's symbols, read the first time; NULL, with o->elf_err, when they cannot be read. */
 struct elf_syms *object__elf(struct object *o);
 
 /* Whether o defines name, as callers bind to it. */

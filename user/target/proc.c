@@ -14,7 +14,7 @@
 #include "base/escape.h"
 #include "target/proc.h"
 
-#define PF_KTHREAD 0x00200000 /* include/linux/sched.h */
+#define PF_KTHREAD 0x00200000 /* as include/linux/sched.h defines it */
 
 int proc__read_fd(int fd, char **buf, size_t *len)
 {
@@ -72,7 +72,7 @@ enum proc_state proc__state(int pid)
 	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
 	if (proc__read_file(path, &buf, NULL))
 		return PROC_MISSING;
-	/* The command name may hold spaces and parentheses: fields resume after the last ')'. */
+	/* The command name may hold spaces and parentheses, so fields resume after the last ')'. */
 	p = strrchr(buf, ')');
 	if (p)
 		sscanf(p + 1, " %c %*d %*d %*d %*d %*d %lu", &state, &flags);
@@ -96,7 +96,7 @@ void proc__comm(int pid, char *buf, size_t size)
 	}
 	if (n && comm[n - 1] == '\n')
 		comm[n - 1] = '\0';
-	/* The process names itself: its bytes are escaped before heaptap shows them. */
+	/* The process names itself, so its bytes are escaped before heaptap shows them. */
 	escape__into(comm, 0, buf, size);
 	free(comm);
 }
@@ -137,7 +137,7 @@ uint64_t proc__rss(int pid)
 static int parse_map_line(char *line, struct proc_map *m)
 {
 	unsigned int major, minor;
-	char perms[5] = ""; /* zeroed: a field shorter than "rwxp" leaves no byte unset */
+	char perms[5] = ""; /* zeroed, so a field shorter than "rwxp" leaves no byte unset */
 	int pos = 0;
 	char *path;
 	size_t n;
@@ -249,8 +249,9 @@ char *proc__mapped_file(int pid, const struct proc_map *m)
 			return path;
 		free(path);
 	}
-	/* Deleted, replaced, or seen through a different device (overlayfs): the mapping's own
-	 * link reaches the very file mapped, if we may follow it (CAP_SYS_ADMIN). */
+	/* When the file was deleted, replaced, or is seen through a different device
+	 * (overlayfs), the mapping's own link reaches the very file mapped, if heaptap may
+	 * follow it (CAP_SYS_ADMIN). */
 	if (asprintf(&path, "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, pid, m->start, m->end) < 0)
 		return NULL;
 	if (!access(path, R_OK))
@@ -319,9 +320,9 @@ int proc__file_id(const char *path, int pid, unsigned int *major_out, unsigned i
 	struct statx stx;
 	size_t len;
 
-	/* The mount the file is on (links followed, /proc's magic ones too), and that mount's
-	 * line in the namespace the path was resolved in: its device is the superblock's (stat
-	 * gives a btrfs subvolume's own). */
+	/* The device comes from the mount the file is on (links followed, /proc's magic ones
+	 * too), by that mount's line in the namespace the path was resolved in: it is the
+	 * superblock's, where stat gives a btrfs subvolume's own. */
 	if (pid)
 		snprintf(mountinfo, sizeof(mountinfo), "/proc/%d/mountinfo", pid);
 	else
@@ -358,7 +359,7 @@ int proc__code_range(int pid, const char *path, const char *open_path, uint64_t 
 	if (err)
 		return err;
 	/* The kernel names a mapping by its real path (/usr/lib/... for the /lib/... that the
-	 * loader's cache gives a launched command): the file itself decides, by inode and by
+	 * loader's cache gives a launched command), so the file itself decides, by inode and by
 	 * its superblock's device, as maps shows it. */
 	by_id = open_path && !proc__file_id(open_path, pid, &major_n, &minor_n, &ino);
 	*start = UINT64_MAX;

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0 */
-/* What /proc says of a process: identity, state, memory mappings, environment. */
+/* These read what /proc says of a process: identity, state, memory mappings, environment. */
 #ifndef HEAPTAP_PROC_H
 #define HEAPTAP_PROC_H
 
@@ -40,26 +40,26 @@ int proc__tgid(int pid);
 /* VmRSS in bytes, of heaptap itself when pid is 0; 0 when it cannot be read. */
 uint64_t proc__rss(int pid);
 
-/* The first mapping whose name (the end of its maps line) is name, such as "[uprobes]". */
+/* Finds the first mapping whose name (the end of its maps line) is name, such as "[uprobes]". */
 int proc__find_mapping(int pid, const char *name, uint64_t *start, uint64_t *end);
 
-/* The file at path as the kernel names it (and maps shows it): its inode, and the device of
- * its superblock, from the mountinfo of process pid (0: heaptap's own), in whose namespace
- * path is; stat's device where mountinfo cannot tell. */
+/* Identifies the file at path as the kernel names it (and maps shows it): by its inode, and
+ * by the device of its superblock from the mountinfo of process pid (0: heaptap's own), in
+ * whose namespace path is, or stat's device where mountinfo cannot tell. */
 int proc__file_id(const char *path, int pid, unsigned int *major, unsigned int *minor,
 		  uint64_t *ino);
 
-/* The span of the executable mappings of the file at path (as the process names it), or of
- * the file heaptap opens at open_path, whatever name the kernel gives it. */
+/* Finds the span of the executable mappings of the file at path (as the process names it), or
+ * of the file heaptap opens at open_path, whatever name the kernel gives it. */
 int proc__code_range(int pid, const char *path, const char *open_path, uint64_t *start,
 		     uint64_t *end);
 
 /* Reads /proc/PID/maps; negative errno on failure. */
 int proc_maps__read(int pid, struct proc_maps *out);
-/* The same from text already read (maps, or smaps: lines that are no mapping are
- * skipped); text is cut into lines in place. */
+/* Parses text already read (maps, or smaps, whose lines that are no mapping are skipped);
+ * text is cut into lines in place. */
 int proc_maps__parse(char *text, struct proc_maps *out);
-/* proc__find_mapping's search, in text already read. */
+/* Runs proc__find_mapping's search in text already read. */
 int proc_maps__find_name(const char *text, const char *name, uint64_t *start, uint64_t *end);
 void proc_maps__free(struct proc_maps *m);
 /* The file-backed mapping holding addr, or NULL. */
@@ -75,16 +75,16 @@ char *proc__mapped_file(int pid, const struct proc_map *m);
 /* The value of name in the process's initial environment, malloc'd, or NULL. */
 char *proc__getenv(int pid, const char *name);
 
-/* size bytes at addr in process pid into buf: whether all of them could be read. */
+/* Reads size bytes at addr in process pid into buf; false unless all of them could be read. */
 bool proc__read(int pid, uint64_t addr, void *buf, size_t size);
 
-/* The C string that the pointer at addr in process pid points to, up to size - 1 bytes of it
- * (what can be read: it may end a mapping), into buf with a NUL after them: the bytes read,
- * 0 when none could be (the pointer NULL or unreadable). */
+/* Reads into buf, with a NUL after them, up to size - 1 bytes of the C string that the pointer
+ * at addr in process pid points to (what can be read: it may end a mapping). Returns the
+ * bytes read, 0 when none could be (the pointer NULL or unreadable). */
 size_t proc__read_string_at(int pid, uint64_t addr, char *buf, size_t size);
 
-/* Reads a whole (proc) file, or what a descriptor gives until end of file, NUL-terminated,
- * malloc'd; negative errno on failure. len may be NULL. */
+/* Reads a whole (proc) file, or what a descriptor gives until end of file, into a malloc'd,
+ * NUL-terminated buffer; negative errno on failure. len may be NULL. */
 int proc__read_file(const char *path, char **buf, size_t *len);
 int proc__read_fd(int fd, char **buf, size_t *len);
 

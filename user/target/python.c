@@ -22,7 +22,7 @@ uint64_t python__thread_state(const struct target_file *file)
 	ssize_t n;
 	int fd;
 
-	/* Its frames' layout is 3.11's alone (3.12 keeps the state in thread-local storage). */
+	/* heaptap knows 3.11's frames alone; 3.12 keeps the state in thread-local storage. */
 	if (!strstr(base ? base + 1 : file->path, "python3.11") || !sym ||
 	    elf_syms__file_offset(file->elf, sym->addr, &off))
 		return 0;
@@ -37,7 +37,8 @@ uint64_t python__thread_state(const struct target_file *file)
 	return sym->addr + sizeof(code) + disp;
 }
 
-/* A varint of a location table at t[*i] (6 bits a byte, the lowest first, 0x40: more). */
+/* Reads a varint of a location table at t[*i]: 6 bits a byte, the lowest first, and 0x40
+ * when more follow. */
 static long varint(const uint8_t *t, size_t n, size_t *i)
 {
 	unsigned long v = 0;
@@ -61,13 +62,15 @@ int python__line(const uint8_t *t, size_t n, int first, long instruction)
 	int code;
 
 	while (i < n && instruction >= 0) {
-		/* An entry: 1, a code, and its length in code units less one. */
+		/* An entry starts with a byte of a 1 bit, a code, and its length in code units
+		 * less one. */
 		if (!(t[i] & 0x80))
 			return 0;
 		code = t[i] >> 3 & 15;
 		len = (t[i++] & 7) + 1;
-		/* Long form, or no columns: the line's change first; one line forms 10 to 12:
-		 * the change is the code less 10; 15: no line; others: the same line. */
+		/* The long form and the form without columns (13, 14) give the line's change
+		 * first; one-line forms 10 to 12 change it by the code less 10; 15 has no line;
+		 * the others keep the same line. */
 		if (code == 13 || code == 14)
 			line += varint(t, n, &i);
 		else if (code >= 10 && code <= 12)
@@ -84,9 +87,9 @@ int python__line(const uint8_t *t, size_t n, int first, long instruction)
 }
 
 /*
- * 3.11's str (PyASCIIObject): its length 2 words in, its state 4 words in (bit 5: compact,
- * bit 6: ASCII); a compact ASCII string's characters follow the 6-word header, another's
- * UTF-8 form (where made) is pointed to 7 words in, its length 6 words in.
+ * 3.11's str (PyASCIIObject) keeps its length 2 words in and its state 4 words in (bit 5:
+ * compact, bit 6: ASCII). A compact ASCII string's characters follow the 6-word header;
+ * another's UTF-8 form (where made) is pointed to 7 words in, its length 6 words in.
  */
 #define PY_STR_MAX 255
 static char *read_str(int pid, uint64_t str)
@@ -121,8 +124,8 @@ char *python__type_name(int pid, uint64_t type)
 	return proc__read_string_at(pid, type + 24, name, sizeof(name)) ? strdup(name) : NULL;
 }
 
-/* 3.11's PyCodeObject: co_firstlineno (an int) 9 words in, co_filename 14, co_qualname 16,
- * co_linetable (bytes: its size 2 words in, its bytes after 4) 17; the code starts after
+/* 3.11's PyCodeObject keeps co_firstlineno (an int) 9 words in, co_filename 14, co_qualname
+ * 16, co_linetable (bytes: its size 2 words in, its bytes after 4) 17; the code starts after
  * the type's basic size. */
 #define PY_LINETABLE_MAX (1 << 16)
 bool python__frame(int pid, uint64_t word, char **function, char **file, int *line)

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * CPython 3.11's frames in the stacks of Python objects (--pyobject-alloc): where the BPF side
- * finds the current thread's frames, and what a frame it recorded (HEAPTAP_PY_FRAME: a code
- * object and an instruction) says: function, file and line, read from the target's memory.
- * Everything read there is the target's: checked for size, escaped by the caller.
+ * Python objects' stacks (--pyobject-alloc) hold CPython 3.11's frames. This module finds
+ * where the BPF side reads the current thread's frames, and reads what a frame it recorded
+ * (HEAPTAP_PY_FRAME: a code object and an instruction) says: function, file and line, from
+ * the target's memory. Everything read there is the target's, so it is checked for size and
+ * the caller escapes it.
  */
 #ifndef HEAPTAP_PYTHON_H
 #define HEAPTAP_PYTHON_H
@@ -21,8 +22,8 @@ struct target_file;
  */
 uint64_t python__thread_state(const struct target_file *file);
 
-/* A Python frame's function (its code object's co_qualname), file (co_filename) and line
- * (from co_linetable), read from process pid; function and file malloc'd, line 0 where
+/* Reads a Python frame's function (its code object's co_qualname), file (co_filename) and
+ * line (from co_linetable) from process pid; function and file are malloc'd, line is 0 where
  * unknown. False when the code object cannot be read. */
 bool python__frame(int pid, uint64_t word, char **function, char **file, int *line);
 

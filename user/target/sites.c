@@ -14,10 +14,11 @@
 #include "target/elfsyms.h"
 #include "target/sites.h"
 
-/* A body without a symbol size is swept this far for branches into its first bytes. */
+/* The planner sweeps a body without a symbol size this far for branches into its first
+ * bytes. */
 #define SITES_BODY_MAX 65536
 
-/* The functions by entry, to find whose first bytes a branch goes into. */
+/* Windows sort the functions by entry, to find whose first bytes a branch goes into. */
 struct window {
 	uint64_t entry;
 	size_t fn;
@@ -55,12 +56,12 @@ static const struct site_segment *segment_of(const struct planner *p, uint64_t o
 	return NULL;
 }
 
-/* A branch goes to target: it matters to every function whose first bytes hold it. */
+/* Notes a branch to target, which matters to every function whose first bytes hold it. */
 static void note_target(struct planner *p, uint64_t target)
 {
 	size_t lo = 0, hi = p->nwindows;
 
-	/* The first window whose entry is at or past target... */
+	/* The search finds the first window whose entry is at or past target... */
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
 
@@ -70,7 +71,7 @@ static void note_target(struct planner *p, uint64_t target)
 			hi = mid;
 	}
 	/* ...and before it, those whose first bytes reach it. A branch to an entry itself is a
-	 * call or a loop back to the start: every probe sees that call anew. */
+	 * call or a loop back to the start, and every probe sees that call anew. */
 	while (lo-- > 0 && target - p->windows[lo].entry <= SITES_SCAN_BYTES) {
 		uint64_t *first = &p->first_target[p->windows[lo].fn];
 
@@ -80,10 +81,10 @@ static void note_target(struct planner *p, uint64_t target)
 }
 
 /*
- * Every rel32 call, jump and conditional jump anywhere in the executable bytes, read as byte
- * patterns: wherever one starts, its pattern is there (a prefix before it changes nothing),
- * so none is missed. Bytes that only look like one can only keep a site at its entry; with
- * 32-bit displacements, hitting the first bytes of a function by chance is rare.
+ * Finds every rel32 call, jump and conditional jump anywhere in the executable bytes, read as
+ * byte patterns: wherever one starts, its pattern is there (a prefix before it changes
+ * nothing), so none is missed. Bytes that only look like one can only keep a site at its
+ * entry, and with 32-bit displacements they rarely hit the first bytes of a function.
  */
 static void scan_rel32(struct planner *p, const struct site_segment *s)
 {
@@ -103,8 +104,8 @@ static void scan_rel32(struct planner *p, const struct site_segment *s)
 	}
 }
 
-/* Every branch of a function's body, decoded from its entry: the short (rel8) ones can only
- * come from this near. */
+/* Decodes every branch of a function's body from its entry, since the short (rel8) ones can
+ * only come from this near. */
 static void sweep_body(struct planner *p, const struct site_fn *fn)
 {
 	const struct site_segment *s = segment_of(p, fn->entry);
@@ -125,7 +126,7 @@ static void sweep_body(struct planner *p, const struct site_fn *fn)
 	}
 }
 
-/* Where argument `arg` is read at the site: its own register if it still holds it. */
+/* The register argument `arg` is read from at the site: its own if it still holds it. */
 static uint8_t read_from(uint16_t holds, unsigned int arg)
 {
 	unsigned int r;
@@ -150,7 +151,7 @@ static void site_at(struct site_fn *fn, const struct insn *in, enum insn_trap tr
 		fn->regs[a] = (fn->args & (1 << a)) ? read_from(holds[a], a) : abi_regs[a];
 }
 
-/* The entry as the site, for now: every argument where the ABI passes it. */
+/* Makes the entry the site for now, with every argument where the ABI passes it. */
 static void at_entry(struct site_fn *fn, uint16_t *holds)
 {
 	unsigned int a;
@@ -212,14 +213,15 @@ static bool walk_ends(struct site_fn *fn, const struct insn *in, uint64_t off,
 	return false;
 }
 
-/* Whether in, reached by every call, is the site: a trap the kernel emulates, or none. */
+/* Whether in, reached by every call, is the site: the kernel emulates its trap, or it has
+ * none. */
 static bool site_found(struct site_fn *fn, const struct insn *in, enum insn_trap trap,
 		       const uint16_t *holds)
 {
 	bool entry = in->offset == fn->entry;
 
-	/* A 5-byte nop (-pg -mfentry -mnop-mcount) where the kernel has the uprobe system
-	 * call: no trap at all, the cheapest site there is. */
+	/* A 5-byte nop (-pg -mfentry -mnop-mcount), where the kernel has the uprobe system
+	 * call, takes no trap at all: it is the cheapest site there is. */
 	if (trap == INSN_OPTIMIZED)
 		snprintf(fn->why, sizeof(fn->why), "%s: the kernel turns it into a call of its uprobe "
 			 "trampoline", entry ? "the entry, a 5-byte nop" : "the first 5-byte nop every "
@@ -235,7 +237,7 @@ static bool site_found(struct site_fn *fn, const struct insn *in, enum insn_trap
 }
 
 /*
- * From the entry along the path every call takes, to the first instruction the kernel
+ * Walks from the entry along the path every call takes, to the first instruction the kernel
  * emulates (see sites.h). The entry stays the site, with why, when the walk must stop first.
  */
 static void plan_one(struct planner *p, struct site_fn *fn)
@@ -286,8 +288,9 @@ static void plan_one(struct planner *p, struct site_fn *fn)
 			off += in.len;
 			continue;
 		}
-		/* A conditional jump the kernel cannot emulate, taken only when the block is
-		 * NULL: what it skips counts nothing (free(NULL)). Any other ends the walk. */
+		/* A conditional jump the kernel cannot emulate may be passed when it is taken
+		 * only for a NULL block, since what it skips counts nothing (free(NULL)). Any
+		 * other ends the walk. */
 		if (in.kind == INSN_JCC && fn->null_exits && null_flags && in.cond == 0x4) {
 			off += in.len;
 			continue;
@@ -350,7 +353,7 @@ int sites__plan_code(const struct site_segment *code, struct site_fn *fns, size_
 	return plan(code, 1, fns, n, kernel);
 }
 
-/* Every function at its entry, when the object's code cannot be read. */
+/* Puts every function's site at its entry, when the object's code cannot be read. */
 static void all_at_entry(struct site_fn *fns, size_t n, int err)
 {
 	size_t i;
@@ -367,7 +370,7 @@ static void all_at_entry(struct site_fn *fns, size_t n, int err)
 	}
 }
 
-/* The executable PT_LOAD segments of the ELF image in file (size bytes). */
+/* Finds the executable PT_LOAD segments of the ELF image in file (size bytes). */
 static int exec_segments(int fd, const uint8_t *file, uint64_t size, struct site_segment **out,
 			 size_t *nout)
 {
@@ -393,7 +396,8 @@ static int exec_segments(int fd, const uint8_t *file, uint64_t size, struct site
 
 		if (!gelf_getphdr(elf, i, &ph) || ph.p_type != PT_LOAD || !(ph.p_flags & PF_X))
 			continue;
-		/* The headers are the file's word: checked against its size, no sum that wraps. */
+		/* The headers are the file's word, so they are checked against its size, with no
+		 * sum that wraps. */
 		if (ph.p_offset > size || ph.p_filesz > size - ph.p_offset)
 			continue;
 		segs[n++] = (struct site_segment){ .bytes = file + ph.p_offset,

@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * Where to put each allocator function's probe: the cheapest instruction that every call
- * runs, with what the function's BPF programs read still readable there.
+ * The planner puts each allocator function's probe on the cheapest instruction that every
+ * call runs, where what the function's BPF programs read is still readable.
  *
  * A breakpoint on an instruction the kernel emulates (a push, a jump, a call, a conditional
  * jump) costs one trap; on any other the kernel single-steps a copy, a second trap, which in
- * a VM can cost thirty times as much (0.6 against 20 to 45 us where heaptap was measured).
+ * a VM can cost many times as much (doc/probe-sites.md has the figures).
  * Allocators often start with a compare or a move and reach an emulated instruction a few
  * bytes later: the planner walks from the entry along the path every call takes, and stops
  * at the first instruction the kernel emulates, provided that
@@ -33,19 +33,19 @@
 #include "heaptap.h"
 #include "target/insn.h"
 
-/* How far from the entry a site is looked for. */
+/* The planner looks for a site this far from the entry at most. */
 #define SITES_SCAN_BYTES 256
 #define SITES_SCAN_INSNS 64
 
 struct site_fn {
-	/* In: the function */
+	/* The caller fills in the function: */
 	uint64_t entry;	 /* its entry's file offset */
 	uint64_t size;	 /* bytes of its body, from its symbol; 0 if unknown */
 	uint8_t args;	 /* bit i: its BPF programs read argument i (rdi, rsi, rdx) */
 	bool null_exits; /* argument 0 is a block, and a NULL one makes the call do nothing heaptap
-			  * counts (free, delete): a jump taken only for NULL may be passed */
+			  * counts (free, delete), so a jump taken only for NULL may be passed */
 	bool at_entry;	 /* not planned: the entry (the unwinder's, --probe-at entry) */
-	/* Out: its site */
+	/* The planner fills in its site: */
 	uint64_t offset;		   /* the entry, or an instruction a few bytes past it */
 	struct insn insn;		   /* the instruction there; len 0 if undecodable */
 	enum insn_trap trap;		   /* what the kernel does with a breakpoint there */
@@ -60,14 +60,15 @@ struct site_fn {
  */
 int sites__plan(const char *path, struct site_fn *fns, size_t n, unsigned int kernel);
 
-/* Executable bytes of an object, in memory: file offsets [offset, offset + size). */
+/* A segment holds executable bytes of an object in memory: file offsets [offset, offset +
+ * size). */
 struct site_segment {
 	const uint8_t *bytes;
 	uint64_t offset;
 	uint64_t size;
 };
 
-/* The same over one segment of executable code in memory. */
+/* Plans as sites__plan does, over one segment of executable code in memory. */
 int sites__plan_code(const struct site_segment *code, struct site_fn *fns, size_t n,
 		     unsigned int kernel);
 

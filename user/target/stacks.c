@@ -22,8 +22,8 @@ struct stacks {
 	struct idmap samples; /* sample id -> (void *)stack id */
 	struct idmap cuts;    /* id of a stack cut short where its copy ended -> struct cut */
 	size_t ncuts;	      /* of them, not yet taken in by a longer stack */
-	/* Stacks of the same program's code in processes laid out apart (exec'd separately):
-	 * where each address is in its file says which are the same path */
+	/* Stacks of the same program's code in processes laid out apart (exec'd separately)
+	 * are the same path when each address is at the same place in its file. */
 	stacks_place_fn place;
 	void *place_ctx;
 	struct idmap merged;   /* id -> the id standing for its path (itself, or the first seen) */
@@ -31,8 +31,8 @@ struct stacks {
 };
 
 /*
- * A stack cut short because its copy ended before the stack did (the thread had moved on
- * before the loader could read further): the next block down the same path gets its whole
+ * A stack is cut short when its copy ended before the stack did (the thread had moved on
+ * before the loader could read further). The next block down the same path gets its whole
  * stack from the BPF side, walked with the rules this one taught. Rather than stand as a site
  * of its own, one frame or more short, the cut stack's blocks go to the first longer stack
  * that begins with all its frames, taken for the same path.
@@ -43,7 +43,7 @@ struct cut {
 	uint64_t *samples; /* the samples whose stack it is, until taken in */
 };
 
-/* A stored stack that begins with all of cut's frames and goes further (both as normalized:
+/* A stored stack that begins with all of cut's frames and goes further (both normalized, in
  * the same order), or NULL. */
 static const struct stack *extension(const struct stacks *s, const struct stack *cut)
 {
@@ -118,18 +118,19 @@ static uint64_t merge(struct stacks *s, uint64_t id)
 	for (i = 0; i < st->n && key; i++) {
 		int placed = s->place(s->place_ctx, st->image, st->ips[i], &dev, &ino, &offset);
 
-		/* Not yet: asked again next time. */
+		/* The address cannot be placed yet; the next call asks again. */
 		if (placed < 0)
 			return id;
 		key = placed ? mix(mix(mix(key, dev), ino), offset) ?: 1 : 0;
 	}
-	/* The same path making another kind of object is another site. */
+	/* The same path making another kind of object is another site, so the tag joins the
+	 * key. */
 	if (key && st->tag)
 		key = mix(key, st->tag) ?: 1;
 	rep = key ? (uintptr_t)idmap__get(&s->programs, mix(key, st->n)) : 0;
 	if (!rep) {
 		rep = id;
-		/* Out of memory: asked again next time. */
+		/* Out of memory, the next call asks again. */
 		if (key && idmap__put(&s->programs, mix(key, st->n), (void *)(uintptr_t)id))
 			return id;
 	}
@@ -181,12 +182,12 @@ static int cache(struct stacks *s, struct stack *st)
 	return err;
 }
 
-/* The id blocks of a dropped sample's stack carry: no stack has it (hashes end non-zero and
- * without the sample bit, HEAPTAP_SAMPLE_ID set alone is no sample's id). */
+/* Blocks of a dropped sample's stack carry this id, which no stack has: hashes end non-zero
+ * and without the sample bit, and HEAPTAP_SAMPLE_ID set alone is no sample's id. */
 #define NOT_STORED HEAPTAP_SAMPLE_ID
 
-/* A stack into the BPF side's map, in its layout: 0 stored, 1 there already, -E2BIG when
- * the map is full. */
+/* Stores a stack into the BPF side's map, in its layout. Returns 0 when stored, 1 when it was
+ * there already, -E2BIG when the map is full. */
 static int store(struct stacks *s, uint64_t id, uint32_t image, uint64_t tag,
 		 const uint64_t *raw, size_t words)
 {
@@ -198,12 +199,12 @@ static int store(struct stacks *s, uint64_t id, uint32_t image, uint64_t tag,
 	stack.python = words > 2 && (raw[words - 1] & HEAPTAP_PY_FRAME);
 	if (!bpf_map_update_elem(s->map_fd, &id, &stack, BPF_NOEXIST))
 		return 0;
-	/* The BPF side stored it meanwhile: its own count has it. */
+	/* The BPF side stored it meanwhile, and its own count has it. */
 	return errno == EEXIST ? 1 : -errno;
 }
 
-/* The sample whose stack (id) was cut short: to the stack that took it in, or to the first
- * stored one that extends it, or noted for the first one to come. */
+/* Gives a sample whose stack (id) was cut short to the stack that took the cut in, or to the
+ * first stored one that extends it, or notes it for the first one to come. */
 static int note_cut(struct stacks *s, uint64_t id, uint64_t sample_id)
 {
 	struct cut *c = idmap__get(&s->cuts, id);
@@ -229,7 +230,7 @@ static int note_cut(struct stacks *s, uint64_t id, uint64_t sample_id)
 	return 0;
 }
 
-/* Where a stack's hash starts, as the BPF side's hash_stack has it: its image, and its tag. */
+/* A stack's hash starts from its image and its tag, as the BPF side's hash_stack has it. */
 static uint64_t hash_start(uint32_t image, uint64_t tag)
 {
 	uint64_t h = heaptap_hash_step(HEAPTAP_HASH_SEED, image);
@@ -237,8 +238,8 @@ static uint64_t hash_start(uint32_t image, uint64_t tag)
 	return tag ? heaptap_hash_step(h, tag) : h;
 }
 
-/* A whole stack (id, raw[words]): the cut stacks it begins with take it as theirs. A cut
- * stack with Python frames has the same ones after its C frames, cut short. */
+/* Gives a whole stack (id, raw[words]) to the cut stacks it begins with. A cut stack with
+ * Python frames has the same ones after its C frames, cut short. */
 static void take_cuts(struct stacks *s, uint64_t id, uint32_t image, uint64_t tag,
 		      const uint64_t *raw, size_t words)
 {
@@ -278,12 +279,13 @@ int stacks__add(struct stacks *s, uint32_t image, uint64_t tag, uint64_t sample_
 		h = heaptap_hash_step(h, raw[i]);
 	id = heaptap_hash_end(h);
 	if (!idmap__get(&s->cache, id)) {
-		/* Stored in the map too, as if the BPF side had walked it: the same --max-stacks
-		 * bounds every stack, and the next walk down this path finds it there. */
+		/* The stack goes in the map too, as if the BPF side had walked it, so that the
+		 * same --max-stacks bounds every stack and the next walk down this path finds it
+		 * there. */
 		err = store(s, id, image, tag, raw, words);
 		if (err == -E2BIG) {
-			/* Full: the sample's blocks go with the other blocks whose stack was not
-			 * stored. */
+			/* When the map is full, the sample's blocks go with the other blocks whose
+			 * stack was not stored. */
 			s->dropped++;
 			return idmap__put(&s->samples, sample_id, (void *)(uintptr_t)NOT_STORED);
 		}
@@ -314,8 +316,8 @@ uint64_t stacks__canonical(struct stacks *s, uint64_t id)
 	uint64_t canonical;
 
 	if (!(id & HEAPTAP_SAMPLE_ID)) {
-		/* The BPF side's walk may stop where a copy did, and store the cut stack under
-		 * its own id: it goes where the cut went. */
+		/* The BPF side's walk may stop where a copy did and store the cut stack under
+		 * its own id, which then goes where the cut went. */
 		c = s->cuts.n ? idmap__get(&s->cuts, id) : NULL;
 		return merge(s, c && c->to ? c->to : id);
 	}
@@ -337,14 +339,14 @@ const struct stack *stacks__get(struct stacks *s, uint64_t id)
 		return st;
 	if ((id & HEAPTAP_SAMPLE_ID) || bpf_map_lookup_elem(s->map_fd, &id, &raw))
 		return NULL;
-	/* One with Python frames may go past the depth; the zero after them ends it
+	/* A stack with Python frames may go past the depth; the zero after them ends it
 	 * (store_stack). */
 	words = raw.python ? HEAPTAP_MAX_DEPTH + 1 : 1 + s->depth;
 	st = normalize(id, raw.image, raw.tag, (const uint64_t *)raw.ips, words);
 	if (!st || cache(s, st))
 		return NULL;
-	/* Walked by the BPF side: as long as its frames (the first zero after the probed
-	 * address ends them). */
+	/* A stack the BPF side walked is as long as its frames: the first zero after the
+	 * probed address ends them. */
 	for (n = 2; n < words && n <= HEAPTAP_MAX_DEPTH && raw.ips[n]; n++)
 		;
 	take_cuts(s, id, raw.image, raw.tag, (const uint64_t *)raw.ips, n);

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0 */
-/* Stacks the BPF side stored, fetched once by id and put in caller order. */
+/* heaptap fetches each stack the BPF side stored once, by id, and puts it in caller order. */
 #ifndef HEAPTAP_STACKS_H
 #define HEAPTAP_STACKS_H
 
@@ -19,7 +19,7 @@ struct stack {
 
 struct stacks;
 
-/* map_fd: the stacks map; depth: the frames each stored stack may hold after its caller. */
+/* map_fd is the stacks map; depth is the frames each stored stack may hold after its caller. */
 struct stacks *stacks__new(int map_fd, unsigned int depth);
 void stacks__free(struct stacks *s);
 
@@ -28,14 +28,15 @@ const struct stack *stacks__get(struct stacks *s, uint64_t id);
 
 /* Files a stack the loader unwound, in the BPF side's layout ([word at sp, probed address,
  * callers...]) and with its tag, under the id the BPF side gives the same stack, in the
- * stacks map too;
- * sample_id names it. When the map is full the stack is dropped (stacks__dropped()) and
- * sample_id stands for no stack. cut: the copy ended before the stack did; sample_id then
- * stands for the first longer stack, from either side, that begins with these frames. */
+ * stacks map too; sample_id names it. When the map is full the stack is dropped
+ * (stacks__dropped()) and sample_id stands for no stack. cut says the copy ended before the
+ * stack did: sample_id then stands for the first longer stack, from either side, that begins
+ * with these frames. */
 int stacks__add(struct stacks *s, uint32_t image, uint64_t tag, uint64_t sample_id,
 		const uint64_t *raw, size_t words, bool cut);
 
-/* Stacks unwound from samples that --max-stacks left no room for, and those stored. */
+/* Count the stacks unwound from samples that --max-stacks left no room for, and those
+ * stored. */
 uint64_t stacks__dropped(const struct stacks *s);
 uint64_t stacks__stored(const struct stacks *s);
 
@@ -44,14 +45,14 @@ uint64_t stacks__stored(const struct stacks *s);
  * the same path through the same files. */
 uint64_t stacks__canonical(struct stacks *s, uint64_t id);
 
-/* Where addr, in image's processes, is: its file (device and inode) and the offset in it.
- * 1 when placed, 0 when it is in no file, negative when it cannot be told yet (an image not
- * known yet). */
+/* Places addr, in image's processes: its file (device and inode) and the offset in it.
+ * Returns 1 when placed, 0 when it is in no file, negative when it cannot be told yet (an
+ * image not known yet). */
 typedef int (*stacks_place_fn)(void *ctx, uint32_t image, uint64_t addr, uint64_t *dev,
 			       uint64_t *ino, uint64_t *offset);
 
-/* From now on, stacks of different images through the same code at the same places (one
- * program exec'd by several processes, each laid out by ASLR apart) stand for one:
+/* Makes stacks of different images through the same code at the same places (one program
+ * exec'd by several processes, each laid out by ASLR apart) stand for one from now on:
  * stacks__canonical gives the first seen. */
 void stacks__merge_programs(struct stacks *s, stacks_place_fn place, void *ctx);
 

@@ -28,9 +28,9 @@
 extern char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);
 
 /*
- * A mapped file, opened as soon as it is seen: the descriptor keeps it readable after the
- * process exits (or the file is deleted). libdwfl reads it, and finds its debug
- * information, on the first lookup; each file gets a Dwfl of its own, at its link-time
+ * A module is a mapped file, opened as soon as it is seen, so that the descriptor keeps it
+ * readable after the process exits (or the file is deleted). libdwfl reads it, and finds its
+ * debug information, on the first lookup. Each file gets a Dwfl of its own, at its link-time
  * addresses, so that where it is mapped, or was, does not matter.
  */
 struct module {
@@ -48,7 +48,8 @@ struct module {
 	uint8_t cfi[2]; /* .eh_frame, .debug_frame: 0 unchecked, 1 safe, 2 unreadable, 3 refused */
 };
 
-/* Where an address was when first seen: it stays right after dlclose or exit. */
+/* A location keeps where an address was when first seen, which stays right after dlclose or
+ * exit. */
 struct location {
 	struct module *module;
 	uint64_t offset; /* in the module's file */
@@ -73,7 +74,8 @@ struct syms {
 	struct idmap demangled; /* hash of a name -> struct demangled chain */
 };
 
-/* A name demangled once: syms__demangle() is called at every report for many sites. */
+/* Each name is demangled once, since syms__demangle() is called at every report for many
+ * sites. */
 struct demangled {
 	char *name;
 	const char *out;
@@ -81,9 +83,9 @@ struct demangled {
 };
 
 /*
- * libdwfl's own search, with the file as heaptap opens it (through /proc/PID/root: right for
- * a .gnu_debuglink file next to it), then as the target names it (right for one under
- * /usr/lib/debug and the object's directory).
+ * Runs libdwfl's own search with the file as heaptap opens it (through /proc/PID/root, which
+ * is right for a .gnu_debuglink file next to it), then as the target names it (right for one
+ * under /usr/lib/debug and the object's directory).
  */
 static int find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname, GElf_Addr base,
 			  const char *file_name, const char *debuglink, GElf_Word crc,
@@ -107,7 +109,8 @@ struct syms *syms__new(int pid, bool python)
 	s->pid = pid;
 	s->python = python;
 	s->stale = true;
-	/* Build IDs and .gnu_debuglink, on the host and in the target's own root. */
+	/* Debug files are looked for by build ID and .gnu_debuglink, on the host and in the
+	 * target's own root. */
 	if (asprintf(&s->debuginfo_path, ":.debug:/usr/lib/debug:/proc/%d/root/usr/lib/debug", pid) <
 	    0) {
 		free(s);
@@ -166,7 +169,7 @@ void syms__free(struct syms *s)
 	free(s);
 }
 
-/* A copy owned by s, escaped for reports (escape.h), or NULL for NULL (or no memory). */
+/* Returns a copy owned by s, escaped for reports (escape.h), or NULL for NULL (or no memory). */
 static const char *keep(struct syms *s, char *owned)
 {
 	char *escaped;
@@ -193,7 +196,7 @@ static const char *demangle(struct syms *s, const char *name)
 	char *plain, *d;
 	int status;
 
-	/* Without its symbol version (__libc_start_main@@GLIBC_2.34). */
+	/* The name loses its symbol version (__libc_start_main@@GLIBC_2.34). */
 	plain = strndup(name, strcspn(name, "@"));
 	if (!plain)
 		return NULL;
@@ -248,7 +251,7 @@ static struct module *module_of(struct syms *s, const struct proc_map *m)
 	mod->dev = m->dev;
 	mod->inode = m->inode;
 	mod->open_path = proc__mapped_file(s->pid, m);
-	/* A mapped file of the target's: opened only if it is a regular one. */
+	/* The file is the target's, so it is opened only if it is a regular one. */
 	mod->fd = mod->open_path ? elf_syms__open_file(mod->open_path) : -1;
 	if (mod->fd < 0)
 		mod->fd = -1;
@@ -290,7 +293,8 @@ static void module_load(struct syms *s, struct module *mod)
 		close(fd);
 		return;
 	}
-	/* Offline: at its link-time addresses. libdwfl takes the descriptor. */
+	/* The module is reported offline, at its link-time addresses; libdwfl takes the
+	 * descriptor. */
 	mod->dm = dwfl_report_offline(mod->dwfl, mod->path, mod->open_path, fd);
 	dwfl_report_end(mod->dwfl, NULL, NULL);
 	if (mod->dm)
@@ -299,7 +303,7 @@ static void module_load(struct syms *s, struct module *mod)
 		mod->dm = NULL;
 }
 
-/* A file offset in mod to its address in mod's Dwfl, through the PT_LOAD segments. */
+/* Turns a file offset in mod into its address in mod's Dwfl, through the PT_LOAD segments. */
 static bool module_address(struct module *mod, uint64_t offset, Dwarf_Addr *addr)
 {
 	size_t i, n;
@@ -321,8 +325,8 @@ static bool module_address(struct module *mod, uint64_t offset, Dwarf_Addr *addr
 
 /*
  * Where addr is, from the first time it was asked; NULL if in no file mapping. An address
- * in no known mapping has the maps read again, at most every 100 ms (a stray address in a
- * broken frame chain must not cost a read every time), or at once if `now`.
+ * in no known mapping has the maps read again, at most every 100 ms so that a stray address
+ * in a broken frame chain does not cost a read every time, or at once if `now`.
  */
 static const struct location *locate(struct syms *s, uint64_t addr, bool now)
 {
@@ -335,7 +339,7 @@ static const struct location *locate(struct syms *s, uint64_t addr, bool now)
 		syms__refresh(s);
 	m = proc_maps__find(&s->maps, addr);
 	if (!m && (now || clock__now_ns() - s->read_ns > 100000000)) {
-		/* Mapped since the last read: dlopen, perhaps. */
+		/* The address may have been mapped since the last read, by dlopen perhaps. */
 		syms__refresh(s);
 		m = proc_maps__find(&s->maps, addr);
 	}
@@ -353,7 +357,7 @@ static const struct location *locate(struct syms *s, uint64_t addr, bool now)
 
 bool syms__note(struct syms *s, uint64_t addr)
 {
-	/* A Python frame or type is in no file: named now, while its process runs. */
+	/* A Python frame or type is in no file, so it is named now, while its process runs. */
 	if (s->python && (addr & (HEAPTAP_PY_FRAME | HEAPTAP_PY_TYPE))) {
 		syms__find(s, addr, false);
 		return false;
@@ -376,7 +380,7 @@ bool syms__place(struct syms *s, uint64_t addr, uint64_t *dev, uint64_t *ino, ui
 
 struct module *syms__module(struct syms *s, uint64_t addr, Dwarf_Addr *module_addr)
 {
-	/* Unwinding needs the right module's CFI: a library loaded a moment ago included. */
+	/* Unwinding needs the right module's CFI, a library loaded a moment ago's included. */
 	const struct location *loc = locate(s, addr, true);
 
 	if (!loc)
@@ -397,7 +401,8 @@ Dwarf_CFI *syms__cfi(struct module *mod, bool debug_frame, Dwarf_Addr *bias, boo
 	if (!cfi)
 		return NULL;
 	if (!mod->cfi[debug_frame]) {
-		/* Checked before the first lookup: libdw has read no instruction yet. */
+		/* The check comes before the first lookup, while libdw has read no instruction
+		 * yet. */
 		Dwarf_Addr dw_bias;
 		Dwarf *dw = debug_frame ? dwfl_module_getdwarf(mod->dm, &dw_bias) : NULL;
 		Elf *elf = debug_frame ? (dw ? dwarf_getelf(dw) : NULL) : mod->elf;
@@ -438,7 +443,7 @@ static const char *die_name(struct syms *s, Dwarf_Die *die)
 	return syms__demangle(s, name);
 }
 
-/* A place in the source: file and line, and the function it is in (NULL: not known). */
+/* A place in the source is a file and line, and the function it is in (NULL: not known). */
 struct place {
 	const char *file;
 	int line;
@@ -446,9 +451,9 @@ struct place {
 };
 
 /*
- * The inlined calls at addr, innermost first, each with the place in it that is executing
- * (at, on entry: the line table's); at moves outwards to the place of each call, ending at
- * the place in the function they were inlined into, with its name.
+ * Adds the inlined calls at addr, innermost first, each with the place in it that is
+ * executing (at, on entry: the line table's). at moves outwards to the place of each call,
+ * ending at the place in the function they were inlined into, with its name.
  */
 static bool add_inlined(struct syms *s, struct module *mod, Dwarf_Addr addr, struct sym_info *info,
 			struct place *at)
@@ -470,7 +475,8 @@ static bool add_inlined(struct syms *s, struct module *mod, Dwarf_Addr addr, str
 		Dwarf_Word value;
 
 		if (dwarf_tag(&scopes[i]) == DW_TAG_subprogram) {
-			/* The function as its source names it: level6 for level6.constprop.0. */
+			/* The function is named as its source names it: level6 for
+			 * level6.constprop.0. */
 			at->function = die_name(s, &scopes[i]);
 			break;
 		}
@@ -534,9 +540,9 @@ static void resolve(struct syms *s, const struct location *loc, bool return_addr
 	f->line = at.line;
 }
 
-/* A Python frame of the process (HEAPTAP_PY_FRAME): its function, file and line, as the
- * process's code object says; or a Python type (HEAPTAP_PY_TYPE): its name as function. Its
- * module "[python]". */
+/* Names a Python frame of the process (HEAPTAP_PY_FRAME) by its function, file and line, as
+ * the process's code object says, or a Python type (HEAPTAP_PY_TYPE) by its name as function.
+ * Its module is "[python]". */
 static struct sym_info *python_info(struct syms *s, uint64_t word)
 {
 	struct sym_info *info = calloc(1, sizeof(*info));
@@ -563,7 +569,7 @@ const struct sym_info *syms__find(struct syms *s, uint64_t addr, bool return_add
 {
 	static struct sym_frame unknown_frame;
 	static struct sym_info unknown = { .nframes = 1, .frames = &unknown_frame };
-	/* A Python word is no return address: named once, however it is asked for. */
+	/* A Python word is no return address, so it is named once, however it is asked for. */
 	bool python = s->python && (addr & (HEAPTAP_PY_FRAME | HEAPTAP_PY_TYPE));
 	uint64_t key = addr | (return_address && !python ? 1ULL << 63 : 0);
 	struct sym_info *info = idmap__get(&s->infos, key);

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * Addresses in a running process to source: function, file:line and inlined calls, with
- * libdwfl, through each mapped file's symbols and debug information (its own, or found by
- * build ID or .gnu_debuglink). A file is held open from the moment one of its addresses is
- * seen, and each address is resolved once, so names still come out after dlclose or exit.
+ * syms turns addresses in a running process into source (function, file:line and inlined
+ * calls) with libdwfl, through each mapped file's symbols and debug information (its own, or
+ * found by build ID or .gnu_debuglink). A file is held open from the moment one of its
+ * addresses is seen, and each address is resolved once, so names still come out after
+ * dlclose or exit.
  */
 #ifndef HEAPTAP_SYMS_H
 #define HEAPTAP_SYMS_H
@@ -14,7 +15,7 @@
 
 #include <elfutils/libdwfl.h>
 
-/* One source-level frame at an address: an inlined call expands to several. */
+/* A sym_frame is one source-level frame at an address; an inlined call expands to several. */
 struct sym_frame {
 	const char *function; /* demangled; NULL when nothing names the address */
 	uint64_t offset;      /* into function, for the real (outermost) frame */
@@ -33,8 +34,8 @@ struct sym_info {
 struct syms;
 struct module;
 
-/* python: the stacks of pid may hold Python frames and types (heaptap.h), named as such; else
- * such words are addresses like any other. */
+/* With python, the stacks of pid may hold Python frames and types (heaptap.h), named as such;
+ * without it, such words are addresses like any other. */
 struct syms *syms__new(int pid, bool python);
 void syms__free(struct syms *s);
 
@@ -42,24 +43,25 @@ void syms__free(struct syms *s);
  * their own when first needed, and again for an address in no known mapping (dlopen). */
 void syms__refresh(struct syms *s);
 
-/* Makes sure the file mapped at addr is held open and addr's place in it known, so it can
- * be symbolized even after the process is gone; cheap: nothing is parsed. False if addr is
- * in no file mapping. */
+/* Makes sure the file mapped at addr is held open and addr's place in it known, so that it
+ * can be symbolized even after the process is gone. It is cheap, since nothing is parsed.
+ * False if addr is in no file mapping. */
 bool syms__note(struct syms *s, uint64_t addr);
 
-/* The file mapped at addr (device, inode) and addr's offset in it; as cheap as syms__note.
- * False if addr is in no file mapping. (A Python frame or type, HEAPTAP_PY_FRAME or
- * HEAPTAP_PY_TYPE, is in none: syms__note names it at once, while its process runs.) */
+/* Finds the file mapped at addr (device, inode) and addr's offset in it, as cheaply as
+ * syms__note. False if addr is in no file mapping. A Python frame or type (HEAPTAP_PY_FRAME
+ * or HEAPTAP_PY_TYPE) is in none: syms__note names it at once, while its process runs. */
 bool syms__place(struct syms *s, uint64_t addr, uint64_t *dev, uint64_t *ino, uint64_t *offset);
 
 /*
  * Symbolizes addr (or a Python frame or type: heaptap.h). A return address (every frame of a
  * stack but the first) is looked up one byte back, inside the call, so that a call ending a
- * function is not taken for the next one. Never NULL; cached, valid until syms__free().
+ * function is not taken for the next one. Never NULL; the result is cached and valid until
+ * syms__free().
  */
 const struct sym_info *syms__find(struct syms *s, uint64_t addr, bool return_address);
 
-/* name demangled (C++), owned by s. */
+/* Returns name demangled (C++), owned by s. */
 const char *syms__demangle(struct syms *s, const char *name);
 
 /* The object holding addr, and addr in its Dwfl module's address space (for syms__cfi);

@@ -44,7 +44,7 @@ int target__check_privileges(void)
 	int n = 0, i;
 
 	if (!read_caps(data))
-		return 0; /* cannot tell: let the kernel decide */
+		return 0; /* heaptap cannot tell, so the kernel decides */
 	/* CAP_SYS_ADMIN stands in for CAP_BPF and CAP_PERFMON on every kernel. */
 	if (!has_cap(data, CAP_BPF) && !has_cap(data, CAP_SYS_ADMIN))
 		missing[n++] = "CAP_BPF";
@@ -173,7 +173,7 @@ int target__launch(struct target *t, const char *program, char *const argv[],
 		sigset_t none;
 		char go;
 
-		/* Nothing here may allocate: the probes may already be in this image. */
+		/* Nothing here may allocate, since the probes may already be in this image. */
 		close(fds[1]);
 		if (in_child)
 			in_child();
@@ -189,7 +189,7 @@ int target__launch(struct target *t, const char *program, char *const argv[],
 	t->pid = pid;
 	t->release_fd = fds[1];
 	{
-		char comm[16]; /* as the kernel will name it: its first 15 bytes */
+		char comm[16]; /* the kernel will name it by its first 15 bytes */
 
 		snprintf(comm, sizeof(comm), "%s",
 			 strrchr(program, '/') ? strrchr(program, '/') + 1 : program);

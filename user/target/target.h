@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0 */
-/* The process to trace: checks before touching it, and launching a command held at exec. */
+/* These check the process to trace before touching it, and launch a command held at exec. */
 #ifndef HEAPTAP_TARGET_H
 #define HEAPTAP_TARGET_H
 
@@ -17,13 +17,14 @@ struct target {
 	int exit_signal; /* launched and killed: the signal, else 0 */
 };
 
-/* Whether heaptap may trace at all: root, or CAP_BPF + CAP_PERFMON + CAP_SYS_PTRACE.
+/* Checks that heaptap may trace at all: root, or CAP_BPF + CAP_PERFMON + CAP_SYS_PTRACE.
  * Prints what is missing and returns -EPERM. */
 int target__check_privileges(void);
 
 /* Validates pid (a thread's ID stands for its process) and fills t. Prints why not. */
 int target__attach(struct target *t, int pid);
-/* The same, quietly: for processes found rather than named (descendants, forks, matches). */
+/* Validates pid quietly, for processes found rather than named (descendants, forks,
+ * matches). */
 int target__probe(struct target *t, int pid);
 
 /* The program file a command name runs, as execvp would find it; malloc'd, or NULL. */
@@ -36,7 +37,7 @@ int target__launch(struct target *t, const char *program, char *const argv[],
 		   void (*in_child)(void));
 int target__release(struct target *t);
 
-/* After the pidfd turned readable: collects a launched command's status. */
+/* Collects a launched command's status, once the pidfd turned readable. */
 void target__reap(struct target *t);
 
 /* Closes what t holds; a launched command never released exits without running. */

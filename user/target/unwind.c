@@ -23,7 +23,7 @@ struct unwinder {
 	unsigned int depth;
 	struct idmap rules; /* return address -> struct heaptap_unwind_rule */
 	struct unwind_stats stats;
-	/* The session's sources, for live_ops: the target's objects and the BPF side's map. */
+	/* live_ops reads the session's sources: the target's objects and the BPF side's map. */
 	struct syms *syms;
 	int rules_fd;
 	uint32_t image; /* the layout whose rules it learns (struct heaptap_target) */
@@ -32,15 +32,15 @@ struct unwinder {
 
 /*
  * A copy that ends before the stack does would cut the first stack down a deep path short,
- * and only that one: the BPF side walks the next one whole, with the rules learned (a
- * site split in two). Beyond the copy, the stack is read live, once the copy's last bytes
- * are found unchanged there: the thread is still below the frames they hold, whose callers
- * have not moved.
+ * and only that one, since the BPF side walks the next one whole with the rules learned: the
+ * site would be split in two. So the stack beyond the copy is read live, once the copy's
+ * last bytes are found unchanged there: the thread is then still below the frames they hold,
+ * whose callers have not moved.
  */
 #define MORE_BYTES (64 * 1024)
 #define TAIL_BYTES 64
 
-/* A sample's stack: its copy, then what was read beyond it. */
+/* A view of a sample's stack is its copy, then what was read beyond it. */
 struct view {
 	const struct heaptap_sample *smp;
 	size_t more; /* bytes read beyond the copy */
@@ -89,8 +89,8 @@ const struct unwind_stats *unwinder__stats(const struct unwinder *u)
 	return &u->stats;
 }
 
-/* A location "CFA + offset", as libdw spells the rules DW_CFA_offset and friends (its
- * DW_OP_plus_uconst may carry a negative offset, wrapped). */
+/* Reads a location "CFA + offset", as libdw spells the rules DW_CFA_offset and friends; its
+ * DW_OP_plus_uconst may carry a negative offset, wrapped. */
 static bool cfa_relative(const Dwarf_Op *ops, size_t nops, int64_t *offset)
 {
 	if (!nops || ops[0].atom != DW_OP_call_frame_cfa)
@@ -110,7 +110,7 @@ static bool cfa_relative(const Dwarf_Op *ops, size_t nops, int64_t *offset)
 	return false;
 }
 
-/* A frame's CFI as a rule the BPF side can apply; false for what it cannot express
+/* Turns a frame's CFI into a rule the BPF side can apply; false for what it cannot express
  * (expressions, registers other than rsp and rbp, signal frames). */
 static bool to_rule(Dwarf_Frame *frame, struct heaptap_unwind_rule *rule)
 {
@@ -126,13 +126,14 @@ static bool to_rule(Dwarf_Frame *frame, struct heaptap_unwind_rule *rule)
 	if (dwarf_frame_register(frame, REG_RA, ops_mem, &ops, &nops))
 		return false;
 	if (!nops && ops == ops_mem) {
-		/* The return address is undefined: the outermost frame (_start, clone). */
+		/* The return address is undefined in the outermost frame (_start, clone). */
 		rule->flags = HEAPTAP_RULE_END;
 		return true;
 	}
 	if (!cfa_relative(ops, nops, &offset) || offset != -8)
 		return false;
-	/* CFA = register + offset: DW_OP_bregN offset, or DW_OP_bregx N offset. */
+	/* The rule takes CFA = register + offset: DW_OP_bregN offset, or DW_OP_bregx N
+	 * offset. */
 	if (dwarf_frame_cfa(frame, &ops, &nops) || nops != 1)
 		return false;
 	if (ops[0].atom == DW_OP_bregx) {
@@ -144,8 +145,8 @@ static bool to_rule(Dwarf_Frame *frame, struct heaptap_unwind_rule *rule)
 	} else {
 		return false;
 	}
-	/* The CFI is the target's: a register or an offset that does not fit the rule's fields
-	 * must not be cut down to one that does (register 2^32 + 7 is not rsp). */
+	/* The CFI is the target's, so a register or an offset that does not fit the rule's
+	 * fields must not be cut down to one that does (register 2^32 + 7 is not rsp). */
 	if ((reg != HEAPTAP_REG_SP && reg != HEAPTAP_REG_BP) || offset < INT32_MIN ||
 	    offset > INT32_MAX)
 		return false;
@@ -188,7 +189,7 @@ static bool live_cfi_rule(void *ctx, uint64_t ra, bool at_ip, struct heaptap_unw
 		Dwarf_CFI *cfi = syms__cfi(mod, pass, &bias, &refused);
 
 		u->stats.cfi_refused += refused;
-		/* At the call, one byte back from where it returns to. */
+		/* The rule is looked up at the call, one byte back from where it returns to. */
 		if (cfi && unwind__cfi_rule(cfi, addr - !at_ip - bias, rule))
 			return true;
 	}
@@ -226,7 +227,7 @@ static const struct unwind_ops live_ops = {
 	.read = live_read,
 };
 
-/* The live stack beyond the copy, if the copy's tail is still there as copied. */
+/* Reads the live stack beyond the copy, if the copy's tail is still there as copied. */
 static void read_more(struct unwinder *u, struct view *v)
 {
 	const struct heaptap_sample *smp = v->smp;
@@ -274,7 +275,8 @@ static bool stack_word(struct unwinder *u, struct view *v, uint64_t addr, uint64
 	return true;
 }
 
-/* Taught to the BPF side and remembered; a failed update only costs another sample. */
+/* Teaches a rule to the BPF side and remembers it; a failed update only costs another
+ * sample. */
 static const struct heaptap_unwind_rule *teach(struct unwinder *u, uint64_t key,
 					       const struct heaptap_unwind_rule *rule)
 {
@@ -293,9 +295,9 @@ static const struct heaptap_unwind_rule *teach(struct unwinder *u, uint64_t key,
 }
 
 /*
- * The rule at ra. Without CFI, the frame-pointer rule, if it leads to a plausible caller in
- * this sample; else the stack ends there, for the BPF side too, which would otherwise send
- * a sample at every allocation down this path.
+ * The rule at ra. Without CFI it is the frame-pointer rule, if that leads to a plausible
+ * caller in this sample; else the stack ends there, for the BPF side too, which would
+ * otherwise send a sample at every allocation down this path.
  */
 static const struct heaptap_unwind_rule *rule_at(struct unwinder *u, uint64_t ra, uint64_t at_ip,
 						 struct view *v, uint64_t bp)
@@ -328,8 +330,8 @@ void unwinder__sample(struct unwinder *u, const struct heaptap_sample *smp, size
 	if (size < offsetof(struct heaptap_sample, stack) ||
 	    smp->size > size - offsetof(struct heaptap_sample, stack))
 		return;
-	/* The same walk as the BPF side's (dwarf_stack), on the copy, learning as it goes:
-	 * from the allocator's entry, or on from where the BPF side stopped. */
+	/* The walk is the BPF side's (dwarf_stack), on the copy, learning as it goes: from the
+	 * allocator's entry, or on from where the BPF side stopped. */
 	at_ip = smp->at_ip ? HEAPTAP_RULE_AT_IP : 0;
 	pc = smp->ip;
 	sp = smp->sp;
@@ -375,8 +377,8 @@ void unwinder__sample(struct unwinder *u, const struct heaptap_sample *smp, size
 	}
 	u->ops->note(u->ctx, raw[0]);
 	u->ops->note(u->ctx, raw[1]);
-	/* A Python object's Python frames after the C ones, which give way to them where the
-	 * stack is full (as the BPF side's store_stack has them). */
+	/* A Python object's Python frames go after the C ones, which give way to them where
+	 * the stack is full, as the BPF side's store_stack has them. */
 	if (smp->npy && smp->npy <= HEAPTAP_PY_DEPTH) {
 		if (words > HEAPTAP_MAX_DEPTH + 1 - smp->npy)
 			words = HEAPTAP_MAX_DEPTH + 1 - smp->npy;

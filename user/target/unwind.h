@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * DWARF stacks: unwinding the samples the BPF side sends, with the objects' CFI (libdw),
- * and teaching it, through the unwind_rules map, the rule at every return address met, so
- * that the next allocation down the same path is walked in the kernel, with no copy.
+ * The unwinder walks DWARF stacks: it unwinds the samples the BPF side sends with the
+ * objects' CFI (libdw), and teaches the BPF side, through the unwind_rules map, the rule at
+ * every return address met, so that the next allocation down the same path is walked in the
+ * kernel, with no copy.
  */
 #ifndef HEAPTAP_UNWIND_H
 #define HEAPTAP_UNWIND_H
@@ -30,15 +31,15 @@ struct unwind_stats {
 	uint64_t cfi_refused;  /* CFI sections refused before libdw read them (cfi.h) */
 };
 
-/* rules_fd: the unwind_rules map; depth: frames after the direct caller (--stack-depth);
- * image: the layout the samples it unwinds come from (struct heaptap_target). */
+/* rules_fd is the unwind_rules map, depth the frames after the direct caller (--stack-depth),
+ * and image the layout the samples it unwinds come from (struct heaptap_target). */
 struct unwinder *unwinder__new(struct syms *syms, struct stacks *stacks, int rules_fd,
 			       unsigned int depth, uint32_t image);
 
 /*
- * Where an unwinder's rules come from and go. unwinder__new uses the session's: the objects'
- * CFI through syms, and the unwind_rules map. Tests and fuzzers give their own, to unwind a
- * stack copy with no process and no BPF map behind it.
+ * The ops say where an unwinder's rules come from and go. unwinder__new uses the session's:
+ * the objects' CFI through syms, and the unwind_rules map. Tests and fuzzers give their own,
+ * to unwind a stack copy with no process and no BPF map behind it.
  */
 struct unwind_ops {
 	/* The rule at pc (at_ip: pc is the interrupted instruction, not a return address)
@@ -46,10 +47,11 @@ struct unwind_ops {
 	bool (*cfi_rule)(void *ctx, uint64_t pc, bool at_ip, struct heaptap_unwind_rule *rule);
 	/* Whether addr is in a mapped file (it is then held for naming later). */
 	bool (*note)(void *ctx, uint64_t addr);
-	/* A rule learned for key (a return address, | HEAPTAP_RULE_AT_IP); 0 when taught. */
+	/* Teaches a rule learned for key (a return address, | HEAPTAP_RULE_AT_IP); 0 when
+	 * taught. */
 	int (*teach)(void *ctx, uint64_t key, const struct heaptap_unwind_rule *rule);
-	/* Up to len bytes of process tgid's memory at addr, now: how many were read. NULL
-	 * where there is no process (a copy alone). */
+	/* Reads up to len bytes of process tgid's memory at addr, now, and returns how many
+	 * were read. NULL where there is no process (a copy alone). */
 	size_t (*read)(void *ctx, uint32_t tgid, uint64_t addr, void *buf, size_t len);
 };
 

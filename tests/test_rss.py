@@ -4,9 +4,13 @@ malloc_trim(0) gives back, threads' stacks, and what cannot be read: a heap chan
 read, a process without a heap, a kernel without PAGEMAP_SCAN, a process that exits."""
 import os
 import re
+import shutil
+import signal
+import subprocess
+import tempfile
 import time
 
-from lib import Heaptap, Target, check, check_true, test
+from lib import HEAPTAP, Heaptap, Proc, Target, check, check_true, test
 
 PARTS = ("live", "allocator_free", "allocator_unknown", "stacks", "anon_other", "files",
          "shmem")
@@ -286,3 +290,111 @@ def test_rss_parts_in_prometheus_and_html():
     areas = [e for e in dom.one("svg", id="rss-chart").find("path") if e.attrs.get("fill")]
     check("an area per part", len(areas), len(PARTS))
     check_true("areas with numbers", all("NaN" not in a.attrs["d"] for a in areas))
+
+
+MIB = 1 << 20
+
+
+def map_cache_site(parts):
+    """The map site of map_cache, the mappings target's mmap of "grow N"."""
+    sites = [s for s in parts["map_sites"] if s["function"] == "map_cache"]
+    check("one map site named map_cache", len(sites), 1)
+    return sites[0]
+
+
+@test
+def test_map_site_named_in_text_and_json():
+    """A program that grows by mappings of its own: one of 8 MiB mapped before the attach,
+    five while traced (map_cache maps 8 MiB and writes every byte). The map site is named
+    map_cache, with its stack, its resident bytes (those written), its calls and its growth;
+    the mapping made before the attach has no name; the mmap calls are counted the
+    program's; the advice names the site; the text report says the same."""
+    target = Target("mappings")
+    target.do("grow 8")
+    ht = Heaptap(["-p", str(target.target_pid), "-i", "200ms"])
+    ht.attached()
+    for _ in range(5):
+        target.do("grow 8")
+        time.sleep(0.4)
+    final, code = ht.finish()
+    check("heaptap exit status", code, 0)
+    parts = final["rss_parts"]
+    site = map_cache_site(parts)
+    check("its resident bytes: every byte written", site["bytes"], 5 * 8 * MIB)
+    check("the bytes its mappings span", site["size"], 5 * 8 * MIB)
+    check("its calls", site["mappings"], 5)
+    check("its file", os.path.basename(site["file"] or ""), "mappings.c")
+    check("its stack: map_cache, then main", [f["function"] for f in site["stack"]
+                                              if f["function"] in ("map_cache", "main")],
+          ["map_cache", "main"])
+    check_true("it grows", (site["growth_bytes_per_hour"] or 0) > 0, site)
+    before = [s for s in parts["map_sites"] if s["stack_id"] == "0x0"]
+    check("the mapping made before the attach: no name", [s["function"] for s in before],
+          [None])
+    check_true("its 8 MiB", before[0]["bytes"] >= 8 * MIB, before[0])
+    calls = parts["map_calls"]["mmap"]
+    check_true("the program's mmap calls counted", calls["program"]["calls"] >= 5, calls)
+    check_true("their bytes", calls["program"]["bytes"] >= 5 * 8 * MIB, calls)
+    check_true("other anonymous memory holds them", parts["anon_other"] >= 6 * 8 * MIB, parts)
+    check("the advice", parts["advice"]["kind"] if parts["advice"] else None, "map_site")
+    check_true("names map_cache", "map_cache" in parts["advice"]["text"], parts["advice"])
+    check_sum(parts, target.target_pid)
+    # The text report: a process of heaptap's writing its latest report to a file.
+    path = os.path.join(tempfile.mkdtemp(prefix="heaptap-rss-"), "report.txt")
+    text = Proc([HEAPTAP, "-p", str(target.target_pid), "-i", "200ms", "-o", path],
+                stdin=subprocess.DEVNULL)
+    deadline = time.monotonic() + 30
+    while not os.path.exists(path):
+        check_true("the first report written", time.monotonic() < deadline, path)
+        time.sleep(0.1)
+    target.do("grow 4")
+    time.sleep(0.5)
+    os.kill(text.pid, signal.SIGINT)
+    check("text heaptap exit status", text.wait(), 0)
+    with open(path) as f:
+        report = f.read()
+    shutil.rmtree(os.path.dirname(path))
+    sites = report[report.index("MAP SITES"):]
+    check_true("the map sites listed", "map_cache" in sites, sites[:600])
+    check_true("its bytes", re.search(r"#\d+\s+4\.0 MiB resident in 1 mapping", sites),
+               sites[:600])
+    check_true("the mappings made before", "mapped before the attach" in sites, sites[:600])
+
+
+def live_or_watch(mode):
+    """The mappings target under --live or --watch, growing by a mapping of its own while
+    traced: the final record."""
+    target = Target("mappings")
+    ht = Heaptap(["-p", str(target.target_pid), mode, "-i", "300ms"])
+    ht.attached()
+    first_report(ht)
+    target.do("grow 8")
+    time.sleep(1)
+    final, code = ht.finish()
+    check("heaptap exit status", code, 0)
+    check_true("parts in every report", all(r["rss_parts"] for r in ht.records
+                                             if r["type"] in ("interval", "final")))
+    parts = final["rss_parts"]
+    check_sum(parts, target.target_pid)
+    check("map_cache's bytes", map_cache_site(parts)["bytes"], 8 * MIB)
+    return parts
+
+
+@test
+def test_rss_parts_in_live_reports():
+    """--live: the parts in each report, glibc's chunks walked, the site of a mapping made
+    while traced named."""
+    parts = live_or_watch("--live")
+    check("live from glibc's chunks", parts["live_from"], "chunks")
+
+
+@test
+def test_rss_parts_in_watch_reports():
+    """--watch (no allocator probes): the parts in each report, the site of a mapping named;
+    who made it (the program or its allocator) is not known without allocator probes."""
+    parts = live_or_watch("--watch")
+    calls = parts["map_calls"]["mmap"]
+    check("no mmap call counted the program's or the allocator's",
+          (calls["program"]["calls"], calls["allocator"]["calls"]), (0, 0))
+    check_true("counted unknown", calls["unknown"]["calls"] >= 1, calls)
+

@@ -213,6 +213,85 @@ out:
 		       sizeof(p->pinners[i].caller));
 }
 
+/* The function that made a mapping: its stack's first frame out of the C library. */
+static void mapper(const struct report *r, struct rss_map_site *ms)
+{
+	const struct stack *st = r->stacks && ms->stack_id ? stacks__get(r->stacks, ms->stack_id)
+							    : NULL;
+	size_t i;
+
+	for (i = 0; st && i < st->n; i++) {
+		const struct sym_info *si = syms__find(report__syms(r, st), st->ips[i], i > 0);
+		const char *base = si->module ? strrchr(si->module, '/') : NULL;
+
+		if (base && (!strncmp(base, "/libc.so", 8) || !strncmp(base, "/libc-", 6)))
+			continue;
+		ms->function = si->frames[0].function;
+		ms->file = si->frames[0].file;
+		ms->line = si->frames[0].line;
+		return;
+	}
+}
+
+static int by_map_growth(const void *a, const void *b)
+{
+	const struct rss_map_site *x = a, *y = b;
+	double gx = isnan(x->growth) ? -INFINITY : x->growth;
+	double gy = isnan(y->growth) ? -INFINITY : y->growth;
+
+	if (gx != gy)
+		return gx > gy ? -1 : 1;
+	return x->bytes > y->bytes ? -1 : x->bytes < y->bytes;
+}
+
+/* The map sites: each one's course over the full reads, its name, the fastest first. */
+static void map_sites(const struct report *r, struct rss_parts *p)
+{
+	struct rss_map_site all[RSS_MAP_SITES * 4];
+	size_t i, n = r->nmap_sites < RSS_MAP_SITES * 4 ? r->nmap_sites : RSS_MAP_SITES * 4;
+
+	for (i = 0; i < n; i++) {
+		const struct map_site *m = &r->map_sites[i];
+		struct trend t;
+
+		all[i] = (struct rss_map_site){ m->stack_id, m->bytes, m->size, m->mappings, NAN };
+		if (r->map_history && history__trend(r->map_history, m->stack_id, &t) &&
+		    t.points >= 3)
+			all[i].growth = t.growth;
+		mapper(r, &all[i]);
+	}
+	array__sort(all, n, sizeof(*all), by_map_growth);
+	p->nmap_sites = n < RSS_MAP_SITES ? n : RSS_MAP_SITES;
+	memcpy(p->map_sites, all, p->nmap_sites * sizeof(*all));
+}
+
+/* A mapping site's advice, when other anonymous memory leads the growth or holds much, and
+ * a site of the program's made it. */
+static bool advise_map_site(struct rss_parts *p, uint64_t total)
+{
+	const struct rss_map_site *ms = p->nmap_sites ? &p->map_sites[0] : NULL;
+	char a[32], g[32], growth[48] = "", where[200];
+
+	if (!ms || !ms->stack_id ||
+	    (p->leading != RSS_ANON_OTHER && p->v[RSS_ANON_OTHER] < MUCH * total))
+		return false;
+	if (ms->file)
+		snprintf(where, sizeof(where), "%s (%s:%d)", ms->function ? ms->function : "?",
+			 ms->file, ms->line);
+	else
+		snprintf(where, sizeof(where), "%s", ms->function ? ms->function : "?");
+	if (!isnan(ms->growth))
+		snprintf(growth, sizeof(growth), ", %s%s/h", ms->growth < 0 ? "-" : "+",
+			 bytes(g, sizeof(g), llround(fabs(ms->growth) * 3600)));
+	p->advice_kind = "map_site";
+	snprintf(p->advice, sizeof(p->advice),
+		 "other anonymous memory %s: %s maps %s in %u mapping%s%s (its stack: the map "
+		 "sites)",
+		 p->leading == RSS_ANON_OTHER ? "grows" : "holds much", where,
+		 bytes(a, sizeof(a), ms->bytes), ms->mappings, ms->mappings == 1 ? "" : "s", growth);
+	return true;
+}
+
 /* One line of what to do, when a part holds much of the RSS or leads its growth. */
 static void advise(const struct report *r, struct rss_parts *p)
 {
@@ -225,6 +304,8 @@ static void advise(const struct report *r, struct rss_parts *p)
 	pinned = v[RSS_ALLOCATOR_FREE] - v[RSS_FREE_WHOLE_PAGES];
 	p->advice_kind = NULL;
 	p->advice[0] = '\0';
+	if (p->leading == RSS_ANON_OTHER && advise_map_site(p, total))
+		return;
 	if (x->walked && v[RSS_ALLOCATOR_FREE] >= MUCH * total &&
 	    many_arenas(x, &arenas_free, &narenas) && arenas_free * 2 >= v[RSS_ALLOCATOR_FREE]) {
 		p->advice_kind = "arena_max";
@@ -259,6 +340,8 @@ static void advise(const struct report *r, struct rss_parts *p)
 			 "(its purge returns them: jemalloc's arena.<i>.purge, tcmalloc's "
 			 "ReleaseFreeMemory) or blocks older than the attach",
 			 bytes(a, sizeof(a), v[RSS_ALLOCATOR_UNKNOWN]));
+	} else if (advise_map_site(p, total)) {
+		return;
 	} else if (p->leading == RSS_STACKS) {
 		p->advice_kind = "stacks";
 		snprintf(p->advice, sizeof(p->advice),
@@ -276,6 +359,7 @@ void analysis_rss__make(const struct report *r, double tracked, struct rss_parts
 	out->known = true;
 	compose(r->rss_reading, tracked, tracked_at_walk(r, tracked), out);
 	growth(r, r->snap->time_ns, out);
+	map_sites(r, out);
 	if (r->rss_reading->full && r->rss_reading->nsparse) {
 		pinners(r, out);
 	} else if (!r->rss_reading->full && r->rss_npinners <= RSS_PINNERS) {

@@ -13,6 +13,7 @@
 #include "account/accounting.h"
 #include "account/alarm.h"
 #include "leak/leak.h"
+#include "account/mappings.h"
 #include "account/history.h"
 #include "account/drain.h"
 #include "probe/duty.h"
@@ -107,6 +108,18 @@ struct rss_pinner {
 	char caller[160]; /* the allocator's caller: "function (file:line)", or "?" */
 };
 
+/* A map site as the report shows it: the program's anonymous mappings made from one stack. */
+#define RSS_MAP_SITES 8
+struct rss_map_site {
+	uint64_t stack_id; /* 0: mapped before the attach, or not seen mapped */
+	uint64_t bytes, size;
+	unsigned int mappings;
+	double growth;	      /* resident bytes per second over the full reads; NAN: too few */
+	const char *function; /* the first frame out of the C library; NULL when none names it */
+	const char *file;     /* its file and line; NULL, 0 without line information */
+	int line;
+};
+
 /*
  * Where the target's RSS is (target/rss.h): its reading split into parts that add up to it,
  * each part's growth over the reports, the part that leads it, and what to do about it.
@@ -125,6 +138,10 @@ struct rss_parts {
 	 * heaptap tracks, at a full read) */
 	struct rss_pinner pinners[RSS_PINNERS];
 	unsigned int npinners;
+	/* The map sites, the fastest growing first (then the most bytes), at most
+	 * RSS_MAP_SITES */
+	struct rss_map_site map_sites[RSS_MAP_SITES];
+	unsigned int nmap_sites;
 };
 
 /*
@@ -185,6 +202,12 @@ struct report {
 	/* The sites that pinned pages at the latest full read, for the reports between */
 	const struct rss_pinner *rss_pinners;
 	unsigned int rss_npinners;
+	/* The mappings the first process made while traced (their calls counted), their sites
+	 * at the latest full read, and the sites' bytes over the full reads */
+	const struct mappings *mappings;
+	const struct map_site *map_sites;
+	size_t nmap_sites;
+	const struct history *map_history;
 	uint64_t self_rss;	     /* heaptap's own */
 	uint64_t self_maps;	     /* kernel memory of heaptap's BPF maps */
 	uint64_t reports_dropped;    /* interval reports standard output was too slow for */

@@ -34,6 +34,57 @@ static json_object *arenas(const struct rss_reading *x)
 	return a;
 }
 
+/* The map sites, each with its stack. */
+static json_object *map_sites(const struct report *r, const struct rss_parts *p)
+{
+	json_object *a = json_object_new_array();
+	unsigned int i;
+
+	for (i = 0; i < p->nmap_sites; i++) {
+		const struct rss_map_site *ms = &p->map_sites[i];
+		/* A site of no allocator function: its stack's frames as they are. */
+		struct site site = { .stack_id = ms->stack_id, .fn = UINT32_MAX };
+		json_object *e = json_object_new_object();
+
+		put(e, "function", ms->function ? json_object_new_string(ms->function) : NULL);
+		put(e, "file", ms->file ? json_object_new_string(ms->file) : NULL);
+		put(e, "line", ms->file && ms->line ? json_object_new_int(ms->line) : NULL);
+		put(e, "stack_id", hex(ms->stack_id));
+		put(e, "stack", ms->stack_id ? json__frames(r, &site) : NULL);
+		put(e, "bytes", u64(ms->bytes));
+		put(e, "size", u64(ms->size));
+		put(e, "mappings", u64(ms->mappings));
+		put(e, "growth_bytes_per_hour", num(ms->growth * 3600));
+		json_object_array_add(a, e);
+	}
+	return a;
+}
+
+/* The mapping calls counted, by call and by who made them. */
+static json_object *map_calls(const struct mappings *m)
+{
+	static const char *const ops[HEAPTAP_MAP_OPS] = { "mmap", "munmap", "mremap", "brk",
+							  "madvise" };
+	static const char *const owners[HEAPTAP_MAP_OWNERS] = { "program", "allocator",
+								"unknown" };
+	json_object *o = json_object_new_object();
+	int k, w;
+
+	for (k = 0; m && k < HEAPTAP_MAP_OPS; k++) {
+		json_object *op = json_object_new_object();
+
+		for (w = 0; w < HEAPTAP_MAP_OWNERS; w++) {
+			json_object *c = json_object_new_object();
+
+			put(c, "calls", u64(m->calls[k][w]));
+			put(c, "bytes", u64(m->bytes[k][w]));
+			put(op, owners[w], c);
+		}
+		put(o, ops[k], op);
+	}
+	return m ? o : (json_object_put(o), NULL);
+}
+
 /* The sites whose blocks pin the most sparsely used pages. */
 static json_object *pinners(const struct rss_parts *p)
 {
@@ -106,7 +157,8 @@ json_object *report__json_rss(const struct report *r)
 	put(mm, "chunks", u64(x->mmapped_chunks));
 	put(mm, "live", u64(x->mmapped_live));
 	put(o, "mmapped", mm);
-	put(o, "map_sites", json_object_new_array());
+	put(o, "map_sites", map_sites(r, p));
+	put(o, "map_calls", map_calls(r->mappings));
 	put(o, "sparse_pages", u64(x->nsparse));
 	put(o, "pinners", pinners(p));
 	put(o, "read", read_figures(r, p));

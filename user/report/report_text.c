@@ -521,6 +521,7 @@ int report__text(FILE *f, const struct report *r)
 	ages(f, r);
 	at_peak(f, r);
 	report__text_arenas(f, r);
+	report__text_map_sites(f, r);
 	report__text_leak_check(f, r);
 	if (r->target_exited && r->exit_code >= 0)
 		fprintf(f, "\ntarget exited with status %d\n", r->exit_code);

@@ -109,3 +109,27 @@ void report__text_arenas(FILE *f, const struct report *r)
 			bytes(v[6], sizeof(v[6]), a->unknown));
 	}
 }
+
+void report__text_map_sites(FILE *f, const struct report *r)
+{
+	const struct rss_parts *p = &r->analysis.rss;
+	char a[32], b[32], g[40];
+	unsigned int i;
+
+	if (!p->known || !p->nmap_sites)
+		return;
+	fprintf(f, "\nMAP SITES: the program's anonymous mappings, by the stack that made them\n");
+	for (i = 0; i < p->nmap_sites; i++) {
+		const struct rss_map_site *ms = &p->map_sites[i];
+		struct site site = { .stack_id = ms->stack_id, .fn = UINT32_MAX };
+
+		fprintf(f, "#%u  %s resident in %u mapping%s (%s mapped)%s%s\n", i + 1,
+			bytes(a, sizeof(a), ms->bytes), ms->mappings, ms->mappings == 1 ? "" : "s",
+			bytes(b, sizeof(b), ms->size), isnan(ms->growth) ? "" : ", ",
+			isnan(ms->growth) ? "" : per_hour(g, sizeof(g), ms->growth));
+		if (ms->stack_id)
+			text__stack(f, r, &site);
+		else
+			fprintf(f, "      (mapped before the attach, or not seen mapped)\n");
+	}
+}

@@ -11,5 +11,7 @@ struct report;
 void report__text_rss(FILE *f, const struct report *r);
 /* glibc's arenas, when there are several: a table. */
 void report__text_arenas(FILE *f, const struct report *r);
+/* The map sites, each with its stack. */
+void report__text_map_sites(FILE *f, const struct report *r);
 
 #endif

@@ -24,6 +24,7 @@
 #include "report/publish.h"
 #include "report/report.h"
 #include "session/reporting.h"
+#include "session/rss.h"
 #include "target/proc.h"
 #include "target/unwind.h"
 
@@ -217,50 +218,6 @@ static void read_dumps(struct session *s, struct report *r, struct snapshot *sna
 	}
 }
 
-/*
- * Where the first process's RSS is, read for this report (a full read for the final one):
- * the reader is made at the first report. What cannot be read is said in the report (its
- * rss_note), never a failure of the session.
- */
-static void read_rss(struct session *s, struct report *r, bool final, struct live_block **blocks)
-{
-	const char *what = "its memory";
-	int err = s->rss_err;
-
-	r->rss_reading = NULL;
-	r->rss_pinners = s->rss_pinners;
-	r->rss_npinners = s->rss_npinners;
-	r->rss_note = s->rss_note;
-	if (s->target->exited || proc__state(s->target->pid) != PROC_RUNNING) {
-		snprintf(s->rss_note, sizeof(s->rss_note), "the target has exited");
-		return;
-	}
-	if (!s->rss && !err) {
-		err = rss_reader__new(s->target->pid, allocator__is_glibc(s->allocator), &s->rss);
-		/* Out of memory, it is tried again at the next report. */
-		s->rss_err = err == -ENOMEM ? 0 : err;
-	}
-	if (s->rss) {
-		what = "/proc/PID/status, maps or smaps";
-		err = rss_reader__read(s->rss, final, &r->rss_reading);
-	}
-	if (!err) {
-		r->rss_note = NULL;
-		/* A full read that found sparsely used pages: the blocks on them name their
-		 * sites. */
-		if (r->rss_reading->full && r->rss_reading->nsparse && !r->figures->pages &&
-		    !accounting__blocks(s->skel, s->stacks, s->target->pid, blocks,
-					&r->nlive_blocks))
-			r->live_blocks = *blocks;
-		return;
-	}
-	if (err == -ESRCH)
-		snprintf(s->rss_note, sizeof(s->rss_note), "the target has exited");
-	else
-		snprintf(s->rss_note, sizeof(s->rss_note), "cannot read %s: %s", what,
-			 strerror(-err));
-}
-
 /* The alarms this report's figures fire: said, recorded, their commands run. */
 static void judge(struct session *s, struct report *r, struct alarm_event *alerts)
 {
@@ -284,14 +241,9 @@ static void judge(struct session *s, struct report *r, struct alarm_event *alert
 		s->alarm_exit = true;
 }
 
-/* The report's point of the session's timeline: its memory, and where the RSS is; the sites
- * that pinned pages at a full read, kept for the reports until the next. */
+/* The report's point of the session's timeline: its memory, and where the RSS is. */
 static void add_point(struct session *s, const struct report *r)
 {
-	if (r->rss_reading && r->rss_reading->full) {
-		memcpy(s->rss_pinners, r->analysis.rss.pinners, sizeof(s->rss_pinners));
-		s->rss_npinners = r->analysis.rss.npinners;
-	}
 	struct timeline_point p = { .time_ns = r->snap->time_ns,
 				    .live_bytes = llround(r->analysis.live),
 				    .peak_bytes = llround(r->analysis.peak),
@@ -306,7 +258,7 @@ int session__report(struct session *s, const char *type, const struct leak_check
 {
 	struct alarm_event alerts[ALARMS];
 	uint64_t start_ns = clock__now_ns(), made_ns;
-	struct live_block *live_blocks = NULL;
+	struct rss_inputs rss = {};
 	struct snapshot snap;
 	struct report r;
 	int err;
@@ -337,11 +289,12 @@ int session__report(struct session *s, const char *type, const struct leak_check
 	r.slowdown = procs__alive(&s->procs) && s->tracer->ops->slowdown
 			     ? s->tracer->ops->slowdown(s->tracer, &snap)
 			     : NAN;
-	read_rss(s, &r, !strcmp(type, "final"), &live_blocks);
+	session__read_rss(s, &r, !strcmp(type, "final"), &rss);
 	/* The report's analysis, once, for every format and the alarms. */
 	if (analysis__make(&r))
 		elog("out of memory: this report's sites are not all said");
 	add_point(s, &r);
+	session__keep_rss(s, &r);
 	r.growth = timeline__growth(&s->timeline);
 	read_dumps(s, &r, &snap);
 	judge(s, &r, alerts);
@@ -364,7 +317,7 @@ int session__report(struct session *s, const char *type, const struct leak_check
 	vlog("report %" PRIu64 ": %zu sites, read in %.1f ms, written in %.1f ms", r.number,
 	     snap.nsites, (made_ns - start_ns) / 1e6, (clock__now_ns() - made_ns) / 1e6);
 	analysis__free(&r.analysis);
-	free(live_blocks);
+	rss_inputs__free(&rss);
 	if (s->have_prev)
 		snapshot__free(&s->prev);
 	s->prev = snap;

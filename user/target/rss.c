@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 #include <errno.h>
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -132,13 +133,25 @@ static int resident_of(struct rss_reader *r, const struct vmas *v, const bool *w
 	return err;
 }
 
-/* Another allocator's mappings: every private anonymous one that is not a stack. */
-static void other_allocator(const struct vmas *v, const bool *is_stack, bool *taken)
+/* Whether a mapping starting at addr is one the program made itself. */
+static bool own_mapping(const struct rss_range *own, size_t n, uint64_t addr)
+{
+	size_t i = array__first_above(own, n, sizeof(*own), offsetof(struct rss_range, start),
+				      addr);
+
+	return i && addr < own[i - 1].end;
+}
+
+/* Another allocator's mappings: every private anonymous one neither a stack nor the
+ * program's own. */
+static void other_allocator(const struct vmas *v, const bool *is_stack, const struct rss_range *own,
+			    size_t nown, bool *taken)
 {
 	size_t i;
 
 	for (i = 0; i < v->n; i++)
-		taken[i] = vma__private_anon(&v->v[i]) && !is_stack[i];
+		taken[i] = vma__private_anon(&v->v[i]) && !is_stack[i] &&
+			   !own_mapping(own, nown, v->v[i].start);
 }
 
 /* The anonymous mappings neither the allocator's nor stacks, from smaps: into others. */
@@ -170,8 +183,9 @@ static int others(struct rss_reading *now, const struct vmas *v, const bool *tak
 }
 
 /* What the mappings hold: the allocator's, the stacks', and with a full read the rest. */
-static int where(struct rss_reader *r, const struct vmas *v, bool full, bool *taken,
-		 bool *is_stack, uint64_t *allocator_in)
+static int where(struct rss_reader *r, const struct vmas *v, bool full,
+		 const struct rss_range *own, size_t nown, bool *taken, bool *is_stack,
+		 uint64_t *allocator_in)
 {
 	struct rss_reading *now = &r->now;
 	int err = 0;
@@ -184,7 +198,7 @@ static int where(struct rss_reader *r, const struct vmas *v, bool full, bool *ta
 	if (!err && r->glibc)
 		err = rss_glibc__find_mmapped(r->heaps, r->pm, &r->mem, v, taken, is_stack);
 	else if (!err)
-		other_allocator(v, is_stack, taken);
+		other_allocator(v, is_stack, own, nown, taken);
 	if (!err)
 		err = resident_of(r, v, is_stack, &now->stacks);
 	if (!err && r->glibc)
@@ -204,7 +218,8 @@ static int where(struct rss_reader *r, const struct vmas *v, bool full, bool *ta
 	return err;
 }
 
-int rss_reader__read(struct rss_reader *r, bool full, const struct rss_reading **out)
+int rss_reader__read(struct rss_reader *r, bool full, const struct rss_range *own, size_t nown,
+		     const struct rss_reading **out)
 {
 	struct rss_reading *now = &r->now;
 	uint64_t start = clock__now_ns(), read_before = r->mem.bytes_read;
@@ -223,8 +238,9 @@ int rss_reader__read(struct rss_reader *r, bool full, const struct rss_reading *
 	taken = calloc(v.n, sizeof(*taken));
 	is_stack = calloc(v.n, sizeof(*is_stack));
 	allocator_in = calloc(v.n, sizeof(*allocator_in));
-	err = taken && is_stack && allocator_in ? where(r, &v, full, taken, is_stack, allocator_in)
-						: -ENOMEM;
+	err = taken && is_stack && allocator_in
+		      ? where(r, &v, full, own, nown, taken, is_stack, allocator_in)
+		      : -ENOMEM;
 	now->time_ns = start;
 	now->full = full && !err;
 	now->pages = pagemap__method(r->pm);

@@ -29,9 +29,11 @@ void rss_reader__free(struct rss_reader *r);
 
 /*
  * Reads where the process's memory is now (a full read when full, or when one is due), into
- * *out, valid until the next call. Negative errno: -ESRCH when the process has gone, else
- * why /proc could not be read; nothing is harmed.
+ * *out, valid until the next call. own[]: the mappings the program made itself (not its
+ * allocator), in address order, which another allocator's mappings are not. Negative errno:
+ * -ESRCH when the process has gone, else why /proc could not be read; nothing is harmed.
  */
-int rss_reader__read(struct rss_reader *r, bool full, const struct rss_reading **out);
+int rss_reader__read(struct rss_reader *r, bool full, const struct rss_range *own, size_t nown,
+		     const struct rss_reading **out);
 
 #endif

@@ -44,6 +44,11 @@ struct rss_arena {
 	unsigned int derailed; /* heaps whose walk stopped at a header that did not fit */
 };
 
+/* A span of addresses, [start, end). */
+struct rss_range {
+	uint64_t start, end;
+};
+
 /* An anonymous mapping that is neither the allocator's nor a stack: its resident bytes. */
 struct rss_mapping {
 	uint64_t start, end, anon;

@@ -398,3 +398,111 @@ def test_rss_parts_in_watch_reports():
           (calls["program"]["calls"], calls["allocator"]["calls"]), (0, 0))
     check_true("counted unknown", calls["unknown"]["calls"] >= 1, calls)
 
+
+@test
+def test_rss_parts_of_a_tcmalloc_program_against_its_own_figures():
+    """A program on tcmalloc, which heaptap does not walk, allocates 200,000 blocks of 500
+    to 1,499 bytes while traced and frees 19 of every 20. heaptap's live is the blocks it
+    tracked (the program's own sum exactly), at most tcmalloc's allocated bytes (its size
+    classes round up); the allocator's resident memory as heaptap measures it (live and
+    allocator_unknown: its mappings' resident pages) holds tcmalloc's allocated bytes and
+    its page heap's free bytes, and is within its heap less what it unmapped, and its
+    metadata; the advice says purge. After MallocExtension_ReleaseFreeMemory(), unknown
+    falls by what tcmalloc says it returned, within 10%."""
+    target = Target("tcfrag")
+    ht = Heaptap(["-p", str(target.target_pid), "-i", "300ms"])
+    ht.attached()
+    live, blocks = (int(x) for x in target.do("fill 200000", timeout=180).split())
+    allocated, heap, free, unmapped = (int(x) for x in target.do("stats").split())
+    rec = next_record_after(ht, time.monotonic())
+    parts = rec["rss_parts"]
+    check("live from heaptap's blocks", parts["live_from"], "blocks")
+    check("live: the program's own sum", parts["live"], live)
+    check_true("at most tcmalloc's allocated bytes", parts["live"] <= allocated,
+               (parts["live"], allocated))
+    resident = parts["live"] + parts["allocator_unknown"]
+    print(f"  tcmalloc: allocated {allocated}, heap {heap}, free {free}, unmapped {unmapped};"
+          f" heaptap: live {parts['live']}, allocator's resident {resident}")
+    check_true("the allocator's resident memory holds its allocated and free bytes",
+               resident >= allocated + free, (resident, allocated, free))
+    check_true("within its heap less what it unmapped, and 10% for its metadata",
+               resident <= 1.10 * (heap - unmapped), (resident, heap, unmapped))
+    check("nothing called free that heaptap cannot tell", parts["allocator_free"], 0)
+    check("the advice", parts["advice"]["kind"] if parts["advice"] else None, "purge")
+    check_sum(parts, target.target_pid)
+    target.do("release")
+    _, _, free_after, unmapped_after = (int(x) for x in target.do("stats").split())
+    returned = unmapped_after - unmapped
+    after = next_record_after(ht, time.monotonic())["rss_parts"]
+    fell = parts["allocator_unknown"] - after["allocator_unknown"]
+    check_true("unknown falls by what tcmalloc returned, within 10%",
+               abs(fell - returned) <= 0.10 * returned, (fell, returned))
+    _, code = ht.finish()
+    check("heaptap exit status", code, 0)
+
+
+def next_record_after(ht, t):
+    """The first interval record made after the monotonic time t (reports carry the
+    wall clock: a report read at least one interval later was made after t)."""
+    while True:
+        rec = ht.record()
+        if rec is None:
+            check_true("an interval record", False, ht.stderr_text()[-400:])
+        if rec["type"] == "interval" and time.monotonic() - t >= 0.35:
+            return rec
+
+
+def redis_info_memory(port):
+    """redis-server's INFO memory, the numeric fields."""
+    out = subprocess.run(["redis-cli", "-p", str(port), "info", "memory"], capture_output=True,
+                         text=True, timeout=30).stdout
+    info = {}
+    for line in out.splitlines():
+        key, _, value = line.strip().partition(":")
+        if value.isdigit():
+            info[key] = int(value)
+    return info
+
+
+@test(tier="services")
+def test_rss_parts_of_redis_against_its_info_memory():
+    """redis-server on jemalloc, which heaptap does not walk, filled by redis-benchmark's
+    SETs while traced. What heaptap bounds, against redis's own INFO memory (jemalloc's
+    stats) read at the same moment, redis idle: live (the blocks allocated while traced) at
+    most jemalloc's allocated bytes; the allocator's resident memory as heaptap measures it
+    (live and allocator_unknown: its mappings' resident pages) at least jemalloc's allocated
+    bytes and within 10% of its resident bytes; the parts add up."""
+    from test_redis import free_port, start_redis
+    port = free_port()
+    with tempfile.TemporaryDirectory(prefix="heaptap-redis-") as workdir:
+        redis = start_redis(port, workdir)
+        ht = Heaptap(["-p", str(redis.pid), "-i", "300ms"])
+        ht.attached()
+        bench = subprocess.run(["redis-benchmark", "-p", str(port), "-t", "set", "-c", "5",
+                                "-n", "200000", "-r", "200000", "-d", "300", "-q"],
+                               capture_output=True, text=True, timeout=600)
+        check("redis-benchmark exit status", bench.returncode, 0)
+        time.sleep(1)
+        info = redis_info_memory(port)
+        parts = next_record_after(ht, time.monotonic())["rss_parts"]
+        info_after = redis_info_memory(port)
+        _, code = ht.finish()
+        check_sum(parts, redis.pid)
+        redis.end()
+    check("heaptap exit status", code, 0)
+    allocated, resident = info["allocator_allocated"], info["allocator_resident"]
+    print(f"  jemalloc: allocated {allocated}, active {info['allocator_active']}, resident "
+          f"{resident}; heaptap: live {parts['live']}, unknown {parts['allocator_unknown']}")
+    check_true("redis idle between the readings",
+               abs(info_after["allocator_allocated"] - allocated) <= 0.01 * allocated,
+               (allocated, info_after["allocator_allocated"]))
+    check("live from heaptap's blocks", parts["live_from"], "blocks")
+    check_true("live at most jemalloc's allocated bytes", parts["live"] <= allocated,
+               (parts["live"], allocated))
+    check_true("live: most of them (allocated while traced)", parts["live"] >= 0.5 * allocated,
+               (parts["live"], allocated))
+    mine = parts["live"] + parts["allocator_unknown"]
+    check_true("the allocator's resident memory at least jemalloc's allocated bytes",
+               mine >= allocated, (mine, allocated))
+    check_true("and within 10% of jemalloc's resident bytes",
+               abs(mine - resident) <= 0.10 * resident, (mine, resident))

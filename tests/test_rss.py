@@ -194,6 +194,15 @@ def test_rss_parts_while_the_heap_and_mappings_change():
     check_true("reports made", len(reports) >= 5, len(reports))
     check("every report read the parts", [r["rss_parts_note"] for r in reports],
           [None] * len(reports))
+    calls = final["rss_parts"]["map_calls"]
+    check_true("the program's munmap and mremap calls counted while it churned",
+               calls["munmap"]["program"]["calls"] and calls["mremap"]["program"]["calls"],
+               calls)
+    # mremap's wrapper keeps a frame, unlike mmap's: with frame pointers its caller may not
+    # show; the mapping it made while traced is a site of its own all the same.
+    check_true("a mapping made while traced: a site with its stack",
+               any(s["stack_id"] != "0x0" and s["stack"]
+                   for s in final["rss_parts"]["map_sites"]), final["rss_parts"]["map_sites"])
     target.do("calm")
     check("the target's memory as it wrote it", target.do("check"), "ok")
     check_true("target alive", target.alive())

@@ -362,7 +362,7 @@ void analysis_rss__make(const struct report *r, double tracked, struct rss_parts
 	map_sites(r, out);
 	if (r->rss_reading->full && r->rss_reading->nsparse) {
 		pinners(r, out);
-	} else if (!r->rss_reading->full && r->rss_npinners <= RSS_PINNERS) {
+	} else if (!r->rss_reading->full && r->rss_npinners && r->rss_npinners <= RSS_PINNERS) {
 		memcpy(out->pinners, r->rss_pinners, r->rss_npinners * sizeof(*out->pinners));
 		out->npinners = r->rss_npinners;
 	}

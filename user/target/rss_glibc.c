@@ -400,7 +400,10 @@ static int sparse_pages(const struct walk_state *s, struct rss_reading *now)
 	now->sparse_pages = malloc((n + 1) * sizeof(*now->sparse_pages));
 	if (!now->sparse_pages)
 		return -ENOMEM;
+	/* A heap without sparsely used pages has no list of them to copy. */
 	for (i = 0; i < s->n; i++) {
+		if (!s->v[i].w.nsparse)
+			continue;
 		memcpy(now->sparse_pages + now->nsparse, s->v[i].w.sparse,
 		       s->v[i].w.nsparse * sizeof(uint64_t));
 		now->nsparse += s->v[i].w.nsparse;

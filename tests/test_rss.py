@@ -480,7 +480,8 @@ def test_rss_parts_of_redis_against_its_info_memory():
     stats) read at the same moment, redis idle: live (the blocks allocated while traced) at
     most jemalloc's allocated bytes; the allocator's resident memory as heaptap measures it
     (live and allocator_unknown: its mappings' resident pages) at least jemalloc's allocated
-    bytes and within 10% of its resident bytes; the parts add up."""
+    bytes and at most its resident bytes (a maximum, by jemalloc's own account), with 5% for
+    other mappings of redis's; the parts add up."""
     from test_redis import free_port, start_redis
     port = free_port()
     with tempfile.TemporaryDirectory(prefix="heaptap-redis-") as workdir:
@@ -513,5 +514,6 @@ def test_rss_parts_of_redis_against_its_info_memory():
     mine = parts["live"] + parts["allocator_unknown"]
     check_true("the allocator's resident memory at least jemalloc's allocated bytes",
                mine >= allocated, (mine, allocated))
-    check_true("and within 10% of jemalloc's resident bytes",
-               abs(mine - resident) <= 0.10 * resident, (mine, resident))
+    # jemalloc's resident is a maximum: pages of its extents never touched count in it.
+    check_true("and at most jemalloc's resident bytes, and 5% for redis's own mappings",
+               mine <= 1.05 * resident, (mine, resident))

@@ -317,7 +317,8 @@ def test_map_site_named_in_text_and_json():
     five while traced (map_cache maps 8 MiB and writes every byte). The map site is named
     map_cache, with its stack, its resident bytes (those written), its calls and its growth;
     the mapping made before the attach has no name; the mmap calls are counted the
-    program's; the advice names the site; the text report says the same."""
+    program's, and the one glibc makes inside malloc for a block of 16 MiB the allocator's
+    (no map site); the advice names the site; the text report says the same."""
     target = Target("mappings")
     target.do("grow 8")
     ht = Heaptap(["-p", str(target.target_pid), "-i", "200ms"])
@@ -325,6 +326,7 @@ def test_map_site_named_in_text_and_json():
     for _ in range(5):
         target.do("grow 8")
         time.sleep(0.4)
+    check("a block of 16 MiB malloc'd", target.do("big 16"), "1")
     final, code = ht.finish()
     check("heaptap exit status", code, 0)
     parts = final["rss_parts"]
@@ -344,6 +346,14 @@ def test_map_site_named_in_text_and_json():
     calls = parts["map_calls"]["mmap"]
     check_true("the program's mmap calls counted", calls["program"]["calls"] >= 5, calls)
     check_true("their bytes", calls["program"]["bytes"] >= 5 * 8 * MIB, calls)
+    # glibc maps the 16 MiB block inside malloc: the allocator's call, no map site.
+    check("the allocator's mmap calls", calls["allocator"]["calls"], 1)
+    check_true("its bytes", 16 * MIB < calls["allocator"]["bytes"] <= 16 * MIB + 4096, calls)
+    check("no map site of big_block or malloc", [s["function"] for s in parts["map_sites"]
+                                                  if s["function"] not in ("map_cache", None)],
+          [])
+    check_true("the block live, from glibc's mmapped chunks",
+               parts["mmapped"]["live"] >= 16 * MIB and parts["live"] >= 16 * MIB, parts)
     check_true("other anonymous memory holds them", parts["anon_other"] >= 6 * 8 * MIB, parts)
     check("the advice", parts["advice"]["kind"] if parts["advice"] else None, "map_site")
     check_true("names map_cache", "map_cache" in parts["advice"]["text"], parts["advice"])

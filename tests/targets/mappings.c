@@ -5,6 +5,8 @@
  * "calm": map, write and unmap mappings of 64 KiB to 4 MiB, grow and shrink one with mremap,
  * and malloc and free blocks of 16 bytes to 256 KiB (the heap's chunks change as they are
  * read). "check" answers whether every byte written by "grow" is still what was written.
+ * "big N": big_block() mallocs N MiB and writes it (glibc maps a block that large: a mapping
+ * of the allocator's, made inside malloc), kept to the end.
  */
 // build: -pthread
 #define _GNU_SOURCE /* mremap */
@@ -38,6 +40,15 @@ NOINLINE static unsigned char *map_cache(size_t size)
 		return NULL;
 	for (size_t i = 0; i < size; i++)
 		p[i] = (unsigned char)(i * 7 + nmaps);
+	return p;
+}
+
+NOINLINE static void *big_block(size_t size)
+{
+	void *p = malloc(size);
+
+	if (p)
+		memset(p, 4, size);
 	return p;
 }
 
@@ -118,6 +129,8 @@ int main(void)
 			maps[nmaps].at = map_cache(maps[nmaps].size);
 			nmaps += maps[nmaps].at != NULL;
 			say("done %s", cmd);
+		} else if (sscanf(cmd, "big %d", &n) == 1 && n > 0) {
+			say("done %s %d", cmd, big_block((size_t)n * MIB) != NULL);
 		} else if (!strcmp(cmd, "churn") && !churning) {
 			churning = 1;
 			for (i = 0; i < CHURNERS; i++)

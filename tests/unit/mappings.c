@@ -64,6 +64,16 @@ static void sites(void)
 	CHECK_TRUE(mappings__find(&m, AT + 5 * MIB) == &recs[1], "the record holding an address");
 	CHECK_TRUE(!mappings__find(&m, AT + 20 * MIB), "none between");
 	free(v);
+	/* The reader took the allocator's 2 MiB (resident) out: the rest is shared by the
+	 * 10 MiB others made. */
+	others[0].allocator = 2 * MIB;
+	others[0].anon = 5 * MIB;
+	CHECK_I64(mappings__sites(&m, others, 1, &v, &n), 0, "sites made");
+	s = site(v, n, 0x10);
+	CHECK_TRUE(s && s->bytes == 4 * MIB, "0x10: 8 of the 10 MiB not the allocator's");
+	s = site(v, n, 0);
+	CHECK_TRUE(s && s->bytes == MIB, "site 0: 2 of them");
+	free(v);
 }
 
 int main(void)

@@ -134,21 +134,44 @@ static uint64_t part_end(const struct mappings *m, size_t i, uint64_t end)
 	return b;
 }
 
+/* The span of o that records of the allocator's made. */
+static uint64_t allocator_span(const struct mappings *m, const struct rss_mapping *o, size_t i)
+{
+	uint64_t done = o->start, span = 0;
+
+	for (; i < m->n && m->v[i].addr < o->end; i++) {
+		uint64_t a = m->v[i].addr > done ? m->v[i].addr : done;
+		uint64_t b = part_end(m, i, o->end);
+
+		if (b <= a)
+			continue;
+		done = b;
+		span += m->v[i].owner == HEAPTAP_MAP_ALLOCATOR ? b - a : 0;
+	}
+	return span;
+}
+
 /*
  * One mapping of others shared among the records that made its parts (the kernel merges
  * adjacent mappings into one), in proportion to the span each made, each byte counted
- * once; what none made is site 0's. The allocator's parts are left out.
+ * once; what none made is site 0's. The allocator's parts are left out, and, when the
+ * reader took their resident bytes out of the mapping's (a glibc chunk mmapped beside the
+ * program's mappings), out of the span shared too.
  */
 static int share(const struct mappings *m, const struct rss_mapping *o, struct map_site **v,
 		 size_t *cap, size_t *n)
 {
-	uint64_t span = o->end - o->start, covered = 0, done = o->start;
+	uint64_t span = o->end - o->start, covered = 0, done = o->start, shared;
 	size_t i = array__first_above(m->v, m->n, sizeof(*m->v),
 				      offsetof(struct mapping_record, addr), o->start);
 	int err = 0;
 
 	/* The record made below the start may reach into it. */
-	for (i = i ? i - 1 : 0; !err && i < m->n && m->v[i].addr < o->end; i++) {
+	i = i ? i - 1 : 0;
+	shared = span - (o->allocator ? allocator_span(m, o, i) : 0);
+	if (!shared)
+		return 0;
+	for (; !err && i < m->n && m->v[i].addr < o->end; i++) {
 		const struct mapping_record *r = &m->v[i];
 		uint64_t a = r->addr > done ? r->addr : done;
 		uint64_t b = part_end(m, i, o->end);
@@ -159,11 +182,12 @@ static int share(const struct mappings *m, const struct rss_mapping *o, struct m
 		covered += b - a;
 		if (r->owner != HEAPTAP_MAP_ALLOCATOR)
 			err = add_share(v, cap, n, r->stack_id,
-					(uint64_t)((double)o->anon * (b - a) / span), b - a,
+					(uint64_t)((double)o->anon * (b - a) / shared), b - a,
 					a == r->addr || a == o->start);
 	}
 	if (!err && covered < span)
-		err = add_share(v, cap, n, 0, (uint64_t)((double)o->anon * (span - covered) / span),
+		err = add_share(v, cap, n, 0,
+				(uint64_t)((double)o->anon * (span - covered) / shared),
 				span - covered, true);
 	return err;
 }

@@ -177,7 +177,8 @@ static int others(struct rss_reading *now, const struct vmas *v, const bool *tak
 			continue;
 		if (array__reserve(&now->others, &cap, now->nothers, sizeof(*now->others)))
 			return -ENOMEM;
-		now->others[now->nothers++] = (struct rss_mapping){ m->start, m->end, anon };
+		now->others[now->nothers++] = (struct rss_mapping){ m->start, m->end, anon,
+								     allocator_in[i] };
 	}
 	return 0;
 }

@@ -52,6 +52,7 @@ struct rss_range {
 /* An anonymous mapping that is neither the allocator's nor a stack: its resident bytes. */
 struct rss_mapping {
 	uint64_t start, end, anon;
+	uint64_t allocator; /* resident bytes of the allocator's in it (not in anon) */
 };
 
 struct rss_reading {

@@ -94,7 +94,8 @@ FUZZERS := $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
 FUZZ_USES_elfsyms := target/elfsyms
 FUZZ_USES_cfi := target/unwind target/cfi base/idmap
 FUZZ_USES_unwind := target/unwind target/stacks base/idmap
-FUZZ_USES_maps := target/proc
+FUZZ_USES_maps := target/proc target/vmas
+FUZZ_USES_heap := target/glibc_heap target/memory target/pagemap
 FUZZ_USES_dump := account/dump base/escape base/log
 FUZZ_USES_options := cli/options cli/cmdline cli/values cli/setters cli/rules base/units \
 	base/settings base/alloc_spec target/families target/loader base/listen base/log base/escape

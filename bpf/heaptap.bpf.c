@@ -45,4 +45,5 @@ char LICENSE[] SEC("license") = "GPL";
 #include "part/pool_calls.bpf.h"
 #include "part/fixups.bpf.h"
 #include "part/watch.bpf.h"
+#include "part/mappings.bpf.h"
 #include "part/procs.bpf.h"

@@ -41,6 +41,47 @@ struct heaptap_target {
 	__u32 slot;	 /* its counters' index in proc_counters (struct heaptap_proc) */
 };
 
+/*
+ * Anonymous memory a traced process maps itself (bpf/part/mappings.bpf.h): each private
+ * anonymous mapping mmap or mremap made, by (TGID, address), with the stack that made it and
+ * who made it: a thread inside an allocator call (the allocator's), one outside any (the
+ * program's), or unknown (no allocator probes in: --watch, --live's pauses). Kept in an LRU
+ * map: a mapping unmapped in a call that did not start at its address stays until evicted,
+ * and matches no mapping of the process any more.
+ */
+#define HEAPTAP_MAX_MAPPINGS 65536
+
+enum heaptap_map_owner {
+	HEAPTAP_MAP_PROGRAM,
+	HEAPTAP_MAP_ALLOCATOR,
+	HEAPTAP_MAP_UNKNOWN,
+	HEAPTAP_MAP_OWNERS,
+};
+
+/* The calls counted, by owner: mmap (private anonymous), munmap, mremap, brk, madvise. */
+enum heaptap_map_op {
+	HEAPTAP_MAP_MMAP,
+	HEAPTAP_MAP_MUNMAP,
+	HEAPTAP_MAP_MREMAP,
+	HEAPTAP_MAP_BRK,
+	HEAPTAP_MAP_MADVISE,
+	HEAPTAP_MAP_OPS,
+};
+
+struct heaptap_mapping_key {
+	__u32 tgid;
+	__u32 pad;
+	__u64 addr;
+};
+
+struct heaptap_mapping {
+	__u64 len;
+	__u64 stack_id; /* the mapping call's (the allocation's, for the allocator's); 0: none */
+	__u64 time_ns;
+	__u32 owner;	/* enum heaptap_map_owner */
+	__u32 op;	/* HEAPTAP_MAP_MMAP or HEAPTAP_MAP_MREMAP */
+};
+
 /* The launched command, held before its exec: that exec keeps the image the loader planned
  * for the program (its allocator, its probes), rather than making a new one. */
 #define HEAPTAP_TARGET_LAUNCHED 1

@@ -21,6 +21,7 @@ PARSERS = {
     "cfi": "cfi_rule_derivation",
     "unwind": "stack_copy_unwinder",
     "maps": "proc_maps_and_smaps_lines",
+    "heap": "glibc_heap_chunks_and_bins",
     "procfs": "proc_stat_status_and_cgroup_of_every_process",
     "dump": "block_dumps_strings_and_escaping",
     "options": "command_lines",

@@ -473,7 +473,8 @@ def test_a_thousand_processes_metrics_bounded_scraped_and_profiles_read():
 def test_growth_not_the_allocators_given_up_with_the_reason():
     """Two processes that grow where no malloc sees: one by mappings of its own, one a Go
     program (its runtime's own heap). Each is traced in turn and brought back: the first given
-    up at --escalation-time, no allocator site having grown, its code the file's again; the
+    up at --escalation-time, no allocator site having grown, the part of its RSS that grows
+    and the function that maps it said, its code the file's again; the
     second's heaptap refuses it, and says why. Neither is traced again in its cooldown."""
     cg = Cgroup("notmalloc")
     d = tempfile.mkdtemp(prefix="heaptap-go-")
@@ -505,6 +506,17 @@ def test_growth_not_the_allocators_given_up_with_the_reason():
                re.match(r"given up after 3\d\.\ds: ", mapped["reason"]), mapped["reason"])
     check_true("no allocator site grew: said", "not the allocator's" in mapped["reason"],
                mapped["reason"])
+    check_true("other anonymous memory grows, mapped by map_entry: said",
+               re.search(r"anon_other grows \+[\d.]+ [KM]iB/h, mapped by map_entry "
+                         r"\(.*hostproc\.c:\d+\)", mapped["reason"]), mapped["reason"])
+    view = row(last, mapper.target_pid)["rss_parts"]
+    check_true("its row: where its RSS is", view, str(row(last, mapper.target_pid)))
+    check("its row: the part that leads", view["leading"], "anon_other")
+    check("its row: the site that maps it", view["map_site"]["function"], "map_entry")
+    check_true("its row: the parts add up",
+               sum(v for k, v in view["parts"].items() if k not in (
+                   "total", "allocator_free_whole_pages")) <= view["parts"]["total"] * 1.03,
+               view["parts"])
     check("nothing named in it", mapped["finding"], None)
     check_true("the Go program's heaptap refused it, with its reason",
                re.match(rf"heaptap -p {gol.target_pid} failed \(exit status 1\): heaptap: no "

@@ -590,3 +590,31 @@ static __always_inline __u64 capture_stack(void *ctx, struct call *c, __u64 sp)
 	}
 	return store_stack(c, 1 + n / sizeof(__u64));
 }
+
+/*
+ * The stack of a thread stopped in the kernel (a page fault, a system call), from its user
+ * registers, stored: its id. With frame pointers and leaf, the word at the stack pointer is
+ * taken for the caller of a function that keeps no frame (the C library's system call
+ * wrappers), in the slot an allocation's caller takes; else that slot is empty.
+ */
+static __always_inline __u64 regs_stack(void *ctx, struct call *c, struct pt_regs *regs,
+					bool leaf)
+{
+	long n;
+
+	c->stack.ips[0] = 0;
+	c->stack.tag = 0;
+	c->npy = 0;
+	/* The stack has changed since the thread's last walk. */
+	c->win_n = 0;
+	if (stack_mode != HEAPTAP_STACK_FP)
+		return dwarf_stack(c, regs->ip, regs->sp, regs->bp, HEAPTAP_RULE_AT_IP);
+	if (leaf && bpf_probe_read_user(&c->stack.ips[0], sizeof(__u64), (void *)regs->sp))
+		c->stack.ips[0] = 0;
+	n = bpf_get_stack(ctx, &c->stack.ips[1], stack_depth * sizeof(__u64), BPF_F_USER_STACK);
+	if (n < 0) {
+		__sync_fetch_and_add(&counters.stack_errors, 1);
+		n = 0;
+	}
+	return store_stack(c, 1 + n / sizeof(__u64));
+}

@@ -35,7 +35,6 @@ int BPF_PROG(page_fault, unsigned long address, struct pt_regs *regs, unsigned l
 	struct call *c;
 	bool anon = false;
 	__u64 id, *pages, one = 1;
-	long n;
 
 	if (!watch || (error_code & (X86_PF_PROT | X86_PF_WRITE)) != X86_PF_WRITE)
 		return 0;
@@ -45,22 +44,7 @@ int BPF_PROG(page_fault, unsigned long address, struct pt_regs *regs, unsigned l
 	if (bpf_find_vma(bpf_get_current_task_btf(), address, anonymous, &anon, 0) || !anon)
 		return 0;
 	__sync_fetch_and_add(&counters.pages_touched, 1);
-	c->stack.ips[0] = 0;
-	c->stack.tag = 0;
-	c->npy = 0;
-	/* The stack has changed since the thread's last walk. */
-	c->win_n = 0;
-	if (stack_mode != HEAPTAP_STACK_FP) {
-		id = dwarf_stack(c, regs->ip, regs->sp, regs->bp, HEAPTAP_RULE_AT_IP);
-	} else {
-		n = bpf_get_stack(ctx, &c->stack.ips[1], stack_depth * sizeof(__u64),
-				  BPF_F_USER_STACK);
-		if (n < 0) {
-			__sync_fetch_and_add(&counters.stack_errors, 1);
-			n = 0;
-		}
-		id = store_stack(c, 1 + n / sizeof(__u64));
-	}
+	id = regs_stack(ctx, c, regs, false);
 	pages = bpf_map_lookup_elem(&growth, &id);
 	if (pages)
 		__sync_fetch_and_add(pages, 1);

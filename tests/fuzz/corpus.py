@@ -164,6 +164,39 @@ def maps_seeds(out):
             pass
 
 
+def heap_seeds(out):
+    """This process's own glibc heap (the brk area's first 256 KiB), and one laid out as a
+    thread arena's: heap_info, the arena, a tcache, a block, a free chunk, the top."""
+    with open("/proc/self/maps") as f:
+        heap = [line.split()[0] for line in f if line.rstrip().endswith("[heap]")]
+    if heap:
+        start, end = (int(x, 16) for x in heap[0].split("-"))
+        with open("/proc/self/mem", "rb") as mem:
+            mem.seek(start)
+            write(out, "self-heap", mem.read(min(end - start, 256 << 10)))
+    base = 64 << 20
+    size = 4 * 4096
+    arena = base + 48
+    data = bytearray(size)
+
+    def put(at, value):
+        data[at - base:at - base + 8] = struct.pack("<Q", value)
+
+    put(base, arena)
+    put(base + 16, size)
+    put(base + 24, size)
+    first = base + 2256
+    put(first + 8, 0x290 | 5)
+    block, free = first + 0x290, first + 0x290 + 0x40
+    put(block + 8, 0x40 | 5)
+    put(free + 8, 0x1000 | 1)
+    top = free + 0x1000
+    put(top + 8, (base + size - top) | 1)
+    put(arena + 96, top)
+    put(arena + 2160, arena)
+    write(out, "thread-arena", bytes(data))
+
+
 def procfs_seeds(out):
     """/proc/PID/stat, status and cgroup of real processes, and names a process may choose."""
     for pid in ("self", "1"):
@@ -268,6 +301,7 @@ def main(build, corpus):
     options_seeds(os.path.join(corpus, "options"))
     python_seeds(os.path.join(corpus, "python"))
     procfs_seeds(os.path.join(corpus, "procfs"))
+    heap_seeds(os.path.join(corpus, "heap"))
 
 
 if __name__ == "__main__":

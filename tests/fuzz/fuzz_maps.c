@@ -1,19 +1,22 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * libFuzzer target: /proc/PID/maps and smaps text, as heaptap reads a target's mappings
- * (paths are the target's: any bytes but NUL and newline), then the lookups made in it.
+ * (paths are the target's: any bytes but NUL and newline), then the lookups made in it; and
+ * the same text as the RSS's parts read it (target/vmas.h).
  */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "target/proc.h"
+#include "target/vmas.h"
 
 static const char *const names[] = { "[uprobes]", "[heap]", "[stack]", "" };
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct proc_maps maps;
+	struct vmas vmas;
 	uint64_t start, end;
 	char *text;
 	size_t i;
@@ -38,5 +41,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		proc_maps__free(&maps);
 	}
 	free(text);
+	/* The same text as the RSS's parts read it (smaps' figures too), taken over. */
+	for (i = 0; i < 2; i++) {
+		text = malloc(size + 1);
+		if (!text)
+			return 0;
+		memcpy(text, data, size);
+		text[size] = '\0';
+		if (vmas__parse(text, i, &vmas))
+			continue;
+		for (size_t k = 0; k < vmas.n; k++)
+			if (vmas.v[k].end <= vmas.v[k].start ||
+			    (k && vmas.v[k].start < vmas.v[k - 1].end) ||
+			    vmas__find(&vmas, vmas.v[k].start) != &vmas.v[k])
+				__builtin_trap(); /* in order, none empty, none overlapping */
+		vmas__free(&vmas);
+	}
 	return 0;
 }

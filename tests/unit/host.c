@@ -66,6 +66,8 @@ static void status_and_cgroup(void)
 	CHECK_U64(st.rss, 8192 * 1024, "VmRSS in bytes");
 	CHECK_U64(st.anon, 4096 * 1024, "RssAnon in bytes");
 	CHECK_U64(st.swap, 100 * 1024, "VmSwap in bytes");
+	CHECK_U64(st.files, 4096 * 1024, "RssFile in bytes");
+	CHECK_U64(st.shmem, 0, "no RssShmem line: none");
 	CHECK_I64(st.nspid, 12, "its PID in its own namespace");
 	CHECK_U64(st.ns_depth, 1, "one namespace below /proc's");
 	CHECK_I64(procfs__parse_status(kernel, sizeof(kernel) - 1, &st), 0, "a kernel thread's");
@@ -267,6 +269,57 @@ static void naming(void)
 		   "an attached record names nothing");
 }
 
+/* A wrapper of the allocator is passed over: its caller names the site. */
+static void wrappers(void)
+{
+	json_object *site = json_tokener_parse(
+		"{\"growth_bytes_per_hour\":10,\"stack\":[{\"function\":\"malloc\"},"
+		"{\"function\":\"ztrymalloc_usable_internal\"},{\"function\":\"zmalloc\"},"
+		"{\"function\":\"createStringObject\",\"file\":\"object.c\",\"line\":9}]}");
+	json_object *only = json_tokener_parse(
+		"{\"stack\":[{\"function\":\"malloc\"},{\"function\":\"xmalloc\"}]}");
+	struct finding *f = naming__finding(site, false), *g = naming__finding(only, false);
+
+	CHECK_TRUE(f && g, "findings made");
+	if (f)
+		CHECK_STR(finding__site(f)->function, "createStringObject", "past zmalloc's");
+	if (g)
+		CHECK_STR(finding__site(g)->function, "xmalloc", "the last frame at worst");
+	finding__free(f);
+	finding__free(g);
+	json_object_put(site);
+	json_object_put(only);
+}
+
+/* A record's rss_parts read for the agent's row. */
+static void rss_view(void)
+{
+	json_object *parts = json_tokener_parse(
+		"{\"total\":100,\"live\":10,\"allocator_free\":5,\"allocator_free_whole_pages\":2,"
+		"\"allocator_unknown\":0,\"stacks\":1,\"anon_other\":70,\"files\":14,\"shmem\":0,"
+		"\"growth\":{\"anon_other\":3600.5},\"leading\":\"anon_other\","
+		"\"advice\":{\"kind\":\"map_site\",\"text\":\"map it less\"},"
+		"\"map_sites\":[{\"function\":null,\"bytes\":50},{\"function\":\"map_entry\","
+		"\"file\":\"h.c\",\"line\":36,\"bytes\":20,\"growth_bytes_per_hour\":7}]}");
+	struct rss_view v = {};
+
+	naming__rss(parts, &v);
+	CHECK_TRUE(v.known, "known");
+	CHECK_U64(v.parts[RSS_ANON_OTHER], 70, "a part");
+	CHECK_U64(v.parts[RSS_TOTAL], 100, "the total");
+	CHECK_I64(v.leading, RSS_ANON_OTHER, "the part that leads");
+	CHECK_NEAR(v.leading_growth, 3600.5, 0, "its growth");
+	CHECK_STR(v.advice, "map it less", "the advice");
+	CHECK_TRUE(v.map_site, "a map site");
+	CHECK_STR(v.map_function, "map_entry", "the first a function names");
+	CHECK_U64(v.map_line, 36, "its line");
+	CHECK_U64(v.map_bytes, 20, "its bytes");
+	naming__rss(NULL, &v);
+	CHECK_TRUE(!v.known && !v.map_function, "none: unknown, the strings freed");
+	rss_view__free(&v);
+	json_object_put(parts);
+}
+
 static void tiers(void)
 {
 	static struct hproc p[4];
@@ -356,6 +409,8 @@ int main(void)
 	courses();
 	budgets();
 	naming();
+	wrappers();
+	rss_view();
 	tiers();
 	census();
 	return unit__done("host");

@@ -4,8 +4,11 @@
 #ifndef HEAPTAP_TIMELINE_H
 #define HEAPTAP_TIMELINE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "target/rss.h"
 
 /* Points kept at most: past this, every other point is dropped (the first and the latest
  * always stay), so a session of any length is drawn end to end. */
@@ -16,6 +19,8 @@ struct timeline_point {
 	uint64_t live_bytes;
 	uint64_t peak_bytes;
 	uint64_t rss; /* the target's */
+	bool parts_known; /* where the RSS is, read at this point */
+	uint64_t parts[RSS_PARTS];
 };
 
 struct timeline {

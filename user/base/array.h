@@ -4,6 +4,7 @@
 #define HEAPTAP_ARRAY_H
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -37,6 +38,26 @@ static inline void array__sort(void *v, size_t n, size_t size,
 {
 	if (n > 1)
 		qsort(v, n, size, cmp);
+}
+
+/*
+ * In n elements of size bytes sorted by the uint64_t at offset in each, the first whose value
+ * is above key (n when none): the one binary search of sorted records by a field.
+ */
+static inline size_t array__first_above(const void *v, size_t n, size_t size, size_t offset,
+					uint64_t key)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (*(const uint64_t *)((const char *)v + mid * size + offset) <= key)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
 }
 
 #endif

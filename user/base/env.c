@@ -8,6 +8,7 @@ static const char *const names[ENV_VARS] = {
 	[ENV_LD_PRELOAD] = "LD_PRELOAD",
 	[ENV_DEBUGINFOD_URLS] = "DEBUGINFOD_URLS",
 	[ENV_RUNTIME_DIRECTORY] = "RUNTIME_DIRECTORY",
+	[ENV_HEAPTAP_NO_PAGEMAP_SCAN] = "HEAPTAP_NO_PAGEMAP_SCAN",
 };
 
 const char *env__name(enum env_var var)

@@ -12,6 +12,7 @@ enum env_var {
 	ENV_LD_PRELOAD,	     /* a launched COMMAND's preloaded allocator */
 	ENV_DEBUGINFOD_URLS, /* libdw reads it, not heaptap's code: debug files from servers */
 	ENV_RUNTIME_DIRECTORY, /* systemd's for its unit: where --all keeps its profiles */
+	ENV_HEAPTAP_NO_PAGEMAP_SCAN, /* 1: resident pages read as before Linux 6.7 (tests) */
 	ENV_VARS,
 };
 

@@ -55,6 +55,7 @@ static void free_proc(struct hproc *p)
 	free(p->growth);
 	free(p->outcome);
 	finding__free(p->finding);
+	rss_view__free(&p->rss_view);
 	free(p->profile);
 	free(p->alarms);
 	free(p);
@@ -217,6 +218,8 @@ static void read_memory(struct census *c, struct hproc *p, uint64_t now_ns)
 	p->rss = st.rss;
 	p->anon = st.anon;
 	p->swap = st.swap;
+	p->files = st.files;
+	p->shmem = st.shmem;
 	p->nspid = st.ns_depth ? st.nspid : 0;
 	if (!st.has_mm)
 		return;

@@ -41,6 +41,8 @@ struct escalation {
 	double slowdown;
 	unsigned int windows;
 	bool grew; /* a site grew in some report */
+	struct rss_view rss; /* its latest report's, until taken */
+	bool rss_new;
 };
 
 /* n more bytes at the end of a line being read, NUL-terminated. */
@@ -174,6 +176,11 @@ static unsigned int take_record(struct escalation *e, const char *text, uint64_t
 			e->slowdown = r.slowdown;
 		what |= ESC_REPORT;
 		e->grew |= r.lead_growth > 0;
+		/* A report without the parts (the process has exited) keeps the latest. */
+		if (r.rss) {
+			naming__rss(r.rss, &e->rss);
+			e->rss_new = true;
+		}
 		f = e->finding ? NULL : naming__update(&e->naming, &r, e->started_ns, now_ns);
 		if (f) {
 			e->finding = f;
@@ -338,6 +345,16 @@ unsigned int escalation__windows(const struct escalation *e)
 	return e->windows;
 }
 
+void escalation__take_rss(struct escalation *e, struct rss_view *out)
+{
+	if (!e->rss_new)
+		return;
+	rss_view__free(out);
+	*out = e->rss;
+	e->rss = (struct rss_view){};
+	e->rss_new = false;
+}
+
 bool escalation__grew(const struct escalation *e)
 {
 	return e->grew;
@@ -372,5 +389,6 @@ void escalation__free(struct escalation *e)
 	free(e->profile_path);
 	json_object_put(e->attached);
 	finding__free(e->finding);
+	rss_view__free(&e->rss);
 	free(e);
 }

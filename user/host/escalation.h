@@ -71,6 +71,9 @@ double escalation__share(const struct escalation *e);
 /* Its latest estimate of the target's slowdown (NAN before), and its windows. */
 double escalation__slowdown(const struct escalation *e);
 unsigned int escalation__windows(const struct escalation *e);
+/* Where the RSS is, as its latest report said, moved into out when new since the last
+ * call (out's strings freed first). */
+void escalation__take_rss(struct escalation *e, struct rss_view *out);
 /* Whether some site grew while it traced (the site leading by growth, growing). */
 bool escalation__grew(const struct escalation *e);
 /* Its CPU time and its helpers' (those it reaped), in ns, while it runs; 0 once reaped

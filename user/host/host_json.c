@@ -67,7 +67,7 @@ static json_object *trend(const struct trend *t)
 static json_object *finding(const struct finding *f)
 {
 	json_object *o = json_object_new_object(), *stack = json_object_new_array();
-	const struct finding_frame *site = f->nframes > 1 ? &f->frames[1] : f->frames;
+	const struct finding_frame *site = finding__site(f);
 	size_t i;
 
 	put(o, "function", f->nframes ? text(site->function) : NULL);
@@ -96,6 +96,31 @@ static json_object *finding(const struct finding *f)
 	return o;
 }
 
+/* Where its RSS is, as its latest escalation's heaptap said. */
+static json_object *rss_parts(const struct rss_view *v)
+{
+	json_object *o = json_object_new_object(), *parts = json_object_new_object(), *m;
+	int k;
+
+	for (k = 0; k < RSS_PARTS; k++)
+		put(parts, rss__part_name(k), u64(v->parts[k]));
+	put(o, "parts", parts);
+	put(o, "leading", v->leading >= 0 ? json_object_new_string(rss__part_name(v->leading))
+					  : NULL);
+	put(o, "leading_growth_bytes_per_hour", v->leading >= 0 ? num(v->leading_growth) : NULL);
+	put(o, "advice", v->advice[0] ? json_object_new_string(v->advice) : NULL);
+	m = v->map_site ? json_object_new_object() : NULL;
+	if (m) {
+		put(m, "function", text(v->map_function));
+		put(m, "file", text(v->map_file));
+		put(m, "line", v->map_file && v->map_line ? u64(v->map_line) : NULL);
+		put(m, "bytes", u64(v->map_bytes));
+		put(m, "growth_bytes_per_hour", num(v->map_growth));
+	}
+	put(o, "map_site", m);
+	return o;
+}
+
 static json_object *process(const struct host_row *row, uint64_t now_ns)
 {
 	const struct hproc *p = row->p;
@@ -110,6 +135,8 @@ static json_object *process(const struct host_row *row, uint64_t now_ns)
 	put(o, "rss_bytes", u64(p->rss));
 	put(o, "anon_bytes", u64(p->anon));
 	put(o, "swap_bytes", u64(p->swap));
+	put(o, "file_bytes", u64(p->files));
+	put(o, "shmem_bytes", u64(p->shmem));
 	put(o, "growth_bytes_per_hour", judged ? num(t->growth * 3600) : NULL);
 	/* When its growth began: said of a process that grows. */
 	put(o, "since",
@@ -124,6 +151,7 @@ static json_object *process(const struct host_row *row, uint64_t now_ns)
 	    p->cooldown_until_ns > now_ns ? seconds(p->cooldown_until_ns - now_ns) : NULL);
 	put(o, "outcome", p->outcome ? json_object_new_string(p->outcome) : NULL);
 	put(o, "finding", p->finding ? finding(p->finding) : NULL);
+	put(o, "rss_parts", p->rss_view.known ? rss_parts(&p->rss_view) : NULL);
 	put(o, "profile", json_object_new_boolean(p->profile != NULL));
 	return o;
 }

@@ -87,7 +87,7 @@ static int processes(FILE *f, const struct host_report *r)
 
 		if (!fi || !fi->nframes || isnan(fi->growth))
 			continue;
-		site = fi->nframes > 1 ? &fi->frames[1] : fi->frames;
+		site = finding__site(fi);
 		err = err
 			      ?: process_sample(f, "heaptap_process_site_growth_bytes_per_hour",
 						r->order[i], "function",

@@ -84,7 +84,7 @@ static void stack(FILE *f, const struct finding *fi)
 static void finding(FILE *f, const struct hproc *p)
 {
 	const struct finding *fi = p->finding;
-	const struct finding_frame *site = fi->nframes > 1 ? &fi->frames[1] : fi->frames;
+	const struct finding_frame *site = finding__site(fi);
 	char name[160], g[32], live[32], t[16];
 
 	escape__into(fi->nframes && site->function ? site->function : "??", 60, name, sizeof(name));
@@ -96,6 +96,32 @@ static void finding(FILE *f, const struct hproc *p)
 		fi->trend ? fi->trend : "growing", fi->traced_s, fi->windows,
 		fi->suspect ? ", a suspect" : "");
 	stack(f, fi);
+}
+
+/* Where its RSS is, as its latest escalation's heaptap said: the parts, the one leading,
+ * the site that maps the most of the program's own. */
+static void rss_line(FILE *f, const struct rss_view *v)
+{
+	const uint64_t *x = v->parts;
+	char b[7][32], g[32], fn[160], file[200];
+
+	fprintf(f,
+		"      rss: live %s, allocator's free or unknown %s, stacks %s, other anonymous %s, "
+		"files %s, shmem %s",
+		bytes(b[0], sizeof(b[0]), x[RSS_LIVE]),
+		bytes(b[1], sizeof(b[1]), x[RSS_ALLOCATOR_FREE] + x[RSS_ALLOCATOR_UNKNOWN]),
+		bytes(b[2], sizeof(b[2]), x[RSS_STACKS]), bytes(b[3], sizeof(b[3]), x[RSS_ANON_OTHER]),
+		bytes(b[4], sizeof(b[4]), x[RSS_FILES]), bytes(b[5], sizeof(b[5]), x[RSS_SHMEM]));
+	if (v->leading >= 0)
+		fprintf(f, "; %s leads, %s/h", rss__part_name(v->leading),
+			signed_bytes(g, sizeof(g), v->leading_growth));
+	if (v->map_site) {
+		escape__into(v->map_function, 60, fn, sizeof(fn));
+		escape__into(v->map_file ? v->map_file : "?", 80, file, sizeof(file));
+		fprintf(f, "; mapped by %s (%s:%u), %s", fn, file, v->map_line,
+			bytes(b[6], sizeof(b[6]), v->map_bytes));
+	}
+	fputc('\n', f);
 }
 
 static void row(FILE *f, size_t rank, const struct hproc *p, uint64_t now_ns)
@@ -123,6 +149,8 @@ static void row(FILE *f, size_t rank, const struct hproc *p, uint64_t now_ns)
 		history__trend_name(t->kind), isnan(t->fit) ? 0 : t->fit, t->steadiness, tier);
 	if (p->finding)
 		finding(f, p);
+	if (p->rss_view.known)
+		rss_line(f, &p->rss_view);
 	if (p->outcome && p->tier == TIER_PROC)
 		fprintf(f, "      last escalation: %s\n", p->outcome);
 }

@@ -14,6 +14,7 @@
 
 #include "account/alarm.h"
 #include "host/growth.h"
+#include "target/rss.h"
 
 /* How a process is watched: /proc alone, or its allocator traced (a heaptap --live). */
 enum tier {
@@ -33,6 +34,9 @@ struct finding_frame {
 struct finding {
 	struct finding_frame *frames; /* from the allocator function outwards */
 	size_t nframes;
+	/* The frame that names the site: the allocator function's caller, or, past a wrapper
+	 * of the allocator's (a function named *alloc*, as redis's zmalloc), the wrapper's */
+	size_t named;
 	double growth;	   /* bytes per hour, as the traced windows measured the site */
 	double live_bytes; /* estimated, of the sampled blocks */
 	double live_blocks;
@@ -43,6 +47,12 @@ struct finding {
 	unsigned int windows; /* --live windows it took */
 	uint64_t time_ns;     /* when it was named */
 };
+
+/* The frame that names a finding's site (NULL for a finding without frames). */
+static inline const struct finding_frame *finding__site(const struct finding *f)
+{
+	return f->named < f->nframes ? &f->frames[f->named] : NULL;
+}
 
 static inline void finding__free(struct finding *f)
 {
@@ -57,6 +67,33 @@ static inline void finding__free(struct finding *f)
 	}
 	free(f->frames);
 	free(f);
+}
+
+/*
+ * Where a traced process's RSS is, as its latest escalation's heaptap read it (its record's
+ * rss_parts): the parts, the one leading their growth, the advice, and the map site that
+ * grows fastest (the program's anonymous mappings made from one stack).
+ */
+struct rss_view {
+	bool known;
+	uint64_t parts[RSS_PARTS]; /* bytes, enum rss_part's order */
+	int leading;		   /* enum rss_part; -1: none */
+	double leading_growth;	   /* its bytes per hour; NAN when none */
+	char advice[400];	   /* "" for none */
+	char *map_function;	   /* NULL for none, or when nothing names it */
+	char *map_file;
+	unsigned int map_line;
+	bool map_site; /* whether there is one (named or not) */
+	uint64_t map_bytes;
+	double map_growth; /* bytes per hour; NAN when not known */
+};
+
+static inline void rss_view__free(struct rss_view *v)
+{
+	free(v->map_function);
+	free(v->map_file);
+	v->map_function = v->map_file = NULL;
+	v->known = false;
 }
 
 struct escalation;
@@ -79,6 +116,9 @@ struct hproc {
 	unsigned int round; /* the latest scan that read it */
 	/* Its memory at the latest scan, in bytes: census.c */
 	uint64_t rss, anon, swap, cpu_ticks;
+	uint64_t files, shmem; /* RssFile, RssShmem: with anon, the parts of rss */
+	/* Where its RSS was when its latest escalation's heaptap last said: traced.c */
+	struct rss_view rss_view;
 	uint64_t cpu_delta_ticks; /* CPU time since the scan before */
 	struct growth *growth; /* anon + swap over the latest intervals; NULL before a scan */
 	/* Judged at each report: agent.c */

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 #include <errno.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,6 +66,9 @@ int naming__read(json_object *rec, struct child_record *out)
 	/* --live ranks the sites by growth: the first leads. */
 	out->lead = first(rec, "sites");
 	out->suspect = first(rec, "suspects");
+	out->rss = field(rec, "rss_parts");
+	if (out->rss && !json_object_is_type(out->rss, json_type_object))
+		out->rss = NULL;
 	if (out->lead) {
 		out->lead_growth = number(out->lead, "growth_bytes_per_hour");
 		out->lead_id = string(out->lead, "stack_id");
@@ -81,6 +85,12 @@ static const char *trend_named(const char *name)
 		if (!strcmp(history__trend_name(k), name))
 			return history__trend_name(k);
 	return NULL;
+}
+
+/* Whether a function wraps the allocator, as redis's zmalloc does: its name says alloc. */
+static bool wrapper(const char *function)
+{
+	return function && strcasestr(function, "alloc");
 }
 
 static char *dup_or_null(const char *s)
@@ -124,6 +134,11 @@ struct finding *naming__finding(json_object *site, bool suspect)
 		out->module = dup_or_null(string(fr, "module"));
 		out->line = line > 0 && line < 1e9 ? (unsigned int)line : 0;
 	}
+	/* The allocator function's caller names the site, or past the allocator's wrappers
+	 * the first caller that is none (the last frame at worst). */
+	f->named = f->nframes > 1;
+	while (f->named + 1 < f->nframes && wrapper(f->frames[f->named].function))
+		f->named++;
 	return f;
 }
 
@@ -152,4 +167,52 @@ struct finding *naming__update(struct naming *n, const struct child_record *r, u
 		f->time_ns = now_ns;
 	}
 	return f;
+}
+
+/* The map site that grows fastest (heaptap lists them so) of those a function names, into
+ * out: the mappings made before the attach name none. */
+static void map_site(json_object *sites, struct rss_view *out)
+{
+	size_t i, n = sites && json_object_is_type(sites, json_type_array)
+			      ? json_object_array_length(sites)
+			      : 0;
+	json_object *site = NULL;
+	double line, bytes;
+
+	for (i = 0; i < n && !site; i++)
+		if (string(json_object_array_get_idx(sites, i), "function"))
+			site = json_object_array_get_idx(sites, i);
+	line = number(site, "line");
+	bytes = number(site, "bytes");
+
+	out->map_site = site != NULL;
+	out->map_function = dup_or_null(string(site, "function"));
+	out->map_file = dup_or_null(string(site, "file"));
+	out->map_line = line > 0 && line < 1e9 ? (unsigned int)line : 0;
+	out->map_bytes = bytes > 0 && bytes < 1e19 ? (uint64_t)bytes : 0;
+	out->map_growth = number(site, "growth_bytes_per_hour");
+}
+
+void naming__rss(json_object *parts, struct rss_view *out)
+{
+	json_object *growth = field(parts, "growth"), *advice = field(parts, "advice");
+	const char *leading = string(parts, "leading"), *text = string(advice, "text");
+	int k;
+
+	rss_view__free(out);
+	*out = (struct rss_view){ .known = parts != NULL, .leading = -1, .leading_growth = NAN,
+				  .map_growth = NAN };
+	if (!parts)
+		return;
+	for (k = 0; k < RSS_PARTS; k++) {
+		double v = number(parts, rss__part_name(k));
+
+		out->parts[k] = v > 0 && v < 1e19 ? (uint64_t)v : 0;
+		if (leading && !strcmp(leading, rss__part_name(k))) {
+			out->leading = k;
+			out->leading_growth = number(growth, rss__part_name(k));
+		}
+	}
+	snprintf(out->advice, sizeof(out->advice), "%s", text ? text : "");
+	map_site(field(parts, "map_sites"), out);
 }

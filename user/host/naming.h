@@ -29,6 +29,7 @@ struct child_record {
 	json_object *suspect; /* interval: the first suspect, or NULL */
 	double lead_growth;   /* the lead's bytes per hour, NAN if not yet */
 	const char *lead_id;  /* its stack_id */
+	json_object *rss;     /* interval, final: its rss_parts, or NULL */
 };
 
 /* The figures of one record (the record keeps what they point to). -EINVAL when it is not
@@ -47,6 +48,9 @@ struct naming {
  */
 struct finding *naming__update(struct naming *n, const struct child_record *r, uint64_t started_ns,
 			       uint64_t now_ns);
+
+/* Where the RSS is, from a record's rss_parts, into out (its strings freed first). */
+void naming__rss(json_object *parts, struct rss_view *out);
 
 /* A site's record ({growth_bytes_per_hour, est_bytes, est_blocks, trend, stack}) as a
  * finding; NULL when out of memory. */

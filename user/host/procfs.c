@@ -146,6 +146,10 @@ int procfs__parse_status(const char *text, size_t len, struct procfs_status *out
 			out->rss = kilobytes(line, n, k);
 		} else if (key(line, n, "RssAnon:", &k)) {
 			out->anon = kilobytes(line, n, k);
+		} else if (key(line, n, "RssFile:", &k)) {
+			out->files = kilobytes(line, n, k);
+		} else if (key(line, n, "RssShmem:", &k)) {
+			out->shmem = kilobytes(line, n, k);
 		} else if (key(line, n, "VmSwap:", &k)) {
 			out->swap = kilobytes(line, n, k);
 		} else if (key(line, n, "NSpid:", &k)) {

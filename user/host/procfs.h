@@ -27,6 +27,7 @@ struct procfs_stat {
 struct procfs_status {
 	bool has_mm;		  /* a VmRSS line: a kernel thread has none */
 	uint64_t rss, anon, swap; /* VmRSS, RssAnon, VmSwap in bytes */
+	uint64_t files, shmem;	  /* RssFile, RssShmem */
 	int nspid;		  /* its PID in its own PID namespace (NSpid's last) */
 	unsigned int ns_depth;	  /* namespaces below the one /proc shows: 0 for none */
 };

@@ -154,7 +154,7 @@ static void stop(struct trace *tr, enum outcome outcome, const char *why, uint64
 
 static void named(struct trace *tr, struct finding *f, uint64_t now_ns)
 {
-	const struct finding_frame *site = f->nframes > 1 ? &f->frames[1] : f->frames;
+	const struct finding_frame *site = finding__site(f);
 	char why[512], fn[160], file[200], g[32];
 
 	escape__into(f->nframes && site->function ? site->function : "??", 60, fn, sizeof(fn));
@@ -184,6 +184,7 @@ void traced__read(struct traced *t, int fd, uint64_t now_ns)
 			void *data;
 			size_t size;
 
+			escalation__take_rss(tr->e, &tr->p->rss_view);
 			if (!escalation__profile(tr->e, &data, &size)) {
 				free(tr->p->profile);
 				tr->p->profile = data;
@@ -198,10 +199,40 @@ void traced__read(struct traced *t, int fd, uint64_t now_ns)
 	}
 }
 
+/*
+ * Where the growth is when no allocator site grew, as the process's RSS parts say: the part
+ * leading their growth and, for other anonymous memory, the site that maps it; into buf,
+ * "" when its heaptap has not said.
+ */
+static void not_the_allocators(char *buf, size_t size, const struct rss_view *v)
+{
+	char g[32], fn[160], file[200], b[32], mg[40] = "";
+	int n = 0;
+
+	buf[0] = '\0';
+	if (!v->known)
+		return;
+	if (v->leading >= 0 && !isnan(v->leading_growth)) {
+		bytes(g, sizeof(g), (uint64_t)fabs(v->leading_growth));
+		n = snprintf(buf, size, ": %s grows %s%s/h", rss__part_name(v->leading),
+			     v->leading_growth < 0 ? "-" : "+", g);
+	}
+	if (n < 0 || (size_t)n >= size || !v->map_function ||
+	    (v->leading >= 0 && v->leading != RSS_ANON_OTHER))
+		return;
+	escape__into(v->map_function, 60, fn, sizeof(fn));
+	escape__into(v->map_file ? v->map_file : "?", 80, file, sizeof(file));
+	if (!isnan(v->map_growth))
+		snprintf(mg, sizeof(mg), ", %s%s/h", v->map_growth < 0 ? "-" : "+",
+			 bytes(g, sizeof(g), (uint64_t)fabs(v->map_growth)));
+	snprintf(buf + n, size - n, "%s mapped by %s (%s:%u): %s resident%s",
+		 n ? "," : ":", fn, file, v->map_line, bytes(b, sizeof(b), v->map_bytes), mg);
+}
+
 void traced__check(struct traced *t, uint64_t now_ns)
 {
 	uint64_t limit = t->opts->host.escalation_ms * 1000000ULL;
-	char why[300], d[32];
+	char why[900], d[32], where[640];
 	size_t i;
 
 	for (i = 0; i < t->n; i++) {
@@ -217,11 +248,17 @@ void traced__check(struct traced *t, uint64_t now_ns)
 		if (age < limit)
 			continue;
 		duration(d, sizeof(d), age);
+		not_the_allocators(where, sizeof(where), &tr->p->rss_view);
 		if (escalation__grew(tr->e))
 			snprintf(why, sizeof(why),
 				 "given up after %s: no site led the growth "
 				 "through %d windows in a row",
 				 d, 3);
+		else if (where[0])
+			snprintf(why, sizeof(why),
+				 "given up after %s: no allocator site grew while traced: the "
+				 "growth is not the allocator's%s",
+				 d, where);
 		else
 			snprintf(why, sizeof(why),
 				 "given up after %s: no allocator site grew while "
@@ -275,6 +312,7 @@ static void finish(struct traced *t, struct trace *tr, uint64_t now_ns)
 	     tr->reason ? tr->reason : "its heaptap ended");
 	if (!p)
 		return;
+	escalation__take_rss(tr->e, &p->rss_view);
 	/* Its final report's profile: the escalation's latest. */
 	if (!escalation__profile(tr->e, &data, &size)) {
 		free(p->profile);

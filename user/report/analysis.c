@@ -10,6 +10,7 @@
 #include "base/idmap.h"
 #include "probe/sampling.h"
 #include "report/analysis.h"
+#include "report/analysis_rss.h"
 
 static uint64_t sort_value(const struct size_row *row, enum sort_key key)
 {
@@ -405,6 +406,7 @@ int analysis__make(struct report *r)
 	err = peak_sites(r, a) ?: err;
 	err = processes(r, a) ?: err;
 	err = leak_fns(r, a) ?: err;
+	analysis_rss__make(r, r->figures->pages ? 0 : a->live, &a->rss);
 	return err;
 }
 

@@ -13,6 +13,7 @@
 #include "account/accounting.h"
 #include "account/alarm.h"
 #include "leak/leak.h"
+#include "account/mappings.h"
 #include "account/history.h"
 #include "account/drain.h"
 #include "probe/duty.h"
@@ -24,6 +25,7 @@
 #include "target/stacks.h"
 #include "target/syms.h"
 #include "account/timeline.h"
+#include "target/rss.h"
 #include "target/unwind.h"
 
 /*
@@ -98,6 +100,50 @@ struct report_process {
 	uint64_t live_bytes;
 };
 
+/* A site whose live blocks lie on sparsely used pages of the allocator's, with how many. */
+#define RSS_PINNERS 3
+struct rss_pinner {
+	uint64_t stack_id;
+	uint64_t pages;
+	char caller[160]; /* the allocator's caller: "function (file:line)", or "?" */
+};
+
+/* A map site as the report shows it: the program's anonymous mappings made from one stack. */
+#define RSS_MAP_SITES 8
+struct rss_map_site {
+	uint64_t stack_id; /* 0: mapped before the attach, or not seen mapped */
+	uint64_t bytes, size;
+	unsigned int mappings;
+	double growth;	      /* resident bytes per second over the full reads; NAN: too few */
+	const char *function; /* the first frame out of the C library; NULL when none names it */
+	const char *file;     /* its file and line; NULL, 0 without line information */
+	int line;
+};
+
+/*
+ * Where the target's RSS is (target/rss.h): its reading split into parts that add up to it,
+ * each part's growth over the reports, the part that leads it, and what to do about it.
+ */
+struct rss_parts {
+	bool known;		      /* read at this report (report.rss_note says why not) */
+	uint64_t v[RSS_PARTS];	      /* bytes */
+	double growth[RSS_PARTS];     /* bytes per second, fitted as a site's; NAN: too few */
+	unsigned int points;	      /* reports the growth is fitted over */
+	int leading;		      /* the part that grows fastest, -1 for none */
+	bool live_walked;	      /* live is glibc's chunks, walked; else heaptap's blocks */
+	uint64_t anon_excess;	      /* anonymous parts measured above RssAnon (clipped) */
+	const char *advice_kind;      /* "trim", "arena_max", "fragmentation"...; NULL: none */
+	char advice[400];	      /* what to do, one line */
+	/* The sites whose blocks pin the most sparsely used pages, most first (of the blocks
+	 * heaptap tracks, at a full read) */
+	struct rss_pinner pinners[RSS_PINNERS];
+	unsigned int npinners;
+	/* The map sites, the fastest growing first (then the most bytes), at most
+	 * RSS_MAP_SITES */
+	struct rss_map_site map_sites[RSS_MAP_SITES];
+	unsigned int nmap_sites;
+};
+
 /*
  * A report's analysis: made once per report from the snapshot and the history (analysis.h),
  * before any format reads it; the formats only write it out. Figures are estimated where
@@ -127,6 +173,7 @@ struct report_analysis {
 	size_t nalive;
 	uint32_t *leak_fns; /* each leak record's allocator function (its site's fn), or
 			     * UINT32_MAX */
+	struct rss_parts rss;
 };
 
 struct report {
@@ -144,6 +191,23 @@ struct report {
 	const struct snapshot *prev; /* the previous report's snapshot, for rates */
 	uint64_t attach_ns;	     /* CLOCK_MONOTONIC when the probes were attached */
 	uint64_t rss;		     /* the target's */
+	/* Where the first process's RSS is, read at this report (NULL: not read, rss_note
+	 * says why) */
+	const struct rss_reading *rss_reading;
+	const char *rss_note;
+	/* The blocks heaptap tracks, listed at a full read of the RSS that found sparsely used
+	 * pages (for the sites that pin them); NULL otherwise */
+	const struct live_block *live_blocks;
+	size_t nlive_blocks;
+	/* The sites that pinned pages at the latest full read, for the reports between */
+	const struct rss_pinner *rss_pinners;
+	unsigned int rss_npinners;
+	/* The mappings the first process made while traced (their calls counted), their sites
+	 * at the latest full read, and the sites' bytes over the full reads */
+	const struct mappings *mappings;
+	const struct map_site *map_sites;
+	size_t nmap_sites;
+	const struct history *map_history;
 	uint64_t self_rss;	     /* heaptap's own */
 	uint64_t self_maps;	     /* kernel memory of heaptap's BPF maps */
 	uint64_t reports_dropped;    /* interval reports standard output was too slow for */

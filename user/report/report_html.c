@@ -2,7 +2,7 @@
 /*
  * The HTML report: user/report.html, built into heaptap, with the report's data in place of
  * its @HEAPTAP_DATA@: the JSON record, every stack with live bytes (for the flame graph) and
- * the session's timeline. The page draws them itself and needs nothing else.
+ * the session's timeline (with where the RSS was at each point). The page draws them itself and needs nothing else.
  */
 #include <errno.h>
 #include <string.h>
@@ -59,6 +59,17 @@ static json_object *stacks(const struct report *r)
 	return hs.stacks;
 }
 
+/* Where the RSS was at a point, by part. */
+static json_object *parts(const struct timeline_point *p)
+{
+	json_object *o = json_object_new_object();
+	int k;
+
+	for (k = 0; k < RSS_PARTS; k++)
+		json_object_object_add(o, rss__part_name(k), json_object_new_int64(p->parts[k]));
+	return o;
+}
+
 static json_object *timeline(const struct report *r)
 {
 	json_object *a = json_object_new_array();
@@ -73,6 +84,7 @@ static json_object *timeline(const struct report *r)
 		json_object_object_add(o, "live", json_object_new_int64(p->live_bytes));
 		json_object_object_add(o, "peak", json_object_new_int64(p->peak_bytes));
 		json_object_object_add(o, "rss", json_object_new_int64(p->rss));
+		json_object_object_add(o, "parts", p->parts_known ? parts(p) : NULL);
 		json_object_array_add(a, o);
 	}
 	return a;

@@ -14,6 +14,7 @@
 #include "report/json.h"
 #include "report/report.h"
 #include "report/report_json_leak.h"
+#include "report/report_json_rss.h"
 #include "target/families.h"
 
 /* {"address", "name"} of a thing of the target's (a pool, a type) that a site names, the name
@@ -550,6 +551,8 @@ json_object *report__json_object(const struct report *r)
 	put_calls(o, r);
 	put_mode(o, r);
 	put(o, "rss_bytes", u64(r->rss));
+	put(o, "rss_parts", report__json_rss(r));
+	put(o, "rss_parts_note", r->rss_note ? json_object_new_string(r->rss_note) : NULL);
 	put(o, "heaptap", self_figures(r));
 	put(o, "inexact", inexact(r));
 	put(o, "processes", processes(r));

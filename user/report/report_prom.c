@@ -287,6 +287,45 @@ static void processes(struct prom *p, const struct report *r)
 	}
 }
 
+/* Where the target's RSS is: each part, its growth when known, the part that leads. */
+static void rss_parts(struct prom *p, const struct report *r)
+{
+	const struct rss_parts *rp = &r->analysis.rss;
+	int k;
+
+	if (!rp->known)
+		return;
+	family(p, "heaptap_rss_part_bytes", "gauge",
+	       "Where the target's RSS is, by part; the parts but total add up to total "
+	       "(allocator_free_whole_pages is part of allocator_free).");
+	for (k = 0; k < RSS_PARTS; k++) {
+		fputs("heaptap_rss_part_bytes{", p->f);
+		label(p, "part", rss__part_name(k));
+		fprintf(p->f, "} %" PRIu64 "\n", rp->v[k]);
+	}
+	if (!isnan(rp->growth[RSS_TOTAL])) {
+		family(p, "heaptap_rss_part_growth_bytes_per_hour", "gauge",
+		       "Each part's growth: its slope over the reports.");
+		for (k = 0; k < RSS_PARTS; k++) {
+			fputs("heaptap_rss_part_growth_bytes_per_hour{", p->f);
+			label(p, "part", rss__part_name(k));
+			fprintf(p->f, "} %.17g\n", rp->growth[k] * 3600);
+		}
+	}
+	family(p, "heaptap_rss_part_leading", "gauge",
+	       "1 for the part that leads the RSS's growth (none when nothing grows).");
+	for (k = 0; k < RSS_PARTS; k++) {
+		if (k == RSS_TOTAL || k == RSS_FREE_WHOLE_PAGES)
+			continue;
+		fputs("heaptap_rss_part_leading{", p->f);
+		label(p, "part", rss__part_name(k));
+		fprintf(p->f, "} %d\n", rp->leading == k);
+	}
+	if (r->rss_reading)
+		single(p, "heaptap_rss_arenas", "gauge", "glibc's arenas (the main one included).",
+		       r->rss_reading->narenas);
+}
+
 int report__prometheus(FILE *f, const struct report *r)
 {
 	struct prom p = { .f = f };
@@ -308,5 +347,6 @@ int report__prometheus(FILE *f, const struct report *r)
 	sites(&p, r);
 	processes(&p, r);
 	health(&p, r);
+	rss_parts(&p, r);
 	return p.err ?: ferror(f) ? -EIO : 0;
 }

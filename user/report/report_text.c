@@ -10,6 +10,7 @@
 #include "base/clock.h"
 #include "report/report.h"
 #include "report/report_text_leak.h"
+#include "report/report_text_rss.h"
 #include "report/text.h"
 #include "target/families.h"
 
@@ -142,6 +143,7 @@ static void costs(FILE *f, const struct report *r)
 	fprintf(f, "memory     target RSS %s   heaptap RSS %s + BPF maps %s\n",
 		bytes(a, sizeof(a), r->rss), bytes(b, sizeof(b), r->self_rss),
 		bytes(d, sizeof(d), r->self_maps));
+	report__text_rss(f, r);
 	fprintf(f, "inexact    %s", count(a, sizeof(a), inexact));
 	for (i = 0; i < report__ninexact_causes; i++) {
 		const struct inexact_cause *cause = &report__inexact_causes[i];
@@ -518,6 +520,8 @@ int report__text(FILE *f, const struct report *r)
 	processes(f, r);
 	ages(f, r);
 	at_peak(f, r);
+	report__text_arenas(f, r);
+	report__text_map_sites(f, r);
 	report__text_leak_check(f, r);
 	if (r->target_exited && r->exit_code >= 0)
 		fprintf(f, "\ntarget exited with status %d\n", r->exit_code);

@@ -16,6 +16,7 @@
 #include "heaptap.skel.h"
 #include "report/publish.h"
 #include "session/finish.h"
+#include "session/rss.h"
 #include "session/reporting.h"
 #include "session/start.h"
 #include "target/stacks.h"
@@ -135,6 +136,7 @@ int session__close(struct session *s, int err)
 	if (s->have_prev)
 		snapshot__free(&s->prev);
 	history__free(s->history);
+	session__free_rss(s);
 	leak_hold__release(s->hold);
 	if (s->have_leak)
 		leak_check__free(&s->leak);

@@ -24,6 +24,7 @@
 #include "report/publish.h"
 #include "report/report.h"
 #include "session/reporting.h"
+#include "session/rss.h"
 #include "target/proc.h"
 #include "target/unwind.h"
 
@@ -240,10 +241,24 @@ static void judge(struct session *s, struct report *r, struct alarm_event *alert
 		s->alarm_exit = true;
 }
 
+/* The report's point of the session's timeline: its memory, and where the RSS is. */
+static void add_point(struct session *s, const struct report *r)
+{
+	struct timeline_point p = { .time_ns = r->snap->time_ns,
+				    .live_bytes = llround(r->analysis.live),
+				    .peak_bytes = llround(r->analysis.peak),
+				    .rss = r->rss,
+				    .parts_known = r->analysis.rss.known };
+
+	memcpy(p.parts, r->analysis.rss.v, sizeof(p.parts));
+	timeline__add(&s->timeline, &p);
+}
+
 int session__report(struct session *s, const char *type, const struct leak_check *leak)
 {
 	struct alarm_event alerts[ALARMS];
 	uint64_t start_ns = clock__now_ns(), made_ns;
+	struct rss_inputs rss = {};
 	struct snapshot snap;
 	struct report r;
 	int err;
@@ -274,14 +289,12 @@ int session__report(struct session *s, const char *type, const struct leak_check
 	r.slowdown = procs__alive(&s->procs) && s->tracer->ops->slowdown
 			     ? s->tracer->ops->slowdown(s->tracer, &snap)
 			     : NAN;
+	session__read_rss(s, &r, !strcmp(type, "final"), &rss);
 	/* The report's analysis, once, for every format and the alarms. */
 	if (analysis__make(&r))
 		elog("out of memory: this report's sites are not all said");
-	timeline__add(&s->timeline,
-		      &(struct timeline_point){ .time_ns = snap.time_ns,
-						.live_bytes = llround(r.analysis.live),
-						.peak_bytes = llround(r.analysis.peak),
-						.rss = r.rss });
+	add_point(s, &r);
+	session__keep_rss(s, &r);
 	r.growth = timeline__growth(&s->timeline);
 	read_dumps(s, &r, &snap);
 	judge(s, &r, alerts);
@@ -304,6 +317,7 @@ int session__report(struct session *s, const char *type, const struct leak_check
 	vlog("report %" PRIu64 ": %zu sites, read in %.1f ms, written in %.1f ms", r.number,
 	     snap.nsites, (made_ns - start_ns) / 1e6, (clock__now_ns() - made_ns) / 1e6);
 	analysis__free(&r.analysis);
+	rss_inputs__free(&rss);
 	if (s->have_prev)
 		snapshot__free(&s->prev);
 	s->prev = snap;

@@ -23,6 +23,8 @@
 #include "probe/duty.h"
 #include "probe/procs.h"
 #include "session/tracer.h"
+#include "report/report.h"
+#include "target/rss.h"
 #include "target/target.h"
 #include "account/timeline.h"
 #include "target/unwind.h"
@@ -41,6 +43,8 @@ struct session {
 	struct bpf_link *fork_link, *exec_link; /* forks (--follow), execs and matches */
 	/* --follow: when each fork began (a child inherits every probe in by then) */
 	struct bpf_link *fork_start_links[4];
+	/* mmap, munmap, mremap, brk and madvise of the traced processes (mappings.bpf.h) */
+	struct bpf_link *mapping_links[7];
 	int epfd;		/* the loop's, once it runs: processes' exits are watched there */
 	uint64_t dropped_blocks; /* blocks dropped at exec or exit so far, and their bytes */
 	uint64_t dropped_bytes;
@@ -54,6 +58,16 @@ struct session {
 	struct history *history;
 	struct publisher *publisher;
 	struct timeline timeline;
+	/* Where the first process's RSS is: its reader, made at the first report; or why none
+	 * could be made, and the latest read's failure */
+	struct rss_reader *rss;
+	int rss_err;
+	char rss_note[160];
+	struct rss_pinner rss_pinners[RSS_PINNERS]; /* the latest full read's */
+	unsigned int rss_npinners;
+	struct map_site *map_sites; /* the latest full read's, the most bytes first */
+	size_t nmap_sites;
+	struct history *map_history; /* their bytes over the full reads */
 	struct alarms alarms;
 	struct leak_hold *hold; /* --leak-check: the target held to its exit, or NULL */
 	int hold_err;		 /* why it could not be held (negative errno), or 0 */

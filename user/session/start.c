@@ -40,10 +40,30 @@ static void watch_fork_starts(struct session *s)
 			     strerror(errno));
 }
 
+/* The mappings the processes make: where their anonymous memory that is not the allocator's
+ * comes from (the RSS's map sites). Without them the sites are not named; tracing goes on. */
+static void watch_mappings(struct session *s)
+{
+	struct bpf_program *progs[] = { s->skel->progs.mmap_enter,    s->skel->progs.mmap_exit,
+					s->skel->progs.munmap_enter,  s->skel->progs.mremap_enter,
+					s->skel->progs.mremap_exit,   s->skel->progs.brk_enter,
+					s->skel->progs.madvise_enter };
+	size_t i;
+
+	for (i = 0; i < sizeof(progs) / sizeof(progs[0]); i++)
+		if (!(s->mapping_links[i] = bpf_program__attach(progs[i])))
+			vlog("no tracepoint %s (%s): mappings made that way are not named",
+			     bpf_program__section_name(progs[i]), strerror(errno));
+}
+
 void session__unwatch_processes(struct session *s)
 {
 	size_t i;
 
+	for (i = 0; i < sizeof(s->mapping_links) / sizeof(s->mapping_links[0]); i++) {
+		bpf_link__destroy(s->mapping_links[i]);
+		s->mapping_links[i] = NULL;
+	}
 	bpf_link__destroy(s->fork_link);
 	bpf_link__destroy(s->exec_link);
 	s->fork_link = s->exec_link = NULL;
@@ -62,6 +82,7 @@ static int watch_processes(struct session *s)
 		goto fail;
 	if (!(s->exec_link = bpf_program__attach(s->skel->progs.on_exec)))
 		goto fail;
+	watch_mappings(s);
 	return 0;
 fail:
 	elog("cannot watch the processes' forks and execs: %s", strerror(errno));

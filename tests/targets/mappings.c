@@ -1,0 +1,151 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Memory that is not malloc's. "grow N": map_cache() maps N MiB of anonymous memory with mmap
+ * and writes it (the mapping site a test looks for). "churn" starts threads that, until
+ * "calm": map, write and unmap mappings of 64 KiB to 4 MiB, grow and shrink one with mremap,
+ * and malloc and free blocks of 16 bytes to 256 KiB (the heap's chunks change as they are
+ * read). "check" answers whether every byte written by "grow" is still what was written.
+ * "big N": big_block() mallocs N MiB and writes it (glibc maps a block that large: a mapping
+ * of the allocator's, made inside malloc), kept to the end.
+ */
+// build: -pthread
+#define _GNU_SOURCE /* mremap */
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "proto.h"
+
+#define NOINLINE __attribute__((noinline))
+#define MIB (1UL << 20)
+#define MAPS_MAX 1024
+#define CHURNERS 3
+
+static struct {
+	unsigned char *at;
+	size_t size;
+} maps[MAPS_MAX];
+static int nmaps;
+static volatile int churning;
+static pthread_t churners[CHURNERS];
+
+NOINLINE static unsigned char *map_cache(size_t size)
+{
+	unsigned char *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+				-1, 0);
+
+	if (p == MAP_FAILED)
+		return NULL;
+	for (size_t i = 0; i < size; i++)
+		p[i] = (unsigned char)(i * 7 + nmaps);
+	return p;
+}
+
+NOINLINE static void *big_block(size_t size)
+{
+	void *p = malloc(size);
+
+	if (p)
+		memset(p, 4, size);
+	return p;
+}
+
+static int check(void)
+{
+	for (int k = 0; k < nmaps; k++)
+		for (size_t i = 0; i < maps[k].size; i++)
+			if (maps[k].at[i] != (unsigned char)(i * 7 + k))
+				return 0;
+	return 1;
+}
+
+static void *churn_maps(void *arg)
+{
+	unsigned int seed = 1;
+
+	while (churning) {
+		size_t size = (64 << 10) << (rand_r(&seed) % 7);
+		char *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+			       -1, 0);
+
+		if (p == MAP_FAILED)
+			continue;
+		memset(p, 1, size);
+		munmap(p, size);
+	}
+	return NULL;
+}
+
+static void *churn_remap(void *arg)
+{
+	size_t size = MIB;
+	char *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	while (churning && p != MAP_FAILED) {
+		size_t to = size == MIB ? 8 * MIB : MIB;
+		char *q = mremap(p, size, to, MREMAP_MAYMOVE);
+
+		if (q == MAP_FAILED)
+			break;
+		p = q;
+		size = to;
+		memset(p, 2, size);
+	}
+	if (p != MAP_FAILED)
+		munmap(p, size);
+	return NULL;
+}
+
+static void *churn_heap(void *arg)
+{
+	unsigned int seed = 2;
+	void *kept[256] = {};
+
+	while (churning) {
+		int i = rand_r(&seed) % 256;
+
+		free(kept[i]);
+		kept[i] = malloc(16 << (rand_r(&seed) % 15));
+		if (kept[i])
+			memset(kept[i], 3, 16);
+	}
+	for (int i = 0; i < 256; i++)
+		free(kept[i]);
+	return NULL;
+}
+
+int main(void)
+{
+	void *(*churn[CHURNERS])(void *) = { churn_maps, churn_remap, churn_heap };
+	char cmd[64];
+	int n, i;
+
+	ready();
+	while (next_command(cmd, sizeof(cmd))) {
+		if (sscanf(cmd, "grow %d", &n) == 1 && n > 0 && nmaps < MAPS_MAX) {
+			maps[nmaps].size = (size_t)n * MIB;
+			maps[nmaps].at = map_cache(maps[nmaps].size);
+			nmaps += maps[nmaps].at != NULL;
+			say("done %s", cmd);
+		} else if (sscanf(cmd, "big %d", &n) == 1 && n > 0) {
+			say("done %s %d", cmd, big_block((size_t)n * MIB) != NULL);
+		} else if (!strcmp(cmd, "churn") && !churning) {
+			churning = 1;
+			for (i = 0; i < CHURNERS; i++)
+				pthread_create(&churners[i], NULL, churn[i], NULL);
+			say("done churn");
+		} else if (!strcmp(cmd, "calm") && churning) {
+			churning = 0;
+			for (i = 0; i < CHURNERS; i++)
+				pthread_join(churners[i], NULL);
+			say("done calm");
+		} else if (!strcmp(cmd, "check")) {
+			say("done check %s", check() ? "ok" : "corrupt");
+		} else if (!strcmp(cmd, "exit")) {
+			break;
+		}
+	}
+	return 0;
+}

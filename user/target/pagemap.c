@@ -1,0 +1,222 @@
+// SPDX-License-Identifier: GPL-2.0
+#include <errno.h>
+#include <fcntl.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include "base/array.h"
+#include "base/env.h"
+#include "target/pagemap.h"
+
+/* PAGEMAP_SCAN, Linux 6.7's uapi (linux/fs.h); Debian 12's headers predate it. */
+struct scan_region {
+	uint64_t start, end, categories;
+};
+
+struct scan_arg {
+	uint64_t size, flags, start, end, walk_end, vec, vec_len, max_pages;
+	uint64_t category_inverted, category_mask, category_anyof_mask, return_mask;
+};
+
+#define PM_SCAN _IOWR('f', 16, struct scan_arg)
+#define CATEGORY_PRESENT (1 << 3)
+#define CATEGORY_PFNZERO (1 << 5)
+#define ENTRY_PRESENT (1ULL << 63) /* a /proc/PID/pagemap entry's bit */
+
+/* An ioctl covers at most this much address space: the page-table walk holds the process's
+ * memory map lock for reading, which its mmap and munmap wait for. */
+#define SCAN_SPAN (256ULL << 20)
+#define SCAN_REGIONS 512
+/* /proc/PID/pagemap entries read at once. */
+#define ENTRIES 4096
+
+struct pagemap {
+	int fd;
+	bool no_scan; /* PAGEMAP_SCAN refused, or not asked for */
+};
+
+int pagemap__open(int pid, struct pagemap **out)
+{
+	const char *no_scan = env__get(ENV_HEAPTAP_NO_PAGEMAP_SCAN);
+	struct pagemap *pm = calloc(1, sizeof(*pm));
+	char path[64];
+
+	*out = NULL;
+	if (!pm)
+		return -ENOMEM;
+	snprintf(path, sizeof(path), "/proc/%d/pagemap", pid);
+	pm->fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (pm->fd < 0) {
+		int err = errno == ENOENT ? -ESRCH : -errno;
+
+		free(pm);
+		return err;
+	}
+	pm->no_scan = no_scan && strcmp(no_scan, "0") && *no_scan;
+	*out = pm;
+	return 0;
+}
+
+void pagemap__close(struct pagemap *pm)
+{
+	if (!pm)
+		return;
+	close(pm->fd);
+	free(pm);
+}
+
+const char *pagemap__method(const struct pagemap *pm)
+{
+	return pm->no_scan ? "pagemap" : "pagemap_scan";
+}
+
+/* [a, b) resident: a run of its own, or the last one's continuation. */
+static int add_run(struct page_runs *runs, uint64_t a, uint64_t b)
+{
+	if (b <= a)
+		return 0;
+	runs->bytes += b - a;
+	if (runs->n && runs->v[runs->n - 1].end == a) {
+		runs->v[runs->n - 1].end = b;
+		return 0;
+	}
+	if (array__reserve(&runs->v, &runs->cap, runs->n, sizeof(*runs->v)))
+		return -ENOMEM;
+	runs->v[runs->n++] = (struct page_run){ a, b };
+	return 0;
+}
+
+/* PAGEMAP_SCAN from *at to end; *at is where it got to. -ENOTTY when the kernel has none. */
+static int scan(struct pagemap *pm, uint64_t *at, uint64_t end, struct page_runs *runs)
+{
+	struct scan_region vec[SCAN_REGIONS];
+
+	while (*at < end) {
+		uint64_t stop = end - *at > SCAN_SPAN ? *at + SCAN_SPAN : end;
+		struct scan_arg arg = {
+			.size = sizeof(arg),
+			.start = *at,
+			.end = stop,
+			.vec = (uint64_t)(uintptr_t)vec,
+			.vec_len = SCAN_REGIONS,
+			.category_inverted = CATEGORY_PFNZERO,
+			.category_mask = CATEGORY_PFNZERO,
+			.category_anyof_mask = CATEGORY_PRESENT,
+			.return_mask = CATEGORY_PRESENT,
+		};
+		int n = ioctl(pm->fd, PM_SCAN, &arg), i, err;
+
+		if (n < 0)
+			return errno == ESRCH || errno == ENOENT ? -ESRCH : -ENOTTY;
+		for (i = 0; i < n && i < SCAN_REGIONS; i++) {
+			err = add_run(runs, vec[i].start, vec[i].end);
+			if (err)
+				return err;
+		}
+		/* The walk's end says how far it got when the vector filled up. */
+		if (arg.walk_end <= *at || arg.walk_end > stop)
+			return -ENOTTY;
+		*at = arg.walk_end;
+	}
+	return 0;
+}
+
+/* /proc/PID/pagemap from at to end, a word a page. */
+static int read_entries(struct pagemap *pm, uint64_t at, uint64_t end, struct page_runs *runs)
+{
+	uint64_t entries[ENTRIES];
+
+	while (at < end) {
+		uint64_t pages = (end - at) / PAGEMAP_PAGE, run = 0;
+		size_t want = pages < ENTRIES ? pages : ENTRIES, i;
+		ssize_t got = pread(pm->fd, entries, want * 8, at / PAGEMAP_PAGE * 8);
+		int err;
+
+		if (got < 0)
+			return errno == ESRCH ? -ESRCH : -errno;
+		if (got < 8)
+			return -ESRCH; /* the process's memory went with it */
+		for (i = 0; i < (size_t)got / 8; i++) {
+			uint64_t page = at + i * PAGEMAP_PAGE;
+
+			if ((entries[i] & ENTRY_PRESENT) && !run)
+				run = page + 1; /* + 1: page 0 is a run too */
+			if (!(entries[i] & ENTRY_PRESENT) && run) {
+				err = add_run(runs, run - 1, page);
+				if (err)
+					return err;
+				run = 0;
+			}
+		}
+		at += (uint64_t)got / 8 * PAGEMAP_PAGE;
+		if (run) {
+			err = add_run(runs, run - 1, at);
+			if (err)
+				return err;
+		}
+	}
+	return 0;
+}
+
+int pagemap__resident(struct pagemap *pm, uint64_t start, uint64_t end, struct page_runs *runs)
+{
+	uint64_t at = start & ~(PAGEMAP_PAGE - 1);
+	int err;
+
+	end = (end + PAGEMAP_PAGE - 1) & ~(PAGEMAP_PAGE - 1);
+	if (end <= at)
+		return 0;
+	if (!pm->no_scan) {
+		err = scan(pm, &at, end, runs);
+		if (err != -ENOTTY)
+			return err;
+		/* Before Linux 6.7: the rest a word a page, and every range after it. */
+		pm->no_scan = true;
+	}
+	return read_entries(pm, at, end, runs);
+}
+
+/* The first run that ends above addr. */
+static size_t first_above(const struct page_runs *runs, uint64_t addr)
+{
+	return array__first_above(runs->v, runs->n, sizeof(*runs->v),
+				  offsetof(struct page_run, end), addr);
+}
+
+const struct page_run *page_runs__holding(const struct page_runs *runs, uint64_t addr)
+{
+	size_t i = first_above(runs, addr);
+
+	return i < runs->n && runs->v[i].start <= addr ? &runs->v[i] : NULL;
+}
+
+uint64_t page_runs__bytes_in(const struct page_runs *runs, uint64_t start, uint64_t end)
+{
+	uint64_t sum = 0;
+	size_t i;
+
+	for (i = first_above(runs, start); i < runs->n && runs->v[i].start < end; i++) {
+		uint64_t a = runs->v[i].start > start ? runs->v[i].start : start;
+		uint64_t b = runs->v[i].end < end ? runs->v[i].end : end;
+
+		sum += b - a;
+	}
+	return sum;
+}
+
+bool page_runs__all_in(const struct page_runs *runs, uint64_t start, uint64_t end)
+{
+	const struct page_run *run = page_runs__holding(runs, start);
+
+	return end <= start || (run && run->end >= end);
+}
+
+void page_runs__free(struct page_runs *runs)
+{
+	free(runs->v);
+	memset(runs, 0, sizeof(*runs));
+}

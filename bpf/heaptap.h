@@ -594,6 +594,8 @@ struct heaptap_counters {
 	__u64 fixup_failures;	/* exceptions whose return address heaptap could not put back */
 	__u64 samples;		/* stacks sent to the loader to unwind */
 	__u64 lost_samples;	/* stacks that should have been sent: the samples ring was full */
+	__u64 stopped_samples;	/* of samples, stacks of threads stopped in the kernel (mapping
+				 * calls, --watch's faults) rather than at an allocator call */
 	__u64 sample_waits;	/* times a thread waited for room in the samples ring */
 	__u64 sample_wait_max_ns; /* the longest of those waits, room found or not */
 	__u64 truncated_stacks; /* stacks cut short: unreadable memory, or --stack-depth */

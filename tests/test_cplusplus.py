@@ -141,7 +141,8 @@ def storm_sessions(target):
         check(f"heaptap {' '.join(args)}: fixups that failed ({final['exception_fixups']})",
               final["fixup_failures"], 0)
         say_fixups(f"{os.path.basename(target.argv[0])}, heaptap {' '.join(args)}", final)
-        check_true("target still running", target.alive())
+        alive = target.alive()
+        check_true("target still running", alive, "" if alive else target.death())
     thrown, caught = (int(x.split("=")[1]) for x in target.do("calm").split())
     check("every exception thrown was caught", caught, thrown)
     check_true("exceptions thrown during the sessions", thrown > 100, thrown)

@@ -89,6 +89,17 @@ static __always_inline struct map_call *begin_map_call(void *ctx, __u32 op, __u6
 	return m;
 }
 
+/*
+ * Whether a mapping call may take its own stack into the thread's state. Not while an
+ * allocator call is in progress (its stack pointer kept), whatever the owner said: that
+ * call's state holds the return address an exception's fixup puts back, and a mapping call
+ * made while the probes come in or go out (owner unknown) would overwrite it.
+ */
+static __always_inline bool may_take_stack(const struct call *c, const struct map_call *m)
+{
+	return m->owner != HEAPTAP_MAP_ALLOCATOR && !c->sp;
+}
+
 /* The call in progress of the current thread, of op, taken out; NULL for none. */
 static __always_inline struct map_call *end_map_call(__u32 op)
 {
@@ -122,7 +133,7 @@ int mmap_enter(struct trace_event_raw_sys_enter *ctx)
 		return 0;
 	}
 	m = begin_map_call(ctx, HEAPTAP_MAP_MMAP, ctx->args[1], &c);
-	if (m && m->owner != HEAPTAP_MAP_ALLOCATOR)
+	if (m && may_take_stack(c, m))
 		m->stack_id = regs_stack(ctx, c, current_regs(), true);
 	return 0;
 }
@@ -181,7 +192,7 @@ int mremap_enter(struct trace_event_raw_sys_enter *ctx)
 	if (v) {
 		m->owner = v->owner;
 		m->stack_id = v->stack_id;
-	} else if (m->owner != HEAPTAP_MAP_ALLOCATOR) {
+	} else if (may_take_stack(c, m)) {
 		m->stack_id = regs_stack(ctx, c, current_regs(), true);
 	}
 	return 0;

@@ -112,6 +112,7 @@ struct walk {
 	__u8 forget;
 	__u8 bp_read; /* bp holds a word of the stack, no longer the entry's register */
 	__u8 read_failed;
+	__u8 stopped; /* the thread is stopped in the kernel, not at an allocator call */
 };
 
 struct bounds {
@@ -454,6 +455,8 @@ static __always_inline __u64 send_copy(struct call *c, const struct walk *w, con
 		__builtin_memcpy(smp->py, c->py, sizeof(smp->py));
 	__builtin_memcpy(smp->ips, c->stack.ips, sizeof(smp->ips));
 	__sync_fetch_and_add(&counters.samples, 1);
+	if (w->stopped)
+		__sync_fetch_and_add(&counters.stopped_samples, 1);
 	bpf_ringbuf_submit(smp, 0);
 	return id;
 }
@@ -532,7 +535,8 @@ static __always_inline __u64 dwarf_stack(struct call *c, __u64 ip, __u64 sp, __u
 			  .bp = bp,
 			  .words = 2,
 			  .status = WALK_ON,
-			  .entry_sp = sp };
+			  .entry_sp = sp,
+			  .stopped = at_ip != 0 };
 	/* Remembered: an entry's walk of C frames (Python frames and types are not in it). */
 	bool memo = !at_ip && !c->stack.tag && !c->npy && w.pc;
 	__u64 id, need;

@@ -72,6 +72,7 @@ static json_object *stacks(const struct report *r)
 	put(o, "distinct", u64(c->new_stacks));
 	put(o, "samples", u64(c->samples));
 	put(o, "lost_samples", u64(c->lost_samples));
+	put(o, "stopped_samples", u64(c->stopped_samples));
 	put(o, "waits", u64(c->sample_waits));
 	put(o, "wait_max_us", num(c->sample_wait_max_ns / 1e3));
 	put(o, "truncated", u64(c->truncated_stacks + (r->unwind ? r->unwind->truncated : 0)));

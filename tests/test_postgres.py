@@ -86,11 +86,15 @@ def cluster():
         server = Proc(as_postgres([os.path.join(PG_BIN, "postgres"), "-D", data, "-k", d, "-p",
                                    str(PORT), "-c", "listen_addresses=", "-c", "fsync=off"]),
                       stdin=subprocess.DEVNULL)
+        # Its socket comes before it accepts connections ("the database system is starting
+        # up"): pg_isready says when it does.
         deadline = time.monotonic() + 30
-        while not os.path.exists(os.path.join(d, f".s.PGSQL.{PORT}")):
+        while subprocess.run([os.path.join(PG_BIN, "pg_isready"), "-q", "-h", d, "-p",
+                              str(PORT)], timeout=30).returncode != 0:
             if time.monotonic() > deadline or server.popen.poll() is not None:
                 server.end()
-                raise Failure(f"the postmaster does not listen: {server.stderr_text()[-1000:]}")
+                raise Failure(f"the postmaster does not accept connections: "
+                              f"{server.stderr_text()[-1000:]}")
             time.sleep(0.1)
         yield d, server.pid
     finally:

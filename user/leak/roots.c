@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "base/clock.h"
+#include "base/pagemap_scan.h"
 #include "leak/maps.h"
 #include "leak/scan.h"
 #include "leak/tracer.h"
@@ -13,22 +14,6 @@
 
 /* glibc's arenas (malloc/arena.c): each heap is HEAP_MAX_SIZE (64 MiB on 64-bit) aligned. */
 #define GLIBC_HEAP_MAX (64ULL << 20)
-
-/* PAGEMAP_SCAN, Linux 6.7's uapi (linux/fs.h); Debian 12's headers predate it. */
-struct reach_page_region {
-	uint64_t start, end, categories;
-};
-
-struct reach_pm_scan_arg {
-	uint64_t size, flags, start, end, walk_end, vec, vec_len, max_pages;
-	uint64_t category_inverted, category_mask, category_anyof_mask, return_mask;
-};
-
-#define REACH_PAGEMAP_SCAN _IOWR('f', 16, struct reach_pm_scan_arg)
-#define PAGE_IS_FILE (1 << 2)
-#define PAGE_IS_PRESENT (1 << 3)
-#define PAGE_IS_SWAPPED (1 << 4)
-#define PAGE_IS_PFNZERO (1 << 5)
 
 /* What becomes of the bytes of a range that may hold data. */
 struct range_use {
@@ -114,8 +99,8 @@ static int pagemap_ranges(struct scan *s, uint64_t a, uint64_t b, struct range_u
 static int add_data(struct scan *s, uint64_t a, uint64_t b, struct range_use *use)
 {
 	uint64_t skip = PAGE_IS_PFNZERO | (use->through ? PAGE_IS_FILE : 0);
-	struct reach_page_region vec[256];
-	struct reach_pm_scan_arg arg;
+	struct pagemap_scan_region vec[256];
+	struct pagemap_scan_arg arg;
 	int err;
 
 	/* Without pagemap, a read through a protection would fault in pages never written: such
@@ -126,7 +111,7 @@ static int add_data(struct scan *s, uint64_t a, uint64_t b, struct range_use *us
 	for (uint64_t at = a & ~(TARGET_PAGE - 1); !s->no_pm_scan && at < b && !s->late;) {
 		int r;
 
-		arg = (struct reach_pm_scan_arg){
+		arg = (struct pagemap_scan_arg){
 			.size = sizeof(arg),
 			.start = at,
 			.end = b,
@@ -137,7 +122,7 @@ static int add_data(struct scan *s, uint64_t a, uint64_t b, struct range_use *us
 			.category_anyof_mask = PAGE_IS_PRESENT | PAGE_IS_SWAPPED,
 			.return_mask = PAGE_IS_PRESENT | PAGE_IS_SWAPPED,
 		};
-		r = ioctl(s->map_fd, REACH_PAGEMAP_SCAN, &arg);
+		r = ioctl(s->map_fd, PAGEMAP_SCAN_IOCTL, &arg);
 		if (r < 0) {
 			/* Before Linux 6.7: read the pages from where this walk got to. */
 			s->no_pm_scan = true;

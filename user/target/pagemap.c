@@ -10,21 +10,9 @@
 
 #include "base/array.h"
 #include "base/env.h"
+#include "base/pagemap_scan.h"
 #include "target/pagemap.h"
 
-/* PAGEMAP_SCAN, Linux 6.7's uapi (linux/fs.h); Debian 12's headers predate it. */
-struct scan_region {
-	uint64_t start, end, categories;
-};
-
-struct scan_arg {
-	uint64_t size, flags, start, end, walk_end, vec, vec_len, max_pages;
-	uint64_t category_inverted, category_mask, category_anyof_mask, return_mask;
-};
-
-#define PM_SCAN _IOWR('f', 16, struct scan_arg)
-#define CATEGORY_PRESENT (1 << 3)
-#define CATEGORY_PFNZERO (1 << 5)
 #define ENTRY_PRESENT (1ULL << 63) /* a /proc/PID/pagemap entry's bit */
 
 /* An ioctl covers at most this much address space: the page-table walk holds the process's
@@ -93,22 +81,22 @@ static int add_run(struct page_runs *runs, uint64_t a, uint64_t b)
 /* PAGEMAP_SCAN from *at to end; *at is where it got to. -ENOTTY when the kernel has none. */
 static int scan(struct pagemap *pm, uint64_t *at, uint64_t end, struct page_runs *runs)
 {
-	struct scan_region vec[SCAN_REGIONS];
+	struct pagemap_scan_region vec[SCAN_REGIONS];
 
 	while (*at < end) {
 		uint64_t stop = end - *at > SCAN_SPAN ? *at + SCAN_SPAN : end;
-		struct scan_arg arg = {
+		struct pagemap_scan_arg arg = {
 			.size = sizeof(arg),
 			.start = *at,
 			.end = stop,
 			.vec = (uint64_t)(uintptr_t)vec,
 			.vec_len = SCAN_REGIONS,
-			.category_inverted = CATEGORY_PFNZERO,
-			.category_mask = CATEGORY_PFNZERO,
-			.category_anyof_mask = CATEGORY_PRESENT,
-			.return_mask = CATEGORY_PRESENT,
+			.category_inverted = PAGE_IS_PFNZERO,
+			.category_mask = PAGE_IS_PFNZERO,
+			.category_anyof_mask = PAGE_IS_PRESENT,
+			.return_mask = PAGE_IS_PRESENT,
 		};
-		int n = ioctl(pm->fd, PM_SCAN, &arg), i, err;
+		int n = ioctl(pm->fd, PAGEMAP_SCAN_IOCTL, &arg), i, err;
 
 		if (n < 0)
 			return errno == ESRCH || errno == ENOENT ? -ESRCH : -ENOTTY;

@@ -43,12 +43,17 @@ struct {
 	__type(value, struct map_call);
 } map_calls SEC(".maps");
 
-/* Who makes the call: without allocator probes in, no one can tell. */
-static __always_inline __u32 map_owner(struct call *c, struct pt_regs *regs)
+/*
+ * Who makes the call: without allocator probes in, no one can tell. A thread whose allocator
+ * call is in progress, below that call's frame, is the allocator. This only reads the
+ * thread's state: nested(), which may take a call for returned and drop it, is for the
+ * allocator's entries, and a mapping call inside a call it dropped lost that call.
+ */
+static __always_inline __u32 map_owner(const struct call *c, const struct pt_regs *regs)
 {
 	if (watch || !tracing)
 		return HEAPTAP_MAP_UNKNOWN;
-	return nested(c, regs->sp) ? HEAPTAP_MAP_ALLOCATOR : HEAPTAP_MAP_PROGRAM;
+	return c->sp && regs->sp <= c->sp ? HEAPTAP_MAP_ALLOCATOR : HEAPTAP_MAP_PROGRAM;
 }
 
 static __always_inline void count_map_call(__u32 op, __u32 owner, __u64 bytes)

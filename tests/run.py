@@ -30,6 +30,10 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import lib  # noqa: E402
 
 TIMES = os.path.join(lib.BUILD, "test-times.json")
+# The CPU seconds each test took (user and system time of its process and of everything it
+# started and waited for), as test-times.json keeps the wall seconds: a file of its own, so
+# that an older runner reads and writes that one as it did.
+CPU_TIMES = os.path.join(lib.BUILD, "test-cpu.json")
 # A test not timed before (a fresh clone) is taken for one of this many seconds by its tier:
 # a later tier's tests are the longer, and start first.
 UNTIMED_S = {"unit": 5.0, "core": 10.0, "services": 30.0, "soak": 60.0}
@@ -62,6 +66,7 @@ class Job:
         self.pipe = None
         self.output = None
         self.start = None
+        self.cpu = None
         self.interrupted = False
 
 
@@ -121,7 +126,9 @@ def start(job):
 
 
 def finish(job):
-    """Reaps the job's process: its verdict, and what it printed."""
+    """Reaps the job's process: its verdict, and what it printed. Its CPU time goes into
+    job.cpu: the rusage of a reaped child counts the children it reaped in turn, so every
+    program the test started and waited for (targets, heaptap, servers, QEMU) is in it."""
     chunks = []
     while True:
         chunk = os.read(job.pipe, 65536)
@@ -129,7 +136,8 @@ def finish(job):
             break
         chunks.append(chunk)
     os.close(job.pipe)
-    _, status = os.waitpid(job.pid, 0)
+    _, status, usage = os.wait4(job.pid, 0)
+    job.cpu = usage.ru_utime + usage.ru_stime
     verdict = b"".join(chunks).decode(errors="replace")
     if not verdict:
         verdict = f"ERROR: the test's process ended without a verdict (wait status {status})"
@@ -139,20 +147,20 @@ def finish(job):
     return verdict, printed
 
 
-def load_times():
+def load_times(path=TIMES):
     try:
-        with open(TIMES) as f:
+        with open(path) as f:
             return json.load(f)
     except (OSError, ValueError):
         return {}
 
 
-def save_times(times):
+def save_times(times, path=TIMES):
     try:
-        os.makedirs(os.path.dirname(TIMES), exist_ok=True)
-        with open(TIMES + ".new", "w") as f:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path + ".new", "w") as f:
             json.dump(times, f, indent=0, sort_keys=True)
-        os.replace(TIMES + ".new", TIMES)
+        os.replace(path + ".new", path)
     except OSError:
         pass
 
@@ -179,11 +187,11 @@ def schedule(jobs, times):
     return sorted(jobs, key=key)
 
 
-def run(jobs, parallel, times):
+def run(jobs, parallel, times, cpu):
     queue = list(jobs)
     running = {}
     try:
-        return serve(queue, running, parallel, times)
+        return serve(queue, running, parallel, times, cpu)
     except KeyboardInterrupt:
         # Each test runs in a process group of its own: Ctrl-C reaches only the runner, which
         # hands it on, and the tests end their processes before the runner ends.
@@ -194,8 +202,9 @@ def run(jobs, parallel, times):
         raise
 
 
-def serve(queue, running, parallel, times):
-    """Starts the queue's jobs as room frees up; (passed, failed) once all have ended."""
+def serve(queue, running, parallel, times, cpu):
+    """Starts the queue's jobs as room frees up; (passed, failed) once all have ended. The
+    wall and CPU seconds of each job that ended go into times and cpu, by its label."""
     passed = failed = 0
     while queue or running:
         while queue and len(running) < parallel:
@@ -216,14 +225,24 @@ def serve(queue, running, parallel, times):
             verdict, printed = finish(job)
             took = time.monotonic() - job.start
             times[job.label] = round(took, 1)
+            cpu[job.label] = round(job.cpu, 1)
             if printed.strip():
                 print(printed.rstrip())
-            print(f"{job.label:48s} {took:6.1f}s  {verdict}", flush=True)
+            print(f"{job.label:48s} {took:6.1f}s {job.cpu:6.1f}s CPU  {verdict}", flush=True)
             if verdict == "ok":
                 passed += 1
             else:
                 failed += 1
     return passed, failed
+
+
+def print_cpu(cpu, most=10):
+    """The CPU seconds of the jobs that ran, in all, and the jobs that took the most."""
+    if len(cpu) < 2:
+        return
+    print(f"CPU: {sum(cpu.values()):.0f} s in all; the most:")
+    for label, secs in sorted(cpu.items(), key=lambda item: -item[1])[:most]:
+        print(f"  {secs:7.1f} s  {label}")
 
 
 def main(argv):
@@ -259,12 +278,14 @@ def main(argv):
         reports = os.path.join(os.path.dirname(os.path.abspath(sanitized)), "reports")
         jobs += [Job(t, os.path.abspath(sanitized), os.path.join(reports, t.__name__))
                  for t in selected if t.sanitized]
-    times = load_times()
+    times, cpu = load_times(), {}
     began = time.monotonic()
     try:
-        passed, failed = run(schedule(jobs, times), max(1, args.j), times)
+        passed, failed = run(schedule(jobs, times), max(1, args.j), times, cpu)
     finally:
         save_times(times)
+        save_times(dict(load_times(CPU_TIMES), **cpu), CPU_TIMES)
+    print_cpu(cpu)
     print(f"{passed} passed, {failed} failed ({time.monotonic() - began:.0f} s, "
           f"{max(1, args.j)} at a time)")
     return 1 if failed else 0

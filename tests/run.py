@@ -10,7 +10,10 @@ line when it ends, with what it printed above it. Root is needed for every tier 
 
 With HEAPTAP_SANITIZED=build-san/heaptap (made by `make SANITIZE=1`; tests/test.sh sets it),
 the selected tests declared sanitized run once more against that binary, and fail on any
-report of AddressSanitizer, LeakSanitizer or UndefinedBehaviorSanitizer.
+report of AddressSanitizer, LeakSanitizer or UndefinedBehaviorSanitizer. With
+HEAPTAP_SANITIZED_BUILD too, a shell command that makes that binary (tests/test.sh's), the
+runner runs it first, in one of the N places, while the other tests start: the sanitized
+runs start once it has succeeded, and fail unrun if it fails.
 
 Ends with the line "N passed, N failed"; exits 0 only when nothing failed.
 """
@@ -67,7 +70,20 @@ class Job:
         self.output = None
         self.start = None
         self.cpu = None
+        self.verdict = None
         self.interrupted = False
+
+
+def sanitized_build(command):
+    """A job's test that runs command, the sanitized build: Failure if it fails."""
+    def build_sanitized():
+        import subprocess
+        status = subprocess.run(command, shell=True, stdin=subprocess.DEVNULL).returncode
+        if status:
+            raise lib.Failure(f"the sanitized build failed: {command}: exit status {status}")
+    build_sanitized.tier, build_sanitized.needs, build_sanitized.sanitized = \
+        "unit", frozenset(), False
+    return build_sanitized
 
 
 def verdict_of(job):
@@ -187,11 +203,11 @@ def schedule(jobs, times):
     return sorted(jobs, key=key)
 
 
-def run(jobs, parallel, times, cpu):
-    queue = list(jobs)
+def run(jobs, parallel, times, cpu, build=None):
+    queue = ([build] if build else []) + list(jobs)
     running = {}
     try:
-        return serve(queue, running, parallel, times, cpu)
+        return serve(queue, running, parallel, times, cpu, build)
     except KeyboardInterrupt:
         # Each test runs in a process group of its own: Ctrl-C reaches only the runner, which
         # hands it on, and the tests end their processes before the runner ends.
@@ -202,16 +218,29 @@ def run(jobs, parallel, times, cpu):
         raise
 
 
-def serve(queue, running, parallel, times, cpu):
+def next_job(queue, running, build):
+    """The next job of the queue to start now, taken from it; None when none may start yet.
+    The sanitized runs wait for the build job, if any, to have succeeded."""
+    for i, job in enumerate(queue):
+        if job.sanitized and build and build.verdict != "ok":
+            continue
+        alone = "alone" in job.test.needs
+        if running and (alone or any("alone" in j.test.needs for j in running.values())):
+            return None
+        return queue.pop(i)
+    return None
+
+
+def serve(queue, running, parallel, times, cpu, build=None):
     """Starts the queue's jobs as room frees up; (passed, failed) once all have ended. The
-    wall and CPU seconds of each job that ended go into times and cpu, by its label."""
+    wall and CPU seconds of each job that ended go into times and cpu, by its label. build:
+    the job that makes the sanitized binary, counted only if it fails."""
     passed = failed = 0
     while queue or running:
-        while queue and len(running) < parallel:
-            alone = "alone" in queue[0].test.needs
-            if running and (alone or any("alone" in j.test.needs for j in running.values())):
+        while len(running) < parallel:
+            job = next_job(queue, running, build)
+            if job is None:
                 break
-            job = queue.pop(0)
             start(job)
             running[job.pipe] = job
         ready, _, _ = select.select(list(running), [], [], 5)
@@ -229,10 +258,16 @@ def serve(queue, running, parallel, times, cpu):
             if printed.strip():
                 print(printed.rstrip())
             print(f"{job.label:48s} {took:6.1f}s {job.cpu:6.1f}s CPU  {verdict}", flush=True)
+            job.verdict = verdict
             if verdict == "ok":
-                passed += 1
+                passed += job is not build
             else:
                 failed += 1
+            if job is build and verdict != "ok":
+                for unrun in [j for j in queue if j.sanitized]:
+                    queue.remove(unrun)
+                    print(f"{unrun.label:48s}   not run: the sanitized build failed")
+                    failed += 1
     return passed, failed
 
 
@@ -269,11 +304,13 @@ def main(argv):
               "without root, only the unit tier runs (python3 tests/run.py unit)")
         return 1
     sanitized = os.environ.get("HEAPTAP_SANITIZED")
-    for binary in [lib.HEAPTAP] + ([sanitized] if sanitized else []):
+    command = os.environ.get("HEAPTAP_SANITIZED_BUILD") if sanitized else None
+    for binary in [lib.HEAPTAP] + ([sanitized] if sanitized and not command else []):
         if not os.access(binary, os.X_OK):
             print(f"{binary} is missing: run make first (make SANITIZE=1 for build-san/)")
             return 1
     jobs = [Job(t) for t in selected]
+    build = Job(sanitized_build(command)) if command else None
     if sanitized:
         reports = os.path.join(os.path.dirname(os.path.abspath(sanitized)), "reports")
         jobs += [Job(t, os.path.abspath(sanitized), os.path.join(reports, t.__name__))
@@ -281,7 +318,7 @@ def main(argv):
     times, cpu = load_times(), {}
     began = time.monotonic()
     try:
-        passed, failed = run(schedule(jobs, times), max(1, args.j), times, cpu)
+        passed, failed = run(schedule(jobs, times), max(1, args.j), times, cpu, build)
     finally:
         save_times(times)
         save_times(dict(load_times(CPU_TIMES), **cpu), CPU_TIMES)

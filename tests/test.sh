@@ -4,7 +4,8 @@
 # then the tests of tests/run.py in tiers: unit, core, services, soak (lib.TIERS). A TIER runs
 # that tier and those before it (`tests/test.sh core`: the quick check); a NAME the tests
 # whose names hold it; nothing, every test. Beyond the core tier, the tests declared
-# sanitized run once more against heaptap built with the sanitizers (build-san/). Ends with
+# sanitized run once more against heaptap built with the sanitizers (build-san/): tests/run.py
+# makes it, and runs its unit programs, while the other tests start. Ends with
 # "N passed, N failed".
 set -e
 cd "$(dirname "$0")/.."
@@ -20,7 +21,7 @@ for word in "$@"; do
 	esac
 done
 if [ "$sanitize" = 1 ]; then
-	make -s -j"$jobs" WERROR="${WERROR:-0}" SANITIZE=1 all unit
 	export HEAPTAP_SANITIZED=build-san/heaptap
+	export HEAPTAP_SANITIZED_BUILD="make -s -j$jobs WERROR=${WERROR:-0} SANITIZE=1 all unit"
 fi
 exec python3 tests/run.py "$@"

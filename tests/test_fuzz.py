@@ -1,7 +1,7 @@
 """Every parser of bytes the target controls, fuzzed under AddressSanitizer and
 UndefinedBehaviorSanitizer after the inputs that once crashed it: briefly in the unit tier
 (HEAPTAP_FUZZ_TIME seconds each, default 5), longer in the soak tier (HEAPTAP_FUZZ_SOAK_TIME,
-default 20); `make fuzz FUZZ_TIME=600` for long runs. A crash, a leak, undefined behaviour or
+default 10); `make fuzz FUZZ_TIME=600` for long runs. A crash, a leak, undefined behaviour or
 a hang fails the test, naming the input and how to rerun it."""
 import os
 import re
@@ -13,7 +13,7 @@ sys.path.insert(0, os.path.join(ROOT, "tests", "fuzz"))
 import run_fuzzers as fuzzers  # noqa: E402
 
 SHORT = int(os.environ.get("HEAPTAP_FUZZ_TIME", "5"))
-LONG = int(os.environ.get("HEAPTAP_FUZZ_SOAK_TIME", "20"))
+LONG = int(os.environ.get("HEAPTAP_FUZZ_SOAK_TIME", "10"))
 
 # What each fuzzer reads, as its tests are named: one for each tests/fuzz/fuzz_NAME.c.
 PARSERS = {

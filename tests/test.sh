@@ -11,8 +11,8 @@ set -e
 cd "$(dirname "$0")/.."
 .ci/run deps
 jobs=$(nproc)
-make -s -j"$jobs" WERROR="${WERROR:-0}"
-make -s WERROR="${WERROR:-0}" unit
+# One make for both: the unit programs run as soon as they are linked, while the rest builds.
+make -s -j"$jobs" WERROR="${WERROR:-0}" all unit
 sanitize=1
 for word in "$@"; do
 	case "$word" in

@@ -79,12 +79,9 @@ def one_size(mib, seconds, builds):
 
 def main(argv):
     builds = {"this build": lib.HEAPTAP}
-    if "--against" in argv:
-        at = argv.index("--against")
-        builds[argv[at + 1]] = os.path.abspath(argv[at + 1])
-        del argv[at:at + 2]
-        # Another build's records may have fields this one's schema has not.
-        lib.validate_record = lambda rec: rec
+    against = lib.take_against(argv)
+    if against:
+        builds[against] = against
     seconds = int(argv[0]) if argv else 20
     sizes = [int(x) for x in argv[1:]] or [1024, 8192]
     if os.geteuid() != 0:

@@ -16,12 +16,17 @@
 #define ENTRY_PRESENT (1ULL << 63) /* a /proc/PID/pagemap entry's bit */
 #define ENTRY_FILE (1ULL << 61)	   /* a file's page, or shared memory */
 
-/* An ioctl covers at most this much address space: the page-table walk holds the process's
- * memory map lock for reading, which its mmap and munmap wait for. */
-#define SCAN_SPAN (4ULL << 20)
+/*
+ * An ioctl covers at most this much address space, and stops at this many pages found: the
+ * page-table walk holds the process's memory map lock for reading, which its mmap and munmap
+ * wait for. Holes in the page tables are passed over fast, so the span is wide (a sparse
+ * reservation of many GiB takes few ioctls) and the pages found bound the walk of a dense one.
+ */
+#define SCAN_SPAN (256ULL << 20)
+#define SCAN_PAGES 1024
 #define SCAN_REGIONS 512
 /* /proc/PID/pagemap entries read at once (the kernel takes the lock for 512 at a time). */
-#define ENTRIES 1024
+#define ENTRIES 4096
 
 struct pagemap {
 	int fd;
@@ -96,6 +101,7 @@ static int scan(struct pagemap *pm, uint64_t *at, uint64_t end, bool anon, struc
 			.end = stop,
 			.vec = (uint64_t)(uintptr_t)vec,
 			.vec_len = SCAN_REGIONS,
+			.max_pages = SCAN_PAGES,
 			.category_inverted = excluded,
 			.category_mask = excluded,
 			.category_anyof_mask = PAGE_IS_PRESENT,
@@ -110,7 +116,7 @@ static int scan(struct pagemap *pm, uint64_t *at, uint64_t end, bool anon, struc
 			if (err)
 				return err;
 		}
-		/* The walk's end says how far it got when the vector filled up. */
+		/* The walk's end says how far it got when the vector filled up or its pages did. */
 		if (arg.walk_end <= *at || arg.walk_end > stop)
 			return -ENOTTY;
 		*at = arg.walk_end;

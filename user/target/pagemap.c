@@ -23,7 +23,7 @@
  * reservation of many GiB takes few ioctls) and the pages found bound the walk of a dense one.
  */
 #define SCAN_SPAN (256ULL << 20)
-#define SCAN_PAGES 1024
+#define SCAN_PAGES 8192
 #define SCAN_REGIONS 512
 /* /proc/PID/pagemap entries read at once (the kernel takes the lock for 512 at a time). */
 #define ENTRIES 4096

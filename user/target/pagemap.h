@@ -3,8 +3,8 @@
  * Which pages of a process's memory are resident, read from its page tables without
  * faulting anything in and without stopping it: PAGEMAP_SCAN (Linux 6.7 on), which passes
  * over holes in the page tables and returns runs, else /proc/PID/pagemap, a word a page.
- * Either is read in windows of a few MiB: the kernel holds the process's memory map lock
- * while it walks one, and its mmap and munmap wait for it.
+ * Either is read in windows of a few MiB of pages: the kernel holds the process's memory map
+ * lock while it walks one, and its mmap and munmap wait for it.
  * The environment variable HEAPTAP_NO_PAGEMAP_SCAN=1 takes the second way on any kernel, as
  * one before 6.7 would (the tests use it).
  */

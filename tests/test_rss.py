@@ -303,6 +303,42 @@ def test_rss_parts_in_prometheus_and_html():
 
 MIB = 1 << 20
 
+# A sample line of the text exposition format: name, {labels} or nothing, value.
+SAMPLE = re.compile(r'([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$')
+LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\\n]|\\[\\"n])*)"(,|$)')
+
+
+def parse_exposition(body):
+    """Prometheus' text format, strictly: promtool's check of it passes, and each sample line
+    parses; {(name, ((label, value), ...)): value}, the label values unescaped."""
+    check_prom = subprocess.run(["promtool", "check", "metrics"], input=body.encode(),
+                                capture_output=True, timeout=60)
+    check("promtool check metrics", (check_prom.returncode, check_prom.stdout.decode() +
+                                     check_prom.stderr.decode()), (0, ""))
+    out = {}
+    for line in body.splitlines():
+        if line.startswith("#"):
+            continue
+        m = SAMPLE.match(line)
+        check_true("a sample line", m, line)
+        labels, rest = [], m.group(2) or ""
+        while rest:
+            lm = LABEL.match(rest)
+            check_true("a label", lm, line)
+            value = re.sub(r'\\(.)', lambda e: "\n" if e.group(1) == "n" else e.group(1),
+                           lm.group(2))
+            labels.append((lm.group(1), value))
+            rest = rest[lm.end():]
+        key = (m.group(1), tuple(labels))
+        check_true("each series once", key not in out, line)
+        out[key] = float(m.group(3))
+    return out
+
+
+def series(samples, name):
+    """The samples of one family: [({label: value}, value)]."""
+    return [(dict(labels), v) for (n, labels), v in samples.items() if n == name]
+
 
 def map_cache_site(parts):
     """The map site of map_cache, the mappings target's mmap of "grow N"."""
@@ -378,6 +414,63 @@ def test_map_site_named_in_text_and_json():
     check_true("its bytes", re.search(r"#\d+\s+4\.0 MiB resident in 1 mapping", sites),
                sites[:600])
     check_true("the mappings made before", "mapped before the attach" in sites, sites[:600])
+
+
+@test(tier="services")
+def test_map_sites_in_prometheus():
+    """The map sites in --listen's metrics as the JSON record of the same report lists them:
+    rank, function, file:line, resident bytes and growth, the scrape checked by promtool and
+    parsed strictly; the site that maps while traced first, the mappings made before the
+    attach without a name."""
+    from test_outputs import free_port
+    import urllib.request
+    target = Target("mappings")
+    target.do("grow 8")
+    port = free_port()
+    ht = Heaptap(["-p", str(target.target_pid), "-i", "1s", "--listen", str(port)])
+    ht.attached()
+    first_report(ht)
+    for _ in range(3):
+        target.do("grow 4")
+        ht.record()
+    # The report a scrape rendered: the one whose elapsed time it says.
+    deadline = time.monotonic() + 60
+    while True:
+        check_true("a scrape of the report just read", time.monotonic() < deadline)
+        rec = ht.record()
+        if rec["type"] != "interval":
+            continue
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as r:
+            body = r.read().decode()
+        got = parse_exposition(body)
+        if abs(got[("heaptap_elapsed_seconds", ())] - rec["elapsed_s"]) < 0.002 and \
+                all(s["growth_bytes_per_hour"] is not None
+                    for s in rec["rss_parts"]["map_sites"] if s["function"] == "map_cache"):
+            break
+    sites = rec["rss_parts"]["map_sites"]
+    check("the map sites in the record", [s["function"] for s in sites], ["map_cache", None])
+    want_bytes, want_growth = {}, {}
+    for rank, s in enumerate(sites, 1):
+        labels = (("rank", str(rank)), ("function", s["function"] or "[unknown]"),
+                  ("location", f"{os.path.basename(s['file'])}:{s['line']}" if s["file"]
+                   else ""))
+        want_bytes[labels] = s["bytes"]
+        if s["growth_bytes_per_hour"] is not None:
+            want_growth[labels] = s["growth_bytes_per_hour"]
+    check("heaptap_rss_map_site_bytes as the record says",
+          {tuple(l.items()): v for l, v in series(got, "heaptap_rss_map_site_bytes")},
+          want_bytes)
+    check("map_cache's bytes: the three mappings made while traced",
+          want_bytes[(("rank", "1"), ("function", "map_cache"),
+                      ("location", f"mappings.c:{sites[0]['line']}"))], 12 * MIB)
+    growth = {tuple(l.items()): v
+              for l, v in series(got, "heaptap_rss_map_site_growth_bytes_per_hour")}
+    check("the growth series: those the record has", sorted(growth), sorted(want_growth))
+    for labels, v in want_growth.items():
+        check_true(f"growth of {labels}", abs(growth[labels] - v) <= 1e-6 * max(1, abs(v)),
+                   (growth[labels], v))
+    _, code = ht.finish()
+    check("heaptap exit status", code, 0)
 
 
 def live_or_watch(mode):

@@ -10,7 +10,7 @@ import subprocess
 import tempfile
 import time
 
-from lib import HEAPTAP, Heaptap, Proc, Target, check, check_true, test
+from lib import HEAPTAP, Heaptap, Proc, Target, check, check_true, functions, test
 
 PARTS = ("live", "allocator_free", "allocator_unknown", "stacks", "anon_other", "files",
          "shmem")
@@ -509,6 +509,93 @@ def test_rss_parts_in_watch_reports():
     check("no mmap call counted the program's or the allocator's",
           (calls["program"]["calls"], calls["allocator"]["calls"]), (0, 0))
     check_true("counted unknown", calls["unknown"]["calls"] >= 1, calls)
+
+
+def watch_fills(target, after_first=None):
+    """The mappings target maps both regions while heaptap --watch traces it, and writes a
+    page of each first, then the rest: 30 pages of the pool and 10 of the table from fill_pool,
+    20 of the table from fill_table. after_first() waits for the first pages' stacks."""
+    check("both regions mapped", target.do("wmap 256"), "1")
+    target.do("wfill 1 1 1")
+    if after_first:
+        after_first()
+    target.do("wfill 29 9 19")
+    time.sleep(0.5)
+
+
+@test
+def test_watch_new_pages_by_map_site():
+    """--watch: the new pages' stacks say who touched what. map_pool and map_table each map 256
+    pages while traced (the kernel merges the two mappings into one); fill_pool writes 30
+    pages of the pool and 10 of the table, fill_table 20 more of the table. Each writer's site
+    lists the mapping sites of its pages with their exact counts, in JSON and in the text
+    report (a second run, writing it to a file: two heaptaps watching the same faults would
+    not both see them)."""
+    target = Target("mappings")
+    ht = Heaptap(["-p", str(target.target_pid), "--watch", "-i", "200ms"])
+    ht.attached()
+
+    def unwound():
+        # In dwarf or copy stack modes, a path's first stacks are unwound from copies, and
+        # the next ones' by the rules those taught.
+        deadline = time.monotonic() + 30
+        rec = ht.record()
+        while rec["stacks"]["mode"] != "fp" and (
+                not rec["stacks"]["samples"] or
+                rec["stacks"]["unwound"] + rec["stacks"]["lost_samples"] <
+                rec["stacks"]["samples"]):
+            check_true("the first pages' stacks are unwound", time.monotonic() < deadline,
+                       rec["stacks"])
+            rec = ht.record()
+        return rec["stacks"]["mode"]
+
+    watch_fills(target, unwound)
+    final, code = ht.finish()
+    check("heaptap exit status", code, 0)
+    target.end()
+
+    def writer(site):
+        return next((f for f in functions(site) if f), None)
+
+    sites = {writer(s): s for s in final["sites"] if writer(s) in ("fill_pool", "fill_table")}
+    check("a site for each writer", sorted(sites), ["fill_pool", "fill_table"])
+    got = {w: [(m["function"], os.path.basename(m["file"] or ""), m["pages"])
+               for m in s["mapped_by"]] for w, s in sites.items()}
+    check("fill_pool's pages: in the pool, then in the table", got["fill_pool"],
+          [("map_pool", "mappings.c", 30), ("map_table", "mappings.c", 10)])
+    check("fill_table's pages: in the table", got["fill_table"],
+          [("map_table", "mappings.c", 20)])
+    check("its pages, all of them mapped by a site", [sites[w]["live"] for w in sorted(sites)],
+          [40, 20])
+    for w in sites:
+        for m in sites[w]["mapped_by"]:
+            check_true(f"{w}: {m['function']}'s stack, the mapping call's",
+                       m["function"] in functions(m), m)
+
+    # The text report: heaptap writing its latest report to a file.
+    target = Target("mappings")
+    path = os.path.join(tempfile.mkdtemp(prefix="heaptap-watch-"), "report.txt")
+    text = Proc([HEAPTAP, "-p", str(target.target_pid), "--watch", "-i", "200ms", "-o", path],
+                stdin=subprocess.DEVNULL)
+    deadline = time.monotonic() + 30
+    while not os.path.exists(path):
+        check_true("the first report written", time.monotonic() < deadline, path)
+        time.sleep(0.1)
+    watch_fills(target, lambda: time.sleep(1))
+    os.kill(text.pid, signal.SIGINT)
+    check("text heaptap exit status", text.wait(), 0)
+    target.end()
+    with open(path) as f:
+        report = f.read()
+    shutil.rmtree(os.path.dirname(path))
+    check_true("the text: fill_pool's 40 pages by map_pool and map_table, then its stack",
+               re.search(r"in 40 new pages[^\n]*\n    in mappings of map_pool \(\S*mappings\.c:"
+                         r"\d+\): 30 pages, map_table \(\S*mappings\.c:\d+\): 10 pages\n"
+                         r"(?:      .*\n)*?      fill_pool", report), report[-3000:])
+    check_true("the text: fill_table's 20 pages by map_table, then its stack",
+               re.search(r"in 20 new pages[^\n]*\n    in mappings of map_table \(\S*mappings\.c:"
+                         r"\d+\): 20 pages\n(?:      .*\n)*?      fill_table", report),
+               report[-3000:])
 
 
 @test

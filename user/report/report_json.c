@@ -347,7 +347,6 @@ static json_object *suspects(const struct report *r)
 		put(e, "stack_id", hex(site->stack_id));
 		put(e, "stack", json__frames(r, site));
 		put(e, "blocks", dumps(r, site));
-		put(e, "mapped_by", r->figures->pages ? mapped_by(r, site) : NULL);
 		json_object_array_add(a, e);
 	}
 	return a;

@@ -379,11 +379,13 @@ int accounting__watch_snapshot(struct heaptap_bpf *skel, struct stacks *stacks, 
 		site->live_bytes += pages * page;
 		site->est_blocks += pages;
 		site->est_bytes += pages * page;
-		err = err ?: array__reserve(&out->origins, &ocap, out->norigins,
-					    sizeof(*out->origins));
+		err = err
+			      ?: array__reserve(&out->origins, &ocap, out->norigins,
+						sizeof(*out->origins));
 		if (!err)
 			out->origins[out->norigins++] = (struct page_origin){
-				id, key.map_stack_id ? stacks__canonical(stacks, key.map_stack_id) : 0,
+				id,
+				key.map_stack_id ? stacks__canonical(stacks, key.map_stack_id) : 0,
 				pages
 			};
 	}

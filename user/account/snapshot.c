@@ -54,14 +54,12 @@ void snapshot__free(struct snapshot *s)
 	s->nsites = s->ntotals = s->nthreads = 0;
 }
 
-const struct page_origin *snapshot__origins(const struct snapshot *s, uint64_t stack_id,
-					    size_t *n)
+const struct page_origin *snapshot__origins(const struct snapshot *s, uint64_t stack_id, size_t *n)
 {
 	size_t first = stack_id ? array__first_above(s->origins, s->norigins, sizeof(*s->origins),
 						     0, stack_id - 1)
 				: 0;
-	size_t end = array__first_above(s->origins, s->norigins, sizeof(*s->origins), 0,
-					stack_id);
+	size_t end = array__first_above(s->origins, s->norigins, sizeof(*s->origins), 0, stack_id);
 
 	*n = end - first;
 	return *n ? &s->origins[first] : NULL;

@@ -64,27 +64,31 @@ static int rss_parts(FILE *f, struct hproc *const *order, size_t n)
 	       "escalation read it (heaptap_rss_part_bytes' parts).");
 	for (i = 0; i < n; i++)
 		for (k = 0; order[i]->rss_view.known && k < RSS_PARTS; k++)
-			err = err ?: process_sample(f, "heaptap_process_rss_part_bytes", order[i],
-						    "part", rss__part_name(k),
-						    order[i]->rss_view.parts[k]);
+			err = err
+				      ?: process_sample(f, "heaptap_process_rss_part_bytes",
+							order[i], "part", rss__part_name(k),
+							order[i]->rss_view.parts[k]);
 	family(f, "heaptap_process_map_site_bytes", "gauge",
 	       "Resident bytes of the map site that grows fastest in each (the program's "
 	       "anonymous mappings made from one stack), by the function that mapped them.");
 	for (i = 0; i < n; i++)
 		if (order[i]->rss_view.known && order[i]->rss_view.map_site)
-			err = err ?: process_sample(f, "heaptap_process_map_site_bytes", order[i],
-						    "function", map_function(&order[i]->rss_view),
-						    order[i]->rss_view.map_bytes);
+			err = err
+				      ?: process_sample(f, "heaptap_process_map_site_bytes",
+							order[i], "function",
+							map_function(&order[i]->rss_view),
+							order[i]->rss_view.map_bytes);
 	family(f, "heaptap_process_map_site_growth_bytes_per_hour", "gauge",
 	       "Its growth over its heaptap's full reads (absent when not known).");
 	for (i = 0; i < n; i++)
 		if (order[i]->rss_view.known && order[i]->rss_view.map_site &&
 		    !isnan(order[i]->rss_view.map_growth))
-			err = err ?: process_sample(f,
-						    "heaptap_process_map_site_growth_bytes_per_hour",
-						    order[i], "function",
-						    map_function(&order[i]->rss_view),
-						    order[i]->rss_view.map_growth);
+			err = err
+				      ?: process_sample(
+						 f, "heaptap_process_map_site_growth_bytes_per_hour",
+						 order[i], "function",
+						 map_function(&order[i]->rss_view),
+						 order[i]->rss_view.map_growth);
 	return err;
 }
 

@@ -294,7 +294,8 @@ static void mapped_by(FILE *f, const struct report *r, const struct site *site)
 			fprintf(f, "%s (%s:%d)", fr->function, fr->file, fr->line);
 		else
 			fprintf(f, "%s", fr && fr->function ? fr->function : "?");
-		fprintf(f, ": %s page%s", count(a, sizeof(a), o[i].pages), o[i].pages == 1 ? "" : "s");
+		fprintf(f, ": %s page%s", count(a, sizeof(a), o[i].pages),
+			o[i].pages == 1 ? "" : "s");
 	}
 	if (n)
 		fprintf(f, "%s\n", n > SITE_ORIGINS ? ", ..." : "");

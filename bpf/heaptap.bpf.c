@@ -44,6 +44,6 @@ char LICENSE[] SEC("license") = "GPL";
 #include "part/free.bpf.h"
 #include "part/pool_calls.bpf.h"
 #include "part/fixups.bpf.h"
-#include "part/watch.bpf.h"
 #include "part/mappings.bpf.h"
+#include "part/watch.bpf.h"
 #include "part/procs.bpf.h"

@@ -82,6 +82,14 @@ struct heaptap_mapping {
 	__u32 op;	/* HEAPTAP_MAP_MMAP or HEAPTAP_MAP_MREMAP */
 };
 
+/* --watch: new pages by the stack that wrote each and the stack of the mapping call that made
+ * the mapping it is in (its record's; 0: none known: the brk heap, a mapping made before the
+ * attach or not seen made). */
+struct heaptap_page_key {
+	__u64 stack_id;
+	__u64 map_stack_id;
+};
+
 /* The launched command, held before its exec: that exec keeps the image the loader planned
  * for the program (its allocator, its probes), rather than making a new one. */
 #define HEAPTAP_TARGET_LAUNCHED 1

@@ -449,7 +449,7 @@ def test_a_thousand_processes_metrics_bounded_scraped_and_profiles_read():
     check("processes watched", rec["processes"]["live"], 1001)
     check("heaptap_host_processes", series.get("heaptap_host_processes"), 1001.0)
     check("/metrics status", status, 200)
-    check_true("series within the bound, 24 + 5 x 20", len(series) <= 24 + 5 * 20,
+    check_true("series within the bound, 24 + 16 x 20", len(series) <= 24 + 16 * 20,
                f"{len(series)} series")
     check("processes with series of their own",
           len([k for k in series if k.startswith("heaptap_process_anon_bytes{")]), 20)
@@ -476,6 +476,8 @@ def test_growth_not_the_allocators_given_up_with_the_reason():
     up at --escalation-time, no allocator site having grown, the part of its RSS that grows
     and the function that maps it said, its code the file's again; the
     second's heaptap refuses it, and says why. Neither is traced again in its cooldown."""
+    from test_outputs import free_port, http_get
+    from test_rss import parse_exposition, series
     cg = Cgroup("notmalloc")
     d = tempfile.mkdtemp(prefix="heaptap-go-")
     ht = None
@@ -488,14 +490,17 @@ def test_growth_not_the_allocators_given_up_with_the_reason():
         check(f"go build ({go.stderr[-300:]})", go.returncode, 0)
         mapper = Target("hostproc", args=["50", "4000", "mmap"], preexec_fn=cg.join)
         gol = Target(os.path.join(d, "goleak"), preexec_fn=cg.join)
+        port = free_port()
         ht = Heaptap(["--cgroup", cg.path, "-i", "1s", "--escalation-time", "30s",
-                      "--cooldown", "10m"])
+                      "--cooldown", "10m", "--listen", str(port)])
         host_record(ht, lambda r: tiers(ht, mapper.target_pid, "proc") and
                     tiers(ht, gol.target_pid, "proc"), "both brought back", timeout=150)
         mapped = tiers(ht, mapper.target_pid, "proc")[0]
         no_probe_left(mapper.target_pid, mapped)
         # Long enough for both to be chosen again, were it not for the cooldown.
         last = host_record(ht, lambda r: r["elapsed_s"] >= 60, "a minute", timeout=90)
+        # Its row's parts stay its escalation's: the metrics of any report after say them.
+        metrics = parse_exposition(http_get(f"http://127.0.0.1:{port}/metrics")[1])
     finally:
         final, status = finish(ht) if ht else (None, None)
         end_cgroups()
@@ -518,6 +523,21 @@ def test_growth_not_the_allocators_given_up_with_the_reason():
                    "total", "allocator_free_whole_pages")) <= view["parts"]["total"] * 1.03,
                view["parts"])
     check("nothing named in it", mapped["finding"], None)
+    mine = {"pid": str(mapper.target_pid), "comm": "hostproc"}
+    parts = {labels["part"]: v for labels, v in series(metrics, "heaptap_process_rss_part_bytes")
+             if {k: labels[k] for k in mine} == mine}
+    check("its parts in the metrics, as its row says", parts,
+          {k: float(v) for k, v in view["parts"].items()})
+    check("the site that maps it in the metrics, as its row says",
+          [(labels["function"], v) for labels, v in series(
+              metrics, "heaptap_process_map_site_bytes") if labels["pid"] == mine["pid"]],
+          [("map_entry", float(view["map_site"]["bytes"]))])
+    growth = [v for labels, v in series(metrics, "heaptap_process_map_site_growth_bytes_per_hour")
+              if labels["pid"] == mine["pid"] and labels["function"] == "map_entry"]
+    want = view["map_site"]["growth_bytes_per_hour"]
+    check_true("and its growth, where its row has one", (growth == [] and want is None) or (
+        len(growth) == 1 and abs(growth[0] - want) <= 1e-6 * abs(growth[0])),
+        (growth, view["map_site"]))
     check_true("the Go program's heaptap refused it, with its reason",
                re.match(rf"heaptap -p {gol.target_pid} failed \(exit status 1\): heaptap: no "
                         rf"object in PID {gol.target_pid} defines malloc", refused["reason"]),

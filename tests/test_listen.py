@@ -15,6 +15,9 @@ from test_hostile import COMM, SYMBOL, clean_text
 from test_outputs import (MIX_ALLOCATED, MIX_LIVE, by_caller, free_port, out_dir, pprof_top,
                           start_prometheus)
 
+# tests/targets/hostile.c's mapping function, escaped as heaptap shows it.
+MAPPER = r"evilmap\xff\x1b[31mname<i>"
+
 # A child holding connections open to 127.0.0.1:PORT: N that send nothing, and a slowloris
 # client sending a request one byte every 1.5 s. It says how many it could open (it stops at
 # the first the server does not accept within a second); whatever the server closes is
@@ -296,8 +299,10 @@ def test_listen_and_pprof_with_names_that_are_not_utf8():
         check_true("heaptap attaches", line, f"exit status {ht.popen.poll()}")
         if b"attached to PID" in line:
             break
-    # The thread with the hostile name leaks 200 bytes, the hostile symbol 100.
+    # The thread with the hostile name leaks 200 bytes, the hostile symbol 100; another maps
+    # 64 KiB and writes them.
     target.do("leak")
+    target.do("map")
     os.kill(ht.pid, signal.SIGUSR1)
     metrics = clean_text("the metrics", wait_status(base + "/metrics", 200))
     check_true("the process name in the metrics, escaped", COMM.replace("\\", "\\\\")
@@ -311,6 +316,10 @@ def test_listen_and_pprof_with_names_that_are_not_utf8():
     sites = {r["metric"]["function"]: r["value"][1] for r in query("heaptap_site_live_bytes")}
     check("the function label of the hostile symbol's site", sites.get(SYMBOL), "100")
     check("the hostile thread's site", sites.get("worker"), "200")
+    maps = {r["metric"]["function"]: r["value"][1] for r in query("heaptap_rss_map_site_bytes")}
+    check("the function label of the hostile mapper's map site", maps.get(MAPPER), "65536")
+    check_true("its label in the metrics, escaped",
+               'function="' + MAPPER.replace("\\", "\\\\") + '"' in metrics, metrics)
 
     status, body, _ = timed_get(base + "/debug/pprof/heap")
     check("HTTP status of /debug/pprof/heap", status, 200)

@@ -10,7 +10,8 @@ import subprocess
 import tempfile
 import time
 
-from lib import HEAPTAP, Heaptap, Proc, Target, check, check_true, test
+from lib import (HEAPTAP, Heaptap, Proc, Target, check, check_true, functions, record_time,
+                 test)
 
 PARTS = ("live", "allocator_free", "allocator_unknown", "stacks", "anon_other", "files",
          "shmem")
@@ -303,6 +304,42 @@ def test_rss_parts_in_prometheus_and_html():
 
 MIB = 1 << 20
 
+# A sample line of the text exposition format: name, {labels} or nothing, value.
+SAMPLE = re.compile(r'([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$')
+LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\\n]|\\[\\"n])*)"(,|$)')
+
+
+def parse_exposition(body):
+    """Prometheus' text format, strictly: promtool's check of it passes, and each sample line
+    parses; {(name, ((label, value), ...)): value}, the label values unescaped."""
+    check_prom = subprocess.run(["promtool", "check", "metrics"], input=body.encode(),
+                                capture_output=True, timeout=60)
+    check("promtool check metrics", (check_prom.returncode, check_prom.stdout.decode() +
+                                     check_prom.stderr.decode()), (0, ""))
+    out = {}
+    for line in body.splitlines():
+        if line.startswith("#"):
+            continue
+        m = SAMPLE.match(line)
+        check_true("a sample line", m, line)
+        labels, rest = [], m.group(2) or ""
+        while rest:
+            lm = LABEL.match(rest)
+            check_true("a label", lm, line)
+            value = re.sub(r'\\(.)', lambda e: "\n" if e.group(1) == "n" else e.group(1),
+                           lm.group(2))
+            labels.append((lm.group(1), value))
+            rest = rest[lm.end():]
+        key = (m.group(1), tuple(labels))
+        check_true("each series once", key not in out, line)
+        out[key] = float(m.group(3))
+    return out
+
+
+def series(samples, name):
+    """The samples of one family: [({label: value}, value)]."""
+    return [(dict(labels), v) for (n, labels), v in samples.items() if n == name]
+
 
 def map_cache_site(parts):
     """The map site of map_cache, the mappings target's mmap of "grow N"."""
@@ -380,6 +417,63 @@ def test_map_site_named_in_text_and_json():
     check_true("the mappings made before", "mapped before the attach" in sites, sites[:600])
 
 
+@test(tier="services")
+def test_map_sites_in_prometheus():
+    """The map sites in --listen's metrics as the JSON record of the same report lists them:
+    rank, function, file:line, resident bytes and growth, the scrape checked by promtool and
+    parsed strictly; the site that maps while traced first, the mappings made before the
+    attach without a name."""
+    from test_outputs import free_port
+    import urllib.request
+    target = Target("mappings")
+    target.do("grow 8")
+    port = free_port()
+    ht = Heaptap(["-p", str(target.target_pid), "-i", "1s", "--listen", str(port)])
+    ht.attached()
+    first_report(ht)
+    for _ in range(3):
+        target.do("grow 4")
+        ht.record()
+    # The report a scrape rendered: the one whose elapsed time it says.
+    deadline = time.monotonic() + 60
+    while True:
+        check_true("a scrape of the report just read", time.monotonic() < deadline)
+        rec = ht.record()
+        if rec["type"] != "interval":
+            continue
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as r:
+            body = r.read().decode()
+        got = parse_exposition(body)
+        if abs(got[("heaptap_elapsed_seconds", ())] - rec["elapsed_s"]) < 0.002 and \
+                all(s["growth_bytes_per_hour"] is not None
+                    for s in rec["rss_parts"]["map_sites"] if s["function"] == "map_cache"):
+            break
+    sites = rec["rss_parts"]["map_sites"]
+    check("the map sites in the record", [s["function"] for s in sites], ["map_cache", None])
+    want_bytes, want_growth = {}, {}
+    for rank, s in enumerate(sites, 1):
+        labels = (("rank", str(rank)), ("function", s["function"] or "[unknown]"),
+                  ("location", f"{os.path.basename(s['file'])}:{s['line']}" if s["file"]
+                   else ""))
+        want_bytes[labels] = s["bytes"]
+        if s["growth_bytes_per_hour"] is not None:
+            want_growth[labels] = s["growth_bytes_per_hour"]
+    check("heaptap_rss_map_site_bytes as the record says",
+          {tuple(l.items()): v for l, v in series(got, "heaptap_rss_map_site_bytes")},
+          want_bytes)
+    check("map_cache's bytes: the three mappings made while traced",
+          want_bytes[(("rank", "1"), ("function", "map_cache"),
+                      ("location", f"mappings.c:{sites[0]['line']}"))], 12 * MIB)
+    growth = {tuple(l.items()): v
+              for l, v in series(got, "heaptap_rss_map_site_growth_bytes_per_hour")}
+    check("the growth series: those the record has", sorted(growth), sorted(want_growth))
+    for labels, v in want_growth.items():
+        check_true(f"growth of {labels}", abs(growth[labels] - v) <= 1e-6 * max(1, abs(v)),
+                   (growth[labels], v))
+    _, code = ht.finish()
+    check("heaptap exit status", code, 0)
+
+
 def live_or_watch(mode):
     """The mappings target under --live or --watch, growing by a mapping of its own while
     traced: the final record."""
@@ -418,6 +512,93 @@ def test_rss_parts_in_watch_reports():
     check_true("counted unknown", calls["unknown"]["calls"] >= 1, calls)
 
 
+def watch_fills(target, after_first=None):
+    """The mappings target maps both regions while heaptap --watch traces it, and writes a
+    page of each first, then the rest: 30 pages of the pool and 10 of the table from fill_pool,
+    20 of the table from fill_table. after_first() waits for the first pages' stacks."""
+    check("both regions mapped", target.do("wmap 256"), "1")
+    target.do("wfill 1 1 1")
+    if after_first:
+        after_first()
+    target.do("wfill 29 9 19")
+    time.sleep(0.5)
+
+
+@test
+def test_watch_new_pages_by_map_site():
+    """--watch: the new pages' stacks say who touched what. map_pool and map_table each map 256
+    pages while traced (the kernel merges the two mappings into one); fill_pool writes 30
+    pages of the pool and 10 of the table, fill_table 20 more of the table. Each writer's site
+    lists the mapping sites of its pages with their exact counts, in JSON and in the text
+    report (a second run, writing it to a file: two heaptaps watching the same faults would
+    not both see them)."""
+    target = Target("mappings")
+    ht = Heaptap(["-p", str(target.target_pid), "--watch", "-i", "200ms"])
+    ht.attached()
+
+    def unwound():
+        # In dwarf or copy stack modes, a path's first stacks are unwound from copies, and
+        # the next ones' by the rules those taught.
+        deadline = time.monotonic() + 30
+        rec = ht.record()
+        while rec["stacks"]["mode"] != "fp" and (
+                not rec["stacks"]["samples"] or
+                rec["stacks"]["unwound"] + rec["stacks"]["lost_samples"] <
+                rec["stacks"]["samples"]):
+            check_true("the first pages' stacks are unwound", time.monotonic() < deadline,
+                       rec["stacks"])
+            rec = ht.record()
+        return rec["stacks"]["mode"]
+
+    watch_fills(target, unwound)
+    final, code = ht.finish()
+    check("heaptap exit status", code, 0)
+    target.end()
+
+    def writer(site):
+        return next((f for f in functions(site) if f), None)
+
+    sites = {writer(s): s for s in final["sites"] if writer(s) in ("fill_pool", "fill_table")}
+    check("a site for each writer", sorted(sites), ["fill_pool", "fill_table"])
+    got = {w: [(m["function"], os.path.basename(m["file"] or ""), m["pages"])
+               for m in s["mapped_by"]] for w, s in sites.items()}
+    check("fill_pool's pages: in the pool, then in the table", got["fill_pool"],
+          [("map_pool", "mappings.c", 30), ("map_table", "mappings.c", 10)])
+    check("fill_table's pages: in the table", got["fill_table"],
+          [("map_table", "mappings.c", 20)])
+    check("its pages, all of them mapped by a site", [sites[w]["live"] for w in sorted(sites)],
+          [40, 20])
+    for w in sites:
+        for m in sites[w]["mapped_by"]:
+            check_true(f"{w}: {m['function']}'s stack, the mapping call's",
+                       m["function"] in functions(m), m)
+
+    # The text report: heaptap writing its latest report to a file.
+    target = Target("mappings")
+    path = os.path.join(tempfile.mkdtemp(prefix="heaptap-watch-"), "report.txt")
+    text = Proc([HEAPTAP, "-p", str(target.target_pid), "--watch", "-i", "200ms", "-o", path],
+                stdin=subprocess.DEVNULL)
+    deadline = time.monotonic() + 30
+    while not os.path.exists(path):
+        check_true("the first report written", time.monotonic() < deadline, path)
+        time.sleep(0.1)
+    watch_fills(target, lambda: time.sleep(1))
+    os.kill(text.pid, signal.SIGINT)
+    check("text heaptap exit status", text.wait(), 0)
+    target.end()
+    with open(path) as f:
+        report = f.read()
+    shutil.rmtree(os.path.dirname(path))
+    check_true("the text: fill_pool's 40 pages by map_pool and map_table, then its stack",
+               re.search(r"in 40 new pages[^\n]*\n    in mappings of map_pool \(\S*mappings\.c:"
+                         r"\d+\): 30 pages, map_table \(\S*mappings\.c:\d+\): 10 pages\n"
+                         r"(?:      .*\n)*?      fill_pool", report), report[-3000:])
+    check_true("the text: fill_table's 20 pages by map_table, then its stack",
+               re.search(r"in 20 new pages[^\n]*\n    in mappings of map_table \(\S*mappings\.c:"
+                         r"\d+\): 20 pages\n(?:      .*\n)*?      fill_table", report),
+               report[-3000:])
+
+
 @test
 def test_rss_parts_of_a_tcmalloc_program_against_its_own_figures():
     """A program on tcmalloc, which heaptap does not walk, allocates 200,000 blocks of 500
@@ -433,7 +614,7 @@ def test_rss_parts_of_a_tcmalloc_program_against_its_own_figures():
     ht.attached()
     live, blocks = (int(x) for x in target.do("fill 200000", timeout=180).split())
     allocated, heap, free, unmapped = (int(x) for x in target.do("stats").split())
-    rec = next_record_after(ht, time.monotonic())
+    rec = next_record_after(ht, time.time())
     parts = rec["rss_parts"]
     check("live from heaptap's blocks", parts["live_from"], "blocks")
     check("live: the program's own sum", parts["live"], live)
@@ -452,7 +633,7 @@ def test_rss_parts_of_a_tcmalloc_program_against_its_own_figures():
     target.do("release")
     _, _, free_after, unmapped_after = (int(x) for x in target.do("stats").split())
     returned = unmapped_after - unmapped
-    after = next_record_after(ht, time.monotonic())["rss_parts"]
+    after = next_record_after(ht, time.time())["rss_parts"]
     fell = parts["allocator_unknown"] - after["allocator_unknown"]
     check_true("unknown falls by what tcmalloc returned, within 10%",
                abs(fell - returned) <= 0.10 * returned, (fell, returned))
@@ -461,13 +642,13 @@ def test_rss_parts_of_a_tcmalloc_program_against_its_own_figures():
 
 
 def next_record_after(ht, t):
-    """The first interval record made after the monotonic time t (reports carry the
-    wall clock: a report read at least one interval later was made after t)."""
+    """The first interval record made after the wall clock time t, by its own time (a reader
+    that lags behind reads records made before t well after it)."""
     while True:
         rec = ht.record()
         if rec is None:
             check_true("an interval record", False, ht.stderr_text()[-400:])
-        if rec["type"] == "interval" and time.monotonic() - t >= 0.35:
+        if rec["type"] == "interval" and record_time(rec) > t:
             return rec
 
 
@@ -504,7 +685,7 @@ def test_rss_parts_of_redis_against_its_info_memory():
         check("redis-benchmark exit status", bench.returncode, 0)
         time.sleep(1)
         info = redis_info_memory(port)
-        parts = next_record_after(ht, time.monotonic())["rss_parts"]
+        parts = next_record_after(ht, time.time())["rss_parts"]
         info_after = redis_info_memory(port)
         _, code = ht.finish()
         check_sum(parts, redis.pid)

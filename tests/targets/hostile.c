@@ -4,7 +4,9 @@
  * the process and one of its threads are named with bytes that are not UTF-8 and a terminal
  * escape sequence, and the function that allocates has such a symbol (defined in assembly:
  * no C name can hold those bytes). "leak": the main thread leaks a 100-byte block through
- * that function, holding markup; the worker thread, which stays, leaks 200 bytes.
+ * that function, holding markup; the worker thread, which stays, leaks 200 bytes. "map": a
+ * function of another such symbol maps 64 KiB of anonymous memory, written whole (a map site
+ * of that name).
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -33,6 +35,30 @@ __asm__(".text\n"
 	".size \"" HOSTILE_SYMBOL "\", . - \"" HOSTILE_SYMBOL "\"\n");
 
 void *evil_plain(void);
+
+#define HOSTILE_MAPPER "evilmap\377\033[31mname<i>"
+
+/* A function named HOSTILE_MAPPER: mmap(NULL, 64 KiB, read and write, private anonymous). */
+__asm__(".text\n"
+	".globl \"" HOSTILE_MAPPER "\"\n"
+	".type \"" HOSTILE_MAPPER "\", @function\n"
+	".type evil_map, @function\n"
+	"\"" HOSTILE_MAPPER "\":\n"
+	"evil_map:\n"
+	"	push %rbp\n"
+	"	mov %rsp, %rbp\n"
+	"	xor %edi, %edi\n"
+	"	mov $0x10000, %esi\n"
+	"	mov $3, %edx\n"
+	"	mov $0x22, %ecx\n"
+	"	mov $-1, %r8d\n"
+	"	xor %r9d, %r9d\n"
+	"	call mmap@PLT\n"
+	"	pop %rbp\n"
+	"	ret\n"
+	".size \"" HOSTILE_MAPPER "\", . - \"" HOSTILE_MAPPER "\"\n");
+
+void *evil_map(void);
 
 static void *volatile kept[2];
 static pthread_mutex_t go = PTHREAD_MUTEX_INITIALIZER;
@@ -76,6 +102,11 @@ int main(void)
 			while (!leaked)
 				pthread_cond_wait(&went, &go);
 			pthread_mutex_unlock(&go);
+		} else if (!strcmp(cmd, "map")) {
+			char *p = evil_map();
+
+			if (p != (char *)-1)
+				memset(p, 5, 0x10000);
 		} else if (!strcmp(cmd, "exit")) {
 			break;
 		}

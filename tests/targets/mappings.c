@@ -6,7 +6,10 @@
  * and malloc and free blocks of 16 bytes to 256 KiB (the heap's chunks change as they are
  * read). "check" answers whether every byte written by "grow" is still what was written.
  * "big N": big_block() mallocs N MiB and writes it (glibc maps a block that large: a mapping
- * of the allocator's, made inside malloc), kept to the end.
+ * of the allocator's, made inside malloc), kept to the end. "wmap N": map_pool() and
+ * map_table() each map N pages, written by none (--watch's new pages are written later);
+ * "wfill A B C": fill_pool() writes the next A pages of the pool and the next B of the table,
+ * fill_table() the next C of the table.
  */
 // build: -pthread
 #define _GNU_SOURCE /* mremap */
@@ -50,6 +53,45 @@ NOINLINE static void *big_block(size_t size)
 	if (p)
 		memset(p, 4, size);
 	return p;
+}
+
+/* The regions of "wmap", and how many of their pages were written. */
+static struct {
+	unsigned char *at;
+	size_t pages, used;
+} pool, table;
+/* How many regions fill_pool writes. */
+static volatile int fill_regions = 2;
+
+NOINLINE static unsigned char *map_pool(size_t size)
+{
+	return mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+}
+
+NOINLINE static unsigned char *map_table(size_t size)
+{
+	return mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+}
+
+/* Each writes the first byte of each page it takes, with one store instruction (one stack
+ * for all its pages: the regions' loop stays a loop, its count read at run time). */
+NOINLINE static void fill_pool(size_t pool_pages, size_t table_pages)
+{
+	unsigned char *at[2] = { pool.at + pool.used * 4096, table.at + table.used * 4096 };
+	size_t n[2] = { pool_pages, table_pages };
+
+	for (int k = 0; k < fill_regions; k++)
+		for (size_t i = 0; i < n[k]; i++)
+			((volatile unsigned char *)at[k])[i * 4096] = 1;
+	pool.used += pool_pages;
+	table.used += table_pages;
+}
+
+NOINLINE static void fill_table(size_t pages)
+{
+	for (size_t i = 0; i < pages; i++)
+		((volatile unsigned char *)table.at)[(table.used + i) * 4096] = 2;
+	table.used += pages;
 }
 
 static int check(void)
@@ -120,7 +162,7 @@ int main(void)
 {
 	void *(*churn[CHURNERS])(void *) = { churn_maps, churn_remap, churn_heap };
 	char cmd[64];
-	int n, i;
+	int n, a, b, i;
 
 	ready();
 	while (next_command(cmd, sizeof(cmd))) {
@@ -128,6 +170,17 @@ int main(void)
 			maps[nmaps].size = (size_t)n * MIB;
 			maps[nmaps].at = map_cache(maps[nmaps].size);
 			nmaps += maps[nmaps].at != NULL;
+			say("done %s", cmd);
+		} else if (sscanf(cmd, "wmap %d", &n) == 1 && n > 0 && !pool.at) {
+			pool.at = map_pool((size_t)n * 4096);
+			table.at = map_table((size_t)n * 4096);
+			pool.pages = table.pages = n;
+			say("done %s %d", cmd, pool.at != MAP_FAILED && table.at != MAP_FAILED);
+		} else if (sscanf(cmd, "wfill %d %d %d", &n, &a, &b) == 3 && pool.at && n >= 0 &&
+			   a >= 0 && b >= 0 && pool.used + n <= pool.pages &&
+			   table.used + a + b <= table.pages) {
+			fill_pool(n, a);
+			fill_table(b);
 			say("done %s", cmd);
 		} else if (sscanf(cmd, "big %d", &n) == 1 && n > 0) {
 			say("done %s %d", cmd, big_block((size_t)n * MIB) != NULL);

@@ -298,12 +298,51 @@ int accounting__blocks(struct heaptap_bpf *skel, struct stacks *stacks, uint32_t
 	return err;
 }
 
+/* Origins by writer's stack, then mapper's: those of one pair next to each other. */
+static int by_pair(const void *a, const void *b)
+{
+	const struct page_origin *x = a, *y = b;
+
+	if (x->stack_id != y->stack_id)
+		return x->stack_id < y->stack_id ? -1 : 1;
+	return x->map_stack_id < y->map_stack_id ? -1 : x->map_stack_id > y->map_stack_id;
+}
+
+/* By writer's stack, then the most pages first. */
+static int by_pages(const void *a, const void *b)
+{
+	const struct page_origin *x = a, *y = b;
+
+	if (x->stack_id != y->stack_id)
+		return x->stack_id < y->stack_id ? -1 : 1;
+	if (x->pages != y->pages)
+		return x->pages > y->pages ? -1 : 1;
+	return x->map_stack_id < y->map_stack_id ? -1 : x->map_stack_id > y->map_stack_id;
+}
+
+/* The origins read, each pair of stacks once (samples of one stack merge into it). */
+static void merge_origins(struct snapshot *out)
+{
+	size_t i, n = 0;
+
+	array__sort(out->origins, out->norigins, sizeof(*out->origins), by_pair);
+	for (i = 0; i < out->norigins; i++) {
+		if (n && !by_pair(&out->origins[n - 1], &out->origins[i]))
+			out->origins[n - 1].pages += out->origins[i].pages;
+		else
+			out->origins[n++] = out->origins[i];
+	}
+	out->norigins = n;
+	array__sort(out->origins, out->norigins, sizeof(*out->origins), by_pages);
+}
+
 int accounting__watch_snapshot(struct heaptap_bpf *skel, struct stacks *stacks, struct snapshot *out)
 {
-	uint64_t page = sysconf(_SC_PAGESIZE), key, next, pages;
+	uint64_t page = sysconf(_SC_PAGESIZE), pages;
 	int fd = bpf_map__fd(skel->maps.growth), err = 0;
+	struct heaptap_page_key key, next;
 	struct idmap index = {};
-	size_t cap = 0;
+	size_t cap = 0, ocap = 0;
 	void *prev = NULL;
 
 	memset(out, 0, sizeof(*out));
@@ -319,7 +358,7 @@ int accounting__watch_snapshot(struct heaptap_bpf *skel, struct stacks *stacks, 
 		if (bpf_map_lookup_elem(fd, &key, &pages))
 			continue;
 		/* Samples of the same stack merge into it. */
-		id = stacks__canonical(stacks, key);
+		id = stacks__canonical(stacks, key.stack_id);
 		slot = (uintptr_t)idmap__get(&index, id);
 		if (!slot) {
 			err = array__reserve(&out->sites, &cap, out->nsites, sizeof(*out->sites));
@@ -340,12 +379,22 @@ int accounting__watch_snapshot(struct heaptap_bpf *skel, struct stacks *stacks, 
 		site->live_bytes += pages * page;
 		site->est_blocks += pages;
 		site->est_bytes += pages * page;
+		err = err
+			      ?: array__reserve(&out->origins, &ocap, out->norigins,
+						sizeof(*out->origins));
+		if (!err)
+			out->origins[out->norigins++] = (struct page_origin){
+				id,
+				key.map_stack_id ? stacks__canonical(stacks, key.map_stack_id) : 0,
+				pages
+			};
 	}
 	idmap__free(&index);
 	if (err) {
 		snapshot__free(out);
 		return err;
 	}
+	merge_origins(out);
 	array__sort(out->sites, out->nsites, sizeof(*out->sites), by_live_bytes);
 	return 0;
 }

@@ -2,6 +2,7 @@
 #include <stdlib.h>
 
 #include "account/dump.h"
+#include "base/array.h"
 #include "account/snapshot.h"
 
 const uint64_t snapshot__age_limits_s[AGE_BUCKETS - 1] = { 1, 10, 60, 600, 3600, 86400 };
@@ -44,8 +45,22 @@ void snapshot__free(struct snapshot *s)
 	free(s->totals);
 	free(s->threads);
 	free(s->procs);
+	free(s->origins);
+	s->origins = NULL;
+	s->norigins = 0;
 	s->sites = NULL;
 	s->totals = NULL;
 	s->threads = NULL;
 	s->nsites = s->ntotals = s->nthreads = 0;
+}
+
+const struct page_origin *snapshot__origins(const struct snapshot *s, uint64_t stack_id, size_t *n)
+{
+	size_t first = stack_id ? array__first_above(s->origins, s->norigins, sizeof(*s->origins),
+						     0, stack_id - 1)
+				: 0;
+	size_t end = array__first_above(s->origins, s->norigins, sizeof(*s->origins), 0, stack_id);
+
+	*n = end - first;
+	return *n ? &s->origins[first] : NULL;
 }

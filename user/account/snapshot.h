@@ -134,6 +134,13 @@ struct thread_live {
 	uint64_t live_bytes;
 };
 
+/* --watch: the new pages a stack wrote in the mappings one stack made. */
+struct page_origin {
+	uint64_t stack_id;     /* canonical: the writer's, a site's */
+	uint64_t map_stack_id; /* canonical: the mapping call's; 0: none known */
+	uint64_t pages;
+};
+
 struct snapshot {
 	uint64_t time_ns; /* CLOCK_MONOTONIC */
 	struct heaptap_counters counters;
@@ -161,11 +168,17 @@ struct snapshot {
 	size_t nblocks;
 	struct proc_live *procs; /* every process with counters, in no order */
 	size_t nprocs;
+	struct page_origin *origins; /* --watch: by stack_id, then the most pages first */
+	size_t norigins;
 	uint64_t dropped_blocks; /* blocks dropped so far (exec, exit): not live, not freed */
 	uint64_t dropped_bytes;	 /* (the BPF side's live bytes are kept without them) */
 };
 
 void snapshot__free(struct snapshot *s);
+/* --watch: the origins of the pages of the site of stack_id (canonical), the most pages first;
+ * their number in *n. */
+const struct page_origin *snapshot__origins(const struct snapshot *s, uint64_t stack_id,
+					    size_t *n);
 
 /* How long before the snapshot time_ns was; 0 for a time during the snapshot itself. */
 static inline uint64_t snapshot__age(const struct snapshot *s, uint64_t time_ns)

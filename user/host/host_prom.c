@@ -47,6 +47,51 @@ static int process_sample(FILE *f, const char *name, const struct hproc *p, cons
 	return err;
 }
 
+static const char *map_function(const struct rss_view *v)
+{
+	return v->map_function ? v->map_function : "[unknown]";
+}
+
+/* Where the RSS is of those of the n processes whose escalation's heaptap read it (their
+ * rows' rss_parts), and the map site that grows fastest in each. */
+static int rss_parts(FILE *f, struct hproc *const *order, size_t n)
+{
+	size_t i;
+	int err = 0, k;
+
+	family(f, "heaptap_process_rss_part_bytes", "gauge",
+	       "Where the RSS is of the processes growing fastest, by part, as their latest "
+	       "escalation read it (heaptap_rss_part_bytes' parts).");
+	for (i = 0; i < n; i++)
+		for (k = 0; order[i]->rss_view.known && k < RSS_PARTS; k++)
+			err = err
+				      ?: process_sample(f, "heaptap_process_rss_part_bytes",
+							order[i], "part", rss__part_name(k),
+							order[i]->rss_view.parts[k]);
+	family(f, "heaptap_process_map_site_bytes", "gauge",
+	       "Resident bytes of the map site that grows fastest in each (the program's "
+	       "anonymous mappings made from one stack), by the function that mapped them.");
+	for (i = 0; i < n; i++)
+		if (order[i]->rss_view.known && order[i]->rss_view.map_site)
+			err = err
+				      ?: process_sample(f, "heaptap_process_map_site_bytes",
+							order[i], "function",
+							map_function(&order[i]->rss_view),
+							order[i]->rss_view.map_bytes);
+	family(f, "heaptap_process_map_site_growth_bytes_per_hour", "gauge",
+	       "Its growth over its heaptap's full reads (absent when not known).");
+	for (i = 0; i < n; i++)
+		if (order[i]->rss_view.known && order[i]->rss_view.map_site &&
+		    !isnan(order[i]->rss_view.map_growth))
+			err = err
+				      ?: process_sample(
+						 f, "heaptap_process_map_site_growth_bytes_per_hour",
+						 order[i], "function",
+						 map_function(&order[i]->rss_view),
+						 order[i]->rss_view.map_growth);
+	return err;
+}
+
 /* The processes growing fastest: a family each figure. */
 static int processes(FILE *f, const struct host_report *r)
 {
@@ -93,7 +138,7 @@ static int processes(FILE *f, const struct host_report *r)
 						r->order[i], "function",
 						site->function ? site->function : "", fi->growth);
 	}
-	return err;
+	return err ?: rss_parts(f, r->order, n);
 }
 
 static void counter_by(FILE *f, const char *name, const char *help, const char *label,

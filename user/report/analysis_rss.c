@@ -216,21 +216,13 @@ out:
 /* The function that made a mapping: its stack's first frame out of the C library. */
 static void mapper(const struct report *r, struct rss_map_site *ms)
 {
-	const struct stack *st = r->stacks && ms->stack_id ? stacks__get(r->stacks, ms->stack_id)
-							    : NULL;
-	size_t i;
+	const struct sym_frame *f = report__mapper(r, ms->stack_id);
 
-	for (i = 0; st && i < st->n; i++) {
-		const struct sym_info *si = syms__find(report__syms(r, st), st->ips[i], i > 0);
-		const char *base = si->module ? strrchr(si->module, '/') : NULL;
-
-		if (base && (!strncmp(base, "/libc.so", 8) || !strncmp(base, "/libc-", 6)))
-			continue;
-		ms->function = si->frames[0].function;
-		ms->file = si->frames[0].file;
-		ms->line = si->frames[0].line;
+	if (!f)
 		return;
-	}
+	ms->function = f->function;
+	ms->file = f->file;
+	ms->line = f->line;
 }
 
 static int by_map_growth(const void *a, const void *b)

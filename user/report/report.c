@@ -53,6 +53,22 @@ const char *report__site_function(const struct report *r, const struct site *sit
 	return syms__demangle(r->syms, report__fn_name(r, site->fn));
 }
 
+const struct sym_frame *report__mapper(const struct report *r, uint64_t stack_id)
+{
+	const struct stack *st = r->stacks && stack_id ? stacks__get(r->stacks, stack_id) : NULL;
+	size_t i;
+
+	for (i = 0; st && i < st->n; i++) {
+		const struct sym_info *si = syms__find(report__syms(r, st), st->ips[i], i > 0);
+		const char *base = si->module ? strrchr(si->module, '/') : NULL;
+
+		if (base && (!strncmp(base, "/libc.so", 8) || !strncmp(base, "/libc-", 6)))
+			continue;
+		return &si->frames[0];
+	}
+	return NULL;
+}
+
 const char *report__stack_mode(const struct report *r)
 {
 	switch (r->stack_mode) {

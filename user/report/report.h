@@ -40,6 +40,10 @@ struct figures {
 	bool by_growth;	  /* the sites ranked by growth, not by live bytes */
 };
 
+/* With --watch, the mappings a site's new pages are in: by the stacks that made them, the
+ * most pages first, at most this many shown. */
+#define SITE_ORIGINS 8
+
 /* A site the report shows, in its order. */
 struct shown_site {
 	const struct site *site;
@@ -280,6 +284,10 @@ struct syms *report__syms(const struct report *r, const struct stack *st);
 /* The allocator function a site's blocks came from, demangled: the name of its stack's first
  * frame, which aliases (glibc's __libc_malloc, tcmalloc's tc_new) would otherwise pick. */
 const char *report__site_function(const struct report *r, const struct site *site);
+
+/* The frame that names who made a mapping from a mapping call's stack: its first frame out
+ * of the C library; NULL when the stack is unknown or has none. */
+const struct sym_frame *report__mapper(const struct report *r, uint64_t stack_id);
 
 /* A site's live bytes, estimated when sampled; their 95% margin (0 when every block is
  * tracked). */

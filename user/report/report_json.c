@@ -190,6 +190,31 @@ static json_object *site_processes(const struct site *site)
 	return a;
 }
 
+/* With --watch, the mapping sites of a site's new pages: the stack that made each mapping,
+ * the function that called the mapping call, and the pages. */
+static json_object *mapped_by(const struct report *r, const struct site *site)
+{
+	json_object *a = json_object_new_array();
+	const struct page_origin *o;
+	size_t i, n;
+
+	o = snapshot__origins(r->snap, site->stack_id, &n);
+	for (i = 0; i < n && i < SITE_ORIGINS; i++) {
+		struct site mapping = { .stack_id = o[i].map_stack_id, .fn = UINT32_MAX };
+		const struct sym_frame *f = report__mapper(r, o[i].map_stack_id);
+		json_object *e = json_object_new_object();
+
+		put(e, "function", f && f->function ? json_object_new_string(f->function) : NULL);
+		put(e, "file", f && f->file ? json_object_new_string(f->file) : NULL);
+		put(e, "line", f && f->file && f->line ? json_object_new_int(f->line) : NULL);
+		put(e, "stack_id", hex(o[i].map_stack_id));
+		put(e, "stack", o[i].map_stack_id ? json__frames(r, &mapping) : NULL);
+		put(e, "pages", u64(o[i].pages));
+		json_object_array_add(a, e);
+	}
+	return a;
+}
+
 static json_object *sites(const struct report *r)
 {
 	const struct snapshot *s = r->snap;
@@ -228,6 +253,7 @@ static json_object *sites(const struct report *r)
 		put(e, "object_type", named(site->object_type, site->object_type_name));
 		put(e, "trend", shown[i].judged ? trend(&shown[i].trend) : NULL);
 		put(e, "blocks", dumps(r, site));
+		put(e, "mapped_by", r->figures->pages ? mapped_by(r, site) : NULL);
 		lc = r->leak ? leak_check__site(r->leak, site->stack_id) : NULL;
 		put(e, "leak_check", lc ? json__counts(lc->blocks, lc->bytes) : NULL);
 		json_object_array_add(a, e);

@@ -137,6 +137,21 @@ static const struct sym_frame *site_frame(const struct report *r, const struct s
 	return &syms__find(report__syms(r, st), st->ips[k], k > 0)->frames[0];
 }
 
+/* A source location as a label shows it: the file's base name and the line, malloc'd; NULL
+ * without a file. */
+static char *location(struct prom *p, const char *file, int line)
+{
+	const char *base = file ? strrchr(file, '/') : NULL;
+	char *where;
+
+	if (!file)
+		return NULL;
+	if (asprintf(&where, "%s:%d", base ? base + 1 : file, line) >= 0)
+		return where;
+	p->err = p->err ?: -ENOMEM;
+	return NULL;
+}
+
 static void sites(struct prom *p, const struct report *r)
 {
 	size_t i;
@@ -147,15 +162,9 @@ static void sites(struct prom *p, const struct report *r)
 	for (i = 0; i < r->analysis.nsites; i++) {
 		const struct site *site = r->analysis.sites[i].site;
 		const struct sym_frame *fr = site_frame(r, site);
-		const char *file = fr && fr->file ? strrchr(fr->file, '/') : NULL;
-		char rank[24], *where = NULL;
+		char rank[24], *where = fr ? location(p, fr->file, fr->line) : NULL;
 
 		snprintf(rank, sizeof(rank), "%zu", i + 1);
-		if (fr && fr->file &&
-		    asprintf(&where, "%s:%d", file ? file + 1 : fr->file, fr->line) < 0) {
-			where = NULL;
-			p->err = p->err ?: -ENOMEM;
-		}
 		fputs("heaptap_site_live_bytes{", p->f);
 		label(p, "rank", rank);
 		fputc(',', p->f);
@@ -287,6 +296,48 @@ static void processes(struct prom *p, const struct report *r)
 	}
 }
 
+/* A map site's labels: its rank in the report, the function that mapped and its file:line
+ * ("[unknown]" and "" for the mappings no call seen made). */
+static void map_site_labels(struct prom *p, const char *name, unsigned int rank,
+			    const struct rss_map_site *ms)
+{
+	char r[16], *where = location(p, ms->file, ms->line);
+
+	snprintf(r, sizeof(r), "%u", rank);
+	fprintf(p->f, "%s{", name);
+	label(p, "rank", r);
+	fputc(',', p->f);
+	label(p, "function", ms->function ? ms->function : "[unknown]");
+	fputc(',', p->f);
+	label(p, "location", where ? where : "");
+	fputc('}', p->f);
+	free(where);
+}
+
+/* The map sites the report lists (RSS_MAP_SITES at most, in its order): their resident
+ * bytes, and their growth where it is known. */
+static void map_sites(struct prom *p, const struct rss_parts *rp)
+{
+	unsigned int i;
+
+	family(p, "heaptap_rss_map_site_bytes", "gauge",
+	       "Resident bytes of the program's anonymous mappings made from one stack (the "
+	       "report's map sites, at most 8).");
+	for (i = 0; i < rp->nmap_sites; i++) {
+		map_site_labels(p, "heaptap_rss_map_site_bytes", i + 1, &rp->map_sites[i]);
+		fprintf(p->f, " %" PRIu64 "\n", rp->map_sites[i].bytes);
+	}
+	family(p, "heaptap_rss_map_site_growth_bytes_per_hour", "gauge",
+	       "Each map site's growth over the full reads (absent before three).");
+	for (i = 0; i < rp->nmap_sites; i++) {
+		if (isnan(rp->map_sites[i].growth))
+			continue;
+		map_site_labels(p, "heaptap_rss_map_site_growth_bytes_per_hour", i + 1,
+				&rp->map_sites[i]);
+		fprintf(p->f, " %.17g\n", rp->map_sites[i].growth * 3600);
+	}
+}
+
 /* Where the target's RSS is: each part, its growth when known, the part that leads. */
 static void rss_parts(struct prom *p, const struct report *r)
 {
@@ -324,6 +375,7 @@ static void rss_parts(struct prom *p, const struct report *r)
 	if (r->rss_reading)
 		single(p, "heaptap_rss_arenas", "gauge", "glibc's arenas (the main one included).",
 		       r->rss_reading->narenas);
+	map_sites(p, rp);
 }
 
 int report__prometheus(FILE *f, const struct report *r)

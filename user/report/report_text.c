@@ -276,6 +276,31 @@ static void site_processes(FILE *f, const struct site *site)
 			bytes(a, sizeof(a), site->procs[k].live_bytes));
 	fprintf(f, "%s\n", site->nprocs > SITE_PROCS ? ", ..." : "");
 }
+/* With --watch: the mappings a site's new pages are in, by the function that made each. */
+static void mapped_by(FILE *f, const struct report *r, const struct site *site)
+{
+	const struct page_origin *o;
+	size_t i, n;
+	char a[32];
+
+	o = snapshot__origins(r->snap, site->stack_id, &n);
+	for (i = 0; i < n && i < SITE_ORIGINS; i++) {
+		const struct sym_frame *fr = report__mapper(r, o[i].map_stack_id);
+
+		fprintf(f, "%s", i ? ", " : "    in mappings of ");
+		if (!o[i].map_stack_id)
+			fprintf(f, "no call seen (the heap, or made before the attach)");
+		else if (fr && fr->function && fr->file)
+			fprintf(f, "%s (%s:%d)", fr->function, fr->file, fr->line);
+		else
+			fprintf(f, "%s", fr && fr->function ? fr->function : "?");
+		fprintf(f, ": %s page%s", count(a, sizeof(a), o[i].pages),
+			o[i].pages == 1 ? "" : "s");
+	}
+	if (n)
+		fprintf(f, "%s\n", n > SITE_ORIGINS ? ", ..." : "");
+}
+
 static void sites(FILE *f, const struct report *r)
 {
 	const struct snapshot *s = r->snap;
@@ -304,6 +329,7 @@ static void sites(FILE *f, const struct report *r)
 				fprintf(f, ", %s %s/h", growth >= 0 ? "growing" : "shrinking",
 					bytes(a, sizeof(a), fabs(growth) * 3600));
 			fprintf(f, "\n");
+			mapped_by(f, r, site);
 			text__stack(f, r, site);
 			continue;
 		}

@@ -91,9 +91,12 @@ def show(v, unit, scale=1.0):
 
 def main(argv):
     builds = {"this build": lib.HEAPTAP}
-    against = lib.take_against(argv)
-    if against:
-        builds[against] = against
+    if "--against" in argv:
+        at = argv.index("--against")
+        builds[argv[at + 1]] = os.path.abspath(argv[at + 1])
+        del argv[at:at + 2]
+        # Another build's records may have fields this one's schema has not.
+        lib.validate_record = lambda rec: rec
     fit = "--fit" in argv
     if fit:
         argv.remove("--fit")

@@ -159,8 +159,10 @@ def test_output_file_replaced_whole_and_kept_on_failure():
             kept = parse_record(f.read())
         check_true("the last good report is kept while the disk is full",
                    kept["type"] == "interval" and kept["live_bytes"] == 13160, kept)
-        check("no temporary files left behind", sorted(os.listdir(d)),
-              ["filler", "report.json"])
+        # A report being written has its temporary file for a moment; none may stay.
+        passing = set(os.listdir(d)) - {"filler", "report.json"}
+        time.sleep(0.3)
+        check("no temporary files left behind", sorted(passing & set(os.listdir(d))), [])
         check_true("heaptap still runs", ht.popen.poll() is None)
         os.unlink(filler)
         time.sleep(0.5)

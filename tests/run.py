@@ -5,7 +5,8 @@ A WORD that is a tier (unit, core, services, soak: lib.TIERS) selects that tier 
 before it; any other WORD selects the tests whose names contain it, whatever their tier. No
 WORD: every test. Tests run N at a time (default: the CPUs plus one), each in a process of its
 own, the longest first (by the durations of earlier runs, kept in build/test-times.json);
-a test that needs to be alone runs with nothing beside it, after the others. Each prints one
+a test that mostly waits runs beside those N, WAITING at most (-w); a test that needs to be
+alone runs with nothing beside it, after the others. Each prints one
 line when it ends, with what it printed above it. Root is needed for every tier but unit.
 
 With HEAPTAP_SANITIZED=build-san/heaptap (made by `make SANITIZE=1`; tests/test.sh sets it),
@@ -203,11 +204,11 @@ def schedule(jobs, times):
     return sorted(jobs, key=key)
 
 
-def run(jobs, parallel, times, cpu, build=None):
+def run(jobs, parallel, times, cpu, build=None, waiting=2):
     queue = ([build] if build else []) + list(jobs)
     running = {}
     try:
-        return serve(queue, running, parallel, times, cpu, build)
+        return serve(queue, running, parallel, times, cpu, build, waiting)
     except KeyboardInterrupt:
         # Each test runs in a process group of its own: Ctrl-C reaches only the runner, which
         # hands it on, and the tests end their processes before the runner ends.
@@ -218,11 +219,16 @@ def run(jobs, parallel, times, cpu, build=None):
         raise
 
 
-def next_job(queue, running, build):
+def waits(job):
+    return "waits" in job.test.needs
+
+
+def next_job(queue, running, build, room):
     """The next job of the queue to start now, taken from it; None when none may start yet.
-    The sanitized runs wait for the build job, if any, to have succeeded."""
+    room(job): whether there is a place for it. The sanitized runs wait for the build job, if
+    any, to have succeeded."""
     for i, job in enumerate(queue):
-        if job.sanitized and build and build.verdict != "ok":
+        if (job.sanitized and build and build.verdict != "ok") or not room(job):
             continue
         alone = "alone" in job.test.needs
         if running and (alone or any("alone" in j.test.needs for j in running.values())):
@@ -231,14 +237,20 @@ def next_job(queue, running, build):
     return None
 
 
-def serve(queue, running, parallel, times, cpu, build=None):
-    """Starts the queue's jobs as room frees up; (passed, failed) once all have ended. The
-    wall and CPU seconds of each job that ended go into times and cpu, by its label. build:
-    the job that makes the sanitized binary, counted only if it fails."""
+def serve(queue, running, parallel, times, cpu, build=None, waiting=2):
+    """Starts the queue's jobs as room frees up, at most parallel of them and waiting of those
+    that mostly wait beside them; (passed, failed) once all have ended. The wall and CPU
+    seconds of each job that ended go into times and cpu, by its label. build: the job that
+    makes the sanitized binary, counted only if it fails."""
+    def room(job):
+        beside = waiting and waits(job)
+        same = sum(bool(waiting and waits(j)) == beside for j in running.values())
+        return same < (waiting if beside else parallel)
+
     passed = failed = 0
     while queue or running:
-        while len(running) < parallel:
-            job = next_job(queue, running, build)
+        while True:
+            job = next_job(queue, running, build, room)
             if job is None:
                 break
             start(job)
@@ -284,6 +296,9 @@ def main(argv):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("-j", type=int, default=(os.cpu_count() or 1) + 1, metavar="N",
                         help="tests run at a time (default: the CPUs plus one)")
+    parser.add_argument("-w", type=int, default=2, metavar="WAITING",
+                        help="tests that mostly wait run beside those, at most WAITING "
+                        "(default: 2)")
     parser.add_argument("--list", action="store_true",
                         help="list the tests selected, with their tier and needs, and exit")
     parser.add_argument("words", nargs="*", help=f"tiers ({', '.join(lib.TIERS)}) or names")
@@ -318,13 +333,14 @@ def main(argv):
     times, cpu = load_times(), {}
     began = time.monotonic()
     try:
-        passed, failed = run(schedule(jobs, times), max(1, args.j), times, cpu, build)
+        passed, failed = run(schedule(jobs, times), max(1, args.j), times, cpu, build,
+                             max(0, args.w))
     finally:
         save_times(times)
         save_times(dict(load_times(CPU_TIMES), **cpu), CPU_TIMES)
     print_cpu(cpu)
     print(f"{passed} passed, {failed} failed ({time.monotonic() - began:.0f} s, "
-          f"{max(1, args.j)} at a time)")
+          f"{max(1, args.j)} at a time, {max(0, args.w)} waiting beside)")
     return 1 if failed else 0
 
 

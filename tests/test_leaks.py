@@ -17,7 +17,7 @@ def site_with(sites, function):
     return None
 
 
-@test
+@test(needs=("waits",))
 def test_steady_leak_is_the_only_suspect():
     # 50,000 bytes/s leaked; a cache that fills in 2 s and stops; churn swinging 0-500 kB.
     target = Target("trend")

@@ -597,10 +597,10 @@ def test_processes_that_exec_stop_wait_and_lose_their_files():
         end_cgroups()
         shutil.rmtree(d, ignore_errors=True)
     check("heaptap exit status", status, 0)
-    check("the deleted program's leak named",
+    check(f"the deleted program's leak named ({named['reason']})",
           named["finding"] and named["finding"]["function"], "remember_entry")
     check("its name", row(last, deleted.target_pid)["comm"], "leaky")
-    check("the leak in a PID namespace named",
+    check(f"the leak in a PID namespace named ({named_inner['reason']})",
           named_inner["finding"] and named_inner["finding"]["function"], "remember_entry")
     check("its PID in its namespace", row(last, inner)["nspid"], 1)
     check("the stopped process's state", row(last, stopped.target_pid)["state"], "T")

@@ -16,13 +16,11 @@ uint64_t duty__window_ns(const struct duty_cycle *d)
 	return ns < d->window_ns ? ns : d->window_ns;
 }
 
-void duty__now(struct duty_cycle *d, uint64_t since_ns, uint64_t in_window_ns, uint64_t cpu_since_ns)
+void duty__now(struct duty_cycle *d, uint64_t since_ns, uint64_t in_window_ns)
 {
 	if (!since_ns || !d->windows)
 		return;
-	d->cpu_now_ns = d->cpu_ns + cpu_since_ns;
-	if (d->cpu_now_ns > 0)
-		d->slowdown = d->spent_ns / d->cpu_now_ns;
+	d->slowdown = d->spent_ns / since_ns;
 	d->traced = (d->traced_ns + in_window_ns) / since_ns;
 	if (d->traced > 1)
 		d->traced = 1;
@@ -37,16 +35,13 @@ static double share(double loss_ns, double cpu_ns)
 	return s > 1 ? 1 : s < 0 ? 0 : s;
 }
 
-/* The pause that brings what the target lost back within the budget's share of its CPU time
- * since the start, with need more to come: the CPU time it must run untraced first, at rate
- * (CPU time a second). */
-static double pause_for(const struct duty_cycle *d, double need, double rate)
+/* The pause that brings what the target lost back within the budget's share of every moment
+ * since the start, with need more to come. */
+static double pause_for(const struct duty_cycle *d, double need)
 {
-	double credit = d->budget * d->cpu_ns - d->spent_ns;
+	double credit = d->budget * d->elapsed_ns - d->spent_ns;
 
-	if (need <= credit)
-		return 0;
-	return (need - credit) / d->budget / (rate > 0 ? rate : 1);
+	return need > credit ? (need - credit) / d->budget : 0;
 }
 
 uint64_t duty__pause_ns(struct duty_cycle *d, double loss_ns, double cpu_ns)
@@ -55,21 +50,16 @@ uint64_t duty__pause_ns(struct duty_cycle *d, double loss_ns, double cpu_ns)
 
 	d->windows++;
 	d->window_slowdown = share(loss_ns, cpu_ns);
-	d->spent_ns += cpu_ns * d->window_slowdown;
-	d->cpu_ns += cpu_ns > 0 ? cpu_ns : 0;
+	d->spent_ns += ran * d->window_slowdown;
 	d->elapsed_ns += ran;
 	d->traced_ns += ran;
-	if (cpu_ns > 0)
-		d->window_rate = cpu_ns / ran;
-	/* The next window, at this window's slowdown and CPU rate, waits until it fits; the
-	 * pause is planned at the lower of the window's rate and the last pause's. */
-	d->next_cost_ns = duty__window_ns(d) * (cpu_ns > 0 ? cpu_ns / ran : 0) * d->window_slowdown;
+	/* The next window, at this window's slowdown, waits until it fits. */
 	if (d->window_slowdown > d->budget)
-		pause = pause_for(d, d->next_cost_ns,
-				  d->rate > 0 && d->rate < d->window_rate ? d->rate : d->window_rate);
+		pause = pause_for(d, duty__window_ns(d) * d->window_slowdown);
 	/* As of this window's end. */
 	d->traced = d->traced_ns / d->elapsed_ns;
-	d->slowdown = d->cpu_ns > 0 ? d->spent_ns / d->cpu_ns : 0;
+	d->slowdown = d->spent_ns / d->elapsed_ns;
+	d->elapsed_ns += pause;
 	d->pause_ns = pause;
 	return pause;
 }
@@ -78,16 +68,14 @@ uint64_t duty__paused(struct duty_cycle *d, uint64_t ran_ns, double loss_ns, dou
 {
 	double more;
 
-	/* The pause counts as it ran (longer than planned: a report, the loop busy), and what
-	 * the target ran in it sets the rate the next pause is planned at. It goes on until the
-	 * next window fits: a target that ran less than planned has not earned it yet. */
-	d->elapsed_ns += ran_ns;
-	d->spent_ns += (cpu_ns > 0 ? cpu_ns : 0) * share(loss_ns, cpu_ns);
-	d->cpu_ns += cpu_ns > 0 ? cpu_ns : 0;
-	if (cpu_ns > 0 && ran_ns)
-		d->rate = cpu_ns / ran_ns;
-	more = pause_for(d, d->next_cost_ns, d->rate > 0 ? d->rate : d->window_rate);
-	d->slowdown = d->cpu_ns > 0 ? d->spent_ns / d->cpu_ns : 0;
+	/* The pause may have run longer than planned (a report, the loop busy): its time
+	 * counts as it ran. */
+	if (ran_ns > d->pause_ns)
+		d->elapsed_ns += ran_ns - d->pause_ns;
+	d->spent_ns += ran_ns * share(loss_ns, cpu_ns);
+	more = pause_for(d, 0);
+	d->slowdown = d->spent_ns / d->elapsed_ns;
+	d->elapsed_ns += more;
 	d->pause_ns = more;
 	return more;
 }

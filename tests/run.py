@@ -204,7 +204,7 @@ def schedule(jobs, times):
     return sorted(jobs, key=key)
 
 
-def run(jobs, parallel, times, cpu, build=None, waiting=2):
+def run(jobs, parallel, times, cpu, build=None, waiting=1):
     queue = ([build] if build else []) + list(jobs)
     running = {}
     try:
@@ -237,7 +237,7 @@ def next_job(queue, running, build, room):
     return None
 
 
-def serve(queue, running, parallel, times, cpu, build=None, waiting=2):
+def serve(queue, running, parallel, times, cpu, build=None, waiting=1):
     """Starts the queue's jobs as room frees up, at most parallel of them and waiting of those
     that mostly wait beside them; (passed, failed) once all have ended. The wall and CPU
     seconds of each job that ended go into times and cpu, by its label. build: the job that
@@ -296,9 +296,9 @@ def main(argv):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("-j", type=int, default=(os.cpu_count() or 1) + 1, metavar="N",
                         help="tests run at a time (default: the CPUs plus one)")
-    parser.add_argument("-w", type=int, default=2, metavar="WAITING",
+    parser.add_argument("-w", type=int, default=1, metavar="WAITING",
                         help="tests that mostly wait run beside those, at most WAITING "
-                        "(default: 2)")
+                        "(default: 1)")
     parser.add_argument("--list", action="store_true",
                         help="list the tests selected, with their tier and needs, and exit")
     parser.add_argument("words", nargs="*", help=f"tiers ({', '.join(lib.TIERS)}) or names")

@@ -552,6 +552,26 @@ def test_growth_not_the_allocators_given_up_with_the_reason():
         check_true(f"PID {p}: its outcome kept", row(last, p)["outcome"], str(row(last, p)))
 
 
+def end_children(pid):
+    """Ends pid's children by their PIDs (a vfork's child, which outlives its parent)."""
+    kids = []
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        tasks = []
+    for task in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{task}/children") as f:
+                kids += [int(k) for k in f.read().split()]
+        except OSError:
+            pass
+    for kid in kids:
+        try:
+            os.kill(kid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
 @test(tier="services", needs=("waits",))
 def test_processes_that_exec_stop_wait_and_lose_their_files():
     """A leaking process whose program file was deleted, one stopped, one waiting in the
@@ -562,7 +582,7 @@ def test_processes_that_exec_stop_wait_and_lose_their_files():
 
     cg = Cgroup("odd")
     d = tempfile.mkdtemp(prefix="heaptap-odd-")
-    ht, stopped = None, None
+    ht, stopped, waiting = None, None, None
     try:
         copy = os.path.join(d, "leaky")
         shutil.copy(os.path.join(TARGETS, "hostproc"), copy)
@@ -571,7 +591,8 @@ def test_processes_that_exec_stop_wait_and_lose_their_files():
         stopped = Target("hostproc", args=["0"], preexec_fn=cg.join)
         stop_and_wait(stopped.target_pid)
         waiting = Target("vforker", preexec_fn=cg.join)
-        waiting.send("vfork 90000")
+        # Its child holds it in state D for longer than the test lasts, and is ended below.
+        waiting.send("vfork 600000")
         execer = Proc(["sh", "-c", f"read line; exec {os.path.join(TARGETS, 'hostproc')} 0"],
                       preexec_fn=cg.join)
         # PID 1 of a namespace of its own: the host's PID is unshare's child's.
@@ -594,6 +615,8 @@ def test_processes_that_exec_stop_wait_and_lose_their_files():
         if stopped:
             os.kill(stopped.target_pid, signal.SIGCONT)
         final, status = finish(ht) if ht else (None, None)
+        if waiting:
+            end_children(waiting.target_pid)
         end_cgroups()
         shutil.rmtree(d, ignore_errors=True)
     check("heaptap exit status", status, 0)

@@ -175,6 +175,19 @@ def exe_of(pid):
         return None
 
 
+def descends_from(pid, ancestor):
+    """Whether pid is ancestor's child, or its child's, and so on (other tests' heaptaps, run
+    from the same binary beside the torture, are not)."""
+    while pid and pid > 1:
+        f = stat_fields(f"/proc/{pid}/stat")
+        if not f:
+            return False
+        pid = int(f[1])
+        if pid == ancestor:
+            return True
+    return False
+
+
 def opened_for(filename):
     """(PID, path) of a file opened as /proc/PID/root/path; (None, filename) otherwise."""
     m = re.match(r"/proc/(\d+)/root(/.*)", filename or "")
@@ -663,7 +676,8 @@ class Torture:
                 target_files |= mapped_files(pid)
             mine = [e for e in entries
                     if e.get("pid") == s.pid or e.get("pid") in left
-                    or exe_of(e.get("pid")) == HEAPTAP_EXE
+                    or (exe_of(e.get("pid")) == HEAPTAP_EXE
+                        and descends_from(e.get("pid"), self.orphans.me))
                     or opened_for(e.get("filename"))[0] in self.target_pids
                     or e.get("target") in self.target_pids]
             foreign = [e for e in entries

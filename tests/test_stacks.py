@@ -379,10 +379,21 @@ def test_held_loop_loses_no_copy():
     libc = ctypes.CDLL(None, use_errno=True)
 
     def hold(pid):
-        # The thread whose TID is the PID: the loop's.
-        check("main thread seized", libc.ptrace(PTRACE_SEIZE, pid, None, None), 0)
-        check("main thread stopped", libc.ptrace(PTRACE_INTERRUPT, pid, None, None), 0)
-        os.waitpid(pid, WALL)
+        # The thread whose TID is the PID: the loop's, stopped in its wait for events. Stopped
+        # anywhere, it may hold a lock the reading threads take (a preempted holder, under
+        # load), which no report or slow disk holds for seconds: it is let go and stopped
+        # again a moment later until it is in its epoll_wait (or epoll_pwait, epoll_pwait2).
+        for _ in range(500):
+            check("main thread seized", libc.ptrace(PTRACE_SEIZE, pid, None, None), 0)
+            check("main thread stopped", libc.ptrace(PTRACE_INTERRUPT, pid, None, None), 0)
+            os.waitpid(pid, WALL)
+            with open(f"/proc/{pid}/syscall") as f:
+                if f.read().split()[0] in ("232", "281", "441"):
+                    break
+            libc.ptrace(PTRACE_DETACH, pid, None, None)
+            time.sleep(0.002)
+        else:
+            raise Failure("heaptap's loop never seen in its wait for events")
         held_at.append(time.monotonic())
 
     def release(pid):

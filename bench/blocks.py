@@ -91,12 +91,9 @@ def show(v, unit, scale=1.0):
 
 def main(argv):
     builds = {"this build": lib.HEAPTAP}
-    if "--against" in argv:
-        at = argv.index("--against")
-        builds[argv[at + 1]] = os.path.abspath(argv[at + 1])
-        del argv[at:at + 2]
-        # Another build's records may have fields this one's schema has not.
-        lib.validate_record = lambda rec: rec
+    against = lib.take_against(argv)
+    if against:
+        builds[against] = against
     fit = "--fit" in argv
     if fit:
         argv.remove("--fit")

@@ -110,12 +110,9 @@ def planned_sites(pid):
 
 def main(argv):
     builds = {"": lib.HEAPTAP}
-    if "--against" in argv:
-        at = argv.index("--against")
-        builds[f" ({argv[at + 1]})"] = os.path.abspath(argv[at + 1])
-        del argv[at:at + 2]
-        # Another build's records may have fields this one's schema has not.
-        lib.validate_record = lambda rec: rec
+    against = lib.take_against(argv)
+    if against:
+        builds[f" ({against})"] = against
     variants = {v + b: (args, path) for b, path in builds.items()
                 for v, args in VARIANTS.items()}
     pairs = int(argv[0]) if argv else 200000

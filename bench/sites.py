@@ -284,12 +284,7 @@ def main(argv):
         at = argv.index("--depths")
         depths = [int(d) for d in argv[at + 1].split(",")]
         del argv[at:at + 2]
-    if "--against" in argv:
-        at = argv.index("--against")
-        against = os.path.abspath(argv[at + 1])
-        del argv[at:at + 2]
-        # Another build's records may have fields this one's schema has not.
-        lib.validate_record = lambda rec: rec
+    against = lib.take_against(argv)
     redis_only = "--redis" in argv
     if redis_only:
         argv.remove("--redis")

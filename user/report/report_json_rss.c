@@ -118,6 +118,7 @@ static json_object *read_figures(const struct report *r, const struct rss_parts 
 	put(o, "bins_read", x->walked ? json_object_new_boolean(x->bins_read) : NULL);
 	put(o, "anon_excess", u64(p->anon_excess));
 	put(o, "anon_other_mapped", u64(x->others_anon));
+	put(o, "windows_gone", u64(x->windows_gone));
 	return o;
 }
 

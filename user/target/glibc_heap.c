@@ -35,7 +35,7 @@
 #define TCACHE_MAX_COUNT 1024
 
 /* The reads of a walk and of the bins: large windows, most chunks are near the last. */
-#define WALK_WINDOW 4096ULL
+#define WALK_WINDOW 65536ULL
 #define BIN_WINDOW 512ULL
 
 static uint64_t up(uint64_t a)

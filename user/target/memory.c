@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "target/memory.h"
@@ -13,6 +14,7 @@ int memory__open(int pid, struct memory *m)
 	char path[64];
 
 	memset(m, 0, sizeof(*m));
+	m->pid = pid;
 	snprintf(path, sizeof(path), "/proc/%d/mem", pid);
 	m->fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (m->fd < 0) {
@@ -39,6 +41,22 @@ void memory__use(struct memory *m, const struct page_runs *runs)
 	m->len = 0;
 }
 
+/* want bytes at addr into the buffer: process_vm_readv (its lock held only to find the
+ * pages, not while they are copied), else /proc/PID/mem. */
+static ssize_t read_window(struct memory *m, uint64_t addr, size_t want)
+{
+	struct iovec local = { m->buf, want }, remote = { (void *)(uintptr_t)addr, want };
+	ssize_t got;
+
+	if (m->pid > 0 && !m->no_vm_readv) {
+		got = process_vm_readv(m->pid, &local, 1, &remote, 1, 0);
+		if (got >= 0 || (errno != EPERM && errno != ENOSYS))
+			return got;
+		m->no_vm_readv = true;
+	}
+	return pread(m->fd, m->buf, want, addr);
+}
+
 const void *memory__at(struct memory *m, uint64_t addr, size_t len, size_t window)
 {
 	const struct page_run *run;
@@ -62,7 +80,7 @@ const void *memory__at(struct memory *m, uint64_t addr, size_t len, size_t windo
 		m->cap = want;
 	}
 	m->len = 0;
-	got = pread(m->fd, m->buf, want, addr);
+	got = read_window(m, addr, want);
 	m->reads++;
 	if (got < (ssize_t)len) {
 		m->failed++;

@@ -1,9 +1,12 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * A running process's memory read through /proc/PID/mem in large windows, its resident pages
- * only: a read never faults a page in (the zero page, or one back from swap), and never waits
- * on the process, which runs on meanwhile. What is read may be changing as it is read: the
- * callers check every byte they use.
+ * A running process's memory read in windows (process_vm_readv, else /proc/PID/mem), its
+ * resident pages only: a read never faults a page in (the zero page, or one back from swap),
+ * and never waits on the process, which runs on meanwhile. What is read may be changing as it
+ * is read: the callers check every byte they use. A window whose pages went meanwhile (the
+ * process unmapped them) is counted, not an error. Each read takes the process's memory map
+ * lock, which its mmap and munmap wait for: process_vm_readv holds it only to find the pages,
+ * not while it copies them.
  */
 #ifndef HEAPTAP_MEMORY_H
 #define HEAPTAP_MEMORY_H
@@ -15,7 +18,9 @@
 #include "target/pagemap.h"
 
 struct memory {
-	int fd;
+	int pid;	  /* 0: read fd only (a file laid out as memory, in the unit tests) */
+	int fd;		  /* /proc/PID/mem */
+	bool no_vm_readv; /* process_vm_readv refused: fd for all */
 	const struct page_runs *runs; /* what may be read; NULL: nothing */
 	uint8_t *buf;		      /* the latest window */
 	size_t cap;
@@ -26,7 +31,8 @@ struct memory {
 	unsigned int failed; /* reads the kernel refused (a page unmapped since it was listed) */
 };
 
-/* /proc/PID/mem opened (fd -1 on failure); -ESRCH when the process has gone. */
+/* The memory of process pid, /proc/PID/mem opened (fd -1 on failure); -ESRCH when the
+ * process has gone. */
 int memory__open(int pid, struct memory *m);
 /* After memory__open, whatever it returned. */
 void memory__close(struct memory *m);

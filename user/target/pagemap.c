@@ -14,12 +14,18 @@
 #include "target/pagemap.h"
 
 #define ENTRY_PRESENT (1ULL << 63) /* a /proc/PID/pagemap entry's bit */
+#define ENTRY_FILE (1ULL << 61)	   /* a file's page, or shared memory */
 
-/* An ioctl covers at most this much address space: the page-table walk holds the process's
- * memory map lock for reading, which its mmap and munmap wait for. */
+/*
+ * An ioctl covers at most this much address space, and stops at this many pages found: the
+ * page-table walk holds the process's memory map lock for reading, which its mmap and munmap
+ * wait for. Holes in the page tables are passed over fast, so the span is wide (a sparse
+ * reservation of many GiB takes few ioctls) and the pages found bound the walk of a dense one.
+ */
 #define SCAN_SPAN (256ULL << 20)
+#define SCAN_PAGES 8192
 #define SCAN_REGIONS 512
-/* /proc/PID/pagemap entries read at once. */
+/* /proc/PID/pagemap entries read at once (the kernel takes the lock for 512 at a time). */
 #define ENTRIES 4096
 
 struct pagemap {
@@ -78,10 +84,14 @@ static int add_run(struct page_runs *runs, uint64_t a, uint64_t b)
 	return 0;
 }
 
-/* PAGEMAP_SCAN from *at to end; *at is where it got to. -ENOTTY when the kernel has none. */
-static int scan(struct pagemap *pm, uint64_t *at, uint64_t end, struct page_runs *runs)
+/*
+ * PAGEMAP_SCAN from *at to end, anonymous pages only when anon; *at is where it got to.
+ * -ENOTTY when the kernel has none.
+ */
+static int scan(struct pagemap *pm, uint64_t *at, uint64_t end, bool anon, struct page_runs *runs)
 {
 	struct pagemap_scan_region vec[SCAN_REGIONS];
+	uint64_t excluded = PAGE_IS_PFNZERO | (anon ? PAGE_IS_FILE : 0);
 
 	while (*at < end) {
 		uint64_t stop = end - *at > SCAN_SPAN ? *at + SCAN_SPAN : end;
@@ -91,8 +101,9 @@ static int scan(struct pagemap *pm, uint64_t *at, uint64_t end, struct page_runs
 			.end = stop,
 			.vec = (uint64_t)(uintptr_t)vec,
 			.vec_len = SCAN_REGIONS,
-			.category_inverted = PAGE_IS_PFNZERO,
-			.category_mask = PAGE_IS_PFNZERO,
+			.max_pages = SCAN_PAGES,
+			.category_inverted = excluded,
+			.category_mask = excluded,
 			.category_anyof_mask = PAGE_IS_PRESENT,
 			.return_mask = PAGE_IS_PRESENT,
 		};
@@ -105,7 +116,7 @@ static int scan(struct pagemap *pm, uint64_t *at, uint64_t end, struct page_runs
 			if (err)
 				return err;
 		}
-		/* The walk's end says how far it got when the vector filled up. */
+		/* The walk's end says how far it got when the vector filled up or its pages did. */
 		if (arg.walk_end <= *at || arg.walk_end > stop)
 			return -ENOTTY;
 		*at = arg.walk_end;
@@ -113,8 +124,15 @@ static int scan(struct pagemap *pm, uint64_t *at, uint64_t end, struct page_runs
 	return 0;
 }
 
-/* /proc/PID/pagemap from at to end, a word a page. */
-static int read_entries(struct pagemap *pm, uint64_t at, uint64_t end, struct page_runs *runs)
+/* Whether a /proc/PID/pagemap entry is a page counted: resident, anonymous when anon. */
+static bool counted(uint64_t entry, bool anon)
+{
+	return (entry & ENTRY_PRESENT) && !(anon && (entry & ENTRY_FILE));
+}
+
+/* /proc/PID/pagemap from at to end, a word a page; anonymous pages only when anon. */
+static int read_entries(struct pagemap *pm, uint64_t at, uint64_t end, bool anon,
+			struct page_runs *runs)
 {
 	uint64_t entries[ENTRIES];
 
@@ -131,9 +149,9 @@ static int read_entries(struct pagemap *pm, uint64_t at, uint64_t end, struct pa
 		for (i = 0; i < (size_t)got / 8; i++) {
 			uint64_t page = at + i * PAGEMAP_PAGE;
 
-			if ((entries[i] & ENTRY_PRESENT) && !run)
+			if (counted(entries[i], anon) && !run)
 				run = page + 1; /* + 1: page 0 is a run too */
-			if (!(entries[i] & ENTRY_PRESENT) && run) {
+			if (!counted(entries[i], anon) && run) {
 				err = add_run(runs, run - 1, page);
 				if (err)
 					return err;
@@ -150,7 +168,9 @@ static int read_entries(struct pagemap *pm, uint64_t at, uint64_t end, struct pa
 	return 0;
 }
 
-int pagemap__resident(struct pagemap *pm, uint64_t start, uint64_t end, struct page_runs *runs)
+/* The pages of [start, end) counted (resident; anonymous too when anon) into runs. */
+static int pages(struct pagemap *pm, uint64_t start, uint64_t end, bool anon,
+		 struct page_runs *runs)
 {
 	uint64_t at = start & ~(PAGEMAP_PAGE - 1);
 	int err;
@@ -159,13 +179,28 @@ int pagemap__resident(struct pagemap *pm, uint64_t start, uint64_t end, struct p
 	if (end <= at)
 		return 0;
 	if (!pm->no_scan) {
-		err = scan(pm, &at, end, runs);
+		err = scan(pm, &at, end, anon, runs);
 		if (err != -ENOTTY)
 			return err;
 		/* Before Linux 6.7: the rest a word a page, and every range after it. */
 		pm->no_scan = true;
 	}
-	return read_entries(pm, at, end, runs);
+	return read_entries(pm, at, end, anon, runs);
+}
+
+int pagemap__resident(struct pagemap *pm, uint64_t start, uint64_t end, struct page_runs *runs)
+{
+	return pages(pm, start, end, false, runs);
+}
+
+int pagemap__anon(struct pagemap *pm, uint64_t start, uint64_t end, uint64_t *bytes)
+{
+	struct page_runs runs = {};
+	int err = pages(pm, start, end, true, &runs);
+
+	*bytes = runs.bytes;
+	page_runs__free(&runs);
+	return err;
 }
 
 /* The first run that ends above addr. */

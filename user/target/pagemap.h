@@ -3,6 +3,8 @@
  * Which pages of a process's memory are resident, read from its page tables without
  * faulting anything in and without stopping it: PAGEMAP_SCAN (Linux 6.7 on), which passes
  * over holes in the page tables and returns runs, else /proc/PID/pagemap, a word a page.
+ * Either is read in windows of a few MiB of pages: the kernel holds the process's memory map
+ * lock while it walks one, and its mmap and munmap wait for it.
  * The environment variable HEAPTAP_NO_PAGEMAP_SCAN=1 takes the second way on any kernel, as
  * one before 6.7 would (the tests use it).
  */
@@ -37,6 +39,13 @@ void pagemap__close(struct pagemap *pm);
  * errno: the process has gone (-ESRCH), or out of memory.
  */
 int pagemap__resident(struct pagemap *pm, uint64_t start, uint64_t end, struct page_runs *runs);
+
+/*
+ * The bytes of [start, end)'s anonymous pages resident (as smaps' "Anonymous": a private
+ * mapping's pages written or never backed by a file; the shared zero page out, but for
+ * /proc/PID/pagemap, which counts it). Negative errno as pagemap__resident.
+ */
+int pagemap__anon(struct pagemap *pm, uint64_t start, uint64_t end, uint64_t *bytes);
 
 /* "pagemap_scan" or "pagemap": how pm reads. */
 const char *pagemap__method(const struct pagemap *pm);

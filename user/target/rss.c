@@ -154,33 +154,55 @@ static void other_allocator(const struct vmas *v, const bool *is_stack, const st
 			   !own_mapping(own, nown, v->v[i].start);
 }
 
-/* The anonymous mappings neither the allocator's nor stacks, from smaps: into others. */
-static int others(struct rss_reading *now, const struct vmas *v, const bool *taken,
+/*
+ * The anonymous bytes of mapping m that are not the allocator's (allocator_in of them are):
+ * its anonymous pages, read in windows as smaps would count them. Mappings that can hold none
+ * are not read: shared ones (their pages are RssShmem), the kernel's, and the allocator's
+ * whole (taken, none of it counted in allocator_in: another allocator's).
+ */
+static int anon_of(struct rss_reader *r, const struct vma *m, bool taken, uint64_t allocator_in,
+		   uint64_t *anon)
+{
+	uint64_t all = 0;
+	int err;
+
+	*anon = 0;
+	if (m->shared || m->kind == VMA_KERNEL || (taken && !allocator_in))
+		return 0;
+	err = pagemap__anon(r->pm, m->start, m->end, &all);
+	*anon = all > allocator_in ? all - allocator_in : 0;
+	return err;
+}
+
+/* The anonymous mappings neither the allocator's nor stacks, their anonymous pages read:
+ * into others. */
+static int others(struct rss_reader *r, const struct vmas *v, const bool *taken,
 		  const bool *is_stack, const uint64_t *allocator_in)
 {
+	struct rss_reading *now = &r->now;
 	size_t i, cap = 0;
+	int err = 0;
 
 	free(now->others);
 	now->others = NULL;
 	now->nothers = 0;
 	now->others_anon = 0;
-	for (i = 0; i < v->n; i++) {
+	for (i = 0; !err && i < v->n; i++) {
 		const struct vma *m = &v->v[i];
-		uint64_t anon = m->anon > allocator_in[i] ? m->anon - allocator_in[i] : 0;
+		uint64_t anon;
 
-		if (is_stack[i] || (taken[i] && !allocator_in[i] && !anon))
+		if (is_stack[i])
 			continue;
-		if (taken[i] && anon == m->anon)
-			continue; /* all of it the allocator's, as another allocator's are */
+		err = anon_of(r, m, taken[i], allocator_in[i], &anon);
 		now->others_anon += anon;
-		if (!vma__private_anon(m) || !anon)
+		if (err || !vma__private_anon(m) || !anon)
 			continue;
 		if (array__reserve(&now->others, &cap, now->nothers, sizeof(*now->others)))
 			return -ENOMEM;
 		now->others[now->nothers++] = (struct rss_mapping){ m->start, m->end, anon,
 								     allocator_in[i] };
 	}
-	return 0;
+	return err;
 }
 
 /* What the mappings hold: the allocator's, the stacks', and with a full read the rest. */
@@ -215,7 +237,7 @@ static int where(struct rss_reader *r, const struct vmas *v, bool full,
 	if (!err && full && r->glibc)
 		err = rss_glibc__walk(r->heaps, r->pm, &r->mem, v, now);
 	if (!err && full)
-		err = others(now, v, taken, is_stack, allocator_in);
+		err = others(r, v, taken, is_stack, allocator_in);
 	return err;
 }
 
@@ -224,6 +246,7 @@ int rss_reader__read(struct rss_reader *r, bool full, const struct rss_range *ow
 {
 	struct rss_reading *now = &r->now;
 	uint64_t start = clock__now_ns(), read_before = r->mem.bytes_read;
+	unsigned int failed_before = r->mem.failed;
 	bool *taken = NULL, *is_stack = NULL;
 	uint64_t *allocator_in = NULL;
 	struct vmas v = {};
@@ -233,7 +256,7 @@ int rss_reader__read(struct rss_reader *r, bool full, const struct rss_range *ow
 	full = full || !now->full_time_ns || start - now->full_time_ns >= FULL_SPACING * now->full_ns;
 	err = read_status(r->pid, now);
 	if (!err)
-		err = vmas__read(r->pid, full, &v);
+		err = vmas__read(r->pid, false, &v);
 	if (err)
 		return err;
 	taken = calloc(v.n, sizeof(*taken));
@@ -246,6 +269,7 @@ int rss_reader__read(struct rss_reader *r, bool full, const struct rss_range *ow
 	now->full = full && !err;
 	now->pages = pagemap__method(r->pm);
 	now->read_ns = clock__now_ns() - start;
+	now->windows_gone = r->mem.failed - failed_before;
 	if (now->full) {
 		now->full_ns = now->read_ns;
 		now->full_time_ns = start;

@@ -7,8 +7,10 @@
  * live, free in whole pages, or free between live blocks, per arena.
  *
  * Each read takes the kernel's figures, the mappings (/proc/PID/maps) and the pages of the
- * allocator and the stacks. A full read takes /proc/PID/smaps too (every mapping's pages, the
- * kernel walks them all) and walks the chunks; its cost grows with the process's memory, so
+ * allocator and the stacks. A full read takes the anonymous pages of the other mappings too
+ * and walks the chunks, every read in windows of a few MiB (not /proc/PID/smaps, whose walk of
+ * a mapping holds the process's memory map lock for the whole of it, however large, and its
+ * mmap and munmap wait); its cost grows with the process's memory, so
  * it is made at the first read, when asked (the final report), and otherwise only once the
  * time since the last is 100 times what that one took: full reads take at most 1% of the
  * time. Between them, the live and free figures are the latest full read's.

@@ -77,7 +77,8 @@ struct rss_reading {
 	size_t nsparse;
 	struct rss_arena *arenas;
 	size_t narenas;
-	/* The other anonymous mappings at the latest full read (smaps), and their sum */
+	/* The other anonymous mappings at the latest full read (their anonymous pages), and
+	 * their sum */
 	struct rss_mapping *others;
 	size_t nothers;
 	uint64_t others_anon;
@@ -88,6 +89,9 @@ struct rss_reading {
 	uint64_t full_time_ns;	  /* when that one was made */
 	uint64_t memory_read;	  /* bytes of the process's memory that one read */
 	const char *pages;	  /* how pages were read: "pagemap_scan" or "pagemap" */
+	/* Windows of the process's memory this read found gone (unmapped since their pages were
+	 * listed): counted, not an error */
+	unsigned int windows_gone;
 };
 
 #endif

@@ -515,6 +515,10 @@ def use_heaptap(path):
             module.HEAPTAP = HEAPTAP
 
 
+# How much slower than this machine the tests run: their waits for a report are that many
+# times longer. Guests under QEMU without KVM (test_kernels.py) set it; 1 elsewhere.
+SLOW = float(os.environ.get("HEAPTAP_TEST_SLOW") or 1)
+
 # The tiers, in the order the test command runs them; asking for one runs those before it too.
 # unit: no root, seconds to a minute (the unit programs' neighbours: docs against --help,
 # short fuzzing). core: heaptap against the tests' own targets, as root. services: real

@@ -11,7 +11,7 @@ import tempfile
 import time
 import urllib.request
 
-from lib import (TARGETS, Failure, Heaptap, Target, check, check_true, functions,
+from lib import (SLOW, TARGETS, Failure, Heaptap, Target, check, check_true, functions,
                  private_program, probed_text_intact, test)
 
 LAUNCH = os.path.join(TARGETS, "launch")
@@ -38,7 +38,8 @@ def layout(pid):
 
 
 def wait_record(ht, cond, what, timeout=30):
-    """Interval records until one meets cond (within timeout seconds)."""
+    """Interval records until one meets cond (within timeout seconds, lib.SLOW times that)."""
+    timeout *= SLOW
     deadline = time.monotonic() + timeout
     rec = None
     while time.monotonic() < deadline:

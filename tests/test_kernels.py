@@ -254,8 +254,10 @@ def core_set_on(series):
         print(f"    {package}: {verdict} {name} in {secs} s{detail[:600]}")
     print(f"    {package}: root mounted {up:.1f} s after the kernel started; "
           f"{total:.0f} s in all")
-    check(f"{package}: tests run in the guest", sorted(n for _, n, _, _ in results),
-          sorted(CORE_SET))
+    ran = sorted(n for _, n, _, _ in results)
+    if ran != sorted(CORE_SET):
+        raise Failure(f"{package}: tests run in the guest: {ran} of {sorted(CORE_SET)}; its "
+                      f"console's end: {text[-3000:]}")
     failed = [n for v, n, _, _ in results if v != "ok"]
     check(f"{package}: tests failed in the guest", failed, [])
 
@@ -449,7 +451,8 @@ def guest(names):
         try:
             found[name]()
             verdict = "ok"
-        except Exception as e:  # noqa: BLE001: every failure is said, the next test runs
+        except BaseException as e:  # noqa: BLE001: every failure is said (a SIGINT too),
+            # and the next test runs
             verdict, failed = f"FAIL", failed + 1
             detail = f": {type(e).__name__}: {e}".replace("\n", " ")
         finally:

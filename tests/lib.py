@@ -527,8 +527,8 @@ SLOW = float(os.environ.get("HEAPTAP_TEST_SLOW") or 1)
 TIERS = ("unit", "core", "services", "soak")
 # What a test may need beyond its tier: "alone" runs it with no other test beside it (it reads
 # the whole host, as the agent does, or asserts on timing that other tests' load would skew);
-# "waits" says it spends most of its time waiting (for the host agent's escalations, a
-# service's timers), and runs beside the others rather than in one of their places.
+# "waits" says it spends most of its time waiting (for a report's timers), and runs beside
+# the others rather than in one of their places.
 NEEDS = ("alone", "waits")
 TESTS = []
 

@@ -212,8 +212,10 @@ def test_stripped_cplusplus_program_copies_stacks_only_down_new_paths():
     allocs = (first["alloc_calls"], final["alloc_calls"] - first["alloc_calls"])
     copies = (one["samples"], two["samples"] - one["samples"])
     check_true("the first round: thousands of allocations", allocs[0] > 5000, allocs)
-    check_true("copies only down new paths (measured: 4-6% of the allocations)",
-               0 < copies[0] <= allocs[0] / 10, (copies, allocs))
+    # Under load the loop teaches the BPF side a path's rules later, and copies of the same
+    # paths come meanwhile: 18.6% once beside other tests. A copy each call would be 100%.
+    check_true("copies only down new paths (measured: 4-6% of the allocations alone)",
+               0 < copies[0] <= allocs[0] / 4, (copies, allocs))
     # A path whose copies were all lost in the first round (the ring full while heaptap
     # opened gdb's objects) is learned in the second: measured 4 copies, 31 after 94 lost.
     check_true("the same work again: the paths known",

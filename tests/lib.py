@@ -95,7 +95,6 @@ def validate_record(rec):
     return rec
 
 
-
 def take_against(argv):
     """A bench's --against PATH, taken out of argv: the other build's absolute path, or None.
     Its records are no longer checked against the schema: another build's may have fields
@@ -108,6 +107,7 @@ def take_against(argv):
     del argv[at:at + 2]
     validate_record = lambda rec: rec  # noqa: E731
     return path
+
 
 def _not_json_number(name):
     raise ValueError(f"{name} is not a JSON number")

@@ -555,19 +555,13 @@ def test_growth_not_the_allocators_given_up_with_the_reason():
         check_true(f"PID {p}: its outcome kept", row(last, p)["outcome"], str(row(last, p)))
 
 
-def end_children(pid):
-    """Ends pid's children by their PIDs (a vfork's child, which outlives its parent)."""
-    kids = []
+def end_vfork_child(pid):
+    """Ends the child that pid's main thread vforked, by its PID: it outlives its parent."""
     try:
-        tasks = os.listdir(f"/proc/{pid}/task")
+        with open(f"/proc/{pid}/task/{pid}/children") as f:
+            kids = [int(k) for k in f.read().split()]
     except OSError:
-        tasks = []
-    for task in tasks:
-        try:
-            with open(f"/proc/{pid}/task/{task}/children") as f:
-                kids += [int(k) for k in f.read().split()]
-        except OSError:
-            pass
+        kids = []
     for kid in kids:
         try:
             os.kill(kid, signal.SIGKILL)
@@ -619,7 +613,7 @@ def test_processes_that_exec_stop_wait_and_lose_their_files():
             os.kill(stopped.target_pid, signal.SIGCONT)
         final, status = finish(ht) if ht else (None, None)
         if waiting:
-            end_children(waiting.target_pid)
+            end_vfork_child(waiting.target_pid)
         end_cgroups()
         shutil.rmtree(d, ignore_errors=True)
     check("heaptap exit status", status, 0)

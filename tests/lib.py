@@ -142,10 +142,27 @@ def started():
 
 
 def end_started():
-    """Ends, by PID, every process started through this module so far."""
+    """Ends, by PID, every process started through this module so far, then removes the
+    folders scratch_dir made."""
+    import shutil
     for p in _started:
         p.end()
     _started.clear()
+    for folder in _scratch:
+        shutil.rmtree(folder, ignore_errors=True)
+    _scratch.clear()
+
+
+_scratch = []
+
+
+def scratch_dir(prefix):
+    """A new folder under the system's temporary folder, removed when the test ends
+    (end_started), whichever way it ends."""
+    import tempfile
+    folder = tempfile.mkdtemp(prefix=prefix)
+    _scratch.append(folder)
+    return folder
 
 
 # The signals tests send heaptap and targets. A child keeps what its parent ignores: under a

@@ -13,7 +13,7 @@ import urllib.error
 import urllib.request
 
 from lib import (HEAPTAP, ROOT, TARGETS, Failure, Heaptap, Proc, Target, check, check_true,
-                 multi_links, probed_text_intact, run_heaptap, test, uprobes_of)
+                 multi_links, probed_text_intact, run_heaptap, scratch_dir, test, uprobes_of)
 
 _cgroups = []
 
@@ -482,7 +482,7 @@ def test_growth_not_the_allocators_given_up_with_the_reason():
     from test_outputs import free_port, http_get
     from test_rss import parse_exposition, series
     cg = Cgroup("notmalloc")
-    d = tempfile.mkdtemp(prefix="heaptap-go-")
+    d = scratch_dir("heaptap-go-")
     ht = None
     try:
         go = subprocess.run(["go", "build", "-o", os.path.join(d, "goleak"),

@@ -11,11 +11,10 @@ import os
 import re
 import signal
 import subprocess
-import tempfile
 import time
 
 from lib import (HEAPTAP, ROOT, TARGETS, Failure, Heaptap, Target, check, check_true, functions,
-                 parse_record, test)
+                 parse_record, scratch_dir, test)
 
 KINDS = ["definitely_lost", "indirectly_lost", "possibly_lost", "still_reachable"]
 HEURISTICS = ["stdstring", "length64", "newarray", "multipleinheritance"]
@@ -53,7 +52,7 @@ def inputs():
     """The folder the programs run in, with their inputs."""
     global _work
     if _work is None:
-        _work = tempfile.mkdtemp(prefix="heaptap-memcheck-")
+        _work = scratch_dir("heaptap-memcheck-")
         with open(os.path.join(_work, "words.txt"), "w") as f:
             f.writelines(f"line {i}\n" for i in range(300, 0, -1))
         with open(os.path.join(_work, "in.json"), "w") as f:

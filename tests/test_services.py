@@ -7,12 +7,11 @@ import re
 import socket
 import subprocess
 import shutil
-import tempfile
 import time
 import urllib.request
 
 from lib import (SLOW, TARGETS, Failure, Heaptap, Target, check, check_true, functions,
-                 private_program, probed_text_intact, test)
+                 private_program, probed_text_intact, scratch_dir, test)
 
 LAUNCH = os.path.join(TARGETS, "launch")
 
@@ -71,7 +70,7 @@ def follow_family():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    profile = os.path.join(tempfile.mkdtemp(prefix="heaptap-services-"), "heap.pb.gz")
+    profile = os.path.join(scratch_dir("heaptap-services-"), "heap.pb.gz")
     ht = Heaptap(["-p", str(family.target_pid), "--follow", "-i", "200ms", "--listen",
                   f"127.0.0.1:{port}", "--pprof", profile, "--folded", profile + ".folded"])
     attached = ht.attached()
@@ -159,7 +158,6 @@ def follow_family():
                probed_text_intact(kids[0], attached))
     check("the children ended well", family.do("end"), str(CHILDREN))
     final, status = ht.finish()
-    shutil.rmtree(os.path.dirname(profile))
     check("heaptap exit status", status, 0)
     procs = by_pid(final)
     for pid in kids + [execed]:

@@ -68,22 +68,26 @@ def podman_run(args):
 
 
 class Contained(Heaptap):
-    """heaptap --json as the image's entry point runs it, in a container of its own."""
+    """heaptap --json as the image's entry point runs it, in a container of its own; volumes:
+    "-v" arguments of podman's."""
 
-    def __init__(self, name, args):
+    def __init__(self, name, args, volumes=()):
         self.name = name
-        Proc.__init__(self, podman_run(["--name", name, IMAGE, "--json"] + list(args)),
-                      stdin=subprocess.DEVNULL)
+        Proc.__init__(self, podman_run(list(volumes) + ["--name", name, IMAGE, "--json"]
+                                       + list(args)), stdin=subprocess.DEVNULL)
         self.records = []
 
 
 @test(tier="soak")
 def test_the_image_names_a_leaking_process_of_the_host():
     """The image built from the Debian package (podman, from a Debian 12 made by
-    mmdebstrap), run privileged in the host's PID namespace: heaptap --all there sees a
-    leaking process of the host by its host PID, traces it, names remember_entry, and leaves
-    its code the file's."""
-    from test_host import finish, host_record, no_probe_left, tiers
+    mmdebstrap), run privileged in the host's PID namespace: the agent there sees a leaking
+    process of the host by its host PID, traces it, names remember_entry, and leaves its code
+    the file's. The agent watches the leaker's cgroup (the host's cgroup v2 hierarchy mounted
+    in the container), not --all: on a host shared with other tests, --all traced their
+    growing processes too, and their checks found its breakpoints."""
+    from test_host import Cgroup, cgroup2_root, end_cgroups, finish, host_record, \
+        no_probe_left, tiers
     missing = [t for t in ("podman", "mmdebstrap", "runc", "dpkg-buildpackage")
                if not shutil.which(t)]
     check("tools missing (.ci/run installs them)", missing, [])
@@ -102,11 +106,14 @@ def test_the_image_names_a_leaking_process_of_the_host():
     said = json.loads(run(podman_run([IMAGE, "--version", "--json"]), "--version").stdout)
     check_true("the image's heaptap tries the kernel", said["kernel"]["bpf_loop"], said)
     path, comm = private_program("hostproc")
-    leaker = Target(path, args=["100", "8000"])
+    cg = Cgroup("image")
+    leaker = Target(path, args=["100", "8000"], preexec_fn=cg.join)
     name = f"heaptap-test-{os.getpid()}"
     ht = None
     try:
-        ht = Contained(name, ["--all", "-i", "1s", "--max-traced", "4"])
+        ht = Contained(name, ["--cgroup", os.path.join("/host-cgroup", os.path.basename(cg.path)),
+                              "-i", "1s", "--max-traced", "4"],
+                       volumes=["-v", f"{cgroup2_root()}:/host-cgroup"])
         host_record(ht, lambda r: any(tiers(ht, leaker.target_pid, "proc")),
                     f"the escalation of the leaker (PID {leaker.target_pid}) ended", timeout=240)
         named = tiers(ht, leaker.target_pid, "proc")[0]
@@ -121,6 +128,7 @@ def test_the_image_names_a_leaking_process_of_the_host():
         subprocess.run(["podman", "rm", "-f", name], capture_output=True)
         subprocess.run(["podman", "rmi", "-f", IMAGE], capture_output=True)
         shutil.rmtree(os.path.dirname(path), ignore_errors=True)
+        end_cgroups()
     t3 = time.monotonic()
     print(f"    base and package {t1 - t0:.0f} s, image {t2 - t1:.0f} s, the leaker named in "
           f"{named['finding']['traced_s']:.0f} s traced, {t3 - t2:.0f} s with the agent")

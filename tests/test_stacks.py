@@ -9,6 +9,7 @@ import shutil
 import signal
 import subprocess
 import tempfile
+import threading
 import time
 
 from lib import (HEAPTAP, TARGETS, Failure, Heaptap, Proc, Target, check, check_true,
@@ -369,43 +370,28 @@ def test_launched_command_waits_once_for_a_stopped_heaptap():
     check_true("copies lost while heaptap was stopped", stacks["lost_samples"] > 0, stacks)
 
 
+PTRACE_PEEKTEXT, PTRACE_POKETEXT, PTRACE_CONT, PTRACE_SINGLESTEP = 1, 4, 7, 9
+PTRACE_GETREGS, PTRACE_SETREGS = 12, 13
 PTRACE_SEIZE, PTRACE_INTERRUPT, PTRACE_DETACH, WALL = 0x4206, 0x4207, 17, 0x40000000
+# x86-64's struct user_regs_struct: 27 registers, rip the 17th.
+REGS, RIP = 27, 16
 HOLD_LOOP_S = 6
+# The most instructions of drain__serve stepped for its lock.
+STEPS = 1000
 
 
-@test
-def test_held_loop_loses_no_copy():
-    """heaptap's loop held for 6 s (its main thread alone stopped, by ptrace, as a slow disk
-    or a long report would hold it) during a launched command's burst: its reading threads
-    go on taking the copies, so the command never waits out its 5 s and no copy is lost."""
+def ptrace_libc():
     libc = ctypes.CDLL(None, use_errno=True)
+    libc.ptrace.argtypes = [ctypes.c_long, ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p]
+    libc.ptrace.restype = ctypes.c_long
+    return libc
 
-    def hold(pid):
-        # The thread whose TID is the PID: the loop's, stopped in its wait for events. Stopped
-        # anywhere, it may hold a lock the reading threads take (a preempted holder, under
-        # load), which no report or slow disk holds for seconds: it is let go and stopped
-        # again a moment later until it is in its epoll_wait (or epoll_pwait, epoll_pwait2).
-        for _ in range(500):
-            check("main thread seized", libc.ptrace(PTRACE_SEIZE, pid, None, None), 0)
-            check("main thread stopped", libc.ptrace(PTRACE_INTERRUPT, pid, None, None), 0)
-            os.waitpid(pid, WALL)
-            with open(f"/proc/{pid}/syscall") as f:
-                if f.read().split()[0] in ("232", "281", "441"):
-                    break
-            libc.ptrace(PTRACE_DETACH, pid, None, None)
-            time.sleep(0.002)
-        else:
-            raise Failure("heaptap's loop never seen in its wait for events")
-        held_at.append(time.monotonic())
 
-    def release(pid):
-        time.sleep(max(0, HOLD_LOOP_S - (time.monotonic() - held_at[0])))
-        libc.ptrace(PTRACE_DETACH, pid, None, None)
-
-    held_at = []
-    took, final = burst_while(hold, release)
+def check_held_burst(what, took, final):
+    """The checks of a burst made while heaptap's loop was held HOLD_LOOP_S: its reading
+    threads took every copy, none waited out its 5 s."""
     stacks, own = final["stacks"], final["heaptap"]
-    print(f"    burst under a held loop: {took:.2f} s; copies sent {stacks['samples']}, "
+    print(f"    burst under a loop held {what}: {took:.2f} s; copies sent {stacks['samples']}, "
           f"lost {stacks['lost_samples']}; waits {stacks['waits']}, the longest "
           f"{stacks['wait_max_us'] / 1e3:.1f} ms; backlog {own['backlog_max_bytes']} bytes, "
           f"served {own['backlog_max_ms'] / 1e3:.2f} s after", flush=True)
@@ -417,6 +403,157 @@ def test_held_loop_loses_no_copy():
                stacks["wait_max_us"])
     check_true("the copies waited for the loop, read (backlog over 4 s)",
                own["backlog_max_ms"] > 4000, own)
+
+
+@test
+def test_held_loop_loses_no_copy():
+    """heaptap's loop held for 6 s (its main thread alone stopped, by ptrace, wherever it is,
+    as a slow disk, a long report or a preemption would hold it) during a launched command's
+    burst: its reading threads go on taking the copies, so the command never waits out its
+    5 s and no copy is lost."""
+    libc = ptrace_libc()
+
+    def hold(pid):
+        # The thread whose TID is the PID: the loop's.
+        check("main thread seized", libc.ptrace(PTRACE_SEIZE, pid, None, None), 0)
+        check("main thread stopped", libc.ptrace(PTRACE_INTERRUPT, pid, None, None), 0)
+        os.waitpid(pid, WALL)
+        held_at.append(time.monotonic())
+
+    def release(pid):
+        time.sleep(max(0, HOLD_LOOP_S - (time.monotonic() - held_at[0])))
+        libc.ptrace(PTRACE_DETACH, pid, None, None)
+
+    held_at = []
+    check_held_burst("anywhere", *burst_while(hold, release))
+
+
+def drain_serve_code(path):
+    """drain__serve in path: where it starts, and where its calls to pthread_mutex_lock return
+    (addresses relative to the executable's start)."""
+    out = subprocess.run(["objdump", "-d", "--no-show-raw-insn", "--disassemble=drain__serve",
+                          path], capture_output=True, text=True, check=True).stdout
+    body = out[out.index("<drain__serve>:"):].splitlines()[1:]
+    insns = [line for line in body if re.match(r"\s*[0-9a-f]+:", line)]
+    check_true("drain__serve disassembled", insns, out[-2000:])
+    addrs = [int(line.split(":")[0], 16) for line in insns]
+    return addrs[0], {addrs[i + 1] for i, line in enumerate(insns[:-1])
+                      if "<pthread_mutex_lock" in line}
+
+
+def executable_start(pid):
+    """Where the executable of pid is mapped (its first mapping, at file offset 0)."""
+    exe = os.readlink(f"/proc/{pid}/exe")
+    with open(f"/proc/{pid}/maps") as f:
+        for line in f:
+            fields = line.split()
+            if len(fields) >= 6 and fields[5] == exe and int(fields[2], 16) == 0:
+                return int(fields[0].split("-")[0], 16)
+    raise Failure(f"{exe} not found in /proc/{pid}/maps")
+
+
+@test
+def test_loop_held_inside_drain_loses_no_copy():
+    """heaptap's loop stopped for 6 s inside drain__serve, where it takes the queue of records
+    read: its main thread alone traced, stopped at a breakpoint where drain__serve starts, then
+    stepped until a lock it takes is held (out of pthread_mutex_lock) or for STEPS
+    instructions. The reading threads never wait for the loop, so a loop preempted or stopped
+    there holds no reader, and the burst loses no copy (on a build whose readers wait for a
+    lock the loop holds there, they read nothing for 6 s and copies are lost)."""
+    libc = ptrace_libc()
+    entry, locked = drain_serve_code(HEAPTAP)
+    armed, hit, let_go, ended = (threading.Event() for _ in range(4))
+    held_at, errors = [], []
+
+    def ptrace(req, pid, addr, data):
+        if libc.ptrace(req, pid, addr, data) < 0:
+            raise OSError(ctypes.get_errno(), f"ptrace {req:#x}")
+
+    def wait_stop(pid, until):
+        """The next stop of pid (the loop's thread), its signal; None when until is set (never
+        set: waits as long as it takes)."""
+        while not until or not until.is_set():
+            got, status = os.waitpid(pid, WALL | (os.WNOHANG if until else 0))
+            if not got:
+                time.sleep(0.005)
+                continue
+            check_true("heaptap's loop stops, never ends", os.WIFSTOPPED(status), status)
+            return os.WSTOPSIG(status) | (status >> 16) << 8
+        return None
+
+    def tracer(pid):
+        # Every ptrace request from this thread: it is the tracer.
+        try:
+            ptrace(PTRACE_SEIZE, pid, None, None)
+            ptrace(PTRACE_INTERRUPT, pid, None, None)
+            wait_stop(pid, ended)
+            start = executable_start(pid)
+            addr = start + entry
+            ctypes.set_errno(0)
+            word = libc.ptrace(PTRACE_PEEKTEXT, pid, addr, None) & (1 << 64) - 1
+            check("the breakpoint's word read", ctypes.get_errno(), 0)
+            ptrace(PTRACE_POKETEXT, pid, addr, (word & ~0xff) | 0xcc)
+            ptrace(PTRACE_CONT, pid, None, None)
+            armed.set()
+            while True:
+                sig = wait_stop(pid, let_go)
+                if sig is None or sig == signal.SIGTRAP:
+                    break
+                # Another stop (a signal for the thread): it goes on, with its signal.
+                ptrace(PTRACE_CONT, pid, None, sig if sig < 256 else 0)
+            if sig is None:
+                ptrace(PTRACE_INTERRUPT, pid, None, None)
+                wait_stop(pid, ended)
+            ptrace(PTRACE_POKETEXT, pid, addr, word)
+            if sig is not None:
+                # Back to the instruction the breakpoint stood for, then on until the lock.
+                regs = (ctypes.c_ulong * REGS)()
+                ptrace(PTRACE_GETREGS, pid, None, ctypes.addressof(regs))
+                regs[RIP] -= 1
+                ptrace(PTRACE_SETREGS, pid, None, ctypes.addressof(regs))
+                for steps in range(STEPS):
+                    if regs[RIP] - start in locked:
+                        break
+                    ptrace(PTRACE_SINGLESTEP, pid, None, None)
+                    check("a step", wait_stop(pid, None), signal.SIGTRAP)
+                    ptrace(PTRACE_GETREGS, pid, None, ctypes.addressof(regs))
+                print(f"    loop stopped {steps} instructions into drain__serve, "
+                      f"{'holding its lock' if regs[RIP] - start in locked else 'no lock'}",
+                      flush=True)
+                held_at.append(time.monotonic())
+                hit.set()
+                let_go.wait()
+            ptrace(PTRACE_DETACH, pid, None, None)
+        except Exception as e:
+            errors.append(e)
+            armed.set()
+        finally:
+            ended.set()
+
+    def hold(pid):
+        threading.Thread(target=tracer, args=(pid,), daemon=True).start()
+        armed.wait()
+        if errors:
+            raise errors[0]
+
+    def release(pid):
+        check_true("the loop stopped in drain__serve within 10 s of the burst",
+                   hit.wait(10), errors)
+        time.sleep(max(0, HOLD_LOOP_S - (time.monotonic() - held_at[0])))
+        let_go.set()
+        check_true("the loop let go", ended.wait(10), errors)
+        if errors:
+            raise errors[0]
+
+    def release_once(pid):
+        if not let_go.is_set():
+            try:
+                release(pid)
+            finally:
+                let_go.set()
+                ended.wait(10)
+
+    check_held_burst("inside drain__serve", *burst_while(hold, release_once))
 
 
 @test

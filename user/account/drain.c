@@ -11,8 +11,15 @@
  * has not read for a while with records waiting.
  * The reader sleeps a moment after each read: records come in batches, a wakeup each rather
  * than one per record (the ring wakes a reader that has caught up at every record).
+ * The loop takes no lock a reader needs: the records reach it through a queue of one
+ * producer (the reader holding the rings) and one consumer (the loop), linked by atomic
+ * pointers, and everything else the two share is an atomic counter, waited for on a futex.
+ * A loop preempted, stopped by a debugger or paging from a slow disk anywhere in this file
+ * holds no reader: only the loop's own serving waits.
  */
 #include <errno.h>
+#include <limits.h>
+#include <linux/futex.h>
 #include <poll.h>
 #include <pthread.h>
 #include <sched.h>
@@ -21,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <bpf/libbpf.h>
@@ -59,7 +67,7 @@
 #define STUCK_NS (5 * 1000000ULL)
 #define IDLE_LOOK_NS (1000 * 1000000ULL)
 #define ACTIVE_NS (1000 * 1000000ULL)
-/* How long drain__flush waits for a reader before reading the rings itself. */
+/* How long drain__flush waits for a reader before it serves what was read and says so. */
 #define FLUSH_WAIT_NS (2 * 1000000000ULL)
 
 struct record {
@@ -75,39 +83,84 @@ struct ring_ctx {
 	uint32_t ring;
 };
 
+/*
+ * The queue: the loop's end, head, is the record it served last (or a first empty one); a
+ * reader holding the rings links each record it reads after tail. Only the loop frees, and
+ * never the last record linked, which tail may still point to.
+ */
 struct drain {
 	struct ring_buffer *rb;
 	struct ring_ctx rings[DRAIN_RINGS];
 	drain_fn fn[DRAIN_RINGS];
 	void *ctx;
-	pthread_mutex_t ring_lock; /* one reader of the rings at a time */
-	pthread_mutex_t lock;	   /* the rest */
-	pthread_cond_t changed;	   /* served, flushed, stopping */
-	pthread_cond_t look;	   /* the second thread: a flush asked for, stopping */
-	struct record *head, **tail;
-	uint64_t bytes;		/* queued */
-	uint64_t served_ns;	/* when the loop last served a record, or began to (atomic) */
-	uint64_t asked, done;	/* flushes asked for, and read for */
-	bool stop;
+	pthread_mutex_t ring_lock; /* one reader of the rings at a time; never the loop's */
+	struct record *head;	   /* the loop's */
+	struct record *tail;	   /* under ring_lock */
+	uint64_t bytes;		   /* queued and not yet taken by the loop (atomic) */
+	uint64_t served_ns;	   /* when the loop last served a record, or began to (atomic) */
+	uint32_t asked;		   /* flushes asked for: written by the loop (atomic) */
+	uint32_t done;		   /* read for: under ring_lock; a futex the loop waits on */
+	uint32_t room;		   /* futex: bumped when the loop took records, a flush, the end */
+	uint32_t sleepers;	   /* readers waiting on room (atomic) */
+	uint32_t kick;		   /* futex: bumped for a flush asked for, the end */
+	bool stop;		   /* atomic */
 	int ready_fd; /* eventfd: records queued */
 	int kick_fd;  /* eventfd: a flush asked for, or the end */
 	pthread_t threads[DRAIN_THREADS];
 	size_t nthreads;
 	bool threaded; /* records are read by the threads, queued for the loop */
+	bool unanswered; /* a flush was not read for in time: said once */
 	uint64_t reads; /* the first thread's reads so far (atomic) */
 	uint64_t read_bytes; /* in the read going on, under ring_lock */
-	struct drain_stats stats;
+	struct drain_stats stats; /* max bytes: ring_lock's; max ns: the loop's; lost: atomic */
 };
+
+static uint64_t load64(const uint64_t *v)
+{
+	return __atomic_load_n(v, __ATOMIC_SEQ_CST);
+}
+
+static uint32_t load32(const uint32_t *v)
+{
+	return __atomic_load_n(v, __ATOMIC_SEQ_CST);
+}
+
+/* Sleeps while *word is val, ns at most (or until a wake). */
+static void futex_wait(uint32_t *word, uint32_t val, uint64_t ns)
+{
+	struct timespec ts = { ns / 1000000000, ns % 1000000000 };
+
+	syscall(SYS_futex, word, FUTEX_WAIT_PRIVATE, val, &ts, NULL, 0);
+}
+
+static void futex_wake(uint32_t *word)
+{
+	syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
+}
+
+/* Bumps a futex word and wakes its sleepers. */
+static void bump(uint32_t *word)
+{
+	__atomic_fetch_add(word, 1, __ATOMIC_SEQ_CST);
+	futex_wake(word);
+}
+
+/* A flush asked for and not yet read for; counters compared as they wrap. */
+static bool flush_pending(struct drain *d)
+{
+	return (int32_t)(load32(&d->asked) - load32(&d->done)) > 0;
+}
 
 /* What may wait for the loop at now (see BACKLOG_BUSY). */
 static uint64_t backlog_cap(const struct drain *d, uint64_t now)
 {
-	uint64_t served = __atomic_load_n(&d->served_ns, __ATOMIC_RELAXED);
+	uint64_t served = load64(&d->served_ns);
 
 	return now - served > HELD_NS ? BACKLOG_MAX : BACKLOG_BUSY;
 }
 
-/* One read of the rings (READ_MAX at most, see take): libbpf's count, or its error. */
+/* One read of the rings by the loop, without threads (READ_MAX at most, see take): libbpf's
+ * count, or its error. */
 static int consume(struct drain *d)
 {
 	int n;
@@ -127,6 +180,7 @@ static int take(void *ctx, void *data, size_t size)
 	struct ring_ctx *rc = ctx;
 	struct drain *d = rc->d;
 	struct record *r;
+	uint64_t bytes;
 	bool full;
 
 	if (!d->threaded)
@@ -144,14 +198,13 @@ static int take(void *ctx, void *data, size_t size)
 	r->ring = rc->ring;
 	r->size = size;
 	memcpy(r->data, data, size);
-	pthread_mutex_lock(&d->lock);
-	*d->tail = r;
-	d->tail = &r->next;
-	d->bytes += size;
-	if (d->bytes > d->stats.backlog_max_bytes)
-		d->stats.backlog_max_bytes = d->bytes;
-	full = d->bytes >= backlog_cap(d, r->read_ns) && d->done >= d->asked;
-	pthread_mutex_unlock(&d->lock);
+	/* Linked whole: the loop reads what next points to only after it sees it. */
+	__atomic_store_n(&d->tail->next, r, __ATOMIC_RELEASE);
+	d->tail = r;
+	bytes = __atomic_add_fetch(&d->bytes, size, __ATOMIC_SEQ_CST);
+	if (bytes > d->stats.backlog_max_bytes)
+		__atomic_store_n(&d->stats.backlog_max_bytes, bytes, __ATOMIC_RELAXED);
+	full = bytes >= backlog_cap(d, r->read_ns) && !flush_pending(d);
 	/* Enough for one read: the record is taken (libbpf has moved past it), the rest waits
 	 * for the next. */
 	d->read_bytes += size;
@@ -161,7 +214,6 @@ static int take(void *ctx, void *data, size_t size)
 int drain__new(const int *map_fds, const drain_fn *fn, size_t n, void *ctx, struct drain **out)
 {
 	pthread_mutexattr_t ma;
-	pthread_condattr_t ca;
 	struct drain *d;
 	size_t i;
 	int err = 0;
@@ -173,20 +225,18 @@ int drain__new(const int *map_fds, const drain_fn *fn, size_t n, void *ctx, stru
 	if (!d)
 		return -ENOMEM;
 	d->ctx = ctx;
-	d->tail = &d->head;
+	d->head = d->tail = calloc(1, sizeof(*d->head));
+	if (!d->head) {
+		free(d);
+		return -ENOMEM;
+	}
 	d->ready_fd = d->kick_fd = -1;
-	/* A reader of the usual priority (the second thread, the loop) that holds the rings
-	 * runs at the first one's while it waits for them. */
+	/* A reader of the usual priority (the second thread) that holds the rings runs at the
+	 * first one's while it waits for them. */
 	pthread_mutexattr_init(&ma);
 	pthread_mutexattr_setprotocol(&ma, PTHREAD_PRIO_INHERIT);
 	pthread_mutex_init(&d->ring_lock, &ma);
 	pthread_mutexattr_destroy(&ma);
-	pthread_mutex_init(&d->lock, NULL);
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&d->changed, &ca);
-	pthread_cond_init(&d->look, &ca);
-	pthread_condattr_destroy(&ca);
 	for (i = 0; i < n; i++) {
 		d->rings[i] = (struct ring_ctx){ d, i };
 		d->fn[i] = fn[i];
@@ -231,42 +281,48 @@ static void clear_fd(int fd)
  * flushes asked for before it done; true if it read any record. */
 static bool read_rings(struct drain *d, bool first)
 {
-	uint64_t asked;
-	bool queued;
+	uint32_t asked = load32(&d->asked);
+	bool queued, flushed = false;
 	int n;
 
-	pthread_mutex_lock(&d->lock);
-	asked = d->asked;
-	pthread_mutex_unlock(&d->lock);
-	n = consume(d);
+	pthread_mutex_lock(&d->ring_lock);
+	d->read_bytes = 0;
+	n = ring_buffer__consume(d->rb);
+	if (n >= 0 && (int32_t)(asked - d->done) > 0) {
+		__atomic_store_n(&d->done, asked, __ATOMIC_SEQ_CST);
+		flushed = true;
+	}
+	queued = d->read_bytes || load64(&d->bytes);
+	pthread_mutex_unlock(&d->ring_lock);
 	if (first)
 		__atomic_fetch_add(&d->reads, 1, __ATOMIC_RELAXED);
-	pthread_mutex_lock(&d->lock);
-	if (n >= 0 && asked > d->done)
-		d->done = asked;
-	queued = d->head != NULL;
-	pthread_cond_broadcast(&d->changed);
-	pthread_mutex_unlock(&d->lock);
+	if (flushed)
+		futex_wake(&d->done);
 	if (queued)
 		signal_fd(d->ready_fd);
 	return n != 0;
 }
 
 /* Whether the loop is this far behind: the readers wait for it to catch up (a flush asked
- * for is read all the same); true when stopping. */
+ * for is read all the same); true when stopping. A reader counts itself asleep before it
+ * looks, so that the loop, having made room after that, wakes it. */
 static bool wait_for_room(struct drain *d)
 {
 	bool stop;
 
-	pthread_mutex_lock(&d->lock);
-	while (!d->stop && d->bytes >= backlog_cap(d, clock__now_ns()) && d->done >= d->asked) {
-		uint64_t until = clock__now_ns() + HELD_LOOK_NS;
-		struct timespec ts = { until / 1000000000, until % 1000000000 };
+	for (;;) {
+		uint32_t room;
 
-		pthread_cond_timedwait(&d->changed, &d->lock, &ts);
+		__atomic_fetch_add(&d->sleepers, 1, __ATOMIC_SEQ_CST);
+		room = load32(&d->room);
+		stop = __atomic_load_n(&d->stop, __ATOMIC_SEQ_CST);
+		if (stop || load64(&d->bytes) < backlog_cap(d, clock__now_ns()) ||
+		    flush_pending(d))
+			break;
+		futex_wait(&d->room, room, HELD_LOOK_NS);
+		__atomic_fetch_sub(&d->sleepers, 1, __ATOMIC_SEQ_CST);
 	}
-	stop = d->stop;
-	pthread_mutex_unlock(&d->lock);
+	__atomic_fetch_sub(&d->sleepers, 1, __ATOMIC_SEQ_CST);
 	return stop;
 }
 
@@ -311,27 +367,21 @@ static void *backup(void *arg)
 
 	while (!wait_for_room(d)) {
 		uint64_t reads = __atomic_load_n(&d->reads, __ATOMIC_RELAXED), now;
-		struct timespec ts;
-		bool asked;
+		uint32_t kick;
 
-		pthread_mutex_lock(&d->lock);
-		asked = d->asked > d->done;
-		pthread_mutex_unlock(&d->lock);
 		now = clock__now_ns();
 		if (reads != seen)
 			busy_ns = now;
 		/* Waiting at the last look, and still, with no read between: the first is held. */
-		if (waiting && reads == seen && (asked || poll(&pfd, 1, 0) > 0))
+		if (waiting && reads == seen && (flush_pending(d) || poll(&pfd, 1, 0) > 0))
 			read_rings(d, false);
 		seen = __atomic_load_n(&d->reads, __ATOMIC_RELAXED);
-		pthread_mutex_lock(&d->lock);
-		waiting = d->asked > d->done || poll(&pfd, 1, 0) > 0;
-		/* Asleep on the lock's condition, so that the end wakes it. */
-		now = clock__now_ns() + (now - busy_ns < ACTIVE_NS ? STUCK_NS : IDLE_LOOK_NS);
-		ts = (struct timespec){ now / 1000000000, now % 1000000000 };
-		if (!d->stop)
-			pthread_cond_timedwait(&d->look, &d->lock, &ts);
-		pthread_mutex_unlock(&d->lock);
+		/* Taken before the looks, so that a flush asked for or the end after them wakes
+		 * it. */
+		kick = load32(&d->kick);
+		waiting = flush_pending(d) || poll(&pfd, 1, 0) > 0;
+		if (!__atomic_load_n(&d->stop, __ATOMIC_SEQ_CST))
+			futex_wait(&d->kick, kick, now - busy_ns < ACTIVE_NS ? STUCK_NS : IDLE_LOOK_NS);
 	}
 	return NULL;
 }
@@ -403,62 +453,77 @@ int drain__fd(const struct drain *d)
 	return d->threaded ? d->ready_fd : ring_buffer__epoll_fd(d->rb);
 }
 
+/*
+ * Takes what is queued now (its bytes are room for the readers again at once, as a loop
+ * that served them), then serves it, freeing each record once past it but the last, which
+ * stays the queue's head.
+ */
 void drain__serve(struct drain *d)
 {
-	struct record *r, *next;
-	uint64_t now;
+	struct record *last = d->head, *r, *next;
+	uint64_t now, bytes = 0;
 
-	if (!d->threaded)
+	if (!d->threaded) {
 		consume(d);
-	clear_fd(d->ready_fd);
-	pthread_mutex_lock(&d->lock);
-	r = d->head;
-	d->head = NULL;
-	d->tail = &d->head;
-	d->bytes = 0;
-	pthread_cond_broadcast(&d->changed);
-	pthread_mutex_unlock(&d->lock);
-	for (; r; r = next) {
-		now = clock__now_ns();
-		__atomic_store_n(&d->served_ns, now, __ATOMIC_RELAXED);
-		next = r->next;
-		if (now - r->read_ns > d->stats.backlog_max_ns)
-			d->stats.backlog_max_ns = now - r->read_ns;
-		d->fn[r->ring](d->ctx, r->data, r->size);
-		free(r);
+		return;
 	}
+	clear_fd(d->ready_fd);
+	for (r = __atomic_load_n(&last->next, __ATOMIC_ACQUIRE); r;
+	     r = __atomic_load_n(&r->next, __ATOMIC_ACQUIRE)) {
+		last = r;
+		bytes += r->size;
+	}
+	if (last == d->head)
+		return;
+	__atomic_fetch_sub(&d->bytes, bytes, __ATOMIC_SEQ_CST);
+	__atomic_fetch_add(&d->room, 1, __ATOMIC_SEQ_CST);
+	if (load32(&d->sleepers))
+		futex_wake(&d->room);
+	for (r = d->head; r != last; r = next) {
+		next = r->next;
+		free(r);
+		now = clock__now_ns();
+		__atomic_store_n(&d->served_ns, now, __ATOMIC_SEQ_CST);
+		if (now - next->read_ns > d->stats.backlog_max_ns)
+			d->stats.backlog_max_ns = now - next->read_ns;
+		d->fn[next->ring](d->ctx, next->data, next->size);
+	}
+	d->head = last;
 }
 
+/* Waits for a reader to read all the rings held when it was asked; the loop never reads
+ * them itself while the threads do, so that it never holds a reader. */
 void drain__flush(struct drain *d)
 {
-	uint64_t req, deadline = clock__now_ns() + FLUSH_WAIT_NS;
-	bool done;
+	uint64_t now, deadline = clock__now_ns() + FLUSH_WAIT_NS;
+	uint32_t req, done;
 
 	if (d->threaded) {
-		pthread_mutex_lock(&d->lock);
-		req = ++d->asked;
-		/* The second thread looks too, should the first be held. */
-		pthread_cond_broadcast(&d->look);
-		pthread_mutex_unlock(&d->lock);
+		req = load32(&d->asked) + 1;
+		__atomic_store_n(&d->asked, req, __ATOMIC_SEQ_CST);
+		/* The second thread looks too, should the first be held; a reader waiting for
+		 * room reads all the same. */
+		bump(&d->kick);
+		bump(&d->room);
 		signal_fd(d->kick_fd);
-		pthread_mutex_lock(&d->lock);
-		while (d->done < req && clock__now_ns() < deadline) {
-			struct timespec ts = { deadline / 1000000000, deadline % 1000000000 };
-
-			pthread_cond_timedwait(&d->changed, &d->lock, &ts);
+		while ((int32_t)((done = load32(&d->done)) - req) < 0 &&
+		       (now = clock__now_ns()) < deadline)
+			futex_wait(&d->done, done, deadline - now);
+		if ((int32_t)(load32(&d->done) - req) < 0 && !d->unanswered) {
+			d->unanswered = true;
+			elog("the threads reading the BPF side's rings did not read them within "
+			     "%llu s: a report may lack records read later",
+			     FLUSH_WAIT_NS / 1000000000);
 		}
-		done = d->done >= req;
-		pthread_mutex_unlock(&d->lock);
-		/* Neither reader got to it: read here. */
-		if (!done)
-			consume(d);
 	}
 	drain__serve(d);
 }
 
 void drain__stats(const struct drain *d, struct drain_stats *st)
 {
-	*st = d->stats;
+	st->backlog_max_bytes = __atomic_load_n(&d->stats.backlog_max_bytes, __ATOMIC_RELAXED);
+	st->backlog_max_ns = d->stats.backlog_max_ns;
+	st->lost = __atomic_load_n(&d->stats.lost, __ATOMIC_RELAXED);
 }
 
 void drain__free(struct drain *d)
@@ -468,11 +533,9 @@ void drain__free(struct drain *d)
 
 	if (!d)
 		return;
-	pthread_mutex_lock(&d->lock);
-	d->stop = true;
-	pthread_cond_broadcast(&d->changed);
-	pthread_cond_broadcast(&d->look);
-	pthread_mutex_unlock(&d->lock);
+	__atomic_store_n(&d->stop, true, __ATOMIC_SEQ_CST);
+	bump(&d->room);
+	bump(&d->kick);
 	if (d->kick_fd >= 0)
 		signal_fd(d->kick_fd);
 	for (i = 0; i < d->nthreads; i++)
@@ -487,8 +550,5 @@ void drain__free(struct drain *d)
 	if (d->kick_fd >= 0)
 		close(d->kick_fd);
 	pthread_mutex_destroy(&d->ring_lock);
-	pthread_mutex_destroy(&d->lock);
-	pthread_cond_destroy(&d->changed);
-	pthread_cond_destroy(&d->look);
 	free(d);
 }

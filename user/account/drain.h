@@ -3,7 +3,8 @@
  * The BPF side's rings (new stacks, stack copies, forks and execs), read by threads of the
  * loader's own that only copy what they read into memory: the rings have room again at once,
  * whatever the loop is doing meanwhile (a report, a leak check, reading an object's CFI from
- * a slow disk). The loop serves the records read, in the order the rings had them.
+ * a slow disk). The loop serves the records read, in the order the rings had them, and
+ * takes no lock the threads need: stopped anywhere, it holds no reader.
  */
 #ifndef HEAPTAP_DRAIN_H
 #define HEAPTAP_DRAIN_H
@@ -13,7 +14,8 @@
 
 struct drain;
 
-/* What a record read from ring i is handed to, in the loop's thread. */
+/* What a record read from ring i is handed to, in the loop's thread; it never calls
+ * drain__serve or drain__flush. */
 typedef int (*drain_fn)(void *ctx, void *data, size_t size);
 
 struct drain_stats {
@@ -34,8 +36,9 @@ int drain__start(struct drain *d);
 int drain__fd(const struct drain *d);
 /* Serves what was read so far. */
 void drain__serve(struct drain *d);
-/* Reads everything the rings hold now, then serves it: after it, every record the BPF side
- * sent before the call has been served. */
+/* Has everything the rings hold now read, then serves it: after it, every record the BPF side
+ * sent before the call has been served (unless the threads did not read within 2 s: said
+ * once, and the rest is served later). */
 void drain__flush(struct drain *d);
 void drain__stats(const struct drain *d, struct drain_stats *st);
 /* Stops the threads; what they read and was not served is dropped. Accepts NULL. */

@@ -555,6 +555,69 @@ def test_growth_not_the_allocators_given_up_with_the_reason():
         check_true(f"PID {p}: its outcome kept", row(last, p)["outcome"], str(row(last, p)))
 
 
+@test(tier="services")
+def test_an_escalation_ends_once_its_helpers_let_go():
+    """An escalation's heaptap takes its probes out through helper processes (the closers,
+    the attacher), each holding its standard output until its last probe is out; killed while
+    they work (the agent kills a heaptap still running 20 s after its stop), it ends before
+    them. The agent says the escalation ended only once nothing holds that output: here the
+    test holds it, as a helper would, from before the escalation is given up until 5 s after
+    its heaptap has ended and been reaped; the end is said only after the test lets go."""
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    cg = Cgroup("helpers")
+    ht = held = None
+    try:
+        mapper = Target("hostproc", args=["50", "4000", "mmap"], preexec_fn=cg.join)
+        ht = Heaptap(["--cgroup", cg.path, "-i", "1s", "--escalation-time", "10s",
+                      "--cooldown", "10m"])
+        host_record(ht, lambda r: tiers(ht, mapper.target_pid, "live"), "the escalation",
+                    timeout=120)
+        child = escalation_child(ht.pid, mapper.target_pid)
+        pidfd = os.pidfd_open(child)
+        try:
+            # pidfd_getfd(2): a copy of its standard output, in this process.
+            held = libc.syscall(438, pidfd, 1, 0)
+        finally:
+            os.close(pidfd)
+        check_true("its standard output, held", held >= 0, ctypes.get_errno())
+        deadline = time.monotonic() + 60
+        while os.path.exists(f"/proc/{child}"):
+            check_true("its heaptap ended and was reaped", time.monotonic() < deadline, child)
+            time.sleep(0.05)
+        gone = time.monotonic()
+        host_record(ht, lambda r: time.monotonic() - gone >= 5, "5 s after its heaptap",
+                    timeout=30)
+        check("ends said while its output is held", tiers(ht, mapper.target_pid, "proc"), [])
+        os.close(held)
+        held = None
+        host_record(ht, lambda r: tiers(ht, mapper.target_pid, "proc"), "its end, let go",
+                    timeout=30)
+        end = tiers(ht, mapper.target_pid, "proc")[0]
+        no_probe_left(mapper.target_pid, end)
+    finally:
+        if held is not None:
+            os.close(held)
+        final, status = finish(ht) if ht else (None, None)
+        end_cgroups()
+    print(f"  {end['reason']}")
+    check("heaptap exit status", status, 0)
+    check_true("given up, as it would have been", re.match(r"given up after 1\d\.\ds: ",
+                                                          end["reason"]), end["reason"])
+
+
+def escalation_child(agent, pid):
+    """The PID of the heaptap the agent runs on process pid (heaptap -p pid ...)."""
+    for tid in os.listdir(f"/proc/{agent}/task"):
+        with open(f"/proc/{agent}/task/{tid}/children") as f:
+            for child in f.read().split():
+                with open(f"/proc/{child}/cmdline", "rb") as c:
+                    argv = c.read().split(b"\0")
+                if b"-p" in argv and argv[argv.index(b"-p") + 1] == str(pid).encode():
+                    return int(child)
+    raise Failure(f"no heaptap -p {pid} among the agent's children")
+
+
 def end_vfork_child(pid):
     """Ends the child that pid's main thread vforked, by its PID: it outlives its parent."""
     try:

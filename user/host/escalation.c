@@ -32,7 +32,7 @@ struct escalation {
 	char last_err[256]; /* its last line on stderr, escaped */
 	char failure[384];
 	char *profile_path;
-	uint64_t started_ns, stop_ns;
+	uint64_t started_ns, stop_ns, reaped_ns;
 	double share;
 	bool stopped, reaped, failed;
 	json_object *attached; /* its attached record, for its probes */
@@ -289,21 +289,34 @@ bool escalation__reap(struct escalation *e, uint64_t now_ns, uint64_t grace_ms)
 	if (w == e->child) {
 		e->reaped = true;
 		note_end(e, status);
-		return true;
-	}
-	if (w < 0 && errno == ECHILD) {
+	} else if (w < 0 && errno == ECHILD) {
 		e->reaped = true;
-		return true;
-	}
-	if (e->stopped && now_ns - e->stop_ns > grace_ms * 1000000ULL) {
-		/* Its probes go with its descriptors; the kernel takes them out. */
+	} else if (e->stopped && now_ns - e->stop_ns > grace_ms * 1000000ULL) {
+		/* Its probes go with its descriptors and its helpers' (escalation__helpers_ended). */
 		kill(e->child, SIGKILL);
 		if (waitpid(e->child, &status, 0) == e->child) {
 			e->reaped = true;
 			note_end(e, status);
 		}
 	}
+	if (e->reaped)
+		e->reaped_ns = now_ns;
 	return e->reaped;
+}
+
+bool escalation__helpers_ended(struct escalation *e, uint64_t now_ns, uint64_t limit_ms)
+{
+	if (e->fds[0] < 0)
+		return true;
+	if (now_ns - e->reaped_ns <= limit_ms * 1000000ULL)
+		return false;
+	e->failed = true;
+	snprintf(e->failure, sizeof(e->failure),
+		 "heaptap -p %d's helpers still held its output %llu s after it ended: its probes "
+		 "may still be in",
+		 e->pid, (unsigned long long)(limit_ms / 1000));
+	elog("%s", e->failure);
+	return true;
 }
 
 const char *escalation__failure(const struct escalation *e)

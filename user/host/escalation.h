@@ -58,6 +58,11 @@ void escalation__stop(struct escalation *e, uint64_t now_ns);
 /* Whether it has ended (and was reaped); killed once grace_ms after the stop has passed. */
 bool escalation__reap(struct escalation *e, uint64_t now_ns, uint64_t grace_ms);
 
+/* Once reaped: whether its heaptap's helpers (the attacher, the closers) have ended too. Each
+ * holds its standard output until its last probe is out, and outlives a heaptap killed while
+ * it detaches. Past limit_ms after the reaping, given up on and said as its failure. */
+bool escalation__helpers_ended(struct escalation *e, uint64_t now_ns, uint64_t limit_ms);
+
 /* Why it ended, once reaped, when it failed (its exit status and last line on stderr),
  * else NULL. */
 const char *escalation__failure(const struct escalation *e);

@@ -16,6 +16,8 @@
 
 /* How long a heaptap has to detach after SIGINT before it is killed. */
 #define GRACE_MS 20000
+/* How long its helpers may go on detaching after it ended (a detach takes seconds). */
+#define HELPERS_MS 60000
 
 enum outcome { OUT_NONE, OUT_NAMED, OUT_GIVEN_UP, OUT_FAILED, OUT_ENDED, OUT_SHED, OUT_STOPPED };
 
@@ -358,7 +360,9 @@ bool traced__reap(struct traced *t, uint64_t now_ns)
 			t->v[n++] = *tr;
 			continue;
 		}
-		if (!escalation__reap(tr->e, now_ns, GRACE_MS)) {
+		/* Its end is said once no probe of its can be in: its helpers ended too. */
+		if (!escalation__reap(tr->e, now_ns, GRACE_MS) ||
+		    !escalation__helpers_ended(tr->e, now_ns, HELPERS_MS)) {
 			ending = true;
 			t->v[n++] = *tr;
 			continue;

@@ -232,7 +232,7 @@ def redis_setter(port):
     return step, conn
 
 
-@test(tier="services")
+@test(tier="services", needs=("waits",))
 def test_the_leak_among_services_ranked_first_and_named():
     """About 25 processes in a cgroup of the test's own: redis-server with a slowly growing
     key set, nginx under a bounded request loop, PostgreSQL under a bounded pgbench, python3 -m
@@ -472,7 +472,7 @@ def test_a_thousand_processes_metrics_bounded_scraped_and_profiles_read():
     check("a process never traced: no profile", missing, 404)
 
 
-@test(tier="services")
+@test(tier="services", needs=("waits",))
 def test_growth_not_the_allocators_given_up_with_the_reason():
     """Two processes that grow where no malloc sees: one by mappings of its own, one a Go
     program (its runtime's own heap). Each is traced in turn and brought back: the first given
@@ -555,7 +555,7 @@ def test_growth_not_the_allocators_given_up_with_the_reason():
         check_true(f"PID {p}: its outcome kept", row(last, p)["outcome"], str(row(last, p)))
 
 
-@test(tier="services")
+@test(tier="services", needs=("waits",))
 def test_an_escalation_ends_once_its_helpers_let_go():
     """An escalation's heaptap takes its probes out through helper processes (the closers,
     the attacher), each holding its standard output until its last probe is out; killed while
@@ -632,7 +632,7 @@ def end_vfork_child(pid):
             pass
 
 
-@test(tier="services")
+@test(tier="services", needs=("waits",))
 def test_processes_that_exec_stop_wait_and_lose_their_files():
     """A leaking process whose program file was deleted, one stopped, one waiting in the
     kernel (state D, a vfork's parent), one that execs another program while watched, a
@@ -746,7 +746,7 @@ def test_the_service_unit_verifies_and_runs_its_command():
     check(f"its command, for 2 s ({err[-300:]})", status, 0)
 
 
-@test(tier="services")
+@test(tier="services", needs=("waits",))
 def test_each_capability_of_the_service_is_needed():
     """The agent run with the service's capabilities, and with each left out, on a leaking
     process of another user whose program root alone may not read (mode 0711), and on one

@@ -256,7 +256,7 @@ int rss_reader__read(struct rss_reader *r, bool full, const struct rss_range *ow
 	full = full || !now->full_time_ns || start - now->full_time_ns >= FULL_SPACING * now->full_ns;
 	err = read_status(r->pid, now);
 	if (!err)
-		err = vmas__read(r->pid, false, &v);
+		err = vmas__read(r->pid, &v);
 	if (err)
 		return err;
 	taken = calloc(v.n, sizeof(*taken));

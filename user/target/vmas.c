@@ -51,45 +51,16 @@ static bool mapping_line(char *line, struct vma *m)
 	m->shared = perms[3] == 's';
 	m->name = line + pos;
 	m->kind = kind_of(m->name, m->shared);
-	m->rss = m->anon = m->swap = 0;
 	return true;
 }
 
-/* A figure of smaps ("Rss:  12 kB") into the mapping it follows; false for another line. */
-static bool figure_line(const char *line, struct vma *m)
+int vmas__parse(char *text, struct vmas *out)
 {
-	static const struct {
-		const char *key;
-		size_t offset;
-	} keys[] = {
-		{ "Rss:", offsetof(struct vma, rss) },
-		{ "Anonymous:", offsetof(struct vma, anon) },
-		{ "Swap:", offsetof(struct vma, swap) },
-	};
-	uint64_t kb;
-	size_t i;
-
-	for (i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
-		if (!starts(line, keys[i].key))
-			continue;
-		if (m && sscanf(line + strlen(keys[i].key), "%" SCNu64, &kb) == 1 &&
-		    kb <= UINT64_MAX / 1024)
-			*(uint64_t *)((char *)m + keys[i].offset) = kb * 1024;
-		return true;
-	}
-	/* smaps' other figures and flags: "Name:  value". */
-	return line[0] >= 'A' && line[0] <= 'Z' && strchr(line, ':') && !strchr(line, '-');
-}
-
-int vmas__parse(char *text, bool smaps, struct vmas *out)
-{
-	struct vma *cur = NULL;
 	size_t cap = 0;
 	char *line, *next;
 
 	memset(out, 0, sizeof(*out));
 	out->text = text;
-	out->smaps = smaps;
 	for (line = text; *line; line = next) {
 		struct vma m;
 
@@ -102,33 +73,31 @@ int vmas__parse(char *text, bool smaps, struct vmas *out)
 			/* The kernel lists mappings in order, never overlapping. */
 			if (out->n && m.start < out->v[out->n - 1].end) {
 				out->lines++;
-				cur = NULL;
 				continue;
 			}
 			if (array__reserve(&out->v, &cap, out->n, sizeof(*out->v))) {
 				vmas__free(out);
 				return -ENOMEM;
 			}
-			out->v[out->n] = m;
-			cur = &out->v[out->n++];
-		} else if (!smaps || !figure_line(line, cur)) {
+			out->v[out->n++] = m;
+		} else {
 			out->lines++;
 		}
 	}
 	return 0;
 }
 
-int vmas__read(int pid, bool smaps, struct vmas *out)
+int vmas__read(int pid, struct vmas *out)
 {
 	char path[64], *text;
 	int err;
 
 	memset(out, 0, sizeof(*out));
-	snprintf(path, sizeof(path), "/proc/%d/%s", pid, smaps ? "smaps" : "maps");
+	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
 	err = proc__read_file(path, &text, NULL);
 	if (err)
 		return err == -ENOENT ? -ESRCH : err;
-	err = vmas__parse(text, smaps, out);
+	err = vmas__parse(text, out);
 	/* A process without a mapping has exited (a zombie keeps its /proc files). */
 	if (!err && !out->n) {
 		vmas__free(out);

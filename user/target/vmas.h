@@ -1,9 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * A process's mappings as /proc/PID/maps (cheap: no page is looked at) or /proc/PID/smaps
- * (each mapping's resident, anonymous and swapped bytes: the kernel walks its page tables)
- * list them, each with what it is: anonymous memory, the brk heap, the main stack, a file,
- * shared memory, or the kernel's. The text is the target's (file names it chose): every
+ * A process's mappings as /proc/PID/maps lists them (cheap: no page is looked at), each with
+ * what it is: anonymous memory, the brk heap, the main stack, a file, shared memory, or the
+ * kernel's. The text is the target's (file names it chose): every
  * field is checked, a line that is no mapping is skipped.
  */
 #ifndef HEAPTAP_VMAS_H
@@ -27,23 +26,19 @@ struct vma {
 	bool read, write, exec, shared;
 	enum vma_kind kind;
 	const char *name; /* the end of its line ("" for none), in the list's text */
-	/* From smaps only (0 from maps): its resident bytes, those of them anonymous (private
-	 * pages written, or never backed by a file), and its bytes in swap */
-	uint64_t rss, anon, swap;
 };
 
 struct vmas {
 	struct vma *v; /* in address order, as the kernel lists them */
 	size_t n;
-	bool smaps;   /* rss, anon and swap were read */
 	char *text;   /* what was read, cut into the names */
-	size_t lines; /* lines that were neither a mapping nor one of its figures */
+	size_t lines; /* lines that were not a mapping */
 };
 
-/* /proc/PID/maps, or smaps when smaps is true; -ESRCH when the process has gone. */
-int vmas__read(int pid, bool smaps, struct vmas *out);
+/* /proc/PID/maps; -ESRCH when the process has gone. */
+int vmas__read(int pid, struct vmas *out);
 /* The same from text already read (taken over: freed with the list, even on failure). */
-int vmas__parse(char *text, bool smaps, struct vmas *out);
+int vmas__parse(char *text, struct vmas *out);
 void vmas__free(struct vmas *v);
 
 /* The mapping holding addr, or NULL. */

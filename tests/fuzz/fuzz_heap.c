@@ -40,7 +40,7 @@ static void read_heap(struct memory *m, uint64_t len)
 	end = HEAP + len;
 	if (len >= 32) {
 		memcpy(info, memory__at(m, HEAP, 32, 32) ?: info, sizeof(info));
-		if (glibc_heap__is_info(HEAP, end, info)) {
+		if (heap_info__is(HEAP, end, info)) {
 			first = glibc_heap__first_chunk(HEAP, info[0]);
 			end = HEAP + info[2] < end ? HEAP + info[2] : end;
 		}

@@ -152,12 +152,12 @@ static void heap(void)
 	struct glibc_arena a;
 	uint64_t info[4] = { ARENA, 0, HEAP_SIZE, HEAP_SIZE };
 
-	CHECK_TRUE(glibc_heap__is_info(HEAP, HEAP + HEAP_SIZE, info), "a heap_info");
+	CHECK_TRUE(heap_info__is(HEAP, HEAP + HEAP_SIZE, info), "a heap_info");
 	info[2] = HEAP_SIZE + PAGE;
-	CHECK_TRUE(!glibc_heap__is_info(HEAP, HEAP + HEAP_SIZE, info), "its size past its rw part");
+	CHECK_TRUE(!heap_info__is(HEAP, HEAP + HEAP_SIZE, info), "its size past its rw part");
 	info[2] = HEAP_SIZE;
 	info[0] = ARENA + 8;
-	CHECK_TRUE(!glibc_heap__is_info(HEAP, HEAP + HEAP_SIZE, info), "an arena not after it");
+	CHECK_TRUE(!heap_info__is(HEAP, HEAP + HEAP_SIZE, info), "an arena not after it");
 	CHECK_U64(glibc_heap__first_chunk(HEAP, ARENA), FIRST, "the first chunk of a first heap");
 	CHECK_U64(glibc_heap__first_chunk(HEAP + (64ULL << 20), ARENA), HEAP + (64ULL << 20) + 48,
 		  "the first chunk of a later heap");

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "base/clock.h"
+#include "base/heap_info.h"
 #include "base/pagemap_scan.h"
 #include "leak/maps.h"
 #include "leak/scan.h"
@@ -12,8 +13,6 @@
 
 #define RED_ZONE 128 /* x86-64 ABI: leaf functions may keep data below the stack pointer */
 
-/* glibc's arenas (malloc/arena.c): each heap is HEAP_MAX_SIZE (64 MiB on 64-bit) aligned. */
-#define GLIBC_HEAP_MAX (64ULL << 20)
 
 /* What becomes of the bytes of a range that may hold data. */
 struct range_use {
@@ -165,15 +164,12 @@ void scan__find_heaps(struct scan *s, const struct reach_opts *o)
 {
 	for (size_t i = 0; i < s->nmaps; i++) {
 		struct mapping *m = &s->maps[i];
-		uint64_t hi[4], at;
+		uint64_t hi[4];
 
 		if (!m->heap && o->glibc && m->anon && m->root && !m->unsafe &&
 		    !(m->start % GLIBC_HEAP_MAX)) {
 			scan__read_words(s, &m->start, hi, 1, 4);
-			at = hi[0] % GLIBC_HEAP_MAX;
-			m->heap = (at == 32 || at == 48) && hi[0] - at <= m->start &&
-				  !(hi[1] % GLIBC_HEAP_MAX) && hi[2] && hi[2] <= hi[3] &&
-				  hi[3] <= m->end - m->start;
+			m->heap = heap_info__is(m->start, m->end, hi);
 		}
 		if (m->heap && s->st->nheaps < REACH_MAX_HEAPS)
 			s->st->heaps[s->st->nheaps++] = (struct reach_heap){ .start = m->start,

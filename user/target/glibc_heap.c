@@ -48,15 +48,6 @@ static uint64_t down(uint64_t a)
 	return a & ~(PAGE - 1);
 }
 
-bool glibc_heap__is_info(uint64_t at, uint64_t map_end, const uint64_t w[4])
-{
-	uint64_t arena_at = w[0] % GLIBC_HEAP_MAX;
-
-	return (arena_at == 32 || arena_at == 48) && w[0] - arena_at <= at &&
-	       !(w[1] % GLIBC_HEAP_MAX) && w[2] && w[2] <= w[3] && at < map_end &&
-	       w[3] <= map_end - at && !(w[2] % PAGE);
-}
-
 uint64_t glibc_heap__first_chunk(uint64_t heap, uint64_t ar_ptr)
 {
 	uint64_t info = ar_ptr % GLIBC_HEAP_MAX;

@@ -15,19 +15,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/heap_info.h"
 #include "target/memory.h"
 
-/* A thread arena's heap: HEAP_MAX_SIZE (64-bit), its alignment and its largest span. */
-#define GLIBC_HEAP_MAX (64ULL << 20)
 #define GLIBC_FASTBINS 10
-
-/*
- * Whether the first words of a mapping's memory at a GLIBC_HEAP_MAX boundary, w (ar_ptr,
- * prev, size, mprotect_size), are a heap_info: its arena just after it (its first heap: the
- * structure is 32 or 48 bytes long, by glibc's version) or in an earlier heap, the previous
- * heap aligned, and a size that fits the mapping (map_end: where the mapping ends).
- */
-bool glibc_heap__is_info(uint64_t at, uint64_t map_end, const uint64_t w[4]);
 
 /* The first chunk of the heap at heap, whose arena is ar_ptr (heap_info's first word). */
 uint64_t glibc_heap__first_chunk(uint64_t heap, uint64_t ar_ptr);

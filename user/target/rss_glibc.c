@@ -95,7 +95,7 @@ static int find_heaps(struct rss_glibc *g, struct pagemap *pm, struct memory *me
 	for (; !err && at >= m->start && at < m->end; at += GLIBC_HEAP_MAX) {
 		struct region r = { .kind = REGION_HEAP, .start = at, .vma = i };
 
-		if (!read_words(pm, mem, at, w, 4) || !glibc_heap__is_info(at, m->end, w))
+		if (!read_words(pm, mem, at, w, 4) || !heap_info__is(at, m->end, w))
 			continue;
 		r.end = at + w[3];
 		r.first = glibc_heap__first_chunk(at, w[0]);

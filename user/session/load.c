@@ -130,7 +130,7 @@ static int on_new_stack(void *ctx, void *data, size_t size)
 	st = stacks__get(s->stacks, e->stack_id);
 	im = st ? procs__image(&s->procs, st->image) : NULL;
 	for (i = 0; im && im->syms && i < st->n; i++)
-		syms__note(im->syms, st->ips[i]);
+		syms__note_code(im->syms, st->ips[i]);
 	/* A Python object's type, named while its process runs. */
 	if (im && im->syms && st->tag)
 		syms__note(im->syms, st->tag | HEAPTAP_PY_TYPE);

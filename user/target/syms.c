@@ -328,7 +328,10 @@ static bool module_address(struct module *mod, uint64_t offset, Dwarf_Addr *addr
  * in no known mapping has the maps read again, at most every 100 ms so that a stray address
  * in a broken frame chain does not cost a read every time, or at once if `now`.
  */
-static const struct location *locate(struct syms *s, uint64_t addr, bool now)
+/* Maps older than this are read again for an address in none of them (dlopen). */
+#define MAPS_AGE_NS 100000000ULL
+
+static const struct location *locate(struct syms *s, uint64_t addr, uint64_t max_age_ns)
 {
 	struct location *loc = idmap__get(&s->locations, addr);
 	const struct proc_map *m;
@@ -338,7 +341,7 @@ static const struct location *locate(struct syms *s, uint64_t addr, bool now)
 	if (s->stale)
 		syms__refresh(s);
 	m = proc_maps__find(&s->maps, addr);
-	if (!m && (now || clock__now_ns() - s->read_ns > 100000000)) {
+	if (!m && clock__now_ns() - s->read_ns >= max_age_ns) {
 		/* The address may have been mapped since the last read, by dlopen perhaps. */
 		syms__refresh(s);
 		m = proc_maps__find(&s->maps, addr);
@@ -362,13 +365,21 @@ bool syms__note(struct syms *s, uint64_t addr)
 		syms__find(s, addr, false);
 		return false;
 	}
-	return locate(s, addr, false) != NULL;
+	return locate(s, addr, MAPS_AGE_NS) != NULL;
+}
+
+bool syms__note_code(struct syms *s, uint64_t addr)
+{
+	if (s->python && (addr & (HEAPTAP_PY_FRAME | HEAPTAP_PY_TYPE)))
+		return syms__note(s, addr);
+	/* Maps in which code the process ran is not are older than that code: read again. */
+	return locate(s, addr, 0) != NULL;
 }
 
 bool syms__place(struct syms *s, uint64_t addr, uint64_t *dev, uint64_t *ino, uint64_t *offset)
 {
 	const struct location *loc =
-		addr & (HEAPTAP_PY_FRAME | HEAPTAP_PY_TYPE) ? NULL : locate(s, addr, false);
+		addr & (HEAPTAP_PY_FRAME | HEAPTAP_PY_TYPE) ? NULL : locate(s, addr, MAPS_AGE_NS);
 
 	if (!loc)
 		return false;
@@ -381,7 +392,7 @@ bool syms__place(struct syms *s, uint64_t addr, uint64_t *dev, uint64_t *ino, ui
 struct module *syms__module(struct syms *s, uint64_t addr, Dwarf_Addr *module_addr)
 {
 	/* Unwinding needs the right module's CFI, a library loaded a moment ago's included. */
-	const struct location *loc = locate(s, addr, true);
+	const struct location *loc = locate(s, addr, 0);
 
 	if (!loc)
 		return NULL;
@@ -586,7 +597,7 @@ const struct sym_info *syms__find(struct syms *s, uint64_t addr, bool return_add
 		}
 		return info;
 	}
-	loc = locate(s, addr, false);
+	loc = locate(s, addr, MAPS_AGE_NS);
 	if (!loc)
 		return &unknown;
 	info = calloc(1, sizeof(*info));

@@ -47,6 +47,9 @@ void syms__refresh(struct syms *s);
  * can be symbolized even after the process is gone. It is cheap, since nothing is parsed.
  * False if addr is in no file mapping. */
 bool syms__note(struct syms *s, uint64_t addr);
+/* The same for an address the process ran (a stack's): one in no known mapping says the
+ * mappings changed since they were read (a library mapped at its start), read again at once. */
+bool syms__note_code(struct syms *s, uint64_t addr);
 
 /* Finds the file mapped at addr (device, inode) and addr's offset in it, as cheaply as
  * syms__note. False if addr is in no file mapping. A Python frame or type (HEAPTAP_PY_FRAME

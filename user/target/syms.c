@@ -323,13 +323,16 @@ static bool module_address(struct module *mod, uint64_t offset, Dwarf_Addr *addr
 	return false;
 }
 
+/* How old the maps must be to be read again for an address in none of them: any address,
+ * and one a stack holds (the process ran it, so the maps may predate its library). */
+#define MAPS_AGE_NS 100000000ULL
+#define CODE_MAPS_AGE_NS 1000000ULL
+
 /*
  * Where addr is, from the first time it was asked; NULL if in no file mapping. An address
- * in no known mapping has the maps read again, at most every 100 ms so that a stray address
- * in a broken frame chain does not cost a read every time, or at once if `now`.
+ * in no known mapping has the maps read again once they are max_age_ns old (0: at once),
+ * so that a stray address in a broken frame chain does not cost a read every time.
  */
-/* Maps older than this are read again for an address in none of them (dlopen). */
-#define MAPS_AGE_NS 100000000ULL
 
 static const struct location *locate(struct syms *s, uint64_t addr, uint64_t max_age_ns)
 {
@@ -372,8 +375,7 @@ bool syms__note_code(struct syms *s, uint64_t addr)
 {
 	if (s->python && (addr & (HEAPTAP_PY_FRAME | HEAPTAP_PY_TYPE)))
 		return syms__note(s, addr);
-	/* Maps in which code the process ran is not are older than that code: read again. */
-	return locate(s, addr, 0) != NULL;
+	return locate(s, addr, CODE_MAPS_AGE_NS) != NULL;
 }
 
 bool syms__place(struct syms *s, uint64_t addr, uint64_t *dev, uint64_t *ino, uint64_t *offset)

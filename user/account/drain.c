@@ -28,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -70,12 +71,34 @@
 /* How long drain__flush waits for a reader before it serves what was read and says so. */
 #define FLUSH_WAIT_NS (2 * 1000000000ULL)
 
+/*
+ * A reader holding the rings never sleeps: a command's thread spinning for room on its CPU
+ * would keep it from waking for as long as the thread's bound, with the lock that the other
+ * reader needs. So records are copied into chunks mapped and touched beforehand, outside the
+ * lock, never into malloc's memory (a malloc meets the arena's lock that the loop holds
+ * while it frees, a new page meets the process's memory map lock). A read ends when its
+ * chunk has less than RECORD_ROOM left; a record larger than that, or one read with no
+ * chunk to be had, is malloc'd all the same. Chunks served are kept for the next reads, up
+ * to POOL_CHUNKS.
+ */
+#define CHUNK_BYTES (1ULL << 20)
+#define RECORD_ROOM (128ULL << 10)
+#define POOL_CHUNKS 4
+
+struct chunk {
+	struct chunk *next; /* in the pool */
+	uint64_t pending;   /* records not yet freed, and one while readers write in it (atomic) */
+	size_t used;	    /* under ring_lock */
+	char data[] __attribute__((aligned(16)));
+};
+
 struct record {
 	struct record *next;
 	uint64_t read_ns;
+	struct chunk *chunk; /* NULL: malloc'd */
 	uint32_t ring;
 	uint32_t size;
-	char data[];
+	char data[] __attribute__((aligned(16)));
 };
 
 struct ring_ctx {
@@ -96,6 +119,9 @@ struct drain {
 	pthread_mutex_t ring_lock; /* one reader of the rings at a time; never the loop's */
 	struct record *head;	   /* the loop's */
 	struct record *tail;	   /* under ring_lock */
+	struct chunk *chunk;	   /* where records are copied: under ring_lock */
+	struct chunk *pool;	   /* served and kept: pushed by anyone, taken under ring_lock */
+	uint32_t pooled;	   /* chunks in the pool, near enough (atomic) */
 	uint64_t bytes;		   /* queued and not yet taken by the loop (atomic) */
 	uint64_t served_ns;	   /* when the loop last served a record, or began to (atomic) */
 	uint32_t asked;		   /* flushes asked for: written by the loop (atomic) */
@@ -159,6 +185,114 @@ static uint64_t backlog_cap(const struct drain *d, uint64_t now)
 	return now - served > HELD_NS ? BACKLOG_MAX : BACKLOG_BUSY;
 }
 
+/* A chunk mapped and touched, for a reader to take outside the lock; NULL if none can be. */
+static struct chunk *chunk_new(void)
+{
+	void *p = mmap(NULL, CHUNK_BYTES, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+
+	return p == MAP_FAILED ? NULL : p;
+}
+
+static void chunk_unmap(struct chunk *c)
+{
+	if (c)
+		munmap(c, CHUNK_BYTES);
+}
+
+/* What is left in c to copy into. */
+static size_t chunk_room(const struct chunk *c)
+{
+	return CHUNK_BYTES - sizeof(*c) - c->used;
+}
+
+/* A chunk whose every record was freed: to the pool (under ring_lock, always: a reader
+ * never unmaps), or unmapped when the pool is full. */
+static void chunk_release(struct drain *d, struct chunk *c, bool locked)
+{
+	if (!locked && __atomic_load_n(&d->pooled, __ATOMIC_RELAXED) >= POOL_CHUNKS) {
+		chunk_unmap(c);
+		return;
+	}
+	c->next = __atomic_load_n(&d->pool, __ATOMIC_RELAXED);
+	while (!__atomic_compare_exchange_n(&d->pool, &c->next, c, true, __ATOMIC_RELEASE,
+					    __ATOMIC_RELAXED))
+		;
+	__atomic_fetch_add(&d->pooled, 1, __ATOMIC_RELAXED);
+}
+
+/* One of the chunk's holds let go: its last, the chunk's release. */
+static void chunk_put(struct drain *d, struct chunk *c, bool locked)
+{
+	if (!__atomic_sub_fetch(&c->pending, 1, __ATOMIC_ACQ_REL))
+		chunk_release(d, c, locked);
+}
+
+/* A chunk from the pool, taken under ring_lock: its only taker, so none other took the one
+ * seen first and gave it back meanwhile. */
+static struct chunk *chunk_from_pool(struct drain *d)
+{
+	struct chunk *c = __atomic_load_n(&d->pool, __ATOMIC_ACQUIRE);
+
+	while (c && !__atomic_compare_exchange_n(&d->pool, &c, c->next, true, __ATOMIC_ACQUIRE,
+						 __ATOMIC_ACQUIRE))
+		;
+	if (c)
+		__atomic_fetch_sub(&d->pooled, 1, __ATOMIC_RELAXED);
+	return c;
+}
+
+/* Under ring_lock: a chunk with RECORD_ROOM at least to copy into, from the pool or else the
+ * reader's spare, if the one there has less. */
+static void chunk_renew(struct drain *d, struct chunk **spare)
+{
+	struct chunk *c;
+
+	if (d->chunk && chunk_room(d->chunk) >= RECORD_ROOM)
+		return;
+	c = chunk_from_pool(d);
+	if (!c && *spare) {
+		c = *spare;
+		*spare = NULL;
+	}
+	if (!c)
+		return;
+	if (d->chunk)
+		chunk_put(d, d->chunk, true);
+	c->used = 0;
+	c->pending = 1;
+	d->chunk = c;
+}
+
+/* Memory for a record of size bytes: in the chunk, else malloc'd (NULL: none). */
+static struct record *record_new(struct drain *d, size_t size)
+{
+	size_t need = (sizeof(struct record) + size + 15) & ~(size_t)15;
+	struct chunk *c = d->chunk;
+	struct record *r;
+
+	if (c && chunk_room(c) >= need) {
+		r = (struct record *)(c->data + c->used);
+		c->used += need;
+		__atomic_fetch_add(&c->pending, 1, __ATOMIC_RELAXED);
+		r->chunk = c;
+		return r;
+	}
+	r = malloc(sizeof(*r) + size);
+	if (r)
+		r->chunk = NULL;
+	return r;
+}
+
+/* A record served: its chunk let go of, or its memory freed. */
+static void record_free(struct drain *d, struct record *r)
+{
+	if (r->chunk)
+		chunk_put(d, r->chunk, false);
+	else
+		free(r);
+}
+
 /* One read of the rings by the loop, without threads (READ_MAX at most, see take): libbpf's
  * count, or its error. */
 static int consume(struct drain *d)
@@ -185,8 +319,7 @@ static int take(void *ctx, void *data, size_t size)
 
 	if (!d->threaded)
 		return d->fn[rc->ring](d->ctx, data, size);
-	r = malloc(sizeof(*r) + size);
-
+	r = record_new(d, size);
 	if (!r) {
 		if (!__atomic_fetch_add(&d->stats.lost, 1, __ATOMIC_RELAXED))
 			elog("out of memory: records of the BPF side's rings are lost (counted in "
@@ -206,8 +339,9 @@ static int take(void *ctx, void *data, size_t size)
 		__atomic_store_n(&d->stats.backlog_max_bytes, bytes, __ATOMIC_RELAXED);
 	full = bytes >= backlog_cap(d, r->read_ns) && !flush_pending(d);
 	/* Enough for one read: the record is taken (libbpf has moved past it), the rest waits
-	 * for the next. */
+	 * for the next, into a chunk with room. */
 	d->read_bytes += size;
+	full |= r->chunk && chunk_room(r->chunk) < RECORD_ROOM;
 	return d->read_bytes >= READ_MAX || full ? -EAGAIN : 0;
 }
 
@@ -277,15 +411,19 @@ static void clear_fd(int fd)
 	}
 }
 
-/* Reads what the rings hold now (READ_MAX at most), and if that was all of it, counts the
- * flushes asked for before it done; true if it read any record. */
-static bool read_rings(struct drain *d, bool first)
+/* Reads what the rings hold now (a chunk or READ_MAX at most), and if that was all of it,
+ * counts the flushes asked for before it done; true if it read any record. spare is the
+ * reader's chunk made ready for the next that is needed. */
+static bool read_rings(struct drain *d, bool first, struct chunk **spare)
 {
 	uint32_t asked = load32(&d->asked);
 	bool queued, flushed = false;
 	int n;
 
+	if (!*spare)
+		*spare = chunk_new();
 	pthread_mutex_lock(&d->ring_lock);
+	chunk_renew(d, spare);
 	d->read_bytes = 0;
 	n = ring_buffer__consume(d->rb);
 	if (n >= 0 && (int32_t)(asked - d->done) > 0) {
@@ -331,6 +469,7 @@ static void *reader(void *arg)
 	struct drain *d = arg;
 	struct pollfd pfd[2] = { { .fd = d->kick_fd, .events = POLLIN },
 				 { .fd = ring_buffer__epoll_fd(d->rb), .events = POLLIN } };
+	struct chunk *spare = NULL;
 	bool more = false;
 
 	while (!wait_for_room(d)) {
@@ -348,8 +487,9 @@ static void *reader(void *arg)
 		/* Records there but none read: one is still being written (its program may be
 		 * the one this thread preempted, on a preemptible kernel): a pause too, never a
 		 * spin. */
-		more = read_rings(d, true) || ready;
+		more = read_rings(d, true, &spare) || ready;
 	}
+	chunk_unmap(spare);
 	return NULL;
 }
 
@@ -362,6 +502,7 @@ static void *backup(void *arg)
 {
 	struct drain *d = arg;
 	struct pollfd pfd = { .fd = ring_buffer__epoll_fd(d->rb), .events = POLLIN };
+	struct chunk *spare = NULL;
 	uint64_t seen = 0, busy_ns = 0;
 	bool waiting = false;
 
@@ -374,7 +515,7 @@ static void *backup(void *arg)
 			busy_ns = now;
 		/* Waiting at the last look, and still, with no read between: the first is held. */
 		if (waiting && reads == seen && (flush_pending(d) || poll(&pfd, 1, 0) > 0))
-			read_rings(d, false);
+			read_rings(d, false, &spare);
 		seen = __atomic_load_n(&d->reads, __ATOMIC_RELAXED);
 		/* Taken before the looks, so that a flush asked for or the end after them wakes
 		 * it. */
@@ -383,6 +524,7 @@ static void *backup(void *arg)
 		if (!__atomic_load_n(&d->stop, __ATOMIC_SEQ_CST))
 			futex_wait(&d->kick, kick, now - busy_ns < ACTIVE_NS ? STUCK_NS : IDLE_LOOK_NS);
 	}
+	chunk_unmap(spare);
 	return NULL;
 }
 
@@ -481,7 +623,7 @@ void drain__serve(struct drain *d)
 		futex_wake(&d->room);
 	for (r = d->head; r != last; r = next) {
 		next = r->next;
-		free(r);
+		record_free(d, r);
 		now = clock__now_ns();
 		__atomic_store_n(&d->served_ns, now, __ATOMIC_SEQ_CST);
 		if (now - next->read_ns > d->stats.backlog_max_ns)
@@ -529,6 +671,7 @@ void drain__stats(const struct drain *d, struct drain_stats *st)
 void drain__free(struct drain *d)
 {
 	struct record *r;
+	struct chunk *c;
 	size_t i;
 
 	if (!d)
@@ -542,7 +685,13 @@ void drain__free(struct drain *d)
 		pthread_join(d->threads[i], NULL);
 	while ((r = d->head)) {
 		d->head = r->next;
-		free(r);
+		record_free(d, r);
+	}
+	if (d->chunk)
+		chunk_put(d, d->chunk, false);
+	while ((c = d->pool)) {
+		d->pool = c->next;
+		chunk_unmap(c);
 	}
 	ring_buffer__free(d->rb);
 	if (d->ready_fd >= 0)

@@ -578,7 +578,7 @@ def test_an_escalation_ends_once_its_helpers_let_go():
                       "--cooldown", "10m"] + BESIDE)
         host_record(ht, lambda r: tiers(ht, mapper.target_pid, "live"), "the escalation",
                     timeout=120)
-        child = escalation_child(ht.pid, mapper.target_pid)
+        child = escalation_child(ht, mapper.target_pid)
         pidfd = os.pidfd_open(child)
         try:
             # pidfd_getfd(2): a copy of its standard output, in this process.
@@ -611,16 +611,30 @@ def test_an_escalation_ends_once_its_helpers_let_go():
                                                           end["reason"]), end["reason"])
 
 
-def escalation_child(agent, pid):
-    """The PID of the heaptap the agent runs on process pid (heaptap -p pid ...)."""
-    for tid in os.listdir(f"/proc/{agent}/task"):
-        with open(f"/proc/{agent}/task/{tid}/children") as f:
-            for child in f.read().split():
-                with open(f"/proc/{child}/cmdline", "rb") as c:
-                    argv = c.read().split(b"\0")
+def escalation_child(ht, pid):
+    """The PID of the heaptap the agent ht runs on process pid (heaptap -p pid ...), looked for
+    until it has executed heaptap (the agent says the escalation as soon as it has forked); a
+    failure says how the escalation ended, if it did."""
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and not tiers(ht, pid, "proc"):
+        for tid in os.listdir(f"/proc/{ht.pid}/task"):
+            with open(f"/proc/{ht.pid}/task/{tid}/children") as f:
+                children = f.read().split()
+            for child in children:
+                try:
+                    with open(f"/proc/{child}/cmdline", "rb") as c:
+                        argv = c.read().split(b"\0")
+                except FileNotFoundError:
+                    continue
                 if b"-p" in argv and argv[argv.index(b"-p") + 1] == str(pid).encode():
                     return int(child)
-    raise Failure(f"no heaptap -p {pid} among the agent's children")
+        time.sleep(0.05)
+    for _ in range(5):
+        if tiers(ht, pid, "proc") or ht.record(timeout=10) is None:
+            break
+    ended = [r.get("reason") for r in tiers(ht, pid, "proc")]
+    raise Failure(f"no heaptap -p {pid} among the agent's children; its escalation's end: "
+                  f"{ended or 'not said'}")
 
 
 def end_vfork_child(pid):

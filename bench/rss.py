@@ -12,7 +12,9 @@ measures it: its ticker thread's longest gap between two readings of the clock, 
 longest mapping call (mmap and munmap of a page wait for any reader of the process's
 mappings); then a real-time thread's longest mapping call, and how many of its calls (one a
 millisecond) took 5 ms or more: the waits for heaptap's reads, without most of the waits for
-a CPU that other processes share; untraced and traced.
+a CPU that other processes share; untraced, and traced: while heaptap reads (the first
+report's full read and the light ones), and apart, at its end (the final report's full read,
+then the detach, whose removal of each breakpoint takes the mappings' lock to write).
 --against PATH traces the same heap with that build of heaptap too (an older one), the
 untraced run and each build's in random order.
 """
@@ -39,18 +41,25 @@ def gaps(target):
 
 
 def traced(target, build, seconds):
-    """SECONDS under heaptap build: the target's stalls and heaptap's reads."""
+    """SECONDS under heaptap build, its records read as they come: the target's stalls while
+    heaptap reads (from its attach on), those of its end (the final report's full read and the
+    detach, SIGINT to exit), and heaptap's reads."""
     lib.HEAPTAP = build
-    ht = lib.Heaptap(["-p", str(target.target_pid), "-i", "1s", "-d", f"{seconds}s"])
+    ht = lib.Heaptap(["-p", str(target.target_pid), "-i", "1s"])
     ht.attached()
     gaps(target)
-    final, code = ht.finish(sig=None)
-    stalls = gaps(target)
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if ht.record(timeout=60) is None:
+            raise RuntimeError(f"heaptap ended: {ht.stderr_text()[-300:]}")
+    during = gaps(target)
+    final, code = ht.finish()
+    end = gaps(target)
     if code != 0:
         raise RuntimeError(f"heaptap exit status {code}: {ht.stderr_text()[-300:]}")
     reads = [r["rss_parts"]["read"] for r in ht.records
              if r["type"] in ("interval", "final") and r["rss_parts"]]
-    return stalls, reads
+    return during, end, reads
 
 
 def one_size(mib, seconds, builds):
@@ -90,10 +99,11 @@ def main(argv):
     with results_md.section("rss", "against" if len(builds) > 1 else None):
         print(f"{seconds} s untraced, then {seconds} s under heaptap -i 1s, per heap size and "
               "build; times in ms; rt: the real-time thread's; slow: its mapping calls of 5 ms "
-              "or more, of all")
+              "or more, of all; at end: the final read and the detach")
         print(f"{'heap':>6} {'build':>12} {'RSS MiB':>8} {'light reads':>11} {'median':>7} "
               f"{'max':>7} {'full reads':>10} {'median':>7} {'max':>7} "
-              f"{'memory read MiB':>15} {'gap':>7} {'map':>7} {'rt map':>7} {'slow rt maps':>12}")
+              f"{'memory read MiB':>15} {'gap':>7} {'map':>7} {'rt map':>7} {'slow rt maps':>12} "
+              f"{'rt map at end':>13} {'slow at end':>11}")
         full = {}
         for mib in sizes:
             r = one_size(mib, seconds, builds)
@@ -102,7 +112,7 @@ def main(argv):
                   f"{'':>10} {'':>7} {'':>7} {'':>15} {g[0]:7.2f} {g[1]:7.2f} {g[2]:7.2f} "
                   f"{f'{g[3]}/{g[4]}':>12}")
             for name in builds:
-                stalls, reads = r["runs"][name]
+                stalls, end, reads = r["runs"][name]
                 light = [x["read_ms"] for x in reads if not x["full"]]
                 fr = [x["read_ms"] for x in reads if x["full"]]
                 full.setdefault(name, []).append((r, fr))
@@ -113,7 +123,8 @@ def main(argv):
                       f"{statistics.median(fr) if fr else 0:7.1f} "
                       f"{max(fr) if fr else 0:7.1f} {memory:15.0f} "
                       f"{stalls[0]:7.2f} {stalls[1]:7.2f} {stalls[2]:7.2f} "
-                      f"{f'{stalls[3]}/{stalls[4]}':>12}")
+                      f"{f'{stalls[3]}/{stalls[4]}':>12} {end[2]:13.2f} "
+                      f"{f'{end[3]}/{end[4]}':>11}")
             print(f"{mib:>4}Mi order: {r['order']}", flush=True)
         for name, v in full.items():
             if len(v) == 2 and v[0][1] and v[1][1]:

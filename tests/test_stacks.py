@@ -556,6 +556,65 @@ def test_loop_held_inside_drain_loses_no_copy():
     check_held_burst("inside drain__serve", *burst_while(hold, release_once))
 
 
+def comm_of(pid):
+    try:
+        with open(f"/proc/{pid}/comm") as f:
+            return f.read().strip()
+    except FileNotFoundError:
+        return None
+
+
+def realtime_thread(pid):
+    """The TID of pid's one SCHED_FIFO thread: heaptap's first reader of the rings."""
+    found = []
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        with open(f"/proc/{pid}/task/{tid}/stat") as f:
+            stat = f.read()
+        # Field 41, the policy; the fields counted from the third, after the command's ")".
+        if int(stat[stat.rindex(")") + 2:].split()[38]) == 1:
+            found.append(int(tid))
+    check("heaptap's real-time threads", len(found), 1)
+    return found[0]
+
+
+@test
+def test_first_reader_held_the_second_reads_in_its_place():
+    """heaptap's first reader of the rings (its SCHED_FIFO thread, pinned to one CPU) stopped
+    by ptrace before a launched command's burst, and the command moved to that CPU, as a
+    thread of the command spinning for room there would hold the reader: the second thread,
+    on the other CPUs, reads in its place, so the command never waits out its 5 s and no copy
+    is lost (the burst's copies are many times what the ring holds)."""
+    libc = ptrace_libc()
+    held = []
+
+    def hold(pid):
+        tid = realtime_thread(pid)
+        check("reader seized", libc.ptrace(PTRACE_SEIZE, tid, None, None), 0)
+        check("reader stopped", libc.ptrace(PTRACE_INTERRUPT, tid, None, None), 0)
+        os.waitpid(tid, WALL)
+        held.append(tid)
+        with open(f"/proc/{pid}/task/{pid}/children") as f:
+            children = [int(c) for c in f.read().split()]
+        command = [c for c in children if comm_of(c) == "newpaths"]
+        check("the command among heaptap's children (its helpers too)", len(command), 1)
+        os.sched_setaffinity(command[0], os.sched_getaffinity(tid))
+
+    def release(pid):
+        libc.ptrace(PTRACE_DETACH, held[0], None, None)
+
+    took, final = burst_while(hold, release)
+    stacks = final["stacks"]
+    print(f"    burst with the first reader held: {took:.2f} s; copies sent "
+          f"{stacks['samples']}, lost {stacks['lost_samples']}; waits {stacks['waits']}, the "
+          f"longest {stacks['wait_max_us'] / 1e3:.1f} ms", flush=True)
+    check("the burst's blocks", final["alloc_calls"], 2048)
+    check("no copy lost", stacks["lost_samples"], 0)
+    check("every copy sent, but those of mapping calls",
+          stacks["samples"] - stacks["stopped_samples"], 2048)
+    check_true("no wait gave up (the longest under 5 s)", stacks["wait_max_us"] < 5e6,
+               stacks["wait_max_us"])
+
+
 @test
 def test_copy_shorter_than_the_stack_gives_one_site():
     """Copies of 128 bytes reach two or three frames of "deep"'s eleven: the first stacks

@@ -496,7 +496,7 @@ static void *reader(void *arg)
 /*
  * The second thread: reads when the first has not read at all over STUCK_NS while records
  * waited (or a flush asked for), as seen at its two looks around that time. Looks that often
- * while the first is busy, seldom while it is not.
+ * while either is busy, seldom while neither is.
  */
 static void *backup(void *arg)
 {
@@ -513,9 +513,19 @@ static void *backup(void *arg)
 		now = clock__now_ns();
 		if (reads != seen)
 			busy_ns = now;
-		/* Waiting at the last look, and still, with no read between: the first is held. */
-		if (waiting && reads == seen && (flush_pending(d) || poll(&pfd, 1, 0) > 0))
-			read_rings(d, false, &spare);
+		/* Waiting at the last look, and still, with no read between: the first is held.
+		 * The read is made at the first one's priority: preempted with the rings by a
+		 * command's thread that then spins for room on this CPU, it would hold them, and
+		 * the first, until that thread gives up. */
+		if (waiting && reads == seen && (flush_pending(d) || poll(&pfd, 1, 0) > 0)) {
+			pthread_setschedparam(pthread_self(), SCHED_FIFO,
+					      &(struct sched_param){ .sched_priority = 1 });
+			/* Reading in the first one's place is being busy: it looks again soon. */
+			if (read_rings(d, false, &spare))
+				busy_ns = now;
+			pthread_setschedparam(pthread_self(), SCHED_OTHER,
+					      &(struct sched_param){ .sched_priority = 0 });
+		}
 		seen = __atomic_load_n(&d->reads, __ATOMIC_RELAXED);
 		/* Taken before the looks, so that a flush asked for or the end after them wakes
 		 * it. */

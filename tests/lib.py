@@ -546,7 +546,7 @@ TIERS = ("unit", "core", "services", "soak")
 # the whole host, as the agent does, or asserts on timing that other tests' load would skew);
 # "waits" says it spends most of its time waiting (for a report's timers), and runs beside
 # the others rather than in one of their places.
-NEEDS = ("alone", "waits")
+NEEDS = ("alone", "waits", "spins")
 TESTS = []
 
 

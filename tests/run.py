@@ -6,7 +6,8 @@ before it; any other WORD selects the tests whose names contain it, whatever the
 WORD: every test. Tests run N at a time (default: the CPUs plus one), each in a process of its
 own, the longest first (by the durations of earlier runs, kept in build/test-times.json);
 a test that mostly waits runs beside those N, WAITING at most (-w); a test that needs to be
-alone runs with nothing beside it, after the others. Each prints one
+alone runs with nothing beside it, after the others; of the tests whose launched command's
+threads spin for room in heaptap's ring, one runs at a time. Each prints one
 line when it ends, with what it printed above it. Root is needed for every tier but unit.
 
 With HEAPTAP_SANITIZED=build-san/heaptap (made by `make SANITIZE=1`; tests/test.sh sets it),
@@ -233,6 +234,8 @@ def next_job(queue, running, build, room):
         alone = "alone" in job.test.needs
         if running and (alone or any("alone" in j.test.needs for j in running.values())):
             return None
+        if "spins" in job.test.needs and any("spins" in j.test.needs for j in running.values()):
+            continue
         return queue.pop(i)
     return None
 

@@ -66,7 +66,7 @@
 /* The second thread reads when the first has not for this long with records waiting; it
  * looks that often while the first is busy, and seldom while it is not. */
 #define STUCK_NS (5 * 1000000ULL)
-#define IDLE_LOOK_NS (1000 * 1000000ULL)
+#define IDLE_LOOK_NS (100 * 1000000ULL)
 #define ACTIVE_NS (1000 * 1000000ULL)
 /* How long drain__flush waits for a reader before it serves what was read and says so. */
 #define FLUSH_WAIT_NS (2 * 1000000000ULL)

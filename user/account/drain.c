@@ -411,6 +411,14 @@ static void clear_fd(int fd)
 	}
 }
 
+/* Thread t at SCHED_FIFO (the lowest real-time priority), or back at the usual policy; best
+ * effort (a process that may not raise its priority keeps it). */
+static void set_fifo(pthread_t t, bool on)
+{
+	pthread_setschedparam(t, on ? SCHED_FIFO : SCHED_OTHER,
+			      &(struct sched_param){ .sched_priority = on });
+}
+
 /* Reads what the rings hold now (a chunk or READ_MAX at most), and if that was all of it,
  * counts the flushes asked for before it done; true if it read any record. spare is the
  * reader's chunk made ready for the next that is needed. */
@@ -518,13 +526,11 @@ static void *backup(void *arg)
 		 * command's thread that then spins for room on this CPU, it would hold them, and
 		 * the first, until that thread gives up. */
 		if (waiting && reads == seen && (flush_pending(d) || poll(&pfd, 1, 0) > 0)) {
-			pthread_setschedparam(pthread_self(), SCHED_FIFO,
-					      &(struct sched_param){ .sched_priority = 1 });
+			set_fifo(pthread_self(), true);
 			/* Reading in the first one's place is being busy: it looks again soon. */
 			if (read_rings(d, false, &spare))
 				busy_ns = now;
-			pthread_setschedparam(pthread_self(), SCHED_OTHER,
-					      &(struct sched_param){ .sched_priority = 0 });
+			set_fifo(pthread_self(), false);
 		}
 		seen = __atomic_load_n(&d->reads, __ATOMIC_RELAXED);
 		/* Taken before the looks, so that a flush asked for or the end after them wakes
@@ -562,8 +568,7 @@ static int start_thread(struct drain *d, void *(*fn)(void *), const cpu_set_t *c
 	if (err)
 		return err;
 	if (fifo)
-		pthread_setschedparam(d->threads[d->nthreads], SCHED_FIFO,
-				      &(struct sched_param){ .sched_priority = 1 });
+		set_fifo(d->threads[d->nthreads], true);
 	d->nthreads++;
 	return 0;
 }

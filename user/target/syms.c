@@ -333,7 +333,6 @@ static bool module_address(struct module *mod, uint64_t offset, Dwarf_Addr *addr
  * in no known mapping has the maps read again once they are max_age_ns old (0: at once),
  * so that a stray address in a broken frame chain does not cost a read every time.
  */
-
 static const struct location *locate(struct syms *s, uint64_t addr, uint64_t max_age_ns)
 {
 	struct location *loc = idmap__get(&s->locations, addr);
@@ -361,21 +360,24 @@ static const struct location *locate(struct syms *s, uint64_t addr, uint64_t max
 	return loc;
 }
 
-bool syms__note(struct syms *s, uint64_t addr)
+static bool note(struct syms *s, uint64_t addr, uint64_t max_age_ns)
 {
 	/* A Python frame or type is in no file, so it is named now, while its process runs. */
 	if (s->python && (addr & (HEAPTAP_PY_FRAME | HEAPTAP_PY_TYPE))) {
 		syms__find(s, addr, false);
 		return false;
 	}
-	return locate(s, addr, MAPS_AGE_NS) != NULL;
+	return locate(s, addr, max_age_ns) != NULL;
+}
+
+bool syms__note(struct syms *s, uint64_t addr)
+{
+	return note(s, addr, MAPS_AGE_NS);
 }
 
 bool syms__note_code(struct syms *s, uint64_t addr)
 {
-	if (s->python && (addr & (HEAPTAP_PY_FRAME | HEAPTAP_PY_TYPE)))
-		return syms__note(s, addr);
-	return locate(s, addr, CODE_MAPS_AGE_NS) != NULL;
+	return note(s, addr, CODE_MAPS_AGE_NS);
 }
 
 bool syms__place(struct syms *s, uint64_t addr, uint64_t *dev, uint64_t *ino, uint64_t *offset)

@@ -71,8 +71,8 @@ def leak_on_top(rec, functions):
     return bool(sites) and any(f in names for f in functions), names
 
 
-def start_server(name, argv, port):
-    server = lib.Proc(argv, stdin=subprocess.DEVNULL)
+def start_server(name, argv, port, preexec_fn=None):
+    server = lib.Proc(argv, stdin=subprocess.DEVNULL, preexec_fn=preexec_fn)
     deadline = time.monotonic() + 30
     while True:
         try:

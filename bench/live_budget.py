@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Does --live keep its budget, as the target measures it? Side by side in one run:
-sudo python3 bench/live_budget.py [SECONDS] [ROUNDS] [TARGET,...] (defaults 60, 3, all)
+sudo python3 bench/live_budget.py [SECONDS] [ROUNDS] [TARGET,...] [--against PATH]
+(defaults 60, 3, all; --against: the --live variants with another build of heaptap too)
 
 Two targets, for SECONDS each: redis-server under redis-benchmark (SET with random keys: the
 key set grows), from a fresh start each time, and bench/targets/allocbench's tight malloc+free
@@ -21,10 +22,23 @@ its CPU time (/proc/PID/schedstat) over the untraced one's; the runs print each 
 of the CPU, which the scheduler keeps equal. The two processes' own difference in speed (up
 to 10%: their layouts in memory) cancels in the geometric mean of the two runs, which is the
 variant's figure for the round (its untraced row is 1 by construction).
+
+A fourth target, "redis_paired", does the same for redis: two redis-servers, fresh for each
+variant, pinned to one CPU, each under a redis-benchmark of its own (SET, random keys) pinned
+with heaptap and this script to the other CPU; one traced, the other not, for SECONDS, then
+the roles swapped on the same two servers. Each server's rate is its commands processed
+(INFO's count, read at both ends of the run) per second of its own CPU time (every thread's
+schedstat: the traps and heaptap's programs run in it, so the figure does not depend on how
+the scheduler shared the CPU or on what else ran meanwhile), and per wall second beside it
+(which also sees a server kept waiting without running: a lock heaptap's reads hold). The
+geometric mean of the two runs' ratios cancels the two servers' own difference. Its untraced
+variant runs both servers untraced the same way: how far from 1 the pairing itself is.
 """
 import os
 import random
+import socket
 import statistics
+import subprocess
 import sys
 import tempfile
 import threading
@@ -45,9 +59,16 @@ TIGHT_CHUNK = 2000000
 
 
 def traced(pid, args):
+    """heaptap attached to pid with args; args that begin with a path: that build of it."""
     if args is None:
         return None
-    ht = lib.Heaptap(["-p", str(pid), "-i", "5s", "--top", "3"] + args)
+    binary = lib.HEAPTAP
+    if args and os.path.isabs(args[0]):
+        lib.HEAPTAP, args = args[0], args[1:]
+    try:
+        ht = lib.Heaptap(["-p", str(pid), "-i", "5s", "--top", "3"] + args)
+    finally:
+        lib.HEAPTAP = binary
     ht.attached()
     return ht
 
@@ -160,10 +181,110 @@ def paired(seconds, args, loops):
     return (ratios[0] * ratios[1]) ** 0.5, first, None
 
 
+def redis_counters(conn, pid):
+    """A server's (commands processed, CPU seconds of all its threads, minor faults)."""
+    conn.sendall(b"INFO stats\r\n")
+    data = b""
+    while not data.endswith(b"\r\n") or data.count(b"\r\n") < 2 or \
+            len(data) < int(data[1:data.index(b"\r\n")]) + data.index(b"\r\n") + 4:
+        data += conn.recv(65536)
+    done = int(data.split(b"total_commands_processed:")[1].split(b"\r\n")[0])
+    cpu = 0
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        cpu += cpu_time(f"{pid}/task/{tid}")
+    with open(f"/proc/{pid}/stat") as f:
+        faults = int(f.read().rsplit(")", 1)[1].split()[7])
+    return done, cpu, faults
+
+
+def redis_pair(seconds, args, servers, traced_one):
+    """servers[traced_one] traced with args (None: neither) while both serve their own
+    redis-benchmark for seconds: per server (commands per CPU second, per wall second, minor
+    faults a thousand commands), and heaptap's final record."""
+    ht = traced(servers[traced_one][0].pid, args)
+    loads = []
+    try:
+        for server, port, _ in servers:
+            loads.append(subprocess.Popen(
+                ["redis-benchmark", "-p", str(port), "-t", "set", "-r", "100000000",
+                 "-n", "2000000000", "-q"], stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        time.sleep(2)
+        before = [redis_counters(conn, server.pid) for server, _, conn in servers]
+        start = time.monotonic()
+        time.sleep(seconds)
+        after = [redis_counters(conn, server.pid) for server, _, conn in servers]
+        wall = time.monotonic() - start
+        final = finish(ht) if ht else None
+        ht = None
+    finally:
+        for b in loads:
+            b.kill()
+            b.wait()
+        if ht:
+            ht.end()
+    rates = []
+    for b, a in zip(before, after):
+        done = a[0] - b[0]
+        rates.append((done / (a[1] - b[1]), done / wall, (a[2] - b[2]) * 1000 / done,
+                      (a[1] - b[1]) / wall))
+    return rates, final
+
+
+def redis_paired(seconds, args, workdir):
+    """redis traced against itself untraced, at once and on one CPU: the geometric mean of the
+    two orders' ratios per CPU second, with the per wall second one, the first run's final
+    record."""
+    cpus = sorted(os.sched_getaffinity(0))
+    if len(cpus) < 2:
+        raise lib.Failure("the paired runs need two CPUs: one for the servers, one for the rest")
+    servers = []
+    os.sched_setaffinity(0, set(cpus[1:]))
+    try:
+        for i in range(2):
+            port = free_port()
+            server = start_server("redis-server", [
+                "redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+                "--appendonly", "no", "--dir", workdir, "--dbfilename", f"pair{i}.rdb"], port,
+                preexec_fn=lambda: os.sched_setaffinity(0, {cpus[0]}))
+            servers.append((server, port, socket.create_connection(("127.0.0.1", port))))
+        cpu_ratios, wall_ratios, first = [], [], None
+        for traced_one in (0, 1):
+            rates, final = redis_pair(seconds, args, servers, traced_one)
+            first = first or final
+            t, u = rates[traced_one], rates[1 - traced_one]
+            print(f"  server {traced_one} {'traced' if args else 'as traced'}: per CPU s "
+                  f"{t[0]:.0f}/{u[0]:.0f}, per wall s {t[1]:.0f}/{u[1]:.0f}, CPU shares "
+                  f"{t[3]:.3f}/{u[3]:.3f}, minor faults a 1000 commands "
+                  f"{t[2]:.3f}/{u[2]:.3f}", flush=True)
+            cpu_ratios.append(t[0] / u[0])
+            wall_ratios.append(t[1] / u[1])
+    finally:
+        os.sched_setaffinity(0, set(cpus))
+        for server, _, conn in servers:
+            conn.close()
+            server.end()
+    gm = lambda r: (r[0] * r[1]) ** 0.5  # noqa: E731
+    return gm(cpu_ratios), first, gm(wall_ratios)
+
+
+def uptime():
+    with open("/proc/loadavg") as f:
+        return " ".join(f.read().split()[:3])
+
+
 def main(argv):
+    if "--against" in argv:
+        i = argv.index("--against")
+        against = os.path.abspath(argv[i + 1])
+        argv = argv[:i] + argv[i + 2:]
+        for v in ("live 5%", "live 2%"):
+            VARIANTS["against " + v] = [against] + VARIANTS[v]
+            BUDGETS["against " + v] = BUDGETS[v]
     seconds = float(argv[0]) if argv else 60
     rounds = int(argv[1]) if len(argv) > 1 else 3
-    targets = argv[2].split(",") if len(argv) > 2 else ["redis", "tight", "paired"]
+    targets = argv[2].split(",") if len(argv) > 2 else ["redis", "tight", "paired",
+                                                        "redis_paired"]
     if os.geteuid() != 0:
         print("the benchmark attaches BPF programs: run it as root")
         return 1
@@ -173,33 +294,46 @@ def main(argv):
             order = [(t, v) for t in targets for v in VARIANTS]
             random.shuffle(order)
             rates = {}
-            loop = lib.Target(ALLOCBENCH)
+            loop = [lib.Target(ALLOCBENCH)] if "tight" in targets else []
             pair = [lib.Target(ALLOCBENCH), lib.Target(ALLOCBENCH)] if "paired" in targets \
                 else []
             for t, v in order:
                 if t == "redis":
                     run = redis(seconds, VARIANTS[v], workdir)
                 elif t == "tight":
-                    run = tight(seconds, VARIANTS[v], loop)
-                else:
+                    run = tight(seconds, VARIANTS[v], loop[0])
+                elif t == "paired":
                     run = paired(seconds, VARIANTS[v], pair)
+                else:
+                    run = redis_paired(seconds, VARIANTS[v], workdir)
                 rates[(t, v)] = run
-                print(f"round {r + 1}: {t} {v}: {run[0]:.3f}" if t == "paired" else
-                      f"round {r + 1}: {t} {v}: {run[0]:.0f}/s", flush=True)
-            for p in [loop] + pair:
+                if t == "redis_paired":
+                    print(f"round {r + 1}: {t} {v}: {run[0]:.3f} per CPU s, {run[2]:.3f} per "
+                          f"wall s; uptime: {uptime()}", flush=True)
+                else:
+                    print(f"round {r + 1}: {t} {v}: {run[0]:.3f}" if t == "paired" else
+                          f"round {r + 1}: {t} {v}: {run[0]:.0f}/s", flush=True)
+            for p in loop + pair:
                 p.end()
             for (t, v), (rate, final, found) in rates.items():
+                wall = found if t == "redis_paired" else None
                 est = final["live"]["slowdown"] if final and "live" in final else None
                 own = final["live"].get("own_cpu") if final and "live" in final else None
-                results.setdefault((t, v), []).append((rate / rates[(t, "untraced")][0], est,
-                                                        found, own))
+                # redis_paired's figures are ratios already, its untraced one measured.
+                ratio = rate if t == "redis_paired" else rate / rates[(t, "untraced")][0]
+                found = None if t == "redis_paired" else found
+                results.setdefault((t, v), []).append((ratio, est, found, own, wall))
     with results_md.section("live_budget", argv[2] if len(argv) > 2 else None):
         print(f"\n{rounds} rounds of {seconds:.0f} s each, variants in random order; throughput "
               f"against the same round's untraced run: median (min-max)")
-        print(f"{'target':8} {'variant':10} {'x untraced':>22} {'floor':>6} {'held':>5} "
+        print(f"{'target':12} {'variant':16} {'x untraced':>22} {'floor':>6} {'held':>5} "
               f"{'heaptap says':>14} {'growth on top after':>20}")
         for (t, v), rows in sorted(results.items()):
             if v == "untraced":
+                if t == "redis_paired":
+                    ratios = [x[0] for x in rows]
+                    print(f"{t:12} {v:16} {statistics.median(ratios):8.3f} ({min(ratios):.3f}-"
+                          f"{max(ratios):.3f})  (the pairing's own error)")
                 continue
             ratios = [x[0] for x in rows]
             floor = 1 - BUDGETS[v] - 0.02
@@ -208,18 +342,29 @@ def main(argv):
             found = [x[2] for x in rows]
             on_top = ", ".join("-" if f is None else f"{f:.0f} s" for f in found) \
                 if t == "redis" else ""
-            print(f"{t:8} {v:10} {statistics.median(ratios):8.3f} ({min(ratios):.3f}-"
+            print(f"{t:12} {v:16} {statistics.median(ratios):8.3f} ({min(ratios):.3f}-"
                   f"{max(ratios):.3f}) {floor:6.2f} {held:>2}/{len(rows)} "
                   f"{statistics.median(ests) * 100 if ests else 0:13.1f}% {on_top:>20}")
+        paired_rows = [(v, i, x) for (t, v), rows in sorted(results.items())
+                       if t == "redis_paired" and v != "untraced" for i, x in enumerate(rows)]
+        if paired_rows:
+            print("\nredis_paired by round: the loss measured (1 - x untraced per CPU second, "
+                  "and per wall second) against heaptap's estimate")
+            print(f"{'variant':16} {'round':>5} {'loss CPU':>9} {'loss wall':>9} "
+                  f"{'heaptap says':>12} {'off by':>7}")
+            for v, i, x in paired_rows:
+                est = x[1] if x[1] is not None else float("nan")
+                print(f"{v:16} {i + 1:5} {(1 - x[0]) * 100:8.1f}% {(1 - x[4]) * 100:8.1f}% "
+                      f"{est * 100:11.1f}% {(1 - x[0] - est) * 100:6.1f}")
         print(f"\nheaptap's own CPU time in a run (what the budget counts of it, where it "
               f"shares CPUs with the target), by activity: median over the rounds, seconds")
         kinds = ("attach_s", "detach_s", "report_s", "other_s", "total_s")
-        print(f"{'target':8} {'variant':10} " + " ".join(f"{k[:-2]:>8}" for k in kinds))
+        print(f"{'target':12} {'variant':16} " + " ".join(f"{k[:-2]:>8}" for k in kinds))
         for (t, v), rows in sorted(results.items()):
             owns = [x[3] for x in rows if x[3]]
             if v == "untraced" or not owns:
                 continue
-            print(f"{t:8} {v:10} " + " ".join(
+            print(f"{t:12} {v:16} " + " ".join(
                 f"{statistics.median(o[k] for o in owns):8.3f}" for k in kinds))
     lib.end_started()
     return 0

@@ -1,6 +1,7 @@
 """Cheaper modes for live servers: sampled accounting and its error bars, the duty cycle of
 --live (probes really out between windows), and --watch (no allocator probes at all)."""
 import math
+import os
 import time
 
 from lib import (Heaptap, Target, check, check_true, functions, probed_text_intact,
@@ -112,13 +113,16 @@ def test_live_mode_takes_its_probes_out_between_windows():
                paused["live"])
     check_true("traced a small share of the time, so as to keep to 1%",
                0 < paused["live"]["traced"] < 0.5, paused["live"])
-    # What the target lost, the first window's tenth of a second at most plus 1% of the
-    # time since: the bound --live keeps (the first window is short, and the next waits for
-    # the budget to pay for it).
-    lost = paused["live"]["slowdown"] * paused["elapsed_s"]
+    # What the target lost, of its CPU time: the first window's tenth of a second on every
+    # CPU at most plus 1% of its CPU time since: the bound --live keeps (the first window is
+    # short, and the next waits for the budget to pay for it).
+    cpu = paused["live"]["target_cpu_s"]
+    lost = paused["live"]["slowdown"] * cpu
+    check_true("the target's CPU time since the first window counted",
+               0 < cpu <= paused["elapsed_s"] * os.cpu_count(), paused["live"])
     check_true("estimated loss within the first window and the budget",
-               lost <= 0.1 + 0.01 * paused["elapsed_s"] + 0.005,
-               f"{lost:.3f} s lost in {paused['elapsed_s']:.1f} s: {paused['live']}")
+               lost <= 0.1 * os.cpu_count() + 0.01 * cpu + 0.005,
+               f"{lost:.3f} s lost of {cpu:.1f} s: {paused['live']}")
     own = paused["live"]["own_cpu"]
     check_true("heaptap's own CPU time, its attach among it, counted",
                0 < own["attach_s"] <= own["total_s"] and

@@ -214,7 +214,7 @@ static const struct cli_option sampling[] = {
 	  .by_default = "2s", .help = "--live: how long each tracing window lasts" },
 	{ "max-overhead", 0, "PCT", KIND_PERCENT, OPTION_AT(max_overhead), .by_default = "5",
 	  .scope = SCOPE_BOTH,
-	  .help = "--live: the slowdown heaptap may cause, in percent of the target's time; "
+	  .help = "--live: the slowdown heaptap may cause, in percent of the target's CPU time; "
 		  "heaptap host: of the host's processes'" },
 };
 

@@ -524,6 +524,7 @@ static void put_mode(json_object *o, const struct report *r)
 		put(d, "traced", num(r->duty->traced));
 		put(d, "slowdown", num(r->duty->slowdown));
 		put(d, "window_slowdown", num(r->duty->window_slowdown));
+		put(d, "target_cpu_s", seconds(r->duty->cpu_now_ns));
 		put(d, "tracing_now", json_object_new_boolean(r->traced_now));
 		if (r->activities) {
 			const struct live_activities *a = r->activities;

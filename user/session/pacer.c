@@ -134,11 +134,13 @@ int pacer__turn(struct pacer *p)
 
 const struct duty_cycle *pacer__now(struct pacer *p)
 {
-	uint64_t now = clock__now_ns();
+	uint64_t now = clock__now_ns(), cpu = session__cpu_ns(p->s),
+		 from = p->s->attached ? p->window_cpu_ns : p->pause_cpu_ns;
 
+	/* A process gone meanwhile takes its CPU time out of the sum. */
 	if (p->start_ns)
-		duty__now(&p->duty, now - p->start_ns,
-			  p->s->attached ? now - p->window_start_ns : 0);
+		duty__now(&p->duty, now - p->start_ns, p->s->attached ? now - p->window_start_ns : 0,
+			  cpu > from ? cpu - from : 0);
 	return &p->duty;
 }
 

@@ -1,7 +1,10 @@
 #!/usr/bin/env python3
 """Does --live keep its budget, as the target measures it? Side by side in one run:
 sudo python3 bench/live_budget.py [SECONDS] [ROUNDS] [TARGET,...] [--against PATH]
-(defaults 60, 3, all; --against: the --live variants with another build of heaptap too)
+                                  [--variants NAME,...]
+(defaults 60, 3, all; --against: the --live variants with another build of heaptap too;
+--variants: these only, e.g. "live 5%,live 2%" for long rounds of redis_paired, whose
+untraced variant only measures the pairing; the other targets keep theirs)
 
 Two targets, for SECONDS each: redis-server under redis-benchmark (SET with random keys: the
 key set grows), from a fresh start each time, and bench/targets/allocbench's tight malloc+free
@@ -281,10 +284,26 @@ def main(argv):
         for v in ("live 5%", "live 2%"):
             VARIANTS["against " + v] = [against] + VARIANTS[v]
             BUDGETS["against " + v] = BUDGETS[v]
+    keep = None
+    if "--variants" in argv:
+        i = argv.index("--variants")
+        keep = argv[i + 1].split(",")
+        argv = argv[:i] + argv[i + 2:]
     seconds = float(argv[0]) if argv else 60
     rounds = int(argv[1]) if len(argv) > 1 else 3
     targets = argv[2].split(",") if len(argv) > 2 else ["redis", "tight", "paired",
                                                         "redis_paired"]
+    if keep:
+        unknown = [v for v in keep if v not in VARIANTS]
+        if unknown:
+            print(f"no such variant: {', '.join(unknown)} (there are {', '.join(VARIANTS)})")
+            return 2
+        # The other targets' ratios are over the round's untraced run.
+        if any(t != "redis_paired" for t in targets):
+            keep.append("untraced")
+        for v in list(VARIANTS):
+            if v not in keep:
+                del VARIANTS[v]
     if os.geteuid() != 0:
         print("the benchmark attaches BPF programs: run it as root")
         return 1

@@ -152,6 +152,18 @@ static void budgets(void)
 	budget__add(&b, &(struct budget_sample){ 20 * SECOND, 2 * SECOND / 5, 196 * SECOND / 10,
 						 98 * SECOND / 1000 });
 	CHECK_NEAR(budget__spent(&b), 0.015, 1e-12, "and the probes' time, over the work");
+	/* An escalation's share of its process's time: the work 0.98 of a CPU (19.6 s in 20 s),
+	 * the share 2% of it; a process at a tenth of a CPU may lose 19.6% of its own time, one at
+	 * a hundredth is held at 25%, one at the work's rate or more gets the share, and one whose
+	 * rate is not known yet the most. */
+	CHECK_NEAR(budget__process_share(&b, 0.02, 0.1), 0.196, 1e-12,
+		   "a tenth of the work: ten times the share");
+	CHECK_NEAR(budget__process_share(&b, 0.02, 0.01), BUDGET_MAX_PROCESS_SHARE, 0,
+		   "little CPU: held at the most");
+	CHECK_NEAR(budget__process_share(&b, 0.02, 2), 0.02, 0, "the whole work: the share");
+	CHECK_NEAR(budget__process_share(&b, 0.02, 0), BUDGET_MAX_PROCESS_SHARE, 0,
+		   "no rate yet: the most");
+	CHECK_NEAR(budget__process_share(&b, 0.3, 0.01), 0.3, 0, "a share above the most: kept");
 	/* An idle host: heaptap's time costs nobody. */
 	b = (struct budget){ .limit = 0.05, .ncpus = 2 };
 	budget__add(&b, &(struct budget_sample){ 0, 0, 0, 0 });

@@ -227,8 +227,17 @@ static void judge(struct hproc *const *list, size_t n)
 	}
 }
 
+/* A process's CPU time a second since the agent first read it (0 before a second scan). */
+static double cpu_rate(const struct agent *a, const struct hproc *p, uint64_t now_ns)
+{
+	if (now_ns <= p->first_scan_ns || p->cpu_ticks < p->first_cpu_ticks)
+		return 0;
+	return (double)(p->cpu_ticks - p->first_cpu_ticks) / a->ticks_per_s /
+	       ((now_ns - p->first_scan_ns) / 1e9);
+}
+
 /* Processes up a tier, as many as --max-traced leaves room for, each given half the budget's
- * rest (budget.h). */
+ * rest, as a share of its own CPU time (budget.h). */
 static void escalate(struct agent *a, struct hproc *const *list, size_t n, uint64_t now_ns)
 {
 	size_t active = traced__active(a->traced), room, chosen, i;
@@ -245,7 +254,10 @@ static void escalate(struct agent *a, struct hproc *const *list, size_t n, uint6
 	}
 	for (i = 0; i < chosen; i++)
 		/* One that cannot be traced is not tried again before its cooldown. */
-		if (traced__start(a->traced, up[i], share, now_ns))
+		if (traced__start(a->traced, up[i],
+				  budget__process_share(&a->budget, share,
+							cpu_rate(a, up[i], now_ns)),
+				  now_ns))
 			up[i]->cooldown_until_ns = now_ns + a->opts->host.cooldown_ms * 1000000ULL;
 }
 

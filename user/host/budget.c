@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 #include <errno.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -19,32 +20,43 @@ void budget__add(struct budget *b, const struct budget_sample *s)
 	b->samples[at] = *s;
 }
 
+/* The window's first and last samples and its span; false when they say nothing (fewer than
+ * two, or out of order: counters only grow). */
+static bool window(const struct budget *b, const struct budget_sample **first,
+		   const struct budget_sample **last, uint64_t *span)
+{
+	unsigned int i;
+
+	if (b->n < 2 || !b->ncpus)
+		return false;
+	*last = &b->samples[(b->head + b->n - 1) % BUDGET_SAMPLES];
+	for (i = 0;; i++) {
+		*first = &b->samples[(b->head + i) % BUDGET_SAMPLES];
+		if (i + 2 >= b->n || !b->window_ns ||
+		    (*last)->wall_ns - (*first)->wall_ns <= b->window_ns)
+			break;
+	}
+	if ((*last)->wall_ns <= (*first)->wall_ns || (*last)->own_ns < (*first)->own_ns ||
+	    (*last)->work_ns < (*first)->work_ns || (*last)->traced_ns < (*first)->traced_ns)
+		return false;
+	/* Younger than the window, every sample since the start kept: the time before it counts
+	 * as time heaptap spent nothing in, so that its start (the agent's, and each escalation's
+	 * object loaded and probes measured at once) is judged over a window as later costs are,
+	 * not over the first seconds alone. */
+	*span = (*last)->wall_ns - (*first)->wall_ns;
+	if (b->n < BUDGET_SAMPLES && *span < b->window_ns)
+		*span = b->window_ns;
+	return true;
+}
+
 double budget__spent(const struct budget *b)
 {
 	const struct budget_sample *first, *last;
 	double wall, own, work, traced;
 	uint64_t span;
-	unsigned int i;
 
-	if (b->n < 2 || !b->ncpus)
+	if (!window(b, &first, &last, &span))
 		return 0;
-	last = &b->samples[(b->head + b->n - 1) % BUDGET_SAMPLES];
-	for (i = 0;; i++) {
-		first = &b->samples[(b->head + i) % BUDGET_SAMPLES];
-		if (i + 2 >= b->n || !b->window_ns || last->wall_ns - first->wall_ns <= b->window_ns)
-			break;
-	}
-	/* Counters only grow; a sample out of order says nothing. */
-	if (last->wall_ns <= first->wall_ns || last->own_ns < first->own_ns ||
-	    last->work_ns < first->work_ns || last->traced_ns < first->traced_ns)
-		return 0;
-	/* Younger than the window, every sample since the start kept: the time before it counts
-	 * as time heaptap spent nothing in, so that its start (the agent's, and each escalation's
-	 * object loaded and probes measured at once) is judged over a window as later costs are,
-	 * not over the first seconds alone. */
-	span = last->wall_ns - first->wall_ns;
-	if (b->n < BUDGET_SAMPLES && span < b->window_ns)
-		span = b->window_ns;
 	wall = (double)span * b->ncpus;
 	own = last->own_ns - first->own_ns;
 	work = last->work_ns - first->work_ns;
@@ -69,6 +81,22 @@ double budget__share(const struct budget *b)
 	double share = budget__room(b) / 2;
 
 	return share >= BUDGET_MIN_SHARE ? share : 0;
+}
+
+double budget__process_share(const struct budget *b, double share, double proc_rate)
+{
+	const struct budget_sample *first, *last;
+	double work_rate, max = fmax(share, BUDGET_MAX_PROCESS_SHARE);
+	uint64_t span;
+
+	/* Its rate unknown, or the work's: as much as it may, which the host's budget still
+	 * bounds. */
+	if (!window(b, &first, &last, &span) || !(proc_rate > 0))
+		return max;
+	work_rate = (double)(last->work_ns - first->work_ns) / (last->wall_ns - first->wall_ns);
+	if (!(work_rate > 0))
+		return max;
+	return fmin(fmax(share * work_rate / proc_rate, share), max);
 }
 
 int budget__parse_stat(const char *text, long ticks_per_s, uint64_t *busy_ns, uint64_t *total_ns)

@@ -8,10 +8,15 @@
  * the share of the CPUs they kept busy meanwhile, as --live counts its own in the share the
  * target kept them busy: time heaptap takes from a CPU they did not want costs them nothing.
  * And each traced process loses the time its probes take, which its heaptap estimates (its
- * slowdown, times the process's CPU time). A new escalation is given half the budget's rest
- * as its own --max-overhead, which bounds that loss to that share of the process's own CPU
- * time; the other half is left for its heaptap's own CPU time, which takes from every process
- * watched, not only its target. Over the budget all the same, the agent ends escalations.
+ * slowdown, times the process's CPU time). A new escalation is given half the budget's rest,
+ * a share of the work watched; the other half is left for its heaptap's own CPU time, which
+ * takes from every process watched, not only its target. Its heaptap's --max-overhead, which
+ * bounds the process's loss to a share of the process's own CPU time, is that share of the
+ * work turned into one of the process's time: a process that uses a tenth of the work may
+ * lose ten times the share of its own time for the host to lose the share of its work. Up to
+ * BUDGET_MAX_PROCESS_SHARE: a process that uses little CPU would otherwise be slowed without
+ * bound, since what it loses is little beside the host's work. Over the budget all the same
+ * (a process that uses more CPU once traced), the agent ends escalations.
  */
 #ifndef HEAPTAP_BUDGET_H
 #define HEAPTAP_BUDGET_H
@@ -22,6 +27,9 @@
 #define BUDGET_SAMPLES 128
 /* An escalation is not worth starting with less than this share. */
 #define BUDGET_MIN_SHARE 0.005
+/* The most an escalation may slow its process, a share of the process's CPU time (its work
+ * then takes at most 4/3 as long). */
+#define BUDGET_MAX_PROCESS_SHARE 0.25
 
 /* Counters read at one report, each since boot (or any fixed origin). */
 struct budget_sample {
@@ -51,6 +59,11 @@ double budget__room(const struct budget *b);
 /* The share a new escalation is given (its --max-overhead): half the rest, 0 when that is
  * below BUDGET_MIN_SHARE. */
 double budget__share(const struct budget *b);
+
+/* The --max-overhead (a share of the process's own CPU time) that gives a process that ran
+ * proc_rate of a CPU (its CPU time a second, lately) share of the work watched over the
+ * window: no less than share, and no more than BUDGET_MAX_PROCESS_SHARE unless share is. */
+double budget__process_share(const struct budget *b, double share, double proc_rate);
 
 /* The host's busy CPU time and its total (busy and idle) from /proc/stat's text, in ns;
  * -EINVAL when it has no cpu line. */

@@ -265,6 +265,10 @@ static void scan_one(struct census *c, int pid, uint64_t now_ns)
 	}
 	p->cpu_delta_ticks = p->round && st.cpu_ticks > p->cpu_ticks ? st.cpu_ticks - p->cpu_ticks
 								       : 0;
+	if (!p->round) {
+		p->first_cpu_ticks = st.cpu_ticks;
+		p->first_scan_ns = now_ns;
+	}
 	p->round = c->round;
 	p->ppid = st.ppid;
 	p->state = st.state;

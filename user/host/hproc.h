@@ -120,6 +120,7 @@ struct hproc {
 	/* Where its RSS was when its latest escalation's heaptap last said: traced.c */
 	struct rss_view rss_view;
 	uint64_t cpu_delta_ticks; /* CPU time since the scan before */
+	uint64_t first_cpu_ticks, first_scan_ns; /* at the first scan that read it */
 	struct growth *growth; /* anon + swap over the latest intervals; NULL before a scan */
 	/* Judged at each report: agent.c */
 	struct trend trend;

@@ -105,7 +105,7 @@ int traced__start(struct traced *t, struct hproc *p, double share, uint64_t now_
 	p->escalations++;
 	p->esc = tr->e;
 	say_growth(why, sizeof(why), p);
-	elog("PID %d (%s): proc -> live: %s; traced within %.2f%% of its time", p->pid, tr->comm,
+	elog("PID %d (%s): proc -> live: %s; traced within %.2f%% of its CPU time", p->pid, tr->comm,
 	     why, share * 100);
 	if (t->records)
 		publish__stdout(t->records, write_tier,

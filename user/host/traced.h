@@ -29,7 +29,7 @@ void traced__end(struct traced *t);
 /* Ends every escalation left, and frees. NULL is fine. */
 void traced__free(struct traced *t);
 
-/* p up a tier, its heaptap given share of its time. Negative errno (said). */
+/* p up a tier, its heaptap given share of its CPU time. Negative errno (said). */
 int traced__start(struct traced *t, struct hproc *p, double share, uint64_t now_ns);
 
 /* Escalations tracing now (not those ending). */

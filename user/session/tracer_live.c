@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * The tracer of --live: the allocator's probes, as full mode puts them (tracer_probes.c), in
- * windows of sampled tracing and pauses, within a budget of the target's time (pacer.c). Its
- * sites are ranked by growth.
+ * windows of sampled tracing and pauses, within a budget of the target's CPU time (pacer.c).
+ * Its sites are ranked by growth.
  */
 #include <errno.h>
 #include <stdlib.h>

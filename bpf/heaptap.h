@@ -635,6 +635,9 @@ struct heaptap_counters {
 				 * next word unreadable, or HEAPTAP_CHAIN_MAX blocks after the
 				 * first reached */
 	__u64 remembered_walks;	/* stacks taken from a thread's memo of the same walk */
+	__u64 skipped_runs;	/* runs of heaptap's programs the kernel skipped (another BPF
+				 * program was running on that CPU): the loader reads it from the
+				 * programs' recursion_misses */
 };
 
 /*

@@ -16,6 +16,7 @@
 #include "base/escape.h"
 #include "base/idmap.h"
 #include "heaptap.skel.h"
+#include "probe/overhead.h"
 #include "target/proc.h"
 #include "target/stacks.h"
 
@@ -265,6 +266,7 @@ int accounting__snapshot(struct heaptap_bpf *skel, struct stacks *stacks,
 	}
 	/* The counters last: the drops are out of their live bytes. */
 	read_counters(skel, stacks, &out->counters, &out->fixups);
+	out->counters.skipped_runs = overhead__skipped_runs(skel);
 	/* The BPF side counts a block recorded in its size class alone. */
 	for (size_t i = 0; i < HEAPTAP_SIZE_CLASSES; i++) {
 		out->counters.allocs += out->classes[i].allocs;

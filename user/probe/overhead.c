@@ -182,22 +182,43 @@ int overhead__calibrate(struct heaptap_bpf *skel, struct probe_costs *out)
 	return err;
 }
 
-uint64_t overhead__programs_ns(struct heaptap_bpf *skel)
+/* The sums of the programs' run time (uprobe programs only when uprobes_only) and of their
+ * skipped runs. */
+static void programs_stats(struct heaptap_bpf *skel, bool uprobes_only, uint64_t *run_ns,
+			   uint64_t *misses)
 {
 	struct bpf_program *prog;
-	uint64_t ns = 0;
 
-	/* The uprobe programs: the tracepoints' run for every fork and exec on the machine. */
+	*run_ns = *misses = 0;
 	bpf_object__for_each_program(prog, skel->obj) {
 		struct bpf_prog_info info;
 		__u32 len = sizeof(info);
 
 		memset(&info, 0, sizeof(info));
-		if (bpf_program__type(prog) == BPF_PROG_TYPE_KPROBE && bpf_program__fd(prog) >= 0 &&
-		    !bpf_obj_get_info_by_fd(bpf_program__fd(prog), &info, &len))
-			ns += info.run_time_ns;
+		if ((!uprobes_only || bpf_program__type(prog) == BPF_PROG_TYPE_KPROBE) &&
+		    bpf_program__fd(prog) >= 0 &&
+		    !bpf_obj_get_info_by_fd(bpf_program__fd(prog), &info, &len)) {
+			*run_ns += info.run_time_ns;
+			*misses += info.recursion_misses;
+		}
 	}
+}
+
+uint64_t overhead__programs_ns(struct heaptap_bpf *skel)
+{
+	uint64_t ns, misses;
+
+	/* The uprobe programs: the tracepoints' run for every fork and exec on the machine. */
+	programs_stats(skel, true, &ns, &misses);
 	return ns;
+}
+
+uint64_t overhead__skipped_runs(struct heaptap_bpf *skel)
+{
+	uint64_t ns, misses;
+
+	programs_stats(skel, false, &ns, &misses);
+	return misses;
 }
 
 uint64_t overhead__target_cpu_ns(int pid)

@@ -32,6 +32,10 @@ int overhead__calibrate(struct heaptap_bpf *skel, struct probe_costs *out);
  * it while statistics are on (bpf_enable_stats); 0 while they are off. */
 uint64_t overhead__programs_ns(struct heaptap_bpf *skel);
 
+/* The runs of heaptap's programs (any kind) that the kernel skipped since they were loaded:
+ * it runs no tracing program on a CPU where one is running already (recursion_misses). */
+uint64_t overhead__skipped_runs(struct heaptap_bpf *skel);
+
 /* The target's CPU time so far, all threads, in nanoseconds; 0 if unknown. */
 uint64_t overhead__target_cpu_ns(int pid);
 

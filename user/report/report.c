@@ -38,6 +38,8 @@ const struct inexact_cause report__inexact_causes[] = {
 			      "in: none of their calls seen"),
 	CAUSE(lost_procs, "forks or execs missed: no room for the process or its notice"),
 	CAUSE(chain_cut, "chains freed (--free-chain) whose rest was not followed: blocks left live"),
+	CAUSE(skipped_runs, "runs of heaptap's programs the kernel skipped (another BPF program "
+			    "running on the CPU): calls unseen"),
 };
 
 const size_t report__ninexact_causes =

@@ -342,7 +342,10 @@ def main(argv):
                 ratio = rate if t == "redis_paired" else rate / rates[(t, "untraced")][0]
                 found = None if t == "redis_paired" else found
                 results.setdefault((t, v), []).append((ratio, est, found, own, wall))
-    with results_md.section("live_budget", argv[2] if len(argv) > 2 else None):
+    # Rounds of another length keep a section of their own.
+    variant = ", ".join(([argv[2]] if len(argv) > 2 else []) +
+                        ([f"{seconds:g} s"] if seconds != 60 else [])) or None
+    with results_md.section("live_budget", variant):
         print(f"\n{rounds} rounds of {seconds:.0f} s each, variants in random order; throughput "
               f"against the same round's untraced run: median (min-max)")
         print(f"{'target':12} {'variant':16} {'x untraced':>22} {'floor':>6} {'held':>5} "

@@ -236,8 +236,8 @@ static double cpu_rate(const struct agent *a, const struct hproc *p, uint64_t no
 	       ((now_ns - p->first_scan_ns) / 1e9);
 }
 
-/* Processes up a tier, as many as --max-traced leaves room for, each given half the budget's
- * rest, as a share of its own CPU time (budget.h). */
+/* Processes up a tier, as many as --max-traced leaves room for, given half the budget's rest
+ * between them, each as a share of its own CPU time (budget.h). */
 static void escalate(struct agent *a, struct hproc *const *list, size_t n, uint64_t now_ns)
 {
 	size_t active = traced__active(a->traced), room, chosen, i;
@@ -252,6 +252,11 @@ static void escalate(struct agent *a, struct hproc *const *list, size_t n, uint6
 		vlog("PID %d grows steadily, and the host's budget is spent: it waits", up[0]->pid);
 		return;
 	}
+	/* Those started together share the rest's half: each may cost its share of the work. */
+	while (chosen > 1 && share / chosen < BUDGET_MIN_SHARE)
+		chosen--;
+	if (chosen)
+		share /= chosen;
 	for (i = 0; i < chosen; i++)
 		/* One that cannot be traced is not tried again before its cooldown. */
 		if (traced__start(a->traced, up[i],

@@ -56,13 +56,15 @@ double budget__spent(const struct budget *b);
 /* The budget's rest: the limit less what is spent, 0 when none. */
 double budget__room(const struct budget *b);
 
-/* The share a new escalation is given (its --max-overhead): half the rest, 0 when that is
- * below BUDGET_MIN_SHARE. */
+/* The share of the work new escalations are given, between them (budget__process_share
+ * turns each one's into its --max-overhead): half the rest, 0 when that is below
+ * BUDGET_MIN_SHARE. */
 double budget__share(const struct budget *b);
 
 /* The --max-overhead (a share of the process's own CPU time) that gives a process that ran
- * proc_rate of a CPU (its CPU time a second, lately) share of the work watched over the
- * window: no less than share, and no more than BUDGET_MAX_PROCESS_SHARE unless share is. */
+ * proc_rate of a CPU (its CPU time a second since the agent first read it) share of the
+ * work watched over the window: no less than share, and no more than
+ * BUDGET_MAX_PROCESS_SHARE unless share is. */
 double budget__process_share(const struct budget *b, double share, double proc_rate);
 
 /* The host's busy CPU time and its total (busy and idle) from /proc/stat's text, in ns;

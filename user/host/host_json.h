@@ -14,8 +14,8 @@
 #include "host/host_report.h"
 
 /* What a change of tier says: the process, its tiers, why; with the probes of the heaptap
- * that traced it (its attached record's, on the way back), and the share of the budget it
- * was given (on the way up, else NAN). */
+ * that traced it (its attached record's, on the way back), and the --max-overhead it was
+ * given, a share of its own CPU time (on the way up, else NAN). */
 struct tier_change {
 	const struct hproc *p;
 	enum tier from, to;

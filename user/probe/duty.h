@@ -25,7 +25,7 @@
 struct duty_cycle {
 	uint64_t window_ns;
 	double budget;		/* the slowdown allowed, a fraction of the target's CPU time */
-	double window_slowdown; /* the last window's: time in probe hits / the target's time */
+	double window_slowdown; /* the last window's: time in probe hits / the target's CPU time */
 	/* Since the first window began, as of the last one's end (or duty__now): */
 	double slowdown; /* what the target has lost, as a share of its CPU time */
 	double traced;	 /* the share of the time spent tracing */

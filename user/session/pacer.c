@@ -59,13 +59,22 @@ static double own_loss(struct pacer *p, uint64_t own_ns, uint64_t cpu_ns, uint64
 				     overhead__shared_cpus(p->s->target->pid));
 }
 
+/* The target's CPU time since from (a session__cpu_ns reading): 0, not a wrapped difference,
+ * when a process that ended took its time out of the sum. */
+static uint64_t cpu_since(struct session *s, uint64_t from)
+{
+	uint64_t now = session__cpu_ns(s);
+
+	return now > from ? now - from : 0;
+}
+
 /* At a pause's end: what heaptap cost the target meanwhile (its detach, reports, rings
  * served) is charged; the pause goes on if that put the target over its budget. */
 static uint64_t end_pause(struct pacer *p)
 {
 	struct session *s = p->s;
 	uint64_t now = clock__now_ns(), ran = now - p->pause_start_ns,
-		 cpu = session__cpu_ns(s) - p->pause_cpu_ns;
+		 cpu = cpu_since(s, p->pause_cpu_ns);
 	double loss = own_loss(p, p->pause_own_ns, cpu, ran);
 	uint64_t more = duty__paused(&p->duty, ran, loss, cpu + loss);
 
@@ -104,7 +113,7 @@ int pacer__turn(struct pacer *p)
 		return resume(p);
 	/* The target's time in probe hits (the traps, as calibrated, and heaptap's programs),
 	 * and heaptap's own share of its CPUs, the window's attach included. */
-	cpu = session__cpu_ns(s) - p->window_cpu_ns;
+	cpu = cpu_since(s, p->window_cpu_ns);
 	loss = own_loss(p, p->window_own_ns, cpu, clock__now_ns() - p->window_start_ns);
 	pause = duty__pause_ns(&p->duty,
 			       overhead__trap_ns(s->probes, p->costs, p->window_calls,

@@ -417,6 +417,34 @@ def test_map_site_named_in_text_and_json():
     check_true("the mappings made before", "mapped before the attach" in sites, sites[:600])
 
 
+def without_tracefs():
+    """In the child before it runs heaptap: a mount namespace of its own in which the tracing
+    filesystem is not mounted (the host's mounts untouched)."""
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    ms_rec, ms_private, mnt_detach = 0x4000, 0x40000, 2
+    if libc.unshare(0x20000) or libc.mount(b"none", b"/", None, ms_rec | ms_private, None):
+        raise OSError(ctypes.get_errno(), "unshare or mount")
+    for path in (b"/sys/kernel/debug/tracing", b"/sys/kernel/tracing"):
+        libc.umount2(path, mnt_detach)
+
+
+@test
+def test_map_sites_named_where_tracefs_is_not_mounted():
+    """On a host that has not mounted the tracing filesystem, where libbpf finds the system
+    calls' tracepoints by their ids, heaptap mounts it and names the map sites as anywhere."""
+    target = Target("mappings")
+    ht = Heaptap(["-p", str(target.target_pid), "-i", "200ms", "-v"], preexec_fn=without_tracefs)
+    ht.attached()
+    for _ in range(2):
+        target.do("grow 8")
+    final, code = ht.finish()
+    check("heaptap exit status", code, 0)
+    check_true("it mounted the tracing filesystem", "tracefs mounted at" in ht.stderr_text(),
+               ht.stderr_text()[-2000:])
+    check("map_cache's mappings", map_cache_site(final["rss_parts"])["mappings"], 2)
+
+
 @test(tier="services")
 def test_map_sites_in_prometheus():
     """The map sites in --listen's metrics as the JSON record of the same report lists them:

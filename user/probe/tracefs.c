@@ -101,19 +101,29 @@ static const char *find_dir(void)
 	return dir;
 }
 
+int tracefs__mount(void)
+{
+	if (find_dir())
+		return 0;
+	if (mount("nodev", mounts[0], "tracefs", 0, NULL) && errno != EBUSY)
+		return -errno;
+	if (!has_uprobe_events(mounts[0]))
+		return -ENOENT;
+	dir = mounts[0];
+	vlog("tracing: tracefs mounted at %s", dir);
+	return 0;
+}
+
 int tracefs__open(void)
 {
-	if (dir)
+	int err;
+
+	if (group[0])
 		return 0;
+	err = tracefs__mount();
+	if (err)
+		return err;
 	tracefs__group_of(getpid(), group, sizeof(group));
-	if (!find_dir()) {
-		if (mount("nodev", mounts[0], "tracefs", 0, NULL) && errno != EBUSY)
-			return -errno;
-		if (!has_uprobe_events(mounts[0]))
-			return -ENOENT;
-		dir = mounts[0];
-		vlog("tracing: tracefs mounted at %s", dir);
-	}
 	remove_stale_groups();
 	return 0;
 }

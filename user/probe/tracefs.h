@@ -13,8 +13,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Finds the tracing filesystem, mounting it at /sys/kernel/tracing where it is not mounted,
- * and takes out the groups of heaptaps that are no longer running. 0 or negative errno. */
+/* Finds the tracing filesystem, mounting it at /sys/kernel/tracing where it is not mounted
+ * (the system calls' tracepoints are known by their ids there too). 0 or negative errno. */
+int tracefs__mount(void);
+/* tracefs__mount, and takes out the groups of heaptaps that are no longer running. */
 int tracefs__open(void);
 
 /* heaptap's own group ("heaptap_PID", PID heaptap's: the same in its helper processes). */

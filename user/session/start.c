@@ -18,6 +18,7 @@
 #include "heaptap.skel.h"
 #include "probe/overhead.h"
 #include "probe/probes.h"
+#include "probe/tracefs.h"
 #include "report/publish.h"
 #include "session/reporting.h"
 #include "session/start.h"
@@ -49,7 +50,13 @@ static void watch_mappings(struct session *s)
 					s->skel->progs.mremap_exit,   s->skel->progs.brk_enter,
 					s->skel->progs.madvise_enter };
 	size_t i;
+	int err = tracefs__mount();
 
+	/* libbpf reads a tracepoint's id from the tracing filesystem, which a host may not
+	 * have mounted. */
+	if (err)
+		vlog("no tracing filesystem (%s): the mapping calls' tracepoints cannot be found",
+		     strerror(-err));
 	for (i = 0; i < sizeof(progs) / sizeof(progs[0]); i++)
 		if (!(s->mapping_links[i] = bpf_program__attach(progs[i])))
 			vlog("no tracepoint %s (%s): mappings made that way are not named",

@@ -115,15 +115,16 @@ def test_live_mode_takes_its_probes_out_between_windows():
                0 < paused["live"]["traced"] < 0.5, paused["live"])
     # What the target lost, of its CPU time: the first window's tenth of a second on every
     # CPU at most plus 1% of its CPU time since: the bound --live keeps (the first window is
-    # short, and the next waits for the budget to pay for it).
+    # short, and the next waits for the budget to pay for it), and heaptap's own CPU time in
+    # the pause, counted at each of its looks (every second) and paid for by the rest of it.
     cpu = paused["live"]["target_cpu_s"]
     lost = paused["live"]["slowdown"] * cpu
+    own = paused["live"]["own_cpu"]
     check_true("the target's CPU time since the first window counted",
                0 < cpu <= paused["elapsed_s"] * os.cpu_count(), paused["live"])
-    check_true("estimated loss within the first window and the budget",
-               lost <= 0.1 * os.cpu_count() + 0.01 * cpu + 0.005,
+    check_true("estimated loss within the first window, the budget and heaptap's own time",
+               lost <= 0.1 * os.cpu_count() + 0.01 * cpu + own["total_s"] + 0.005,
                f"{lost:.3f} s lost of {cpu:.1f} s: {paused['live']}")
-    own = paused["live"]["own_cpu"]
     check_true("heaptap's own CPU time, its attach among it, counted",
                0 < own["attach_s"] <= own["total_s"] and
                abs(own["total_s"] - sum(own[k] for k in ("attach_s", "detach_s", "report_s",

@@ -109,6 +109,12 @@ int main(void)
 	CHECK_NEAR(duty__paused(&d, pause, 0, pause / 2), 5.9 * SECOND, 2,
 		   "a pause at half the window's CPU: as long again");
 	CHECK_NEAR(d.rate, 0.5, 1e-12, "the rate the pause ran at");
+	/* A target all but idle in the pause: planned at its rate, the pause would be 10^12 s,
+	 * more than a uint64_t of ns holds; it is bounded, and heaptap looks again sooner. */
+	d = (struct duty_cycle){ .window_ns = 2 * SECOND, .budget = 0.05 };
+	pause = duty__pause_ns(&d, 0.1 * SECOND, 0.1 * SECOND);
+	CHECK_U64(duty__paused(&d, pause, 0, 1e-12 * pause), 1000000000000000000ULL,
+		  "a pause at 10^-12 CPUs: 10^18 ns at most");
 	/* An idle target (no CPU time) loses nothing. */
 	d = (struct duty_cycle){ .window_ns = 2 * SECOND, .budget = 0.25 };
 	CHECK_U64(duty__pause_ns(&d, 0.5 * SECOND, 0), 0, "idle target");

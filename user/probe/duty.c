@@ -37,6 +37,12 @@ static double share(double loss_ns, double cpu_ns)
 	return s > 1 ? 1 : s < 0 ? 0 : s;
 }
 
+/* A pause in ns: at most 10^18 (32 years), a double too large for the type not converted. */
+static uint64_t pause_ns(double pause)
+{
+	return pause < 1e18 ? (uint64_t)pause : 1000000000000000000ULL;
+}
+
 /* The pause that brings what the target lost back within the budget's share of its CPU time
  * since the start, with need more to come: the CPU time it must run untraced first, at rate
  * (CPU time a second). */
@@ -71,7 +77,7 @@ uint64_t duty__pause_ns(struct duty_cycle *d, double loss_ns, double cpu_ns)
 	d->traced = d->traced_ns / d->elapsed_ns;
 	d->slowdown = d->cpu_ns > 0 ? d->spent_ns / d->cpu_ns : 0;
 	d->pause_ns = pause;
-	return pause;
+	return pause_ns(pause);
 }
 
 uint64_t duty__paused(struct duty_cycle *d, uint64_t ran_ns, double loss_ns, double cpu_ns)
@@ -89,5 +95,5 @@ uint64_t duty__paused(struct duty_cycle *d, uint64_t ran_ns, double loss_ns, dou
 	more = pause_for(d, d->next_cost_ns, d->rate > 0 ? d->rate : d->window_rate);
 	d->slowdown = d->cpu_ns > 0 ? d->spent_ns / d->cpu_ns : 0;
 	d->pause_ns = more;
-	return more;
+	return pause_ns(more);
 }

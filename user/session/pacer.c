@@ -27,6 +27,15 @@ void pacer__init(struct pacer *p, struct session *s, const struct probe_costs *c
 		     "slowdown is its traps' alone", strerror(errno));
 }
 
+/* A pause is looked at again after a second at most: one planned at an idle target's rate
+ * may be hours, and the target may get busy at once. */
+#define PACER_RECHECK_NS 1000000000ULL
+
+static uint64_t recheck(uint64_t pause_ns)
+{
+	return pause_ns < PACER_RECHECK_NS ? pause_ns : PACER_RECHECK_NS;
+}
+
 /* A window begins, its probes put in since own_ns (heaptap's own CPU time then). */
 static void begin_window(struct pacer *p, uint64_t own_ns)
 {
@@ -92,7 +101,7 @@ static int resume(struct pacer *p)
 	int err;
 
 	if (pause) {
-		p->next_ns = clock__now_ns() + pause;
+		p->next_ns = clock__now_ns() + recheck(pause);
 		return 0;
 	}
 	own = from = overhead__own_cpu_ns();
@@ -135,7 +144,7 @@ int pacer__turn(struct pacer *p)
 	session__detach_all(s);
 	s->activities.detach_ns += overhead__own_cpu_ns() - from;
 	p->pause_start_ns = clock__now_ns();
-	p->next_ns = p->pause_start_ns + pause;
+	p->next_ns = p->pause_start_ns + recheck(pause);
 	vlog("window %" PRIu64 ": slowdown %.1f%% while tracing, pausing %.1fs", p->duty.windows,
 	     p->duty.window_slowdown * 100, pause / 1e9);
 	return 0;

@@ -13,7 +13,10 @@ Variants: dwarf stacks (the default on this target), frame-pointer stacks, sampl
 64k: most calls skip the stack), --stack-depth 1 (a stack of the caller alone). And two that
 are not heaptap, at heaptap's planned sites (bench/probecost): empty programs, the traps
 alone, against which full mode is measured; and programs that read the word at the stack
-pointer at each entry, the least any stack costs. --against PATH adds each heaptap variant
+pointer at each entry, the least any stack costs. And empty programs at the planned entries
+alone, no return probed: the least a call can cost that skips its return's trap (what an
+uprobe session's entry could tell the kernel for a call not sampled), over the three-site
+floor. --against PATH adds each heaptap variant
 again with that build of heaptap (an older one), in the same random order; no record of such
 a run is checked against the schema.
 """
@@ -34,6 +37,7 @@ from sites import empty_probes, end_probes  # noqa: E402
 ALLOCBENCH = os.path.join(lib.BUILD, "bench", "allocbench")
 EMPTY = "empty programs, planned sites"
 ONE_READ = "one read a call, planned sites"
+ENTRIES = "empty programs, planned entries only"
 VARIANTS = {
     "dwarf": [],
     "fp": ["--stack", "fp"],
@@ -117,7 +121,7 @@ def main(argv):
                 for v, args in VARIANTS.items()}
     pairs = int(argv[0]) if argv else 200000
     rounds = int(argv[1]) if len(argv) > 1 else 3
-    others = [EMPTY, ONE_READ]
+    others = [EMPTY, ONE_READ, ENTRIES]
     results = {v: [] for v in ["untraced"] + others + list(variants)}
     with bpf_stats():
         target = lib.Target(ALLOCBENCH)
@@ -131,7 +135,9 @@ def main(argv):
                         results[v].append((ns_per_pair(target, pairs), {}))
                         continue
                     if v in others:
-                        proc = empty_probes(target.target_pid, sites, v == ONE_READ)
+                        proc = empty_probes(target.target_pid,
+                                            [(f, o, r and v != ENTRIES) for f, o, r in sites],
+                                            v == ONE_READ)
                     else:
                         lib.HEAPTAP = variants[v][1]
                         proc = lib.Heaptap(["-p", str(target.target_pid), "-i", "1h"]
@@ -186,6 +192,9 @@ def main(argv):
             by_loop = statistics.median(r[0] for r in results[v]) / empty_ns
             print(f"  {v:36} {by_kernel:5.2f} {by_loop:6.2f}   (programs: "
                   f"{programs_ns[v] - programs_ns[EMPTY]:+.0f} ns a pair)")
+        print(f"\nno return probed at all, x the floor by the loop's ns per pair: "
+              f"{statistics.median(r[0] for r in results[ENTRIES]) / empty_ns:.2f} (a call "
+              f"that skips its return costs no less)")
     lib.end_started()
     return 0
 

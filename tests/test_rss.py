@@ -209,6 +209,31 @@ def test_rss_parts_while_the_heap_and_mappings_change():
     check_true("target alive", target.alive())
 
 
+def policy(pid, tid):
+    """A thread's scheduling policy (0: SCHED_OTHER, 1: SCHED_FIFO), from its stat."""
+    with open(f"/proc/{pid}/task/{tid}/stat") as f:
+        return int(f.read().rsplit(")", 1)[1].split()[38])
+
+
+@test
+def test_reads_of_the_target_leave_heaptap_at_its_policy():
+    """heaptap reads the target's memory and page tables at SCHED_FIFO, a read at a time
+    (doc/rss.md): after a report's full read, the thread that read is back at SCHED_OTHER."""
+    target = Target("mappings")
+    target.do("grow 8")
+    target.do("big 16")
+    ht = Heaptap(["-p", str(target.target_pid), "-i", "1h"])
+    ht.attached()
+    check("heaptap's thread at the usual policy before", policy(ht.pid, ht.pid), 0)
+    os.kill(ht.pid, signal.SIGUSR1)
+    rec = ht.record()
+    check("a report", rec and rec["type"], "interval")
+    check_true("it read the heap", rec["rss_parts"]["live"] >= 16 * MIB, rec["rss_parts"])
+    check("heaptap's thread at the usual policy after", policy(ht.pid, ht.pid), 0)
+    _, code = ht.finish()
+    check("heaptap exit status", code, 0)
+
+
 @test
 def test_rss_parts_of_a_process_without_a_heap():
     """A program that has not called malloc yet: no brk heap, no arena to walk; the parts

@@ -7,6 +7,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "base/remote_read.h"
 #include "target/memory.h"
 
 int memory__open(int pid, struct memory *m)
@@ -46,15 +47,20 @@ void memory__use(struct memory *m, const struct page_runs *runs)
 static ssize_t read_window(struct memory *m, uint64_t addr, size_t want)
 {
 	struct iovec local = { m->buf, want }, remote = { (void *)(uintptr_t)addr, want };
-	ssize_t got;
+	int policy = remote_read__begin(), err;
+	ssize_t got = -1;
 
 	if (m->pid > 0 && !m->no_vm_readv) {
 		got = process_vm_readv(m->pid, &local, 1, &remote, 1, 0);
-		if (got >= 0 || (errno != EPERM && errno != ENOSYS))
-			return got;
-		m->no_vm_readv = true;
+		if (got < 0 && (errno == EPERM || errno == ENOSYS))
+			m->no_vm_readv = true;
 	}
-	return pread(m->fd, m->buf, want, addr);
+	if (m->no_vm_readv || m->pid <= 0)
+		got = pread(m->fd, m->buf, want, addr);
+	err = errno;
+	remote_read__end(policy);
+	errno = err;
+	return got;
 }
 
 const void *memory__at(struct memory *m, uint64_t addr, size_t len, size_t window)

@@ -11,6 +11,7 @@
 #include "base/array.h"
 #include "base/env.h"
 #include "base/pagemap_scan.h"
+#include "base/remote_read.h"
 #include "target/pagemap.h"
 
 #define ENTRY_PRESENT (1ULL << 63) /* a /proc/PID/pagemap entry's bit */
@@ -107,8 +108,12 @@ static int scan(struct pagemap *pm, uint64_t *at, uint64_t end, bool anon, struc
 			.category_anyof_mask = PAGE_IS_PRESENT,
 			.return_mask = PAGE_IS_PRESENT,
 		};
-		int n = ioctl(pm->fd, PAGEMAP_SCAN_IOCTL, &arg), i, err;
+		int policy = remote_read__begin(), n, i, err;
 
+		n = ioctl(pm->fd, PAGEMAP_SCAN_IOCTL, &arg);
+		err = errno;
+		remote_read__end(policy);
+		errno = err;
 		if (n < 0)
 			return errno == ESRCH || errno == ENOENT ? -ESRCH : -ENOTTY;
 		for (i = 0; i < n && i < SCAN_REGIONS; i++) {
@@ -139,8 +144,12 @@ static int read_entries(struct pagemap *pm, uint64_t at, uint64_t end, bool anon
 	while (at < end) {
 		uint64_t pages = (end - at) / PAGEMAP_PAGE, run = 0;
 		size_t want = pages < ENTRIES ? pages : ENTRIES, i;
+		int policy = remote_read__begin(), err;
 		ssize_t got = pread(pm->fd, entries, want * 8, at / PAGEMAP_PAGE * 8);
-		int err;
+
+		err = errno;
+		remote_read__end(policy);
+		errno = err;
 
 		if (got < 0)
 			return errno == ESRCH ? -ESRCH : -errno;

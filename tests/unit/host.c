@@ -414,6 +414,28 @@ static void census(void)
 	census__free(c);
 }
 
+/* A process's CPU rate is read from the older of two marks, a span to two old. */
+static void cpu_marks(void)
+{
+	struct hproc p = {};
+
+	hproc__mark_cpu(&p, 100, 10 * SECOND, 60 * SECOND, true);
+	hproc__mark_cpu(&p, 150, 40 * SECOND, 60 * SECOND, false);
+	CHECK_U64(p.mark_ns[0], 10 * SECOND, "younger than a span: from the first scan");
+	hproc__mark_cpu(&p, 200, 70 * SECOND, 60 * SECOND, false);
+	CHECK_TRUE(p.mark_ns[0] == 10 * SECOND && p.mark_ticks[0] == 100 &&
+			   p.mark_ns[1] == 70 * SECOND && p.mark_ticks[1] == 200,
+		   "a span old: the newer mark moves on");
+	hproc__mark_cpu(&p, 900, 100 * SECOND, 60 * SECOND, false);
+	CHECK_U64(p.mark_ns[0], 10 * SECOND, "the older mark stays until the newer is a span old");
+	hproc__mark_cpu(&p, 5000, 130 * SECOND, 60 * SECOND, false);
+	CHECK_TRUE(p.mark_ns[0] == 70 * SECOND && p.mark_ticks[0] == 200 &&
+			   p.mark_ns[1] == 130 * SECOND,
+		   "then it takes the newer's place: the rate of the latest 60 s, not of 120");
+	hproc__mark_cpu(&p, 7, 131 * SECOND, 60 * SECOND, true);
+	CHECK_TRUE(p.mark_ticks[0] == 7 && p.mark_ticks[1] == 7, "a new process: both marks anew");
+}
+
 int main(void)
 {
 	stat_lines();
@@ -425,5 +447,6 @@ int main(void)
 	rss_view();
 	tiers();
 	census();
+	cpu_marks();
 	return unit__done("host");
 }

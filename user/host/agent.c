@@ -117,6 +117,8 @@ static int setup(struct agent *a)
 	if (!err)
 		err = census__new(&opts->host, &a->census);
 	if (!err)
+		census__set_rate_span(a->census, a->budget.window_ns);
+	if (!err)
 		err = lifecycle__open(opts->host.cgroups, opts->host.ncgroups, &a->life);
 	if (!err)
 		err = make_dir(a);
@@ -227,13 +229,14 @@ static void judge(struct hproc *const *list, size_t n)
 	}
 }
 
-/* A process's CPU time a second since the agent first read it (0 before a second scan). */
+/* A process's CPU time a second over the budget's window to twice that (since the agent first
+ * read it, in a younger one; 0 before a second scan). */
 static double cpu_rate(const struct agent *a, const struct hproc *p, uint64_t now_ns)
 {
-	if (now_ns <= p->first_scan_ns || p->cpu_ticks < p->first_cpu_ticks)
+	if (now_ns <= p->mark_ns[0] || p->cpu_ticks < p->mark_ticks[0])
 		return 0;
-	return (double)(p->cpu_ticks - p->first_cpu_ticks) / a->ticks_per_s /
-	       ((now_ns - p->first_scan_ns) / 1e9);
+	return (double)(p->cpu_ticks - p->mark_ticks[0]) / a->ticks_per_s /
+	       ((now_ns - p->mark_ns[0]) / 1e9);
 }
 
 /* Processes up a tier, as many as --max-traced leaves room for, given half the budget's rest

@@ -62,8 +62,8 @@ double budget__room(const struct budget *b);
 double budget__share(const struct budget *b);
 
 /* The --max-overhead (a share of the process's own CPU time) that gives a process that ran
- * proc_rate of a CPU (its CPU time a second since the agent first read it) share of the
- * work watched over the window: no less than share, and no more than
+ * proc_rate of a CPU (its CPU time a second over one to two windows: hproc__mark_cpu) share
+ * of the work watched over the window: no less than share, and no more than
  * BUDGET_MAX_PROCESS_SHARE unless share is. */
 double budget__process_share(const struct budget *b, double share, double proc_rate);
 

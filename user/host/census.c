@@ -28,6 +28,7 @@ struct census {
 	struct census_counts counts;
 	unsigned int round;
 	long ticks_per_s;
+	uint64_t rate_span_ns; /* hproc__mark_cpu's span */
 	int self;
 	bool said; /* a failure to read /proc or a cgroup was said */
 	char buf[READ_BYTES];
@@ -45,6 +46,7 @@ int census__new(const struct host_settings *h, struct census **out)
 	if (c->ticks_per_s <= 0)
 		c->ticks_per_s = 100;
 	c->self = getpid();
+	c->rate_span_ns = CENSUS_RATE_SPAN_NS;
 	*out = c;
 	return 0;
 }
@@ -59,6 +61,11 @@ static void free_proc(struct hproc *p)
 	free(p->profile);
 	free(p->alarms);
 	free(p);
+}
+
+void census__set_rate_span(struct census *c, uint64_t span_ns)
+{
+	c->rate_span_ns = span_ns;
 }
 
 void census__free(struct census *c)
@@ -265,10 +272,7 @@ static void scan_one(struct census *c, int pid, uint64_t now_ns)
 	}
 	p->cpu_delta_ticks = p->round && st.cpu_ticks > p->cpu_ticks ? st.cpu_ticks - p->cpu_ticks
 								       : 0;
-	if (!p->round) {
-		p->first_cpu_ticks = st.cpu_ticks;
-		p->first_scan_ns = now_ns;
-	}
+	hproc__mark_cpu(p, st.cpu_ticks, now_ns, c->rate_span_ns, !p->round);
 	p->round = c->round;
 	p->ppid = st.ppid;
 	p->state = st.state;

@@ -31,6 +31,10 @@ struct census_counts {
 /* Paths are opened later (census__scan says what fails). Negative errno. */
 int census__new(const struct host_settings *h, struct census **out);
 void census__free(struct census *c);
+/* The span a process's CPU rate is read over (hproc__mark_cpu): the host budget's window,
+ * CENSUS_RATE_SPAN_NS until told. */
+#define CENSUS_RATE_SPAN_NS (60 * 1000000000ULL)
+void census__set_rate_span(struct census *c, uint64_t span_ns);
 
 /* The BPF side's notices; start_ns is the process's start in boot-time nanoseconds. */
 void census__fork(struct census *c, int pid, int ppid, uint64_t start_ns, const char *comm,

@@ -120,7 +120,9 @@ struct hproc {
 	/* Where its RSS was when its latest escalation's heaptap last said: traced.c */
 	struct rss_view rss_view;
 	uint64_t cpu_delta_ticks; /* CPU time since the scan before */
-	uint64_t first_cpu_ticks, first_scan_ns; /* at the first scan that read it */
+	/* Two marks of its CPU time (ticks) and when they were read: the older one is where its
+	 * CPU rate is read from, a span to two old once the process is (hproc__mark_cpu) */
+	uint64_t mark_ticks[2], mark_ns[2];
 	struct growth *growth; /* anon + swap over the latest intervals; NULL before a scan */
 	/* Judged at each report: agent.c */
 	struct trend trend;
@@ -137,5 +139,26 @@ struct hproc {
 	size_t profile_size;
 	struct alarms *alarms; /* its own alarms, with --alert-*: agent.c */
 };
+
+/*
+ * A scan read the process's CPU time (ticks at now_ns; first: the first scan to read it).
+ * The newer mark moves to now once it is span_ns old, the older taking its place: the rate
+ * read from the older mark is over the latest span to two spans (since the first scan, in a
+ * process younger than that), as the host's budget judges its work over its window, and not
+ * over a process's whole life.
+ */
+static inline void hproc__mark_cpu(struct hproc *p, uint64_t ticks, uint64_t now_ns,
+				   uint64_t span_ns, bool first)
+{
+	if (first) {
+		p->mark_ticks[0] = p->mark_ticks[1] = ticks;
+		p->mark_ns[0] = p->mark_ns[1] = now_ns;
+	} else if (now_ns - p->mark_ns[1] >= span_ns) {
+		p->mark_ticks[0] = p->mark_ticks[1];
+		p->mark_ns[0] = p->mark_ns[1];
+		p->mark_ticks[1] = ticks;
+		p->mark_ns[1] = now_ns;
+	}
+}
 
 #endif

@@ -190,7 +190,10 @@ def redis_counters(conn, pid):
     data = b""
     while not data.endswith(b"\r\n") or data.count(b"\r\n") < 2 or \
             len(data) < int(data[1:data.index(b"\r\n")]) + data.index(b"\r\n") + 4:
-        data += conn.recv(65536)
+        more = conn.recv(65536)
+        if not more:
+            raise RuntimeError(f"redis (PID {pid}) closed the connection: {data[:200]!r}")
+        data += more
     done = int(data.split(b"total_commands_processed:")[1].split(b"\r\n")[0])
     cpu = 0
     for tid in os.listdir(f"/proc/{pid}/task"):

@@ -7,41 +7,21 @@
  * lets another thread run at one of the points it may), that thread waits for heaptap's time
  * off the CPU, milliseconds, and not for the read's microseconds. So such a read is made at
  * SCHED_FIFO, the lowest real-time priority, which no thread of the usual policy preempts,
- * and the thread goes back to its policy after it. Without the privilege, reads are made as
- * they are.
+ * and the thread goes back to its policy after it.
+ *
+ * Reads are made as they are where the kernel refuses the policy (no CAP_SYS_NICE), where the
+ * thread is not at SCHED_OTHER, and where it runs at a nice value above 0: whoever started
+ * heaptap under nice asked it to yield, and it does.
  */
 #ifndef HEAPTAP_REMOTE_READ_H
 #define HEAPTAP_REMOTE_READ_H
 
-#include <sched.h>
-#include <stdbool.h>
+/* Before a read: the policy to go back to, or -1 when none was changed. The first read at
+ * SCHED_FIFO, and a refusal, are said with -v. */
+int remote_read__begin(void);
 
-/* Before a read: the policy to go back to, or -1 when none was changed. */
-static inline int remote_read__begin(void)
-{
-	static bool refused;
-	struct sched_param fifo = { .sched_priority = 1 };
-	int policy;
-
-	if (refused)
-		return -1;
-	policy = sched_getscheduler(0);
-	if (policy != SCHED_OTHER)
-		return -1;
-	if (sched_setscheduler(0, SCHED_FIFO | SCHED_RESET_ON_FORK, &fifo)) {
-		refused = true;
-		return -1;
-	}
-	return policy;
-}
-
-/* After it, with what remote_read__begin returned. */
-static inline void remote_read__end(int policy)
-{
-	struct sched_param none = { .sched_priority = 0 };
-
-	if (policy >= 0)
-		sched_setscheduler(0, policy, &none);
-}
+/* After it, with what remote_read__begin returned. Where the thread cannot go back, heaptap
+ * says so and makes no further read at SCHED_FIFO. */
+void remote_read__end(int policy);
 
 #endif

@@ -35,7 +35,7 @@
 #define TCACHE_MAX_COUNT 1024
 
 /* The reads of a walk and of the bins: large windows, most chunks are near the last. A
- * walk's window is 64 pages: each read switches the thread to SCHED_FIFO and back
+ * walk's window is 256 KiB, 64 pages: each read switches the thread to SCHED_FIFO and back
  * (base/remote_read.h), and holds the target's lock of its mappings while it finds 64 pages,
  * tens of microseconds. */
 #define WALK_WINDOW 262144ULL

@@ -20,6 +20,22 @@ int empty(void *ctx)
 	return 0;
 }
 
+/* Uprobe sessions' programs (probecost --session-skip, --session-run; kernels since 6.13): one
+ * program runs at a function's entry and, where the entry returned 0, at its return too;
+ * where it returned 1, the kernel takes no return trap. Loaded as sessions' only in those
+ * modes; otherwise they are empty uprobes that nothing attaches. */
+SEC("uprobe")
+int session_skip(void *ctx)
+{
+	return 1;
+}
+
+SEC("uprobe")
+int session_run(void *ctx)
+{
+	return 0;
+}
+
 /* Where the word goes: the verifier keeps a read's result from being dropped. */
 __u64 last_word = 0;
 

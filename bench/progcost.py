@@ -16,7 +16,10 @@ alone, against which full mode is measured; and programs that read the word at t
 pointer at each entry, the least any stack costs. And empty programs at the planned entries
 alone, no return probed: the least a call can cost that skips its return's trap (what an
 uprobe session's entry could tell the kernel for a call not sampled), over the three-site
-floor. --against PATH adds each heaptap variant
+floor. Where the kernel has uprobe sessions (6.13 and later), two more: a session's empty
+program at each allocating function (an empty probe at free), returning 1 at the entry (no
+return trap: what every call not sampled would cost) or 0 (the return runs it again: what a
+sampled call would). --against PATH adds each heaptap variant
 again with that build of heaptap (an older one), in the same random order; no record of such
 a run is checked against the schema.
 """
@@ -38,6 +41,9 @@ ALLOCBENCH = os.path.join(lib.BUILD, "bench", "allocbench")
 EMPTY = "empty programs, planned sites"
 ONE_READ = "one read a call, planned sites"
 ENTRIES = "empty programs, planned entries only"
+SESSION_SKIP = "sessions returning 1, planned sites"
+SESSION_RUN = "sessions returning 0, planned sites"
+PROBECOST_MODES = {SESSION_SKIP: "--session-skip", SESSION_RUN: "--session-run"}
 VARIANTS = {
     "dwarf": [],
     "fp": ["--stack", "fp"],
@@ -112,6 +118,13 @@ def planned_sites(pid):
             if p["kind"] != "unwind"]
 
 
+def sessions():
+    """Whether the running kernel has uprobe sessions (its BTF names the attach type)."""
+    out = subprocess.run(["bpftool", "btf", "dump", "file", "/sys/kernel/btf/vmlinux"],
+                         capture_output=True, text=True)
+    return "'BPF_TRACE_UPROBE_SESSION'" in out.stdout
+
+
 def main(argv):
     builds = {"": lib.HEAPTAP}
     against = lib.take_against(argv)
@@ -121,7 +134,7 @@ def main(argv):
                 for v, args in VARIANTS.items()}
     pairs = int(argv[0]) if argv else 200000
     rounds = int(argv[1]) if len(argv) > 1 else 3
-    others = [EMPTY, ONE_READ, ENTRIES]
+    others = [EMPTY, ONE_READ, ENTRIES] + (list(PROBECOST_MODES) if sessions() else [])
     results = {v: [] for v in ["untraced"] + others + list(variants)}
     with bpf_stats():
         target = lib.Target(ALLOCBENCH)
@@ -137,7 +150,7 @@ def main(argv):
                     if v in others:
                         proc = empty_probes(target.target_pid,
                                             [(f, o, r and v != ENTRIES) for f, o, r in sites],
-                                            v == ONE_READ)
+                                            v == ONE_READ, PROBECOST_MODES.get(v))
                     else:
                         lib.HEAPTAP = variants[v][1]
                         proc = lib.Heaptap(["-p", str(target.target_pid), "-i", "1h"]
@@ -195,6 +208,9 @@ def main(argv):
         print(f"\nno return probed at all, x the floor by the loop's ns per pair: "
               f"{statistics.median(r[0] for r in results[ENTRIES]) / empty_ns:.2f} (a call "
               f"that skips its return costs no less)")
+        for v in others[3:]:
+            print(f"{v}, x the floor by the loop's ns per pair: "
+                  f"{statistics.median(r[0] for r in results[v]) / empty_ns:.2f}")
     lib.end_started()
     return 0
 

@@ -95,11 +95,13 @@ def stop(ht):
     return final
 
 
-def empty_probes(pid, sites, read=False):
+def empty_probes(pid, sites, read=False, mode=None):
     """Empty programs at sites [(file, offset, return?)] of process pid, or with read, ones
-    that read the word at the stack pointer (returns stay empty); a Proc to end."""
+    that read the word at the stack pointer (returns stay empty), or with mode, probecost's
+    option (--session-skip: uprobe sessions at the sites with returns); a Proc to end."""
     args = [f"{f}:{o}" + (":ret" if r else "") for f, o, r in sites]
-    p = lib.Proc([PROBECOST] + (["--read"] if read else []) + [str(pid)] + args)
+    option = ["--read"] if read else [mode] if mode else []
+    p = lib.Proc([PROBECOST] + option + [str(pid)] + args)
     line = p.read_line()
     if line != "attached":
         raise lib.Failure(f"probecost: {line}: {p.stderr_text()}")

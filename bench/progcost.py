@@ -205,12 +205,15 @@ def main(argv):
             by_loop = statistics.median(r[0] for r in results[v]) / empty_ns
             print(f"  {v:36} {by_kernel:5.2f} {by_loop:6.2f}   (programs: "
                   f"{programs_ns[v] - programs_ns[EMPTY]:+.0f} ns a pair)")
-        print(f"\nno return probed at all, x the floor by the loop's ns per pair: "
-              f"{statistics.median(r[0] for r in results[ENTRIES]) / empty_ns:.2f} (a call "
-              f"that skips its return costs no less)")
-        for v in others[3:]:
-            print(f"{v}, x the floor by the loop's ns per pair: "
-                  f"{statistics.median(r[0] for r in results[v]) / empty_ns:.2f}")
+        # The traps' cost moves between rounds by more than these variants differ: each
+        # against the floor of its own round too.
+        print("\nx the floor by the loop's ns per pair, medians' ratio; the median (and range) "
+              "of each round's ratio to that round's floor:")
+        for v in others[2:]:
+            per_round = sorted(r[0] / e[0] for r, e in zip(results[v], results[EMPTY]))
+            print(f"  {v:36} {statistics.median(r[0] for r in results[v]) / empty_ns:5.2f} "
+                  f"{statistics.median(per_round):6.2f} ({per_round[0]:.2f}-{per_round[-1]:.2f})")
+        print("  (no return probed at all: a call that skips its return costs no less)")
     lib.end_started()
     return 0
 

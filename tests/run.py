@@ -17,7 +17,8 @@ HEAPTAP_SANITIZED_BUILD too, a shell command that makes that binary (tests/test.
 runner runs it first, in one of the N places, while the other tests start: the sanitized
 runs start once it has succeeded, and fail unrun if it fails.
 
-Ends with the line "N passed, N failed"; exits 0 only when nothing failed.
+Ends with the tests that did not pass, each with the first line of what it said, and the line
+"N passed, N failed"; exits 0 only when nothing failed.
 """
 import argparse
 import glob
@@ -282,6 +283,7 @@ def serve(queue, running, parallel, times, cpu, build=None, waiting=1):
                 for unrun in [j for j in queue if j.sanitized]:
                     queue.remove(unrun)
                     print(f"{unrun.label:48s}   not run: the sanitized build failed")
+                    unrun.verdict = "not run: the sanitized build failed"
                     failed += 1
     return passed, failed
 
@@ -293,6 +295,19 @@ def print_cpu(cpu, most=10):
     print(f"CPU: {sum(cpu.values()):.0f} s in all; the most:")
     for label, secs in sorted(cpu.items(), key=lambda item: -item[1])[:most]:
         print(f"  {secs:7.1f} s  {label}")
+
+
+def print_failed(jobs, width=300):
+    """The jobs that did not pass, each with its verdict's first line, again at the end: a
+    log read from its tail (CI's) shows them beside the count."""
+    failed = [j for j in jobs if j.verdict not in (None, "ok")]
+    if failed:
+        print("Not passed:")
+    for job in failed:
+        first = job.verdict.strip().splitlines()[0] if job.verdict.strip() else job.verdict
+        if job.verdict.startswith("ERROR:"):
+            first = "ERROR: " + job.verdict.strip().splitlines()[-1]
+        print(f"  {job.label}: {first[:width]}")
 
 
 def main(argv):
@@ -342,6 +357,7 @@ def main(argv):
         save_times(times)
         save_times(dict(load_times(CPU_TIMES), **cpu), CPU_TIMES)
     print_cpu(cpu)
+    print_failed(jobs + ([build] if build else []))
     print(f"{passed} passed, {failed} failed ({time.monotonic() - began:.0f} s, "
           f"{max(1, args.j)} at a time, {max(0, args.w)} waiting beside)")
     return 1 if failed else 0

@@ -55,9 +55,10 @@ static double pause_for(const struct duty_cycle *d, double need, double rate)
 	return (need - credit) / d->budget / (rate > 0 ? rate : 1);
 }
 
-uint64_t duty__pause_ns(struct duty_cycle *d, double loss_ns, double cpu_ns)
+uint64_t duty__pause_ns(struct duty_cycle *d, uint64_t ran_ns, double loss_ns, double cpu_ns)
 {
-	double ran = duty__window_ns(d), pause = 0;
+	/* The window counts as it ran (longer than planned: the loop busy at its end). */
+	double ran = ran_ns ? ran_ns : duty__window_ns(d), pause = 0;
 
 	d->windows++;
 	d->window_slowdown = share(loss_ns, cpu_ns);

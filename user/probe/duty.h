@@ -59,10 +59,11 @@ void duty__now(struct duty_cycle *d, uint64_t since_ns, uint64_t in_window_ns, u
 /* How long the next window lasts. */
 uint64_t duty__window_ns(const struct duty_cycle *d);
 
-/* After a window: the pause to take before the next one (0: keep tracing), from what the
- * target lost in it (loss_ns: probe hits, programs, heaptap's own share) and the CPU time it
- * would have had (cpu_ns: its own, and the share heaptap took). */
-uint64_t duty__pause_ns(struct duty_cycle *d, double loss_ns, double cpu_ns);
+/* After a window that ran ran_ns (0: as planned): the pause to take before the next one (0:
+ * keep tracing), from what the target lost in it (loss_ns: probe hits, programs, heaptap's
+ * own share) and the CPU time it would have had (cpu_ns: its own, and the share heaptap
+ * took). */
+uint64_t duty__pause_ns(struct duty_cycle *d, uint64_t ran_ns, double loss_ns, double cpu_ns);
 
 /* At a pause's end (ran_ns long): what heaptap cost the target meanwhile, as
  * duty__pause_ns takes it; the pause to add before the next window (0: none). */

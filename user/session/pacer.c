@@ -115,7 +115,7 @@ static int resume(struct pacer *p)
 int pacer__turn(struct pacer *p)
 {
 	struct session *s = p->s;
-	uint64_t pause, cpu, from;
+	uint64_t pause, cpu, from, ran;
 	double loss;
 
 	if (!s->attached)
@@ -123,8 +123,9 @@ int pacer__turn(struct pacer *p)
 	/* The target's time in probe hits (the traps, as calibrated, and heaptap's programs),
 	 * and heaptap's own share of its CPUs, the window's attach included. */
 	cpu = cpu_since(s, p->window_cpu_ns);
-	loss = own_loss(p, p->window_own_ns, cpu, clock__now_ns() - p->window_start_ns);
-	pause = duty__pause_ns(&p->duty,
+	ran = clock__now_ns() - p->window_start_ns;
+	loss = own_loss(p, p->window_own_ns, cpu, ran);
+	pause = duty__pause_ns(&p->duty, ran,
 			       overhead__trap_ns(s->probes, p->costs, p->window_calls,
 						 (const uint64_t *)s->skel->bss->fn_calls) +
 				       (overhead__programs_ns(s->skel) - p->window_programs_ns) + loss,

@@ -85,8 +85,10 @@ def test_the_image_names_a_leaking_process_of_the_host():
     process of the host by its host PID, traces it, names remember_entry, and leaves its code
     the file's. The agent watches the leaker's cgroup (the host's cgroup v2 hierarchy mounted
     in the container), not --all: on a host shared with other tests, --all traced their
-    growing processes too, and their checks found its breakpoints."""
-    from test_host import Cgroup, cgroup2_root, end_cgroups, finish, host_record, \
+    growing processes too, and their checks found its breakpoints. It asks the agent for its
+    finding, not its budget: the budget is that of the agents of tests that run beside others
+    (test_host.BESIDE); at the default 5%, one full run's escalation ended unnamed."""
+    from test_host import BESIDE, Cgroup, cgroup2_root, end_cgroups, finish, host_record, \
         no_probe_left, tiers
     missing = [t for t in ("podman", "mmdebstrap", "runc", "dpkg-buildpackage")
                if not shutil.which(t)]
@@ -112,13 +114,15 @@ def test_the_image_names_a_leaking_process_of_the_host():
     ht = None
     try:
         ht = Contained(name, ["--cgroup", os.path.join("/host-cgroup", os.path.basename(cg.path)),
-                              "-i", "1s", "--max-traced", "4"],
+                              "-i", "1s", "--max-traced", "4"] + BESIDE,
                        volumes=["-v", f"{cgroup2_root()}:/host-cgroup"])
         host_record(ht, lambda r: any(tiers(ht, leaker.target_pid, "proc")),
                     f"the escalation of the leaker (PID {leaker.target_pid}) ended", timeout=240)
         named = tiers(ht, leaker.target_pid, "proc")[0]
         check("the leaker, by its name", named["comm"], comm)
-        check("its site", named["finding"] and named["finding"]["function"], "remember_entry")
+        check_true("its site, remember_entry, named",
+                   named["finding"] and named["finding"]["function"] == "remember_entry",
+                   f"the escalation ended {named.get('reason')!r}, finding {named['finding']}")
         no_probe_left(leaker.target_pid, named)
         final, status = finish(ht)
         check("heaptap's exit status in the container", status, 0)

@@ -3,9 +3,9 @@
  * --live's duty cycle (probe/duty.c): a short first window, each one after twice as long up
  * to --window; after a window that cost more than the budget, a pause long enough that what
  * the target has lost since the start stays within the budget's share of its CPU time, at
- * every pause's end, a window counted as long as it ran, the first window's cost made up for, at the CPU rate the target ran in
- * the pause; none after a window within the budget (once made up for), or of an idle target;
- * a pause's own cost (heaptap's CPU) counted.
+ * every pause's end, a window counted as long as it ran, the first window's cost made up
+ * for, at the CPU rate the target ran in the pause; none after a window within the budget
+ * (once made up for), or of an idle target; a pause's own cost (heaptap's CPU) counted.
  */
 #include <stdbool.h>
 #include <stdlib.h>
